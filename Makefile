@@ -1,0 +1,49 @@
+# Two commands for a newcomer (as root on Debian/Ubuntu):  make dev  and  make test
+SHELL := /bin/bash
+PY := .venv/bin/python
+CLUSTER := deploy/devcluster/cluster.sh
+export PORT ?= 8000
+
+.PHONY: dev test system-deps venv services cluster-up cluster-down cluster-status migrate seed serve lint bench
+
+dev: system-deps venv services cluster-up migrate seed serve
+
+test: system-deps venv
+	scripts/services.sh --postgres
+	$(CLUSTER) up
+	scripts/test.sh
+
+system-deps:
+	scripts/install-system-deps.sh
+
+venv: .venv/.installed
+
+.venv/.installed: requirements.txt requirements-dev.txt
+	python3 -m venv .venv
+	.venv/bin/pip install -q --upgrade pip
+	.venv/bin/pip install -q -r requirements-dev.txt
+	touch $@
+
+services:
+	scripts/services.sh
+
+cluster-up:
+	$(CLUSTER) up
+
+cluster-down:
+	$(CLUSTER) down
+
+cluster-status:
+	$(CLUSTER) status
+
+migrate: venv
+	DEBUG=1 $(PY) manage.py migrate --noinput
+
+seed: venv
+	DEBUG=1 $(PY) manage.py seed_demo
+
+serve: venv
+	scripts/dev.sh
+
+lint: venv
+	.venv/bin/ruff check .

@@ -1,0 +1,92 @@
+"""Writes that involve a user's identity on the cluster."""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.models import Profile
+from billing.plans import ALL_QOS, plan_for
+from cluster.provisioning import provisioning_backend
+from cluster.services import slurm_cli
+
+# Names that already belong to the system inside the cluster; never hand them out.
+RESERVED_NAMES = {
+    "root",
+    "daemon",
+    "bin",
+    "sys",
+    "sync",
+    "games",
+    "man",
+    "lp",
+    "mail",
+    "news",
+    "uucp",
+    "proxy",
+    "www-data",
+    "backup",
+    "list",
+    "irc",
+    "gnats",
+    "nobody",
+    "systemd-network",
+    "slurm",
+    "slurmrest",
+    "munge",
+    "mysql",
+    "admin",
+    "_apt",
+    "messagebus",
+    "sshd",
+}
+
+
+def cluster_username_for(username: str) -> str:
+    """Derive a Unix-safe cluster name from a portal user name."""
+    base = re.sub(r"[^a-z0-9_-]", "", username.lower())[:24] or "user"
+    if not re.match(r"^[a-z_]", base):
+        base = f"u{base}"
+    if base in RESERVED_NAMES:
+        base = f"u_{base}"
+    candidate, suffix = base, 1
+    while Profile.objects.filter(cluster_username=candidate).exists():
+        suffix += 1
+        candidate = f"{base}{suffix}"
+    return candidate
+
+
+def assign_cluster_username(profile: Profile, preferred: str | None = None) -> str:
+    if profile.cluster_username:
+        return profile.cluster_username
+    name = preferred or cluster_username_for(profile.user.username)
+    try:
+        with transaction.atomic():
+            updated = Profile.objects.filter(pk=profile.pk, cluster_username__isnull=True).update(cluster_username=name)
+    except IntegrityError:
+        name = cluster_username_for(profile.user.username)
+        updated = Profile.objects.filter(pk=profile.pk, cluster_username__isnull=True).update(cluster_username=name)
+    profile.refresh_from_db()
+    if not updated and not profile.cluster_username:
+        raise RuntimeError(f"could not assign a cluster user name to {profile}")
+    return profile.cluster_username
+
+
+def provision(profile_id: int, preferred_name: str | None = None) -> Profile:
+    """Create (or update) the user's cluster identity. Idempotent: safe to run again,
+    which is how a plan change or a failed earlier attempt is applied."""
+    profile = Profile.objects.select_related("user").get(pk=profile_id)
+    name = assign_cluster_username(profile, preferred_name)
+    plan = plan_for(profile.plan)
+    backend = provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(), settings.SLURM_ACCOUNT)
+    try:
+        backend.ensure_user(name, ALL_QOS if profile.role == "admin" else [plan.qos], plan.qos)
+    except Exception as exc:
+        Profile.objects.filter(pk=profile.pk).update(provisioning_error=str(exc)[:2000])
+        raise
+    Profile.objects.filter(pk=profile.pk).update(provisioned_at=timezone.now(), provisioning_error="")
+    profile.refresh_from_db()
+    return profile

@@ -1,0 +1,122 @@
+"""Parsing of Slurm's GRES and TRES strings, which are the same in every API version.
+
+Examples, as slurmctld prints them:
+    node gres        "gpu:a100:4(S:0),shard:a100:40(S:0)"
+    node gres_used   "gpu:a100:2(IDX:0-1),shard:a100:0(0/10,0/10,0/10,0/10)"
+    tres string      "cpu=2,mem=2000M,node=1,billing=2,gres/gpu=1,gres/gpu:a100=1"
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cluster.types import GpuGroup
+
+# name[:type]:count[(extra)] ; type may contain letters, digits, '-', '_', '.'
+_GRES_ITEM = re.compile(r"^(?P<name>[A-Za-z0-9_]+)(?::(?P<type>[^:(]+))?:(?P<count>\d+)(?:\((?P<extra>[^)]*)\))?$")
+
+
+@dataclass(frozen=True)
+class GresItem:
+    name: str
+    gres_type: str
+    count: int
+    extra: str
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split on commas that are not inside parentheses."""
+    items, depth, current = [], 0, []
+    for char in text:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        if char == "," and depth == 0:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    if current:
+        items.append("".join(current))
+    return [item.strip() for item in items if item.strip()]
+
+
+def parse_gres(text: str | None) -> list[GresItem]:
+    items = []
+    for raw in _split_top_level(text or ""):
+        match = _GRES_ITEM.match(raw)
+        if not match:
+            continue
+        items.append(
+            GresItem(
+                name=match["name"],
+                gres_type=match["type"] or "",
+                count=int(match["count"]),
+                extra=match["extra"] or "",
+            )
+        )
+    return items
+
+
+def parse_index_list(text: str) -> tuple[int, ...]:
+    """'0-1,3' -> (0, 1, 3); 'N/A' or '' -> ()."""
+    indexes: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part or not part[0].isdigit():
+            continue
+        if "-" in part:
+            low, high = part.split("-", 1)
+            indexes.extend(range(int(low), int(high) + 1))
+        else:
+            indexes.append(int(part))
+    return tuple(indexes)
+
+
+def _used_indexes(extra: str) -> tuple[int, ...]:
+    if extra.startswith("IDX:"):
+        return parse_index_list(extra[len("IDX:") :])
+    return ()
+
+
+def gpu_groups(gres: str | None, gres_used: str | None) -> tuple[GpuGroup, ...]:
+    used: dict[str, tuple[int, ...]] = {}
+    for item in parse_gres(gres_used):
+        if item.name == "gpu":
+            used[item.gres_type] = used.get(item.gres_type, ()) + _used_indexes(item.extra)
+    return tuple(
+        GpuGroup(gpu_type=item.gres_type, count=item.count, used_indexes=tuple(sorted(used.get(item.gres_type, ()))))
+        for item in parse_gres(gres)
+        if item.name == "gpu"
+    )
+
+
+def shard_totals(gres: str | None, gres_used: str | None) -> tuple[int, int]:
+    total = sum(item.count for item in parse_gres(gres) if item.name == "shard")
+    used = sum(item.count for item in parse_gres(gres_used) if item.name == "shard")
+    return total, used
+
+
+def parse_tres(text: str | None) -> dict[str, int]:
+    """'cpu=2,mem=2000M,gres/gpu=1' -> {'cpu': 2, 'mem': 2000, 'gres/gpu': 1} (memory in MB)."""
+    result: dict[str, int] = {}
+    for part in (text or "").split(","):
+        if "=" not in part:
+            continue
+        key, value = part.split("=", 1)
+        result[key.strip()] = _tres_number(value.strip())
+    return result
+
+
+_MEMORY_UNITS = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+
+
+def _tres_number(value: str) -> int:
+    if value and value[-1] in _MEMORY_UNITS:
+        return int(float(value[:-1]) * _MEMORY_UNITS[value[-1]])
+    try:
+        return int(value)
+    except ValueError:
+        return 0

@@ -1,0 +1,56 @@
+from django.db import models
+
+
+class Node(models.Model):
+    """The mirror's copy of one Slurm node; pages read this, never slurmrestd."""
+
+    name = models.CharField(max_length=100, unique=True)
+    state = models.CharField(max_length=32)
+    state_flags = models.CharField(max_length=200, blank=True)
+    reason = models.CharField(max_length=500, blank=True)
+    features = models.JSONField(default=list)
+    partitions = models.JSONField(default=list)
+    cpus = models.IntegerField(default=0)
+    alloc_cpus = models.IntegerField(default=0)
+    real_memory_mb = models.IntegerField(default=0)
+    alloc_memory_mb = models.IntegerField(default=0)
+    # [{"type": "a100", "count": 4, "used_indexes": [0, 1]}]
+    gpus = models.JSONField(default=list)
+    shards_total = models.IntegerField(default=0)
+    shards_used = models.IntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def gpu_total(self) -> int:
+        return sum(group["count"] for group in self.gpus)
+
+    @property
+    def gpu_used(self) -> int:
+        return sum(len(group["used_indexes"]) for group in self.gpus)
+
+    @property
+    def is_unavailable(self) -> bool:
+        flags = set(self.state_flags.split(","))
+        return self.state in {"DOWN", "ERROR", "FUTURE", "UNKNOWN"} or bool(
+            flags & {"DRAIN", "NOT_RESPONDING", "INVALID_REG"}
+        )
+
+
+class SyncRun(models.Model):
+    """The last outcome of each mirror loop, so a failing Slurm shows on the console."""
+
+    name = models.CharField(max_length=32, unique=True)
+    last_started = models.DateTimeField(null=True)
+    last_success = models.DateTimeField(null=True)
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True)
+    summary = models.CharField(max_length=300, blank=True)
+
+    def __str__(self):
+        return f"{self.name} mirror"

@@ -1,0 +1,93 @@
+"""Making a portal user exist on the cluster: a Unix user on the nodes and a Slurm
+association under the portal's account with the plan's QOS.
+
+`local` serves the dev cluster (and small single-host clusters): it creates the Unix
+user itself. `external` is for sites where a directory service (LDAP, FreeIPA) owns
+Unix users: it only checks that the user exists and manages the association.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+from cluster.cli import SlurmCli
+from cluster.errors import SlurmCommandError
+
+_USERNAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+
+
+class ProvisioningBackend(Protocol):
+    def ensure_user(self, username: str, qos: list[str], default_qos: str) -> None: ...
+
+    def remove_user(self, username: str) -> None: ...
+
+
+def _check_name(username: str) -> None:
+    if not _USERNAME.match(username):
+        raise ValueError(f"{username!r} is not a valid cluster user name")
+
+
+class _AssociationMixin:
+    cli: SlurmCli
+    account: str
+
+    def _ensure_association(self, username: str, qos: list[str], default_qos: str) -> None:
+        # `add user` reports "Nothing new added" for an existing association (exit 1 on
+        # some versions): set the QOS afterwards either way so a plan change applies.
+        self.cli.add_association(username, self.account, qos, default_qos)
+        self.cli.set_user_qos(username, qos, default_qos)
+        shown = self.cli.show_association(username)
+        if self.cli.noop:
+            return
+        if f"{username}|{self.account}|" not in shown.stdout:
+            raise SlurmCommandError(
+                f"association for {username} in account {self.account} was not created: {shown.stdout or shown.stderr}"
+            )
+
+
+class LocalProvisioner(_AssociationMixin):
+    def __init__(self, cli: SlurmCli, account: str):
+        self.cli = cli
+        self.account = account
+
+    def _user_exists(self, username: str) -> bool:
+        return self.cli.run("getent", "passwd", username, check=False).returncode == 0
+
+    def ensure_user(self, username: str, qos: list[str], default_qos: str) -> None:
+        _check_name(username)
+        if self.cli.noop or not self._user_exists(username):
+            self.cli.run("useradd", "--create-home", "--shell", "/bin/bash", "--user-group", username)
+        self._ensure_association(username, qos, default_qos)
+
+    def remove_user(self, username: str) -> None:
+        _check_name(username)
+        self.cli.run("sacctmgr", "-i", "delete", "user", "where", f"name={username}", check=False)
+        if self.cli.noop or self._user_exists(username):
+            self.cli.run("userdel", "--remove", username, check=False)
+
+
+class ExternalDirectoryProvisioner(_AssociationMixin):
+    def __init__(self, cli: SlurmCli, account: str):
+        self.cli = cli
+        self.account = account
+
+    def ensure_user(self, username: str, qos: list[str], default_qos: str) -> None:
+        _check_name(username)
+        if not self.cli.noop and self.cli.run("id", username, check=False).returncode != 0:
+            raise SlurmCommandError(f"user {username} does not exist in the directory; create it there first")
+        self._ensure_association(username, qos, default_qos)
+
+    def remove_user(self, username: str) -> None:
+        _check_name(username)
+        self.cli.run("sacctmgr", "-i", "delete", "user", "where", f"name={username}", check=False)
+
+
+BACKENDS = {"local": LocalProvisioner, "external": ExternalDirectoryProvisioner}
+
+
+def provisioning_backend(name: str, cli: SlurmCli, account: str) -> ProvisioningBackend:
+    try:
+        return BACKENDS[name](cli, account)
+    except KeyError:
+        raise ValueError(f"unknown PROVISIONING_BACKEND {name!r} (known: {', '.join(BACKENDS)})") from None

@@ -1,0 +1,208 @@
+"""The one module that talks HTTP to slurmrestd.
+
+Every response's `errors` list is read, because slurmrestd's status codes lie: a bad
+token is 511 (or 500, or 200 with an empty list, depending on the endpoint), a refused
+single-job cancel is 200. Failures are raised as the `cluster.errors` class that tells
+the caller whether to retry.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import requests
+
+from cluster.errors import (
+    SlurmAuthError,
+    SlurmError,
+    SlurmNotFound,
+    SlurmPermissionDenied,
+    SlurmRequestError,
+    SlurmTransientError,
+)
+from cluster.slurmrest.base import ApiAdapter, Json
+from cluster.tokens import TokenMinter
+from cluster.types import (
+    TERMINAL_JOB_STATES,
+    AccountingRecord,
+    Job,
+    JobStateEntry,
+    JobSubmission,
+    Node,
+    Partition,
+    Reservation,
+)
+
+log = logging.getLogger(__name__)
+
+# slurm_errno.h numbers that say "try again", not "you asked for something wrong".
+_TRANSIENT_ERRORS = {
+    1000,  # SLURM_UNEXPECTED_MSG_ERROR
+    1001,  # SLURM_COMMUNICATIONS_CONNECTION_ERROR
+    1002,  # SLURM_COMMUNICATIONS_SEND_ERROR
+    1003,  # SLURM_COMMUNICATIONS_RECEIVE_ERROR
+    1004,  # SLURM_COMMUNICATIONS_SHUTDOWN_ERROR
+    2007,  # ESLURM_ERROR_ON_DESC_TO_RECORD_COPY: job table full, retry later
+    5004,  # SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT
+    11,  # EAGAIN
+}
+_AUTH_ERRORS = {
+    1007,  # SLURM_PROTOCOL_AUTHENTICATION_ERROR
+    2010,  # ESLURM_USER_ID_MISSING
+}
+_ACCESS_DENIED = 2002  # ESLURM_ACCESS_DENIED
+_INVALID_JOB_ID = 2017  # ESLURM_INVALID_JOB_ID
+_AUTH_STATUSES = {401, 403, 511}
+
+
+class SlurmRestClient:
+    def __init__(
+        self,
+        base_url: str,
+        adapter: ApiAdapter,
+        minter: TokenMinter,
+        *,
+        user_name: str,
+        timeout: float = 10.0,
+        session: requests.Session | None = None,
+    ):
+        self.base_url = base_url.rstrip("/")
+        self.adapter = adapter
+        self.minter = minter
+        self.user_name = user_name
+        self.timeout = timeout
+        self._session = session or requests.Session()
+
+    def as_user(self, user_name: str) -> SlurmRestClient:
+        """The same daemon, acting as another Slurm user (a job submitted so runs as them)."""
+        return SlurmRestClient(
+            self.base_url,
+            self.adapter,
+            self.minter,
+            user_name=user_name,
+            timeout=self.timeout,
+            session=self._session,
+        )
+
+    # --- transport ---------------------------------------------------------------------
+    def _request(self, method: str, path: str, *, body: Json | None = None, params: dict | None = None) -> Json:
+        headers = {
+            "X-SLURM-USER-NAME": self.user_name,
+            "X-SLURM-USER-TOKEN": self.minter.token_for(self.user_name),
+        }
+        url = self.base_url + path
+        try:
+            response = self._session.request(
+                method, url, json=body, params=params, headers=headers, timeout=self.timeout
+            )
+        except requests.Timeout as exc:
+            raise SlurmTransientError(f"slurmrestd did not answer within {self.timeout}s ({method} {path})") from exc
+        except requests.ConnectionError as exc:
+            raise SlurmTransientError(f"cannot reach slurmrestd at {self.base_url}: {exc}") from exc
+        try:
+            payload = response.json()
+        except ValueError:
+            payload = None
+        _raise_for_response(response.status_code, payload, f"{method} {path}", response.text[:300])
+        return payload
+
+    # --- jobs --------------------------------------------------------------------------
+    def list_job_states(self) -> list[JobStateEntry]:
+        return self.adapter.decode_job_states(self._request("GET", self.adapter.slurm_path("jobs/state/")))
+
+    def list_jobs(self) -> list[Job]:
+        return self.adapter.decode_jobs(self._request("GET", self.adapter.slurm_path("jobs/")))
+
+    def get_job(self, job_id: int) -> Job:
+        jobs = self.adapter.decode_jobs(self._request("GET", self.adapter.slurm_path(f"job/{int(job_id)}")))
+        if not jobs:
+            raise SlurmNotFound(f"job {job_id} is not known to slurmctld", error_number=_INVALID_JOB_ID)
+        return jobs[0]
+
+    def submit_job(self, submission: JobSubmission) -> int:
+        payload = self._request(
+            "POST", self.adapter.slurm_path("job/submit"), body=self.adapter.encode_submission(submission)
+        )
+        return self.adapter.decode_submitted_job_id(payload)
+
+    def cancel_job(self, job_id: int) -> None:
+        """Cancel one job, raising SlurmPermissionDenied when Slurm refuses.
+
+        The single-job DELETE answers 200 with no error even when it refused (another
+        user's job) or found no job, so we use the bulk endpoint, which reports refusals,
+        and then read the job back to be sure.
+        """
+        payload = self._request("DELETE", self.adapter.slurm_path("jobs/"), body={"jobs": [str(int(job_id))]})
+        for status in payload.get("status", []):
+            error = status.get("error") or {}
+            code = int(error.get("code", 0) or 0)
+            if code == _ACCESS_DENIED:
+                raise SlurmPermissionDenied(
+                    f"Slurm refused to cancel job {job_id}: {error.get('message') or error.get('string')}",
+                    error_number=code,
+                )
+            if code == _INVALID_JOB_ID:
+                raise SlurmNotFound(f"job {job_id} does not exist", error_number=code)
+            if code:
+                raise SlurmRequestError(
+                    f"Slurm could not cancel job {job_id}: {error.get('message') or error.get('string')}",
+                    error_number=code,
+                )
+        job = self.get_job(job_id)
+        if job.state not in TERMINAL_JOB_STATES and "CANCELLED" not in job.states and "COMPLETING" not in job.states:
+            raise SlurmPermissionDenied(f"job {job_id} is still {job.state} after the cancel request")
+
+    # --- nodes, partitions, reservations ------------------------------------------------
+    def list_nodes(self) -> list[Node]:
+        return self.adapter.decode_nodes(self._request("GET", self.adapter.slurm_path("nodes/")))
+
+    def list_partitions(self) -> list[Partition]:
+        return self.adapter.decode_partitions(self._request("GET", self.adapter.slurm_path("partitions/")))
+
+    def list_reservations(self) -> list[Reservation]:
+        return self.adapter.decode_reservations(self._request("GET", self.adapter.slurm_path("reservations/")))
+
+    # --- accounting (slurmdbd) ----------------------------------------------------------
+    def get_accounting(self, job_id: int) -> AccountingRecord:
+        records = self.adapter.decode_accounting(self._request("GET", self.adapter.slurmdb_path(f"job/{int(job_id)}")))
+        if not records:
+            raise SlurmNotFound(f"job {job_id} is not in accounting (yet)")
+        return records[0]
+
+    def ping(self) -> Json:
+        """Reachability only: ping answers 200 even for a bad token, so never use it to test auth."""
+        return self._request("GET", self.adapter.slurm_path("ping/"))
+
+    def check_access(self) -> list[Node]:
+        """An authenticated read (nodes): fails with SlurmAuthError on a rejected token."""
+        return self.list_nodes()
+
+
+def _raise_for_response(status: int, payload: Any, what: str, text: str) -> None:
+    errors = payload.get("errors", []) if isinstance(payload, dict) else []
+    if errors:
+        first = errors[0]
+        number = int(first.get("error_number", 0) or 0)
+        message = first.get("description") or first.get("error") or "unknown Slurm error"
+        detail = f"{message} (Slurm error {number}, {what})"
+        if number in _AUTH_ERRORS or status in _AUTH_STATUSES:
+            raise SlurmAuthError(detail, error_number=number, status=status)
+        if number in _TRANSIENT_ERRORS:
+            raise SlurmTransientError(detail, error_number=number, status=status)
+        if number == _INVALID_JOB_ID or status == 404:
+            raise SlurmNotFound(detail, error_number=number, status=status)
+        if number == _ACCESS_DENIED:
+            raise SlurmPermissionDenied(detail, error_number=number, status=status)
+        raise SlurmRequestError(detail, error_number=number, status=status)
+    if status in _AUTH_STATUSES:
+        raise SlurmAuthError(f"slurmrestd rejected the credentials (HTTP {status}, {what})", status=status)
+    if status >= 500 or payload is None and status >= 400:
+        # Without a Slurm error this is the daemon or a proxy failing, not our request.
+        raise SlurmTransientError(f"slurmrestd answered HTTP {status} for {what}: {text}", status=status)
+    if status == 404:
+        raise SlurmNotFound(f"not found: {what}", status=status)
+    if status >= 400:
+        raise SlurmRequestError(f"slurmrestd answered HTTP {status} for {what}: {text}", status=status)
+    if not isinstance(payload, dict):
+        raise SlurmError(f"slurmrestd answered {what} with a body that is not JSON: {text}", status=status)

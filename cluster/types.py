@@ -1,0 +1,183 @@
+"""The portal's own view of Slurm objects, independent of any REST API version.
+
+Adapters in `cluster.slurmrest` translate each API version's JSON into these types;
+nothing outside `cluster/` ever reads Slurm's JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+# Slurm base states after which a job never changes again.
+TERMINAL_JOB_STATES = frozenset(
+    {
+        "BOOT_FAIL",
+        "CANCELLED",
+        "COMPLETED",
+        "DEADLINE",
+        "FAILED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "TIMEOUT",
+    }
+)
+
+
+@dataclass(frozen=True)
+class GpuGroup:
+    """GPUs of one type on one node, and which of them are allocated."""
+
+    gpu_type: str
+    count: int
+    used_indexes: tuple[int, ...] = ()
+
+    @property
+    def used(self) -> int:
+        return len(self.used_indexes)
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    states: tuple[str, ...]
+    reason: str
+    features: tuple[str, ...]
+    partitions: tuple[str, ...]
+    cpus: int
+    alloc_cpus: int
+    real_memory_mb: int
+    alloc_memory_mb: int
+    gpus: tuple[GpuGroup, ...]
+    shards_total: int
+    shards_used: int
+
+    @property
+    def state(self) -> str:
+        return self.states[0] if self.states else "UNKNOWN"
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(group.count for group in self.gpus)
+
+
+@dataclass(frozen=True)
+class JobStateEntry:
+    """One line of the cheap `jobs/state/` listing."""
+
+    job_id: int
+    states: tuple[str, ...]
+
+    @property
+    def state(self) -> str:
+        return self.states[0] if self.states else "UNKNOWN"
+
+
+@dataclass(frozen=True)
+class Job:
+    job_id: int
+    name: str
+    user_name: str
+    account: str
+    partition: str
+    qos: str
+    states: tuple[str, ...]
+    state_reason: str
+    comment: str
+    nodes: str
+    tres_per_node: str
+    allocated_tres: str
+    constraints: str
+    submit_time: datetime | None
+    start_time: datetime | None
+    end_time: datetime | None
+    time_limit_minutes: int | None
+    exit_code: int | None
+    exit_signal: int | None
+    standard_output: str
+    standard_error: str
+    working_directory: str
+
+    @property
+    def state(self) -> str:
+        return self.states[0] if self.states else "UNKNOWN"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in TERMINAL_JOB_STATES
+
+
+@dataclass(frozen=True)
+class Partition:
+    name: str
+    nodes: str
+    state: str
+    max_time_minutes: int | None
+    default_time_minutes: int | None
+    is_default: bool
+
+
+@dataclass(frozen=True)
+class Reservation:
+    name: str
+    users: tuple[str, ...]
+    nodes: str
+    start_time: datetime | None
+    end_time: datetime | None
+    tres: str
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AccountingRecord:
+    """A job as slurmdbd recorded it: what billing and operations figures read."""
+
+    job_id: int
+    user_name: str
+    account: str
+    qos: str
+    states: tuple[str, ...]
+    submit_time: datetime | None
+    start_time: datetime | None
+    end_time: datetime | None
+    elapsed_seconds: int
+    allocated_tres: dict[str, int]
+    nodes: str
+    exit_code: int | None
+
+    @property
+    def state(self) -> str:
+        return self.states[0] if self.states else "UNKNOWN"
+
+    @property
+    def gpu_count(self) -> int:
+        return self.allocated_tres.get("gres/gpu", 0)
+
+    @property
+    def gpu_seconds(self) -> int:
+        return self.elapsed_seconds * self.gpu_count
+
+
+@dataclass(frozen=True)
+class JobSubmission:
+    """What the portal asks Slurm to run. Every field is data, never shell text."""
+
+    name: str
+    script: str
+    working_directory: str
+    standard_output: str
+    standard_error: str
+    environment: dict[str, str] = field(default_factory=dict)
+    partition: str = ""
+    account: str = ""
+    qos: str = ""
+    time_limit_minutes: int | None = None
+    # e.g. "gres/gpu:a100:1" or "gres/shard:a100:3"
+    tres_per_node: str = ""
+    constraints: str = ""
+    reservation: str = ""
+    comment: str = ""
+    requeue: bool = True
+    cpus_per_task: int = 1
+    memory_per_node_mb: int | None = None

@@ -1,0 +1,26 @@
+from django.urls import reverse
+
+from accounts.models import Role
+from console.access import user_role
+
+_NAVIGATION = {
+    Role.USER: [("Dashboard", "console:home"), ("My jobs", "jobs:list")],
+    Role.ADMIN: [
+        ("Dashboard", "console:home"),
+        ("My jobs", "jobs:list"),
+        ("Nodes", "console:nodes"),
+        ("All jobs", "console:all_jobs"),
+    ],
+    Role.MARKETING: [("Dashboard", "console:home"), ("Sign-ups", "console:signups")],
+}
+
+
+def navigation(request):
+    role = user_role(request.user)
+    if role is None:
+        return {"nav_items": [], "nav_role": None}
+    items = [
+        {"label": label, "url": reverse(name), "active": request.path == reverse(name)}
+        for label, name in _NAVIGATION.get(role, _NAVIGATION[Role.USER])
+    ]
+    return {"nav_items": items, "nav_role": role}

@@ -1,0 +1,79 @@
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count
+from django.db.models.functions import TruncDate
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.cache import cache_control
+from plotly.offline import get_plotlyjs
+
+from accounts.models import Role
+from cluster.models import Node, SyncRun
+from console.access import role_required
+from jobs.models import Job
+
+
+def gpu_availability(nodes) -> list[dict]:
+    """GPUs by type across usable nodes: total, in use, free."""
+    by_type: dict[str, dict] = {}
+    for node in nodes:
+        for group in node.gpus:
+            entry = by_type.setdefault(group["type"], {"type": group["type"], "total": 0, "used": 0, "free": 0})
+            entry["total"] += group["count"]
+            used = len(group["used_indexes"])
+            entry["used"] += used
+            if not node.is_unavailable:
+                entry["free"] += group["count"] - used
+    return sorted(by_type.values(), key=lambda entry: entry["type"])
+
+
+@login_required
+def home(request):
+    nodes = list(Node.objects.all())
+    context = {
+        "gpu_types": gpu_availability(nodes),
+        "recent_jobs": Job.objects.filter(owner=request.user).order_by("-created_at")[:10],
+        "sync_runs": {run.name: run for run in SyncRun.objects.all()},
+        "profile": request.user.profile,
+    }
+    return render(request, "console/home.html", context)
+
+
+@role_required(Role.ADMIN)
+def nodes(request):
+    return render(
+        request,
+        "console/nodes.html",
+        {"nodes": Node.objects.all(), "sync_runs": {run.name: run for run in SyncRun.objects.all()}},
+    )
+
+
+@role_required(Role.ADMIN)
+def all_jobs(request):
+    jobs = Job.objects.select_related("owner").order_by("-created_at")[:200]
+    return render(request, "console/all_jobs.html", {"jobs": jobs})
+
+
+@role_required(Role.MARKETING, Role.ADMIN)
+def signups(request):
+    since = timezone.now() - timedelta(days=30)
+    per_day = (
+        get_user_model()
+        .objects.filter(date_joined__gte=since)
+        .annotate(day=TruncDate("date_joined"))
+        .values("day")
+        .annotate(count=Count("id"))
+        .order_by("day")
+    )
+    rows = list(per_day)
+    chart_rows = [{"day": row["day"].isoformat(), "count": row["count"]} for row in rows]
+    return render(request, "console/signups.html", {"per_day": rows, "per_day_json": chart_rows, "since": since})
+
+
+@cache_control(public=True, max_age=86400)
+def plotly_js(request):
+    """Plotly's bundle from the installed Python package: one version, no CDN needed."""
+    return HttpResponse(get_plotlyjs(), content_type="application/javascript")

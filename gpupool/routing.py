@@ -1,0 +1,7 @@
+from django.urls import path
+
+from jobs.consumers import JobStatusConsumer
+
+websocket_urlpatterns = [
+    path("ws/jobs/", JobStatusConsumer.as_asgi()),
+]

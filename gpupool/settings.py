@@ -1,0 +1,188 @@
+"""Settings for the GPU pool portal; every deployment knob is an environment variable.
+
+See README.md ("Configuration") for the list. Defaults give a working local
+development portal: SQLite, Redis on localhost and the dev cluster built by
+`make cluster-up`.
+"""
+
+import shlex
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from gpupool.env import env_bool, env_float, env_int, env_list, env_path, env_secret, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = env_path("GPUPOOL_VAR_DIR", BASE_DIR / "var")
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_secret("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) must be set when DEBUG is off")
+    SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "allauth",
+    "allauth.account",
+    "rest_framework",
+    "drf_spectacular",
+    "channels",
+    "accounts",
+    "cluster",
+    "jobs",
+    "console",
+    "billing",
+    "credits",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+]
+
+ROOT_URLCONF = "gpupool.urls"
+ASGI_APPLICATION = "gpupool.asgi.application"
+WSGI_APPLICATION = "gpupool.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "console.context_processors.navigation",
+            ],
+        },
+    },
+]
+
+# SQLite is the zero-setup default; DATABASE_URL=postgres://... selects PostgreSQL.
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0),
+    )
+}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The worker, beat and web processes share one file: wait for locks instead of failing.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+LOGIN_REDIRECT_URL = "/"
+ACCOUNT_LOGOUT_REDIRECT_URL = "/accounts/login/"
+ACCOUNT_LOGIN_METHODS = {"username", "email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "username*", "password1*", "password2*"]
+ACCOUNT_EMAIL_VERIFICATION = env_str("ACCOUNT_EMAIL_VERIFICATION", "optional")
+ACCOUNT_SIGNUP_REDIRECT_URL = "/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "gpupool@localhost")
+
+# --- Redis: Celery broker and Channels layer -------------------------------------------
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CLUSTER_SYNC_INTERVAL_SECONDS = env_float("CLUSTER_SYNC_INTERVAL_SECONDS", 2.0)
+CELERY_BEAT_SCHEDULE = {
+    "mirror-cluster": {
+        "task": "cluster.tasks.sync_cluster",
+        "schedule": CLUSTER_SYNC_INTERVAL_SECONDS,
+        # A sync that waited longer than its own interval is stale: the next one replaces it.
+        "options": {"expires": CLUSTER_SYNC_INTERVAL_SECONDS},
+    },
+}
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL]},
+    }
+}
+
+# --- Slurm ------------------------------------------------------------------------------
+DEVCLUSTER_DIR = env_path("DEVCLUSTER_DIR", "/var/lib/gpupool/devcluster")
+SLURMRESTD_URL = env_str("SLURMRESTD_URL", "http://127.0.0.1:16820")
+SLURM_API_VERSION = env_str("SLURM_API_VERSION", "v0.0.41")
+SLURM_JWT_KEY_FILE = env_path("SLURM_JWT_KEY_FILE", DEVCLUSTER_DIR / "root/etc/slurm/jwt_hs256.key")
+SLURM_JWT_LIFETIME_SECONDS = env_int("SLURM_JWT_LIFETIME_SECONDS", 600, minimum=60)
+# The Slurm user whose token reads the whole cluster (nodes, every job) for the mirror.
+SLURM_SERVICE_USER = env_str("SLURM_SERVICE_USER", "slurm")
+SLURM_REQUEST_TIMEOUT_SECONDS = env_float("SLURM_REQUEST_TIMEOUT_SECONDS", 10.0)
+# How `scontrol`/`sacctmgr` are reached: here by entering the dev cluster's root; in
+# production e.g. "ssh -o BatchMode=yes slurm-login". Split once, never passed to a shell.
+SLURM_CLI_PREFIX = shlex.split(env_str("SLURM_CLI_PREFIX", f"chroot {DEVCLUSTER_DIR / 'root'}"))
+SLURM_CLI_NOOP = env_bool("SLURM_CLI_NOOP", False)
+SLURM_CLI_TIMEOUT_SECONDS = env_float("SLURM_CLI_TIMEOUT_SECONDS", 30.0)
+SLURM_ACCOUNT = env_str("SLURM_ACCOUNT", "portal")
+SLURM_PARTITION = env_str("SLURM_PARTITION", "gpu")
+# Where job directories are as Slurm sees them, and where this portal reads them.
+SLURM_JOB_ROOT = env_str("SLURM_JOB_ROOT", "/srv/gpupool/jobs")
+SLURM_JOB_ROOT_LOCAL = env_path("SLURM_JOB_ROOT_LOCAL", DEVCLUSTER_DIR / "root/srv/gpupool/jobs")
+# "local" creates Unix users and associations in the dev cluster; "external" expects a
+# directory service (LDAP, FreeIPA) to have created them and only checks.
+PROVISIONING_BACKEND = env_str("PROVISIONING_BACKEND", "local")
+# GPU memory per shard (GB): the portal's convention, matching gres.conf shard counts.
+GPU_SHARD_GB = env_int("GPU_SHARD_GB", 4, minimum=1)
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+SPECTACULAR_SETTINGS = {"TITLE": "GPU pool portal API", "VERSION": "1"}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}

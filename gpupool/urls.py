@@ -1,0 +1,11 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+urlpatterns = [
+    path("", include("console.urls")),
+    path("jobs/", include("jobs.urls")),
+    path("accounts/", include("allauth.urls")),
+    path("django-admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+]

@@ -1,0 +1,23 @@
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from jobs.events import user_group
+
+
+class JobStatusConsumer(AsyncJsonWebsocketConsumer):
+    """Streams the signed-in user's job updates; a socket only ever joins its own group."""
+
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        self.group = user_group(user.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code):
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def job_update(self, event):
+        await self.send_json({"type": "job", "job": event["job"]})

@@ -1,0 +1,47 @@
+"""Live job events: pushed to the owner's sockets over the Channels layer.
+
+Always called through `transaction.on_commit`, so a browser never hears of a state
+that a rollback then took back.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+log = logging.getLogger(__name__)
+
+
+def user_group(user_id: int) -> str:
+    return f"jobs.user.{user_id}"
+
+
+def job_payload(job) -> dict:
+    return {
+        "id": job.pk,
+        "uuid": str(job.uuid),
+        "slurm_job_id": job.slurm_job_id,
+        "name": job.name,
+        "state": job.state,
+        "state_reason": job.state_reason,
+        "nodes": job.nodes,
+        "start_time": job.start_time.isoformat() if job.start_time else None,
+        "end_time": job.end_time.isoformat() if job.end_time else None,
+        "updated_at": job.updated_at.isoformat() if job.updated_at else None,
+    }
+
+
+def publish_job_update(job_id: int) -> None:
+    from jobs.models import Job
+
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None or job.owner_id is None:
+        return
+    layer = get_channel_layer()
+    try:
+        async_to_sync(layer.group_send)(user_group(job.owner_id), {"type": "job.update", "job": job_payload(job)})
+    except Exception:
+        # A missed push is repaired by the page's polling fallback; never fail the mirror.
+        log.exception("could not publish the update of job %s", job_id)

@@ -1,0 +1,81 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from cluster.types import TERMINAL_JOB_STATES
+
+
+class JobState(models.TextChoices):
+    # Portal-only states, before Slurm has the job.
+    SUBMITTING = "SUBMITTING", "Submitting"
+    SUBMIT_FAILED = "SUBMIT_FAILED", "Submission failed"
+    # Slurm's base states.
+    PENDING = "PENDING", "Pending"
+    RUNNING = "RUNNING", "Running"
+    SUSPENDED = "SUSPENDED", "Suspended"
+    COMPLETING = "COMPLETING", "Completing"
+    COMPLETED = "COMPLETED", "Completed"
+    CANCELLED = "CANCELLED", "Cancelled"
+    FAILED = "FAILED", "Failed"
+    TIMEOUT = "TIMEOUT", "Time limit reached"
+    NODE_FAIL = "NODE_FAIL", "Node failure"
+    PREEMPTED = "PREEMPTED", "Preempted"
+    BOOT_FAIL = "BOOT_FAIL", "Boot failure"
+    DEADLINE = "DEADLINE", "Deadline reached"
+    OUT_OF_MEMORY = "OUT_OF_MEMORY", "Out of memory"
+    UNKNOWN = "UNKNOWN", "Unknown"
+
+
+FINAL_STATES = frozenset(TERMINAL_JOB_STATES | {JobState.SUBMIT_FAILED})
+
+
+class Job(models.Model):
+    """A Slurm job as the portal knows it: submitted here, or seen by the mirror."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    slurm_job_id = models.BigIntegerField(unique=True, null=True, blank=True)
+    cluster_user = models.CharField(max_length=64, blank=True)
+    name = models.CharField(max_length=200, blank=True)
+    account = models.CharField(max_length=64, blank=True)
+    partition = models.CharField(max_length=64, blank=True)
+    qos = models.CharField(max_length=64, blank=True)
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.SUBMITTING)
+    # Slurm's full state list ("CANCELLED,COMPLETING"): the mirror's change detector.
+    slurm_states = models.CharField(max_length=200, blank=True)
+    state_reason = models.CharField(max_length=200, blank=True)
+    nodes = models.CharField(max_length=500, blank=True)
+    tres_per_node = models.CharField(max_length=200, blank=True)
+    allocated_tres = models.CharField(max_length=500, blank=True)
+    constraints = models.CharField(max_length=200, blank=True)
+    comment = models.CharField(max_length=500, blank=True)
+    submit_time = models.DateTimeField(null=True, blank=True)
+    start_time = models.DateTimeField(null=True, blank=True)
+    end_time = models.DateTimeField(null=True, blank=True)
+    time_limit_minutes = models.IntegerField(null=True, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    standard_output = models.CharField(max_length=500, blank=True)
+    standard_error = models.CharField(max_length=500, blank=True)
+    # From slurmdbd once the job is finished.
+    elapsed_seconds = models.IntegerField(null=True, blank=True)
+    gpu_count = models.IntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["owner", "-created_at"]),
+            models.Index(fields=["state"]),
+        ]
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"job {self.slurm_job_id or self.uuid} ({self.state})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in FINAL_STATES

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Run the portal: web (Daphne, HTTP + WebSocket), Celery worker and Celery beat.
+# Ctrl-C stops all three; they are stopped by their own PIDs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+PORT=${PORT:-8000}
+export DEBUG=${DEBUG:-1}
+mkdir -p var/log
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+.venv/bin/celery -A gpupool worker --loglevel=INFO --concurrency=2 >var/log/worker.log 2>&1 &
+pids+=($!)
+.venv/bin/celery -A gpupool beat --loglevel=INFO --schedule=var/celerybeat-schedule >var/log/beat.log 2>&1 &
+pids+=($!)
+echo "worker log: var/log/worker.log, beat log: var/log/beat.log"
+echo "portal on http://127.0.0.1:$PORT (passwords: var/demo-passwords.txt)"
+$PY -m daphne -b 127.0.0.1 -p "$PORT" gpupool.asgi:application &
+pids+=($!)
+wait "${pids[-1]}"

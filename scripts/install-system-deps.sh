@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Debian/Ubuntu packages the portal, its dev cluster and its tests need. Idempotent:
+# installs only what is missing, so a warm machine pays one dpkg query.
+set -euo pipefail
+
+packages=(
+  python3 python3-venv python3-dev build-essential
+  redis-server postgresql
+  debootstrap
+  chromium          # browser tests drive Debian's Chromium through Playwright
+  curl ca-certificates
+)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,88 @@
+// Live job state: a WebSocket pushes the signed-in user's job updates; while the socket
+// is down we poll a small JSON endpoint instead, and keep trying to reconnect.
+(function () {
+  "use strict";
+  const indicator = document.querySelector("[data-live-indicator]");
+  const POLL_MS = 10000;
+  let socket = null;
+  let retryMs = 1000;
+  let pollTimer = null;
+
+  function setIndicator(text, ok) {
+    if (!indicator) return;
+    indicator.textContent = text;
+    indicator.classList.toggle("live-ok", !!ok);
+  }
+
+  function fmt(iso) {
+    if (!iso) return "";
+    const d = new Date(iso);
+    const pad = (n) => String(n).padStart(2, "0");
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  }
+
+  function apply(job) {
+    document.querySelectorAll(`[data-job-id="${job.id}"]`).forEach((el) => {
+      el.querySelectorAll("[data-field]").forEach((field) => {
+        const name = field.dataset.field;
+        let value = job[name];
+        if (name.endsWith("_time")) value = fmt(value);
+        field.textContent = value || "";
+        if (name === "state") field.className = `state state-${String(job.state).toLowerCase()}`;
+      });
+    });
+    const table = document.querySelector("table[data-live-jobs] tbody");
+    if (table && !table.querySelector(`[data-job-id="${job.id}"]`) && document.querySelector("h1")?.textContent === "My jobs") {
+      table.querySelector("tr.empty")?.remove();
+      const row = document.createElement("tr");
+      row.dataset.jobId = job.id;
+      const cells = [job.slurm_job_id ?? "—", job.name, job.state, job.state_reason, job.nodes, "", fmt(job.start_time), fmt(job.end_time)];
+      cells.forEach((text, i) => {
+        const td = document.createElement("td");
+        if (i === 0) { const a = document.createElement("a"); a.href = `/jobs/${job.id}/`; a.textContent = text; td.appendChild(a); }
+        else if (i === 2) { const s = document.createElement("span"); s.className = `state state-${String(job.state).toLowerCase()}`; s.dataset.field = "state"; s.textContent = text; td.appendChild(s); }
+        else { td.textContent = text || ""; }
+        if (i === 3) td.dataset.field = "state_reason";
+        if (i === 4) td.dataset.field = "nodes";
+        if (i === 6) td.dataset.field = "start_time";
+        if (i === 7) td.dataset.field = "end_time";
+        row.appendChild(td);
+      });
+      table.prepend(row);
+    }
+  }
+
+  async function poll() {
+    try {
+      const response = await fetch("/jobs/status.json", {headers: {Accept: "application/json"}, credentials: "same-origin"});
+      if (response.ok) (await response.json()).jobs.forEach(apply);
+    } catch (e) { /* offline: try again on the next tick */ }
+  }
+
+  function startPolling() {
+    if (!pollTimer) pollTimer = setInterval(poll, POLL_MS);
+  }
+
+  function stopPolling() {
+    clearInterval(pollTimer);
+    pollTimer = null;
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    socket = new WebSocket(`${scheme}://${location.host}/ws/jobs/`);
+    socket.onopen = () => { retryMs = 1000; stopPolling(); setIndicator("Live", true); poll(); };
+    socket.onmessage = (event) => {
+      const message = JSON.parse(event.data);
+      if (message.type === "job") apply(message.job);
+    };
+    socket.onclose = () => {
+      setIndicator("Live updates paused; refreshing every 10 s", false);
+      startPolling();
+      setTimeout(connect, retryMs);
+      retryMs = Math.min(retryMs * 2, 30000);
+    };
+  }
+
+  connect();
+})();
