@@ -115,7 +115,7 @@ class Partition:
     state: str
     max_time_minutes: int | None
     default_time_minutes: int | None
-    is_default: bool
+    total_cpus: int
 
 
 @dataclass(frozen=True)

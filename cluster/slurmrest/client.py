@@ -107,6 +107,18 @@ class SlurmRestClient:
         _raise_for_response(response.status_code, payload, f"{method} {path}", response.text[:300])
         return payload
 
+    def raw(self, method: str, path: str, *, body: Json | None = None) -> tuple[int, Any]:
+        """Status and JSON body without interpretation: for recapturing test payloads only."""
+        headers = {
+            "X-SLURM-USER-NAME": self.user_name,
+            "X-SLURM-USER-TOKEN": self.minter.token_for(self.user_name),
+        }
+        response = self._session.request(method, self.base_url + path, json=body, headers=headers, timeout=self.timeout)
+        try:
+            return response.status_code, response.json()
+        except ValueError:
+            return response.status_code, response.text
+
     # --- jobs --------------------------------------------------------------------------
     def list_job_states(self) -> list[JobStateEntry]:
         return self.adapter.decode_job_states(self._request("GET", self.adapter.slurm_path("jobs/state/")))
@@ -184,7 +196,10 @@ def _raise_for_response(status: int, payload: Any, what: str, text: str) -> None
     if errors:
         first = errors[0]
         number = int(first.get("error_number", 0) or 0)
-        message = first.get("description") or first.get("error") or "unknown Slurm error"
+        # `error` is Slurm's text for the number ("Requested node configuration is not
+        # available"); `description` is the daemon's context ("Batch job submission failed").
+        texts = [text for text in (first.get("error"), first.get("description")) if text]
+        message = ": ".join(dict.fromkeys(texts)) or "unknown Slurm error"
         detail = f"{message} (Slurm error {number}, {what})"
         if number in _AUTH_ERRORS or status in _AUTH_STATUSES:
             raise SlurmAuthError(detail, error_number=number, status=status)

@@ -165,7 +165,7 @@ class V0041Adapter(ApiAdapter):
                     state=state[0] if state else "UNKNOWN",
                     max_time_minutes=_number((item.get("maximums") or {}).get("time")),
                     default_time_minutes=_number((item.get("defaults") or {}).get("time")),
-                    is_default="DEFAULT" in _strings(item.get("flags") or item.get("partition", {}).get("flags")),
+                    total_cpus=int((item.get("cpus") or {}).get("total", 0) or 0),
                 )
             )
         return partitions

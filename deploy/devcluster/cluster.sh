@@ -215,7 +215,7 @@ kill_processes_in_root() {
     ((${#pids[@]})) || return 0
     log "stopping ${#pids[@]} leftover process(es) in the root: ${pids[*]}"
     kill -TERM "${pids[@]}" 2>/dev/null || true
-    wait_pids_gone 10 "${pids[@]}" || {
+    wait_pids_gone 3 "${pids[@]}" || {
         kill -KILL "${pids[@]}" 2>/dev/null || true
         wait_pids_gone 5 "${pids[@]}" || true
     }
@@ -806,8 +806,35 @@ node_table() {
         }'
 }
 
+# Jobs cannot survive `down` (their processes live in the root). Tell
+# slurmctld first, by marking the nodes that run jobs DOWN: it ends those jobs
+# as a node failure (batch jobs are requeued, as on a real cluster) and the
+# nodes return by themselves at the next `up` (ReturnToService=2). Without
+# this, slurmctld restores the jobs as RUNNING and keeps their GPUs allocated
+# long after the restart.
+fail_running_jobs() {
+    is_running slurmctld || return 0
+    local nodes
+    nodes=$(timeout 10 chroot "$ROOT" squeue -h -t RUNNING,COMPLETING,CONFIGURING,SUSPENDED,STOPPED \
+            -o '%N' 2>/dev/null | sort -u | paste -sd, -) || return 0
+    [[ -n "$nodes" ]] || return 0
+    log "jobs still running on $nodes: marking those nodes DOWN so slurmctld ends them"
+    timeout 10 chroot "$ROOT" scontrol update NodeName="$nodes" State=DOWN \
+        Reason="devcluster down while jobs were running" || return 0
+    wait_for "running jobs to end" 15 - no_running_jobs || true
+}
+
+no_running_jobs() {
+    local out
+    out=$(timeout 10 chroot "$ROOT" squeue -h -t RUNNING,COMPLETING,CONFIGURING -o '%i') || return 1
+    [[ -z "$out" ]]
+}
+
 cmd_down() {
     local t0; t0=$(now)
+    if [[ -d "$ROOT" && -d "$PIDDIR" ]]; then
+        fail_running_jobs
+    fi
     if [[ -d "$PIDDIR" ]]; then
         # Reverse start order; independent daemons of one tier stop together.
         stop_daemons slurmrestd

@@ -1,0 +1,76 @@
+"""Helpers for tests that run against the real dev cluster (`make cluster-up`)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import PurePosixPath
+from typing import TypeVar
+
+from django.conf import settings
+
+from cluster.errors import SlurmNotFound
+from cluster.services import job_paths
+from cluster.slurmrest.client import SlurmRestClient
+from cluster.types import Job, JobSubmission
+
+T = TypeVar("T")
+
+
+def wait_for(probe: Callable[[], T | None], *, timeout: float = 90, interval: float = 0.25, what: str = "condition") -> T:
+    """Poll `probe` until it returns something truthy; fail with `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def new_job_dir(owner: str | None = None) -> PurePosixPath:
+    paths = job_paths()
+    directory = paths.job_dir(f"test-{secrets.token_hex(6)}")
+    local = paths.to_local(directory)
+    local.mkdir(parents=True)
+    # Jobs run as their owner, who must be able to write their output here.
+    local.chmod(0o1777)
+    return directory
+
+
+def submission(script_body: str, *, directory: PurePosixPath | None = None, **overrides) -> JobSubmission:
+    directory = directory or new_job_dir()
+    fields = {
+        "name": "pytest",
+        "script": "#!/bin/bash\n" + script_body + "\n",
+        "working_directory": str(directory),
+        "standard_output": f"{directory}/stdout.log",
+        "standard_error": f"{directory}/stderr.log",
+        "partition": settings.SLURM_PARTITION,
+        "account": settings.SLURM_ACCOUNT,
+        "time_limit_minutes": 5,
+    }
+    fields.update(overrides)
+    return JobSubmission(**fields)
+
+
+def wait_for_state(client: SlurmRestClient, job_id: int, states: set[str], timeout: float = 90) -> Job:
+    def probe():
+        try:
+            job = client.get_job(job_id)
+        except SlurmNotFound:
+            return None
+        return job if job.state in states else None
+
+    return wait_for(probe, timeout=timeout, what=f"job {job_id} to reach {sorted(states)}")
+
+
+def read_output(job: Job) -> str:
+    return job_paths().to_local(job.standard_output).read_text()
+
+
+def unique_cluster_name(prefix: str = "pt") -> str:
+    return f"{prefix}{os.getpid() % 1000}{secrets.token_hex(3)}"
