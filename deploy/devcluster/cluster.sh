@@ -561,6 +561,7 @@ write_configs() {
 # ---------------------------------------------------------------------------
 # Daemons, in dependency order
 # ---------------------------------------------------------------------------
+# shellcheck disable=SC2120  # arguments come through wait_for's "$@"
 mysql_cli() { in_root mariadb --defaults-file="$MYSQL_CNF" -uroot "$@"; }
 
 start_munged() {
@@ -668,7 +669,8 @@ nodes_ready() {
     for node in "${NODES[@]}"; do
         is_running "slurmd-$node" || die_with_log "slurmd-$node" "/var/log/slurm/slurmd-$node.log"
     done
-    out=$(timeout 10 chroot "$ROOT" scontrol -o show node) || return 1
+    # TZ=UTC on both sides: the root's and the host's time zones may differ.
+    out=$(timeout 10 chroot "$ROOT" env TZ=UTC scontrol -o show node) || return 1
     local -A seen=()
     while read -r line; do
         name=$(sed -n 's/^NodeName=\([^ ]*\).*/\1/p' <<<"$line")
@@ -690,7 +692,7 @@ nodes_ready() {
         esac
         if [[ " ${STARTED[*]} " == *" slurmd-$name "* ]]; then
             [[ "$started" != None && -n "$started" ]] &&
-                (( $(date -d "$started" +%s) >= UP_STARTED_AT )) || bad=1
+                (( $(TZ=UTC date -d "$started" +%s) >= UP_STARTED_AT )) || bad=1
         fi
     done <<<"$out"
     for node in "${NODES[@]}"; do [[ -n "${seen[$node]:-}" ]] || bad=1; done
@@ -740,7 +742,7 @@ setup_accounting() {
 # ---------------------------------------------------------------------------
 # Subcommands
 # ---------------------------------------------------------------------------
-ALL_DAEMONS() { echo munged mariadb slurmdbd slurmctld "${NODES[@]/#/slurmd-}" slurmrestd; }
+all_daemons() { echo munged mariadb slurmdbd slurmctld "${NODES[@]/#/slurmd-}" slurmrestd; }
 
 UP_STARTED_AT=0
 cmd_up() {
@@ -771,7 +773,7 @@ cmd_up() {
     if ((${#STARTED[@]})); then
         log "cluster up in $(since "$t0") s (started: ${STARTED[*]})"
     else
-        log "cluster already up, nothing to do ($(since "$t0") s)"
+        log "all daemons were already running ($(since "$t0") s)"
     fi
     summary
 }
@@ -858,7 +860,7 @@ cmd_status() {
     fi
     local name pid
     printf '%-22s %-8s %s\n' DAEMON PID STATE
-    for name in $(ALL_DAEMONS); do
+    for name in $(all_daemons); do
         pid=$(pid_of "$name")
         if pid_alive "$pid"; then
             printf '%-22s %-8s %s\n' "$name" "$pid" running
@@ -882,7 +884,7 @@ cmd_token() {
 }
 
 usage() {
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
