@@ -105,6 +105,7 @@ class SlurmCli:
             "set",
             f"QOS={','.join(qos)}",
             f"DefaultQOS={default_qos}",
+            check=False,
         )
 
     def show_association(self, user: str) -> CommandResult:

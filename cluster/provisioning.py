@@ -33,16 +33,19 @@ class _AssociationMixin:
     account: str
 
     def _ensure_association(self, username: str, qos: list[str], default_qos: str) -> None:
-        # `add user` reports "Nothing new added" for an existing association (exit 1 on
-        # some versions): set the QOS afterwards either way so a plan change applies.
-        self.cli.add_association(username, self.account, qos, default_qos)
+        # `add user` fails for an existing association and `modify` fails when nothing
+        # changes, so neither exit code means much: the association read back decides.
+        added = self.cli.add_association(username, self.account, qos, default_qos)
         self.cli.set_user_qos(username, qos, default_qos)
-        shown = self.cli.show_association(username)
         if self.cli.noop:
             return
-        if f"{username}|{self.account}|" not in shown.stdout:
+        expected = f"{username}|{self.account}|{','.join(sorted(qos))}|{default_qos}"
+        shown = self.cli.show_association(username).stdout.strip().splitlines()
+        if expected not in shown:
+            detail = (added.stderr or added.stdout).strip()
             raise SlurmCommandError(
-                f"association for {username} in account {self.account} was not created: {shown.stdout or shown.stderr}"
+                f"association for {username} in account {self.account} with QOS {','.join(qos)} "
+                f"was not created: {detail or shown}"
             )
 
 

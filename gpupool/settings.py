@@ -15,6 +15,7 @@ from gpupool.env import env_bool, env_float, env_int, env_list, env_path, env_se
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("GPUPOOL_VAR_DIR", BASE_DIR / "var")
+VAR_DIR.mkdir(parents=True, exist_ok=True)  # SQLite file, beat schedule, demo passwords
 
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_secret("SECRET_KEY")
@@ -118,6 +119,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every request without it
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "gpupool@localhost")

@@ -18,7 +18,7 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F
 from django.utils import timezone
 
 from cluster.errors import SlurmNotFound
@@ -157,17 +157,28 @@ def mirror_jobs(client: SlurmRestClient) -> MirrorResult:
     return result
 
 
-def record_missing_accounting(client: SlurmRestClient, limit: int = 50) -> int:
-    """Copy slurmdbd's elapsed time and GPU count onto recently finished jobs that lack
-    them (billing reads these). slurmdbd may lag slurmctld, so a miss is retried next pass."""
+MAX_ACCOUNTING_ATTEMPTS = 20
+
+
+def record_missing_accounting(client: SlurmRestClient, limit: int = 20) -> int:
+    """Copy slurmdbd's elapsed time and GPU count onto finished jobs that lack them
+    (billing reads these). slurmdbd may lag slurmctld, so a miss is asked again on a later
+    pass, at most MAX_ACCOUNTING_ATTEMPTS times; `limit` bounds the work of one pass."""
     since = timezone.now() - timedelta(days=2)
-    pending = (
-        Job.objects.filter(slurm_job_id__isnull=False, elapsed_seconds__isnull=True, state__in=TERMINAL_JOB_STATES)
-        .filter(Q(end_time__gte=since) | Q(end_time__isnull=True, updated_at__gte=since))
+    pending = list(
+        Job.objects.filter(
+            slurm_job_id__isnull=False,
+            elapsed_seconds__isnull=True,
+            state__in=TERMINAL_JOB_STATES,
+            accounting_attempts__lt=MAX_ACCOUNTING_ATTEMPTS,
+            updated_at__gte=since,
+        )
+        .order_by("accounting_attempts", "-updated_at")
         .values_list("pk", "slurm_job_id")[:limit]
     )
     recorded = 0
     for job_pk, slurm_job_id in pending:
+        Job.objects.filter(pk=job_pk).update(accounting_attempts=F("accounting_attempts") + 1)
         try:
             record = client.get_accounting(slurm_job_id)
         except SlurmNotFound:

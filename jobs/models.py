@@ -62,6 +62,8 @@ class Job(models.Model):
     # From slurmdbd once the job is finished.
     elapsed_seconds = models.IntegerField(null=True, blank=True)
     gpu_count = models.IntegerField(null=True, blank=True)
+    # slurmdbd can lag slurmctld: the mirror asks again on later passes, a bounded number of times.
+    accounting_attempts = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

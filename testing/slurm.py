@@ -19,7 +19,9 @@ from cluster.types import Job, JobSubmission
 T = TypeVar("T")
 
 
-def wait_for(probe: Callable[[], T | None], *, timeout: float = 90, interval: float = 0.25, what: str = "condition") -> T:
+def wait_for(
+    probe: Callable[[], T | None], *, timeout: float = 90, interval: float = 0.25, what: str = "condition"
+) -> T:
     """Poll `probe` until it returns something truthy; fail with `what` after `timeout`."""
     deadline = time.monotonic() + timeout
     last = None

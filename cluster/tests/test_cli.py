@@ -9,7 +9,14 @@ def test_noop_records_the_argument_list_and_runs_nothing():
     result = cli.drain_node("gpu-a100-01", "GPU 2 fell off the bus")
     assert result.returncode == 0
     assert cli.executed == [
-        ["/definitely/not/a/binary", "scontrol", "update", "NodeName=gpu-a100-01", "State=DRAIN", "Reason=GPU 2 fell off the bus"]
+        [
+            "/definitely/not/a/binary",
+            "scontrol",
+            "update",
+            "NodeName=gpu-a100-01",
+            "State=DRAIN",
+            "Reason=GPU 2 fell off the bus",
+        ]
     ]
 
 

@@ -55,9 +55,7 @@ def test_node_list_shows_three_gpu_types_with_their_counts(slurm):
 
 def test_constraint_routes_to_an_rtx4090_node(slurm, cluster_users):
     client = slurm.as_user(cluster_users[0])
-    job_id = client.submit_job(
-        submission("hostname", tres_per_node="gres/gpu:1", constraints="gpu_type:rtx4090")
-    )
+    job_id = client.submit_job(submission("hostname", tres_per_node="gres/gpu:1", constraints="gpu_type:rtx4090"))
     job = wait_for_state(client, job_id, FINISHED)
     assert job.state == "COMPLETED"
     assert job.nodes.startswith("gpu-4090-"), job.nodes
@@ -65,9 +63,7 @@ def test_constraint_routes_to_an_rtx4090_node(slurm, cluster_users):
 
 def test_shard_request_runs_with_its_shard_count(slurm, cluster_users):
     client = slurm.as_user(cluster_users[0])
-    job_id = client.submit_job(
-        submission('echo "SHARDS=$SLURM_SHARDS_ON_NODE"', tres_per_node="gres/shard:a100:3")
-    )
+    job_id = client.submit_job(submission('echo "SHARDS=$SLURM_SHARDS_ON_NODE"', tres_per_node="gres/shard:a100:3"))
     job = wait_for_state(client, job_id, FINISHED)
     assert job.state == "COMPLETED"
     assert "SHARDS=3" in read_output(job)

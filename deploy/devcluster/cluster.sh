@@ -102,8 +102,9 @@ port_listening() {
         /proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
-# Write $2 (content) to $1 only when it differs, so a repeated `up` is a true
-# no-op. Returns 0 when the file changed. $3 = mode, $4 = owner (name in root).
+# Write $2 (content) to $1 (a path in the root) only when content, mode or
+# owner differ, so a repeated `up` is a true no-op; changed paths are collected
+# in CHANGED_FILES. $3 = mode, $4 = owner (resolved inside the root).
 CHANGED_FILES=()
 write_config() {
     local path="$1" content="$2" mode="$3" owner="${4:-root:root}"

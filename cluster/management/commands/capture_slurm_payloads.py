@@ -47,7 +47,9 @@ class Command(BaseCommand):
             return payload
 
         gpu_submission = submission("sleep 20; echo done", tres_per_node="gres/gpu:a100:1", name="capture-gpu")
-        submitted = save("submit_ok", user, "POST", adapter.slurm_path("job/submit"), adapter.encode_submission(gpu_submission))
+        submitted = save(
+            "submit_ok", user, "POST", adapter.slurm_path("job/submit"), adapter.encode_submission(gpu_submission)
+        )
         gpu_job = int(submitted["job_id"])
         shard_job = user.submit_job(submission("sleep 20", tres_per_node="gres/shard:a100:3", name="capture-shard"))
         wait_for_state(user, gpu_job, {"RUNNING"})
@@ -62,16 +64,27 @@ class Command(BaseCommand):
 
         start = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S")
         cli.run(
-            "scontrol", "create", "reservation", "ReservationName=capture_resv", f"StartTime={start}",
-            "Duration=120", f"Users={CAPTURE_USER}", "TRES=gres/gpu:a100=2",
+            "scontrol",
+            "create",
+            "reservation",
+            "ReservationName=capture_resv",
+            f"StartTime={start}",
+            "Duration=120",
+            f"Users={CAPTURE_USER}",
+            "TRES=gres/gpu:a100=2",
         )
         try:
             save("reservations", service, "GET", adapter.slurm_path("reservations/"))
         finally:
             cli.run("scontrol", "delete", "ReservationName=capture_resv")
 
-        save("submit_too_many_gpus", user, "POST", adapter.slurm_path("job/submit"),
-             adapter.encode_submission(submission("true", tres_per_node="gres/gpu:a100:9")))
+        save(
+            "submit_too_many_gpus",
+            user,
+            "POST",
+            adapter.slurm_path("job/submit"),
+            adapter.encode_submission(submission("true", tres_per_node="gres/gpu:a100:9")),
+        )
         save("job_missing", service, "GET", adapter.slurm_path("job/999999999"))
         wrong_key = PAYLOAD_DIR / ".wrong.key"
         wrong_key.write_bytes(b"w" * 32)

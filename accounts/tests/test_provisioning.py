@@ -1,0 +1,60 @@
+"""Identity: a portal user becomes a Unix user and a Slurm association in the dev cluster."""
+
+import pytest
+from django.conf import settings
+
+from accounts import actions
+from accounts.models import Profile
+from cluster.provisioning import provisioning_backend
+from cluster.services import slurm_cli
+from testing.slurm import unique_cluster_name
+
+pytestmark = pytest.mark.django_db
+
+
+def test_cluster_usernames_are_unix_safe_and_unique(alice):
+    assert actions.cluster_username_for("Alice.Smith@Lab") == "alicesmithlab"
+    assert actions.cluster_username_for("9lives") == "u9lives"
+    assert actions.cluster_username_for("root") == "u_root"
+    assert actions.cluster_username_for("slurm") == "u_slurm"
+    Profile.objects.filter(pk=alice.profile.pk).update(cluster_username="carol")
+    assert actions.cluster_username_for("carol") == "carol2"
+
+
+def test_noop_provisioning_runs_nothing_but_records_the_commands(alice, settings):
+    settings.SLURM_CLI_NOOP = True
+    settings.SLURM_CLI_PREFIX = ["/nonexistent/prefix"]
+    profile = actions.provision(alice.profile.pk)
+    assert profile.cluster_username == "alice"
+    assert profile.provisioned_at is not None
+
+
+@pytest.mark.slurm
+def test_local_backend_creates_the_unix_user_and_an_association_with_the_plan_qos(alice):
+    name = unique_cluster_name("ptp")
+    Profile.objects.filter(pk=alice.profile.pk).update(plan="free")
+    try:
+        profile = actions.provision(alice.profile.pk, preferred_name=name)
+        assert profile.cluster_username == name and profile.provisioning_error == ""
+        cli = slurm_cli()
+        assert cli.run("getent", "passwd", name).stdout.startswith(f"{name}:")
+        assert cli.show_association(name).stdout.strip() == f"{name}|{settings.SLURM_ACCOUNT}|free|free"
+
+        # A plan change is applied by provisioning again.
+        Profile.objects.filter(pk=alice.profile.pk).update(plan="pro")
+        actions.provision(alice.profile.pk)
+        assert cli.show_association(name).stdout.strip() == f"{name}|{settings.SLURM_ACCOUNT}|pro|pro"
+    finally:
+        provisioning_backend("local", slurm_cli(), settings.SLURM_ACCOUNT).remove_user(name)
+    assert slurm_cli().run("getent", "passwd", name, check=False).returncode != 0
+
+
+@pytest.mark.slurm
+def test_a_failure_is_recorded_on_the_profile(alice, settings):
+    settings.SLURM_ACCOUNT = "no_such_account"
+    with pytest.raises(Exception, match="association"):
+        actions.provision(alice.profile.pk, preferred_name=unique_cluster_name("ptf"))
+    profile = Profile.objects.get(pk=alice.profile.pk)
+    assert "association" in profile.provisioning_error
+    assert profile.provisioned_at is None
+    provisioning_backend("local", slurm_cli(), "portal").remove_user(profile.cluster_username)

@@ -1,0 +1,75 @@
+"""Pages and navigation by role: admin and marketing pages are theirs alone."""
+
+import pytest
+from django.urls import reverse
+
+from cluster.models import Node
+from jobs.models import Job
+
+pytestmark = pytest.mark.django_db
+
+ADMIN_PAGES = ["console:nodes", "console:all_jobs"]
+MARKETING_PAGES = ["console:signups"]
+
+
+def nav_labels(response) -> list[str]:
+    return [item["label"] for item in response.context["nav_items"]]
+
+
+def test_anonymous_visitors_are_sent_to_log_in(client):
+    response = client.get(reverse("console:home"))
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_navigation_differs_by_role(client, alice, admin_user, marketer):
+    client.force_login(alice)
+    assert nav_labels(client.get("/")) == ["Dashboard", "My jobs"]
+    client.force_login(admin_user)
+    assert "Nodes" in nav_labels(client.get("/"))
+    client.force_login(marketer)
+    labels = nav_labels(client.get("/"))
+    assert "Sign-ups" in labels and "Nodes" not in labels
+
+
+@pytest.mark.parametrize("page", ADMIN_PAGES + MARKETING_PAGES)
+def test_a_plain_user_gets_403_on_admin_and_marketing_pages(client, alice, page):
+    client.force_login(alice)
+    assert client.get(reverse(page)).status_code == 403
+
+
+@pytest.mark.parametrize("page", ADMIN_PAGES)
+def test_marketing_gets_403_on_admin_pages(client, marketer, page):
+    client.force_login(marketer)
+    assert client.get(reverse(page)).status_code == 403
+
+
+def test_admin_sees_nodes_with_state_and_gpus(client, admin_user):
+    Node.objects.create(
+        name="gpu-a100-01",
+        state="MIXED",
+        state_flags="DRAIN",
+        reason="fan",
+        gpus=[{"type": "a100", "count": 4, "used_indexes": [0, 2]}],
+    )
+    client.force_login(admin_user)
+    body = client.get(reverse("console:nodes")).content.decode()
+    assert "gpu-a100-01" in body and "MIXED+DRAIN" in body and "fan" in body and "a100 2/4" in body
+
+
+def test_dashboard_counts_free_gpus_by_type_and_skips_drained_nodes(client, alice):
+    Node.objects.create(name="n1", state="MIXED", gpus=[{"type": "a100", "count": 4, "used_indexes": [1]}])
+    Node.objects.create(name="n2", state="IDLE", state_flags="DRAIN", gpus=[{"type": "a100", "count": 4, "used_indexes": []}])
+    client.force_login(alice)
+    gpu_types = client.get("/").context["gpu_types"]
+    assert gpu_types == [{"type": "a100", "total": 8, "used": 1, "free": 3}]
+
+
+def test_job_pages_show_only_the_owners_jobs(client, alice, bob):
+    job = Job.objects.create(owner=alice, slurm_job_id=4242, name="secret-run", state="RUNNING")
+    client.force_login(bob)
+    assert client.get(reverse("jobs:detail", args=[job.pk])).status_code == 404
+    assert "secret-run" not in client.get(reverse("jobs:list")).content.decode()
+    assert client.get(reverse("jobs:status")).json() == {"jobs": []}
+    client.force_login(alice)
+    assert client.get(reverse("jobs:detail", args=[job.pk])).status_code == 200
+    assert [j["slurm_job_id"] for j in client.get(reverse("jobs:status")).json()["jobs"]] == [4242]

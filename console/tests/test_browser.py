@@ -1,0 +1,51 @@
+"""The real thing end to end: Chromium, Daphne, Redis and PostgreSQL."""
+
+import os
+
+import pytest
+from django.db import transaction
+
+from jobs.events import publish_job_update
+from jobs.models import Job
+from testing.servers import CHROMIUM_ARGS, CHROMIUM_PATH, daphne_server
+
+# Playwright's sync API keeps an event loop on this thread; the ORM calls below are plain
+# synchronous test code, not code running inside that loop.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def browser_page():
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone
+        yield page
+        browser.close()
+
+
+def test_log_in_and_see_a_job_change_state_without_reloading(browser_page, alice):
+    page = browser_page
+    job = Job.objects.create(owner=alice, slurm_job_id=7001, name="train-resnet", state="PENDING")
+    with daphne_server() as base_url:
+        page.goto(f"{base_url}/accounts/login/")
+        page.fill("input[name=login]", "alice")
+        page.fill("input[name=password]", "pw-alice")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{base_url}/")
+        assert page.locator("h1").inner_text() == "Dashboard"
+
+        page.goto(f"{base_url}/jobs/")
+        page.wait_for_selector("[data-live-indicator].live-ok", timeout=10000)
+        row_state = page.locator(f'tr[data-job-id="{job.pk}"] [data-field=state]')
+        assert row_state.inner_text() == "PENDING"
+        page.evaluate("window.__marker = 'same page'")
+
+        with transaction.atomic():
+            Job.objects.filter(pk=job.pk).update(state="RUNNING", nodes="gpu-a100-01")
+        publish_job_update(job.pk)
+        playwright_api.expect(row_state).to_have_text("RUNNING", timeout=10000)
+        assert page.locator(f'tr[data-job-id="{job.pk}"] [data-field=nodes]').inner_text() == "gpu-a100-01"
+        assert page.evaluate("window.__marker") == "same page"  # no reload happened

@@ -1,0 +1,104 @@
+"""The job mirror against the real dev cluster, PostgreSQL and Redis."""
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+from accounts import actions
+from cluster.services import rest_client
+from cluster.tasks import run_sync
+from jobs.events import user_group
+from jobs.mirror import apply_slurm_job, mirror_jobs
+from jobs.models import Job
+from testing.slurm import submission, unique_cluster_name, wait_for
+
+pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def provisioned_alice(alice):
+    profile = actions.provision(alice.profile.pk, preferred_name=unique_cluster_name("ptm"))
+    yield profile
+    from django.conf import settings
+
+    from cluster.provisioning import provisioning_backend
+    from cluster.services import slurm_cli
+
+    slurm_cli().run("scancel", "-u", profile.cluster_username, check=False)
+    provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(), settings.SLURM_ACCOUNT).remove_user(
+        profile.cluster_username
+    )
+
+
+def test_mirror_follows_a_job_to_completion_and_records_accounting(provisioned_alice):
+    client = rest_client(provisioned_alice.cluster_username)
+    run_sync()  # the first pass of a fresh database catches up on the cluster's history
+    job_id = client.submit_job(submission("sleep 5", tres_per_node="gres/gpu:rtx4090:1", name="mirrored"))
+    states_seen = []
+
+    def finished():
+        run_sync()
+        job = Job.objects.filter(slurm_job_id=job_id).first()
+        if job and (not states_seen or states_seen[-1] != job.state):
+            states_seen.append(job.state)
+        return job if job and job.state == "COMPLETED" and job.elapsed_seconds is not None else None
+
+    job = wait_for(finished, timeout=120, interval=0.5, what="the mirror to see the job complete")
+    assert job.owner_id == provisioned_alice.user_id
+    assert job.name == "mirrored"
+    assert job.nodes.startswith("gpu-4090-")
+    assert job.gpu_count == 1 and job.elapsed_seconds >= 5
+    assert "RUNNING" in states_seen or "PENDING" in states_seen, states_seen
+
+    # Idempotent: another pass with nothing new changes no row.
+    result = mirror_jobs(rest_client())
+    assert result.changed == 0
+
+
+def test_state_changes_are_pushed_to_the_owners_group_only(provisioned_alice, bob):
+    layer = get_channel_layer()
+    alice_channel = async_to_sync(layer.new_channel)()
+    bob_channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(user_group(provisioned_alice.user_id), alice_channel)
+    async_to_sync(layer.group_add)(user_group(bob.pk), bob_channel)
+
+    client = rest_client(provisioned_alice.cluster_username)
+    job_id = client.submit_job(submission("sleep 1", name="pushed"))
+    seen = []
+
+    def completed_pushed():
+        run_sync()
+        message = async_to_sync(_receive_or_none)(layer, alice_channel)
+        if message:
+            seen.append(message["job"]["state"])
+        return "COMPLETED" in seen
+
+    wait_for(completed_pushed, timeout=120, interval=0.2, what="a COMPLETED push")
+    assert async_to_sync(_receive_or_none)(layer, bob_channel) is None
+    assert Job.objects.get(slurm_job_id=job_id).state == "COMPLETED"
+
+
+async def _receive_or_none(layer, channel):
+    import asyncio
+
+    try:
+        return await asyncio.wait_for(layer.receive(channel), timeout=0.2)
+    except TimeoutError:
+        return None
+
+
+def test_a_repeated_state_writes_nothing_and_a_change_is_applied(alice):
+    from dataclasses import replace
+
+    from cluster.slurmrest.v0041 import V0041Adapter
+    from cluster.tests.test_v0041_adapter import captured
+
+    running = V0041Adapter().decode_jobs(captured("job_running")[1])[0]
+    completed = V0041Adapter().decode_jobs(captured("job_completed")[1])[0]
+    running = replace(running, job_id=990001)
+    completed = replace(completed, job_id=990001)
+    assert apply_slurm_job(running) is True
+    assert apply_slurm_job(running) is False  # same state again: no write
+    assert apply_slurm_job(completed) is True
+    assert Job.objects.get(slurm_job_id=990001).state == "COMPLETED"
+    assert Job.objects.get(slurm_job_id=990001).owner_id is None  # ptcapture is nobody's cluster user here
