@@ -58,7 +58,9 @@ def test_admin_sees_nodes_with_state_and_gpus(client, admin_user):
 
 def test_dashboard_counts_free_gpus_by_type_and_skips_drained_nodes(client, alice):
     Node.objects.create(name="n1", state="MIXED", gpus=[{"type": "a100", "count": 4, "used_indexes": [1]}])
-    Node.objects.create(name="n2", state="IDLE", state_flags="DRAIN", gpus=[{"type": "a100", "count": 4, "used_indexes": []}])
+    Node.objects.create(
+        name="n2", state="IDLE", state_flags="DRAIN", gpus=[{"type": "a100", "count": 4, "used_indexes": []}]
+    )
     client.force_login(alice)
     gpu_types = client.get("/").context["gpu_types"]
     assert gpu_types == [{"type": "a100", "total": 8, "used": 1, "free": 3}]
