@@ -34,3 +34,19 @@ def admin_user(db):
 @pytest.fixture
 def marketer(db):
     return _person("mark", Role.MARKETING, "free")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_stray_test_database_sessions(django_db_setup, django_db_blocker):
+    """Daphne subprocesses and Channels' worker threads keep PostgreSQL sessions open;
+    end them so the test database can be dropped at the end of the run."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )

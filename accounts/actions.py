@@ -83,10 +83,12 @@ def provision(profile_id: int, preferred_name: str | None = None) -> Profile:
     plan = plan_for(profile.plan)
     backend = provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(), settings.SLURM_ACCOUNT)
     try:
-        backend.ensure_user(name, ALL_QOS if profile.role == "admin" else [plan.qos], plan.qos)
+        identity = backend.ensure_user(name, ALL_QOS if profile.role == "admin" else [plan.qos], plan.qos)
     except Exception as exc:
         Profile.objects.filter(pk=profile.pk).update(provisioning_error=str(exc)[:2000])
         raise
-    Profile.objects.filter(pk=profile.pk).update(provisioned_at=timezone.now(), provisioning_error="")
+    Profile.objects.filter(pk=profile.pk).update(
+        provisioned_at=timezone.now(), provisioning_error="", cluster_uid=identity.uid, cluster_gid=identity.gid
+    )
     profile.refresh_from_db()
     return profile

@@ -1,3 +1,6 @@
+import hashlib
+import secrets
+
 from django.conf import settings
 from django.db import models
 
@@ -18,6 +21,8 @@ class Profile(models.Model):
     plan = models.CharField(max_length=16, choices=PLAN_CHOICES, default="free")
     # The Unix/Slurm user the portal acts as for this person; set once, never reused.
     cluster_username = models.CharField(max_length=32, unique=True, null=True, blank=True)
+    cluster_uid = models.IntegerField(null=True, blank=True)
+    cluster_gid = models.IntegerField(null=True, blank=True)
     provisioned_at = models.DateTimeField(null=True, blank=True)
     provisioning_error = models.TextField(blank=True)
 
@@ -31,3 +36,33 @@ class Profile(models.Model):
     @property
     def is_marketing(self) -> bool:
         return self.role == Role.MARKETING
+
+
+class ApiToken(models.Model):
+    """A bearer token for the REST API. Only its SHA-256 is stored; the token is shown once."""
+
+    PREFIX = "gpt_"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=64)
+    key_hash = models.CharField(max_length=64, unique=True)
+    # The first characters, so a user can tell their tokens apart.
+    hint = models.CharField(max_length=12)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.name} ({self.hint}...)"
+
+    @staticmethod
+    def hash_key(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, user, name: str) -> tuple["ApiToken", str]:
+        key = cls.PREFIX + secrets.token_urlsafe(32)
+        token = cls.objects.create(user=user, name=name, key_hash=cls.hash_key(key), hint=key[:12])
+        return token, key

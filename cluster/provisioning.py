@@ -9,6 +9,7 @@ Unix users: it only checks that the user exists and manages the association.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Protocol
 
 from cluster.cli import SlurmCli
@@ -17,8 +18,15 @@ from cluster.errors import SlurmCommandError
 _USERNAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 
 
+@dataclass(frozen=True)
+class ClusterIdentity:
+    username: str
+    uid: int | None
+    gid: int | None
+
+
 class ProvisioningBackend(Protocol):
-    def ensure_user(self, username: str, qos: list[str], default_qos: str) -> None: ...
+    def ensure_user(self, username: str, qos: list[str], default_qos: str) -> ClusterIdentity: ...
 
     def remove_user(self, username: str) -> None: ...
 
@@ -31,6 +39,12 @@ def _check_name(username: str) -> None:
 class _AssociationMixin:
     cli: SlurmCli
     account: str
+
+    def _identity(self, username: str) -> ClusterIdentity:
+        if self.cli.noop:
+            return ClusterIdentity(username, None, None)
+        entry = self.cli.run("getent", "passwd", username).stdout.strip().split(":")
+        return ClusterIdentity(username, int(entry[2]), int(entry[3]))
 
     def _ensure_association(self, username: str, qos: list[str], default_qos: str) -> None:
         # `add user` fails for an existing association and `modify` fails when nothing
@@ -57,11 +71,12 @@ class LocalProvisioner(_AssociationMixin):
     def _user_exists(self, username: str) -> bool:
         return self.cli.run("getent", "passwd", username, check=False).returncode == 0
 
-    def ensure_user(self, username: str, qos: list[str], default_qos: str) -> None:
+    def ensure_user(self, username: str, qos: list[str], default_qos: str) -> ClusterIdentity:
         _check_name(username)
         if self.cli.noop or not self._user_exists(username):
             self.cli.run("useradd", "--create-home", "--shell", "/bin/bash", "--user-group", username)
         self._ensure_association(username, qos, default_qos)
+        return self._identity(username)
 
     def remove_user(self, username: str) -> None:
         _check_name(username)
@@ -75,11 +90,12 @@ class ExternalDirectoryProvisioner(_AssociationMixin):
         self.cli = cli
         self.account = account
 
-    def ensure_user(self, username: str, qos: list[str], default_qos: str) -> None:
+    def ensure_user(self, username: str, qos: list[str], default_qos: str) -> ClusterIdentity:
         _check_name(username)
         if not self.cli.noop and self.cli.run("id", username, check=False).returncode != 0:
             raise SlurmCommandError(f"user {username} does not exist in the directory; create it there first")
         self._ensure_association(username, qos, default_qos)
+        return self._identity(username)
 
     def remove_user(self, username: str) -> None:
         _check_name(username)

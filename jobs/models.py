@@ -64,13 +64,22 @@ class Job(models.Model):
     gpu_count = models.IntegerField(null=True, blank=True)
     # slurmdbd can lag slurmctld: the mirror asks again on later passes, a bounded number of times.
     accounting_attempts = models.PositiveSmallIntegerField(default=0)
+    # What the user asked for (jobs.spec.JobSpec.to_dict()); empty for jobs seen only in Slurm.
+    spec = models.JSONField(default=dict, blank=True)
+    image = models.CharField(max_length=300, blank=True)
+    gpu_type = models.CharField(max_length=32, blank=True)
+    # Whole GPUs this job counts against the concurrent quota (a shard job counts as one).
+    quota_gpus = models.PositiveSmallIntegerField(default=0)
+    submit_attempts = models.PositiveSmallIntegerField(default=0)
+    # A worker that claims the submission owns it until then; after that the reconciler may retry.
+    submit_claimed_until = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         indexes = [
-            models.Index(fields=["owner", "-created_at"]),
+            models.Index(fields=["owner", "-created_at", "-id"]),
             models.Index(fields=["state"]),
         ]
         ordering = ["-created_at"]
@@ -81,3 +90,19 @@ class Job(models.Model):
     @property
     def is_final(self) -> bool:
         return self.state in FINAL_STATES
+
+
+class JobTemplate(models.Model):
+    """A named, reusable job spec of one user."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="job_templates")
+    name = models.CharField(max_length=64)
+    spec = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="unique_template_name_per_user")]
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name

@@ -37,7 +37,10 @@ def test_local_backend_creates_the_unix_user_and_an_association_with_the_plan_qo
         profile = actions.provision(alice.profile.pk, preferred_name=name)
         assert profile.cluster_username == name and profile.provisioning_error == ""
         cli = slurm_cli()
-        assert cli.run("getent", "passwd", name).stdout.startswith(f"{name}:")
+        passwd = cli.run("getent", "passwd", name).stdout.split(":")
+        assert passwd[0] == name
+        assert (profile.cluster_uid, profile.cluster_gid) == (int(passwd[2]), int(passwd[3]))
+        assert profile.cluster_uid != 0
         assert cli.show_association(name).stdout.strip() == f"{name}|{settings.SLURM_ACCOUNT}|free|free"
 
         # A plan change is applied by provisioning again.
