@@ -75,14 +75,20 @@ class LocalProvisioner(_AssociationMixin):
         _check_name(username)
         if self.cli.noop or not self._user_exists(username):
             self.cli.run("useradd", "--create-home", "--shell", "/bin/bash", "--user-group", username)
+        else:
+            # Re-activate an account that remove_user locked.
+            self.cli.run("usermod", "--expiredate", "-1", "--shell", "/bin/bash", username, check=False)
         self._ensure_association(username, qos, default_qos)
         return self._identity(username)
 
     def remove_user(self, username: str) -> None:
+        """Delete the association and lock the Unix account, but keep it: a deleted user's
+        uid would be handed to the next new user, and Slurm (which stores uids) would then
+        show the old user's jobs as theirs."""
         _check_name(username)
         self.cli.run("sacctmgr", "-i", "delete", "user", "where", f"name={username}", check=False)
         if self.cli.noop or self._user_exists(username):
-            self.cli.run("userdel", "--remove", username, check=False)
+            self.cli.run("usermod", "--lock", "--expiredate", "1", "--shell", "/usr/sbin/nologin", username, check=False)
 
 
 class ExternalDirectoryProvisioner(_AssociationMixin):

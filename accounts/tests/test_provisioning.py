@@ -49,7 +49,10 @@ def test_local_backend_creates_the_unix_user_and_an_association_with_the_plan_qo
         assert cli.show_association(name).stdout.strip() == f"{name}|{settings.SLURM_ACCOUNT}|pro|pro"
     finally:
         provisioning_backend("local", slurm_cli(), settings.SLURM_ACCOUNT).remove_user(name)
-    assert slurm_cli().run("getent", "passwd", name, check=False).returncode != 0
+    # Removed means: no association, account locked, uid kept so it is never reused.
+    assert slurm_cli().show_association(name).stdout.strip() == ""
+    assert slurm_cli().run("getent", "passwd", name).stdout.strip().endswith(":/usr/sbin/nologin")
+    assert slurm_cli().run("getent", "shadow", name).stdout.split(":")[1].startswith("!")
 
 
 @pytest.mark.slurm
