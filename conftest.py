@@ -50,3 +50,30 @@ def _close_stray_test_database_sessions(django_db_setup, django_db_blocker):
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _empty_test_redis():
+    """Start from an empty Redis database: no task or rate-limit count of an earlier run."""
+    import redis
+    from django.conf import settings
+
+    if not settings.REDIS_URL.rstrip("/").endswith("/13"):
+        yield
+        return
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    yield
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    """The service client of the real dev cluster; fails (never skips) when it is down."""
+    from cluster.errors import SlurmError
+    from cluster.services import rest_client
+
+    client = rest_client()
+    try:
+        client.check_access()
+    except SlurmError as exc:
+        pytest.fail(f"the dev cluster is not usable ({exc}); start it with `make cluster-up`")
+    return client

@@ -88,7 +88,9 @@ class LocalProvisioner(_AssociationMixin):
         _check_name(username)
         self.cli.run("sacctmgr", "-i", "delete", "user", "where", f"name={username}", check=False)
         if self.cli.noop or self._user_exists(username):
-            self.cli.run("usermod", "--lock", "--expiredate", "1", "--shell", "/usr/sbin/nologin", username, check=False)
+            self.cli.run(
+                "usermod", "--lock", "--expiredate", "1", "--shell", "/usr/sbin/nologin", username, check=False
+            )
 
 
 class ExternalDirectoryProvisioner(_AssociationMixin):

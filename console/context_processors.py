@@ -4,10 +4,16 @@ from accounts.models import Role
 from console.access import user_role
 
 _NAVIGATION = {
-    Role.USER: [("Dashboard", "console:home"), ("My jobs", "jobs:list")],
+    Role.USER: [
+        ("Dashboard", "console:home"),
+        ("My jobs", "jobs:list"),
+        ("New job", "jobs:new"),
+        ("API tokens", "accounts:api_tokens"),
+    ],
     Role.ADMIN: [
         ("Dashboard", "console:home"),
         ("My jobs", "jobs:list"),
+        ("New job", "jobs:new"),
         ("Nodes", "console:nodes"),
         ("All jobs", "console:all_jobs"),
     ],

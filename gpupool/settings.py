@@ -5,6 +5,7 @@ development portal: SQLite, Redis on localhost and the dev cluster built by
 `make cluster-up`.
 """
 
+import json
 import shlex
 from pathlib import Path
 
@@ -139,6 +140,11 @@ CELERY_BEAT_SCHEDULE = {
         # A sync that waited longer than its own interval is stale: the next one replaces it.
         "options": {"expires": CLUSTER_SYNC_INTERVAL_SECONDS},
     },
+    "reconcile-submissions": {
+        "task": "jobs.tasks.reconcile_submissions",
+        "schedule": 15.0,
+        "options": {"expires": 15.0},
+    },
 }
 CHANNEL_LAYERS = {
     "default": {
@@ -172,12 +178,48 @@ PROVISIONING_BACKEND = env_str("PROVISIONING_BACKEND", "local")
 # GPU memory per shard (GB): the portal's convention, matching gres.conf shard counts.
 GPU_SHARD_GB = env_int("GPU_SHARD_GB", 4, minimum=1)
 
+# --- Jobs ---------------------------------------------------------------------------------
+# GPU types of the pool: memory per GPU, most GPUs of the type on one node, shards per GPU
+# (gres.conf). The dev cluster's figures; a deployment sets GPU_TYPES_JSON to its own.
+GPU_TYPES = json.loads(
+    env_str(
+        "GPU_TYPES_JSON",
+        json.dumps(
+            {
+                "rtx4090": {"memory_gb": 24, "per_node": 4, "shards_per_gpu": 6},
+                "a100": {"memory_gb": 40, "per_node": 4, "shards_per_gpu": 10},
+                "h100": {"memory_gb": 80, "per_node": 2, "shards_per_gpu": 20},
+            }
+        ),
+    )
+)
+# Image repositories the free plan may use (PRODUCT.md: official PyTorch/TensorFlow only).
+OFFICIAL_IMAGES = env_list(
+    "OFFICIAL_IMAGES",
+    ["nvcr.io/nvidia/pytorch", "nvcr.io/nvidia/tensorflow", "pytorch/pytorch", "tensorflow/tensorflow"],
+)
+REQUIRE_IMAGE_DIGEST = env_bool("REQUIRE_IMAGE_DIGEST", False)
+# Where data mounts may come from (the nodes' NVMe cache); mounted at /data in the job.
+DATA_MOUNT_ROOTS = env_list("DATA_MOUNT_ROOTS", ["/mnt/nvme"])
+# "pyxis" runs the image with srun --container-image; "none" (dev cluster) runs the command directly.
+JOB_RUNTIME = env_str("JOB_RUNTIME", "none")
+SUBMIT_RATE_LIMIT_PER_MINUTE = env_int("SUBMIT_RATE_LIMIT_PER_MINUTE", 5, minimum=1)
+# Behind N reverse proxies, the client address is the Nth from the right of X-Forwarded-For.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
+# Longest wait between two submission attempts while Slurm is unavailable.
+SUBMIT_RETRY_MAX_SECONDS = env_int("SUBMIT_RETRY_MAX_SECONDS", 300, minimum=1)
+# How much of a log the job page and the API return (the whole file is a download).
+LOG_TAIL_BYTES = env_int("LOG_TAIL_BYTES", 64 * 1024, minimum=1024)
+
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "accounts.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "jobs.api.pagination.JobCursorPagination",
+    "PAGE_SIZE": 50,
 }
 SPECTACULAR_SETTINGS = {"TITLE": "GPU pool portal API", "VERSION": "1"}
 

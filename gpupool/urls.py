@@ -6,6 +6,8 @@ urlpatterns = [
     path("", include("console.urls")),
     path("jobs/", include("jobs.urls")),
     path("accounts/", include("allauth.urls")),
+    path("settings/", include("accounts.urls")),
     path("django-admin/", admin.site.urls),
+    path("api/v1/", include("jobs.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

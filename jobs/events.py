@@ -11,6 +11,8 @@ import logging
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from jobs.reasons import explain_reason
+
 log = logging.getLogger(__name__)
 
 
@@ -26,6 +28,9 @@ def job_payload(job) -> dict:
         "name": job.name,
         "state": job.state,
         "state_reason": job.state_reason,
+        "reason_text": explain_reason(job.state_reason),
+        "allocated_tres": job.allocated_tres,
+        "error": job.error,
         "nodes": job.nodes,
         "start_time": job.start_time.isoformat() if job.start_time else None,
         "end_time": job.end_time.isoformat() if job.end_time else None,

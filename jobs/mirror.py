@@ -13,6 +13,7 @@ never overwrite a newer state with an older one, and a pass repeated changes not
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -25,6 +26,7 @@ from cluster.errors import SlurmNotFound
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import TERMINAL_JOB_STATES
 from cluster.types import Job as SlurmJob
+from jobs.actions import COMMENT_PREFIX
 from jobs.events import publish_job_update
 from jobs.models import FINAL_STATES, Job, JobState
 
@@ -40,6 +42,13 @@ class MirrorResult:
     fetched: int = 0
     changed: int = 0
     finished_from_accounting: int = 0
+
+
+def _uuid_or_none(text: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        return None
 
 
 def _state_signature(states: tuple[str, ...]) -> str:
@@ -84,6 +93,21 @@ def apply_slurm_job(job: SlurmJob) -> bool:
     """Record what Slurm says of one job. Returns True when the row changed."""
     fields = _fields_from_slurm(job)
     row = Job.objects.filter(slurm_job_id=job.job_id).values("pk", "slurm_states", "state").first()
+    if row is None and job.comment.startswith(COMMENT_PREFIX):
+        portal_uuid = _uuid_or_none(job.comment[len(COMMENT_PREFIX) :])
+        portal = (
+            Job.objects.filter(uuid=portal_uuid).values("pk", "state", "slurm_job_id").first() if portal_uuid else None
+        )
+        if portal is not None:
+            if portal["slurm_job_id"] is None and portal["state"] == JobState.SUBMITTING:
+                # Slurm took the job before the submitting worker recorded it: attach it here.
+                Job.objects.filter(pk=portal["pk"], slurm_job_id__isnull=True).update(slurm_job_id=job.job_id)
+                row = Job.objects.filter(pk=portal["pk"]).values("pk", "slurm_states", "state").first()
+            elif portal["slurm_job_id"] != job.job_id:
+                # Cancelled before it reached Slurm (its worker cancels it there), or a
+                # duplicate: either way not a job of its own in the portal.
+                log.warning("Slurm job %s carries portal job %s, which is not waiting for it", job.job_id, portal_uuid)
+                return False
     if row is None:
         try:
             with transaction.atomic():

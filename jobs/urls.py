@@ -1,10 +1,15 @@
 from django.urls import path
 
 from jobs import views
+from jobs.api.views import log_download
 
 app_name = "jobs"
 urlpatterns = [
     path("", views.job_list, name="list"),
-    path("<int:pk>/", views.job_detail, name="detail"),
+    path("new/", views.job_new, name="new"),
     path("status.json", views.job_status, name="status"),
+    path("<int:pk>/", views.job_detail, name="detail"),
+    path("<int:pk>/logs.json", views.job_logs_json, name="logs_json"),
+    path("<int:pk>/logs/<str:stream>/download", log_download, name="log_download"),
+    path("<int:pk>/cancel", views.job_cancel, name="cancel"),
 ]

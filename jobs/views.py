@@ -1,14 +1,25 @@
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import IntegrityError
 from django.http import JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
 
+from jobs import actions, intake
 from jobs.events import job_payload
-from jobs.models import Job
+from jobs.forms import form_data_from_post, initial_from_spec
+from jobs.logs import job_logs
+from jobs.models import Job, JobTemplate
+from jobs.quota import QuotaExceeded
+from jobs.reasons import explain_reason
+from jobs.spec import SpecError
 
 
 @login_required
 def job_list(request):
-    jobs = Job.objects.filter(owner=request.user).order_by("-created_at")[:100]
+    jobs = Job.objects.filter(owner=request.user).order_by("-created_at", "-id")[:100]
     return render(request, "jobs/list.html", {"jobs": jobs})
 
 
@@ -16,11 +27,86 @@ def job_list(request):
 def job_detail(request, pk: int):
     # Another user's job is a 404, not a 403: its existence is not theirs to learn.
     job = get_object_or_404(Job, pk=pk, owner=request.user)
-    return render(request, "jobs/detail.html", {"job": job})
+    logs = job_logs(job, settings.LOG_TAIL_BYTES)
+    return render(
+        request, "jobs/detail.html", {"job": job, "logs": logs, "reason_text": explain_reason(job.state_reason)}
+    )
+
+
+@login_required
+def job_logs_json(request, pk: int):
+    job = get_object_or_404(Job, pk=pk, owner=request.user)
+    return JsonResponse({"job": job_payload(job), **job_logs(job, settings.LOG_TAIL_BYTES)})
 
 
 @login_required
 def job_status(request):
-    """The live page's polling fallback: the user's latest jobs, as the socket sends them."""
+    """The live pages' polling fallback: the user's latest jobs, as the socket sends them."""
     jobs = Job.objects.filter(owner=request.user).order_by("-updated_at")[:100]
     return JsonResponse({"jobs": [job_payload(job) for job in jobs]})
+
+
+def _gpu_types(request):
+    from billing.plans import plan_for
+
+    plan = plan_for(request.user.profile.plan)
+    return [(name, info) for name, info in settings.GPU_TYPES.items() if name in plan.gpu_quota]
+
+
+@login_required
+def job_new(request):
+    errors: dict = {}
+    values = {"time_limit_minutes": 60, "gpu_count": 1, "command": "", "environment": ""}
+    if request.method == "POST":
+        data = form_data_from_post(request.POST)
+        values = {**values, **request.POST.dict()}
+        try:
+            job = intake.accept(request, data)
+        except SpecError as exc:
+            errors = exc.errors
+        except (QuotaExceeded, actions.NotProvisioned) as exc:
+            errors = {"__all__": [str(exc)]}
+        except intake.RateLimited as exc:
+            errors = {"__all__": [str(exc)]}
+        else:
+            template_name = request.POST.get("save_template", "").strip()
+            if template_name:
+                try:
+                    JobTemplate.objects.update_or_create(
+                        owner=request.user, name=template_name[:64], defaults={"spec": job.spec}
+                    )
+                except IntegrityError:
+                    messages.warning(request, "The template could not be saved.")
+            messages.success(request, f"Job {job.name} accepted; it is being submitted to Slurm.")
+            return redirect("jobs:detail", pk=job.pk)
+    else:
+        source = None
+        if "clone" in request.GET:
+            source = get_object_or_404(Job, pk=request.GET["clone"], owner=request.user).spec
+        elif "template" in request.GET:
+            source = get_object_or_404(JobTemplate, pk=request.GET["template"], owner=request.user).spec
+        if source:
+            values = initial_from_spec(source)
+    context = {
+        "values": values,
+        "errors": errors,
+        "gpu_types": _gpu_types(request),
+        "templates": JobTemplate.objects.filter(owner=request.user),
+        "is_clone": "clone" in request.GET,
+    }
+    return render(request, "jobs/new.html", context, status=400 if errors else 200)
+
+
+@login_required
+@require_POST
+def job_cancel(request, pk: int):
+    job = get_object_or_404(Job, pk=pk, owner=request.user)
+    try:
+        actions.cancel(job)
+        messages.success(request, f"Job {job.slurm_job_id or job.name} cancelled.")
+    except actions.CancelRefused as exc:
+        messages.error(request, str(exc))
+    next_url = request.POST.get("next", "")
+    if next_url and url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()}):
+        return redirect(next_url)
+    return redirect("jobs:detail", pk=job.pk)

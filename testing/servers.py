@@ -31,38 +31,74 @@ def _database_url() -> str:
     return f"postgres://{user}:{password}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
 
 
-@contextmanager
-def daphne_server():
-    port = _free_port()
-    env = {**os.environ, "DATABASE_URL": _database_url(), "DEBUG": "1", "PYTHONUNBUFFERED": "1"}
-    log = open(BASE_DIR / "var" / f"daphne-test-{port}.log", "w")  # noqa: SIM115
-    process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gpupool.asgi:application"],
-        cwd=BASE_DIR,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"daphne exited with {process.returncode}; see {log.name}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError("daphne did not start listening within 30 s")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
+def _wait_listening(process, port: int, log_name: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}; see {log_name}")
         try:
-            process.wait(timeout=10)
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"server did not listen on {port} within 30 s; see {log_name}")
+
+
+def _stop(processes) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             process.kill()
-        log.close()
+            process.wait(timeout=5)
+
+
+@contextmanager
+def portal_stack(*, worker: bool = False, beat: bool = False, extra_env: dict | None = None):
+    """Daphne (HTTP + WebSocket), and optionally a Celery worker and beat, all on the test
+    database and the test Redis: the portal as `make dev` runs it. Yields the base URL."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": _database_url(),
+        "DEBUG": "1",
+        "PYTHONUNBUFFERED": "1",
+        **(extra_env or {}),
+    }
+    log_dir = BASE_DIR / "var" / "test-logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    commands = {"web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gpupool.asgi:application"]}
+    celery = [sys.executable, "-m", "celery", "-A", "gpupool"]
+    if worker:
+        commands["worker"] = [
+            *celery,
+            "worker",
+            "--concurrency=2",
+            "--loglevel=INFO",
+            "--without-gossip",
+            "--without-mingle",
+        ]
+    if beat:
+        commands["beat"] = [*celery, "beat", "--loglevel=INFO", "--schedule", str(log_dir / f"beat-{port}.db")]
+    processes, logs = [], []
+    try:
+        for name, command in commands.items():
+            log = open(log_dir / f"{name}-{port}.log", "w")  # noqa: SIM115
+            logs.append(log)
+            processes.append(subprocess.Popen(command, cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT))
+        _wait_listening(processes[0], port, logs[0].name)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        _stop(processes)
+        for log in logs:
+            log.close()
+
+
+def daphne_server():
+    return portal_stack()
 
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]

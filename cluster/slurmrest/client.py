@@ -132,6 +132,14 @@ class SlurmRestClient:
             raise SlurmNotFound(f"job {job_id} is not known to slurmctld", error_number=_INVALID_JOB_ID)
         return jobs[0]
 
+    def find_job_by_comment(self, comment: str) -> Job | None:
+        """The job slurmctld still holds with this exact comment, if any. Reads the full
+        job list (seconds at thousands of jobs): only for the rare retry after a lost answer."""
+        for job in self.list_jobs():
+            if job.comment == comment:
+                return job
+        return None
+
     def submit_job(self, submission: JobSubmission) -> int:
         payload = self._request(
             "POST", self.adapter.slurm_path("job/submit"), body=self.adapter.encode_submission(submission)

@@ -1,20 +1,8 @@
 import pytest
 
-from cluster.errors import SlurmError
 from cluster.provisioning import LocalProvisioner
-from cluster.services import rest_client, slurm_cli
+from cluster.services import slurm_cli
 from testing.slurm import unique_cluster_name
-
-
-@pytest.fixture(scope="session")
-def slurm():
-    """The service client of the real dev cluster; fails (never skips) when it is down."""
-    client = rest_client()
-    try:
-        client.check_access()
-    except SlurmError as exc:
-        pytest.fail(f"the dev cluster is not usable ({exc}); start it with `make cluster-up`")
-    return client
 
 
 @pytest.fixture(scope="session")

@@ -29,6 +29,7 @@
         if (name.endsWith("_time")) value = fmt(value);
         field.textContent = value || "";
         if (name === "state") field.className = `state state-${String(job.state).toLowerCase()}`;
+        if (name === "error") field.hidden = !value;
       });
     });
     const table = document.querySelector("table[data-live-jobs] tbody");

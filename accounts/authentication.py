@@ -1,0 +1,26 @@
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from accounts.models import ApiToken
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    """`Authorization: Bearer gpt_...`: a token a user made on their settings page."""
+
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header.startswith(self.keyword + " "):
+            return None
+        key = header[len(self.keyword) + 1 :].strip()
+        if not key:
+            raise exceptions.AuthenticationFailed("Empty bearer token.")
+        token = ApiToken.objects.select_related("user").filter(key_hash=ApiToken.hash_key(key)).first()
+        if token is None or not token.user.is_active:
+            raise exceptions.AuthenticationFailed("Invalid or revoked API token.")
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        return token.user, token
+
+    def authenticate_header(self, request):
+        return self.keyword

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from accounts import views
+
+app_name = "accounts"
+urlpatterns = [
+    path("tokens/", views.api_tokens, name="api_tokens"),
+    path("tokens/<int:pk>/revoke", views.revoke_api_token, name="revoke_api_token"),
+]

@@ -1,0 +1,28 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts.models import ApiToken
+
+
+@login_required
+def api_tokens(request):
+    new_key = None
+    if request.method == "POST":
+        name = request.POST.get("name", "").strip()[:64]
+        if not name:
+            messages.error(request, "Give the token a name, e.g. the machine that will use it.")
+        else:
+            _token, new_key = ApiToken.issue(request.user, name)
+    tokens = ApiToken.objects.filter(user=request.user)
+    return render(request, "accounts/api_tokens.html", {"tokens": tokens, "new_key": new_key})
+
+
+@login_required
+@require_POST
+def revoke_api_token(request, pk: int):
+    token = get_object_or_404(ApiToken, pk=pk, user=request.user)
+    token.delete()
+    messages.success(request, f"Token {token.name} revoked.")
+    return redirect("accounts:api_tokens")

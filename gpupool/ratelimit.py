@@ -1,0 +1,51 @@
+"""A fixed-window rate limit kept in Redis, shared by every web process."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import redis
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RateDecision:
+    allowed: bool
+    retry_after: int  # seconds until the window resets (0 when allowed)
+
+
+def _client() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+
+
+def hit(scope: str, key: str, *, limit: int, window_seconds: int = 60) -> RateDecision:
+    """Count one request of `key` in the current window; refuse past `limit`.
+
+    If Redis is unreachable the request is allowed: losing the limit for a minute is
+    better than refusing every submission while Redis restarts."""
+    window = int(time.time()) // window_seconds
+    name = f"gpupool:rl:{scope}:{key}:{window}"
+    try:
+        with _client().pipeline() as pipe:
+            pipe.incr(name)
+            pipe.expire(name, window_seconds + 1)
+            count, _ = pipe.execute()
+    except redis.RedisError as exc:
+        log.warning("rate limit not applied, Redis unavailable: %s", exc)
+        return RateDecision(True, 0)
+    if count > limit:
+        return RateDecision(False, window_seconds - int(time.time()) % window_seconds or 1)
+    return RateDecision(True, 0)
+
+
+def client_ip(request) -> str:
+    """The client's address; X-Forwarded-For only counts behind a configured proxy."""
+    if settings.TRUSTED_PROXY_COUNT:
+        forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
+        if len(forwarded) >= settings.TRUSTED_PROXY_COUNT:
+            return forwarded[-settings.TRUSTED_PROXY_COUNT]
+    return request.META.get("REMOTE_ADDR", "unknown")

@@ -1,0 +1,146 @@
+"""Writes about jobs that span tables or systems. Views, the API and tasks call these;
+they do not repeat the steps."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from django.conf import settings
+from django.db import transaction
+
+from accounts.models import Profile
+from billing.plans import plan_for
+from cluster.errors import SlurmError, SlurmNotFound
+from cluster.services import job_paths, rest_client
+from jobs.events import publish_job_update
+from jobs.models import FINAL_STATES, Job, JobState
+from jobs.quota import check_quota
+from jobs.spec import JobSpec
+
+log = logging.getLogger(__name__)
+COMMENT_PREFIX = "gpupool:"
+
+
+class NotProvisioned(Exception):
+    pass
+
+
+class CancelRefused(Exception):
+    pass
+
+
+def slurm_comment(job: Job) -> str:
+    return f"{COMMENT_PREFIX}{job.uuid}"
+
+
+def job_directory(job: Job):
+    """Where Slurm writes this job's files: <job root>/<cluster user>/<job uuid>."""
+    return job_paths().job_dir(job.cluster_user) / str(job.uuid)
+
+
+def submit(user, spec: JobSpec) -> Job:
+    """Accept a job: check the plan, record it as SUBMITTING, and hand it to a worker once
+    the row is committed. Raises QuotaExceeded or NotProvisioned; changes nothing then."""
+    with transaction.atomic():
+        # The lock serialises one user's submissions, so the quota check sees every job.
+        profile = Profile.objects.select_for_update().get(user=user)
+        if not profile.cluster_username or not profile.provisioned_at:
+            raise NotProvisioned(
+                "Your cluster account is not ready yet"
+                + (f": {profile.provisioning_error}" if profile.provisioning_error else ".")
+            )
+        plan = plan_for(profile.plan)
+        quota_gpus = spec.gpu.count or 1
+        check_quota(user, plan, spec.gpu.gpu_type, quota_gpus)
+        job = Job.objects.create(
+            owner=user,
+            cluster_user=profile.cluster_username,
+            name=spec.name,
+            spec=spec.to_dict(),
+            image=spec.image,
+            gpu_type=spec.gpu.gpu_type,
+            quota_gpus=quota_gpus,
+            tres_per_node=spec.gpu.tres_per_node(),
+            time_limit_minutes=spec.time_limit_minutes,
+            partition=settings.SLURM_PARTITION,
+            account=settings.SLURM_ACCOUNT,
+            qos=plan.qos,
+            state=JobState.SUBMITTING,
+        )
+        job_pk = job.pk
+        transaction.on_commit(lambda: enqueue_submission(job_pk))
+        transaction.on_commit(lambda: publish_job_update(job_pk))
+    return job
+
+
+def enqueue_submission(job_pk: int) -> None:
+    from jobs.tasks import submit_to_slurm
+
+    try:
+        submit_to_slurm.delay(job_pk)
+    except Exception as exc:  # Redis down: the row waits in SUBMITTING for the reconciler
+        log.warning("could not enqueue the submission of job %s (the reconciler will): %s", job_pk, exc)
+        Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING).update(
+            error=f"Queued for submission; the task queue is unavailable ({exc}). It will be retried."
+        )
+
+
+def prepare_job_directory(job: Job, uid: int | None, gid: int | None) -> None:
+    """Create the job's directory, owned by the job's user, before Slurm opens its logs."""
+    local = job_paths().to_local(job_directory(job))
+    for directory in (local.parent, local):
+        directory.mkdir(mode=0o750, exist_ok=True)
+        if uid is not None and os.geteuid() == 0:
+            os.chown(directory, uid, gid if gid is not None else -1)
+
+
+def attach_slurm_job(job_pk: int, slurm_job_id: int) -> bool:
+    """Record that Slurm accepted the submission. Conditional on the row still waiting, so a
+    worker and the mirror attaching the same job do it once."""
+    updated = Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True).update(
+        slurm_job_id=slurm_job_id, state=JobState.PENDING, slurm_states="", error=""
+    )
+    if updated:
+        transaction.on_commit(lambda: publish_job_update(job_pk))
+    return bool(updated)
+
+
+def fail_submission(job_pk: int, message: str) -> bool:
+    updated = Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING).update(
+        state=JobState.SUBMIT_FAILED, error=message[:4000], submit_claimed_until=None
+    )
+    if updated:
+        transaction.on_commit(lambda: publish_job_update(job_pk))
+    return bool(updated)
+
+
+def cancel(job: Job) -> None:
+    """Cancel a job of the caller's. A job not yet in Slurm is cancelled here; the worker
+    that may be submitting it right now sees the state and cancels what it submitted."""
+    if job.state == JobState.SUBMITTING:
+        updated = Job.objects.filter(pk=job.pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True).update(
+            state=JobState.CANCELLED, error="Cancelled before it reached Slurm."
+        )
+        if updated:
+            transaction.on_commit(lambda: publish_job_update(job.pk))
+            return
+        job.refresh_from_db()
+    if job.state in FINAL_STATES:
+        raise CancelRefused(f"The job has already ended ({job.state}).")
+    if job.slurm_job_id is None:
+        raise CancelRefused("The job is not in Slurm yet; try again in a moment.")
+    client = rest_client(job.cluster_user)
+    try:
+        client.cancel_job(job.slurm_job_id)
+    except SlurmNotFound:
+        pass  # already gone from slurmctld; the mirror finishes it from accounting
+    except SlurmError as exc:
+        raise CancelRefused(f"Slurm did not cancel the job: {exc.message}") from exc
+    # Show the new state at once instead of at the mirror's next pass.
+    from jobs.mirror import apply_slurm_job
+
+    try:
+        apply_slurm_job(client.get_job(job.slurm_job_id))
+    except SlurmError:
+        pass

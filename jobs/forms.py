@@ -1,0 +1,24 @@
+"""The job form's fields, values and errors. Validation itself is jobs.spec.parse_job_spec,
+shared with the API, so the browser and the API refuse exactly the same things."""
+
+from __future__ import annotations
+
+FIELDS = ["name", "image", "gpu_type", "gpu_count", "gpu_memory_gb", "command", "time_limit_minutes", "data_mount"]
+
+
+def form_data_from_post(post) -> dict:
+    """Only the fields that were filled in: an empty gpu_memory_gb means "whole GPUs"."""
+    data = {field: post.get(field, "").strip() for field in FIELDS if post.get(field, "").strip()}
+    if "command" in data:
+        data["command"] = post.get("command")  # keep the user's whitespace and newlines
+    environment = post.get("environment", "").strip()
+    if environment:
+        data["environment"] = environment
+    return data
+
+
+def initial_from_spec(spec: dict) -> dict:
+    values = {field: spec.get(field, "") for field in FIELDS}
+    environment = spec.get("environment") or {}
+    values["environment"] = "\n".join(f"{key}={value}" for key, value in environment.items())
+    return {key: "" if value is None else value for key, value in values.items()}

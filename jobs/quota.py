@@ -1,0 +1,71 @@
+"""Plan limits checked before a job is accepted: concurrent GPUs by type, and the free
+plan's monthly GPU hours. Callers hold a lock on the user's profile row, so two
+submissions of one user cannot both pass the check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import F, Sum
+from django.utils import timezone
+
+from billing.plans import Plan
+from jobs.models import FINAL_STATES, Job
+
+
+class QuotaExceeded(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class GpuUsage:
+    active_by_type: dict[str, int]
+    gpu_seconds_this_month: int
+
+
+def month_start(now=None):
+    now = now or timezone.now()
+    return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def usage_of(user) -> GpuUsage:
+    active = (
+        Job.objects.filter(owner=user)
+        .exclude(state__in=FINAL_STATES)
+        .exclude(gpu_type="")
+        .values("gpu_type")
+        .annotate(gpus=Sum("quota_gpus"))
+    )
+    start = month_start()
+    finished = (
+        Job.objects.filter(owner=user, end_time__gte=start, elapsed_seconds__isnull=False).aggregate(
+            total=Sum(F("elapsed_seconds") * F("gpu_count"))
+        )["total"]
+        or 0
+    )
+    now = timezone.now()
+    running = 0
+    for started, gpus in Job.objects.filter(owner=user, state="RUNNING", start_time__isnull=False).values_list(
+        "start_time", "quota_gpus"
+    ):
+        running += int((now - max(started, start)).total_seconds()) * gpus
+    return GpuUsage({row["gpu_type"]: row["gpus"] or 0 for row in active}, int(finished) + running)
+
+
+def check_quota(user, plan: Plan, gpu_type: str, gpus: int) -> None:
+    allowed = plan.gpu_quota.get(gpu_type, 0)
+    if allowed <= 0:
+        raise QuotaExceeded(f"The {plan.name} plan does not include {gpu_type} GPUs.")
+    usage = usage_of(user)
+    in_use = usage.active_by_type.get(gpu_type, 0)
+    if in_use + gpus > allowed:
+        raise QuotaExceeded(
+            f"Over quota: your {plan.name} plan allows {allowed} {gpu_type} GPU(s) at once; "
+            f"{in_use} are held or queued by your jobs and this job asks for {gpus}."
+        )
+    if plan.monthly_gpu_hours is not None and usage.gpu_seconds_this_month >= plan.monthly_gpu_hours * 3600:
+        used_hours = usage.gpu_seconds_this_month // 3600
+        raise QuotaExceeded(
+            f"Your {plan.name} plan's {plan.monthly_gpu_hours} GPU hours for this month are used up "
+            f"({used_hours} h used). Upgrade or wait for next month."
+        )

@@ -1,0 +1,112 @@
+"""Celery tasks for jobs. Each takes a row id, re-reads the row, acts only if the row is
+still in the state the task is for, and records failures on the row."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.db.models import F, Q
+from django.utils import timezone
+
+from accounts.models import Profile
+from cluster.errors import SlurmError, SlurmTransientError
+from cluster.services import rest_client
+from cluster.types import JobSubmission
+from jobs import actions
+from jobs.batch_script import render_batch_script
+from jobs.models import Job, JobState
+from jobs.spec import job_spec_from_dict
+
+log = logging.getLogger(__name__)
+# How long a worker owns a submission before another may try (longer than any one try).
+CLAIM_SECONDS = 120
+
+
+def _claim(job_pk: int) -> bool:
+    now = timezone.now()
+    return bool(
+        Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True)
+        .filter(Q(submit_claimed_until__isnull=True) | Q(submit_claimed_until__lt=now))
+        .update(submit_claimed_until=now + timedelta(seconds=CLAIM_SECONDS), submit_attempts=F("submit_attempts") + 1)
+    )
+
+
+def _submission(job: Job) -> JobSubmission:
+    # As accepted (validated then, under the plan of then): not re-validated against today's plan.
+    spec = job_spec_from_dict(job.spec)
+    directory = actions.job_directory(job)
+    return JobSubmission(
+        name=job.name,
+        script=render_batch_script(spec, job_uuid=str(job.uuid), runtime=settings.JOB_RUNTIME),
+        working_directory=str(directory),
+        standard_output=f"{directory}/stdout.log",
+        standard_error=f"{directory}/stderr.log",
+        partition=job.partition,
+        account=job.account,
+        qos=job.qos,
+        time_limit_minutes=job.time_limit_minutes,
+        tres_per_node=job.tres_per_node,
+        comment=actions.slurm_comment(job),
+        requeue=True,
+    )
+
+
+def _record_accepted(job: Job, slurm_job_id: int, client) -> str:
+    if actions.attach_slurm_job(job.pk, slurm_job_id):
+        return "submitted"
+    job.refresh_from_db()
+    if job.slurm_job_id == slurm_job_id:
+        return "submitted"  # the mirror saw it first
+    if job.state == JobState.CANCELLED:
+        client.cancel_job(slurm_job_id)
+        return "cancelled"
+    log.error("job %s: Slurm job %s accepted but the row is %s", job.pk, slurm_job_id, job.state)
+    return "orphaned"
+
+
+@shared_task(bind=True, max_retries=None, acks_late=True)
+def submit_to_slurm(self, job_pk: int) -> str:
+    if not _claim(job_pk):
+        return "not-claimable"  # submitted already, cancelled, or another worker holds it
+    job = Job.objects.select_related("owner").get(pk=job_pk)
+    client = rest_client(job.cluster_user)
+    try:
+        if job.submit_attempts > 1:
+            # An earlier try may have reached Slurm and lost the answer: never submit twice.
+            existing = client.find_job_by_comment(actions.slurm_comment(job))
+            if existing is not None:
+                return _record_accepted(job, existing.job_id, client)
+        profile = Profile.objects.get(user_id=job.owner_id)
+        actions.prepare_job_directory(job, profile.cluster_uid, profile.cluster_gid)
+        slurm_job_id = client.submit_job(_submission(job))
+        return _record_accepted(job, slurm_job_id, client)
+    except SlurmTransientError as exc:
+        delay = min(settings.SUBMIT_RETRY_MAX_SECONDS, 2 ** min(job.submit_attempts, 16))
+        Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING).update(
+            error=f"Slurm is unavailable ({exc.message}); retrying in {delay} s (attempt {job.submit_attempts}).",
+            submit_claimed_until=None,
+        )
+        raise self.retry(exc=exc, countdown=delay) from exc
+    except SlurmError as exc:
+        actions.fail_submission(job_pk, f"Slurm refused the job: {exc.message}")
+        return "failed"
+    except (OSError, ValueError) as exc:
+        actions.fail_submission(job_pk, f"The job could not be prepared: {exc}")
+        return "failed"
+
+
+@shared_task(ignore_result=True)
+def reconcile_submissions() -> int:
+    """Re-enqueue submissions nobody holds: their worker died, or Redis lost the task."""
+    now = timezone.now()
+    stale = Job.objects.filter(
+        state=JobState.SUBMITTING, slurm_job_id__isnull=True, created_at__lt=now - timedelta(seconds=10)
+    ).filter(Q(submit_claimed_until__isnull=True) | Q(submit_claimed_until__lt=now))
+    count = 0
+    for job_pk in stale.values_list("pk", flat=True)[:200]:
+        actions.enqueue_submission(job_pk)
+        count += 1
+    return count

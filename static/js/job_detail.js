@@ -1,0 +1,71 @@
+// The job page: tail the logs while the job is alive, show the diagnosis when it ends,
+// and tick the elapsed time. State itself arrives through job_live.js.
+(function () {
+  "use strict";
+  const stdout = document.querySelector('[data-log="stdout"]');
+  const stderr = document.querySelector('[data-log="stderr"]');
+  const elapsed = document.querySelector("[data-elapsed]");
+  if (!stdout) return;
+  const url = stdout.dataset.logsUrl;
+  const FINAL = new Set(["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "SUBMIT_FAILED"]);
+
+  function setLog(pre, text) {
+    if (pre.textContent === text) return;
+    const atBottom = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 20;
+    pre.textContent = text;
+    if (atBottom) pre.scrollTop = pre.scrollHeight;
+  }
+
+  function renderDiagnosis(findings) {
+    let box = document.querySelector("[data-diagnosis]");
+    if (!findings.length) { if (box) box.remove(); return; }
+    if (!box) {
+      box = document.createElement("section");
+      box.className = "diagnosis";
+      box.setAttribute("role", "alert");
+      box.dataset.diagnosis = "";
+      document.querySelector("dl.facts").before(box);
+    }
+    box.replaceChildren(...findings.map((f) => {
+      const div = document.createElement("div");
+      div.className = "finding";
+      const title = document.createElement("strong"); title.textContent = f.title;
+      const cause = document.createElement("p"); cause.textContent = f.cause;
+      const fix = document.createElement("p"); fix.textContent = "Fix: " + f.fix;
+      div.append(title, cause, fix);
+      if (f.evidence) { const pre = document.createElement("pre"); pre.textContent = f.evidence; div.append(pre); }
+      return div;
+    }));
+  }
+
+  let timer = null;
+  async function refresh() {
+    try {
+      const response = await fetch(url, {credentials: "same-origin"});
+      if (!response.ok) return;
+      const data = await response.json();
+      setLog(stdout, data.stdout);
+      setLog(stderr, data.stderr);
+      renderDiagnosis(data.diagnosis);
+      if (elapsed) {
+        elapsed.dataset.start = data.job.start_time || "";
+        elapsed.dataset.end = FINAL.has(data.job.state) ? (data.job.end_time || "") : "";
+      }
+      if (FINAL.has(data.job.state)) { clearInterval(timer); document.querySelector("[data-cancel]")?.closest("form")?.remove(); }
+    } catch (e) { /* try again next tick */ }
+  }
+
+  function tick() {
+    if (!elapsed || !elapsed.dataset.start) return;
+    const start = new Date(elapsed.dataset.start);
+    const end = elapsed.dataset.end ? new Date(elapsed.dataset.end) : new Date();
+    let s = Math.max(0, Math.round((end - start) / 1000));
+    const h = Math.floor(s / 3600); s -= h * 3600;
+    const m = Math.floor(s / 60); s -= m * 60;
+    elapsed.textContent = (h ? h + " h " : "") + (h || m ? m + " min " : "") + s + " s";
+  }
+
+  timer = setInterval(refresh, 3000);
+  setInterval(tick, 1000);
+  tick();
+})();
