@@ -597,7 +597,6 @@ RULES: tuple[Rule, ...] = (
             r"Segmentation fault",
             r"SIGSEGV\b",
             r"signal 11\b",
-            r"killed by signal: Segmentation fault",
         ),
         exit_codes=frozenset({139}),
     ),

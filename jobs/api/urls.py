@@ -3,8 +3,15 @@ from rest_framework.routers import SimpleRouter
 
 from jobs.api import views
 
-# The API documents paths without a trailing slash (/jobs/{id}/logs); accept both.
-router = SimpleRouter(trailing_slash="/?")
+class OptionalSlashRouter(SimpleRouter):
+    """The API documents /jobs/{id}/logs without a slash and /jobs/ with one; accept both."""
+
+    def __init__(self):
+        super().__init__()
+        self.trailing_slash = "/?"
+
+
+router = OptionalSlashRouter()
 router.register("jobs", views.JobViewSet, basename="api-jobs")
 
 urlpatterns = [

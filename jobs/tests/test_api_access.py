@@ -1,0 +1,142 @@
+"""Who may do what through the API: the owner only; plans' quotas; the submit rate limit."""
+
+import pytest
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from accounts.models import ApiToken
+from jobs.models import Job
+from jobs.tests.conftest import GOOD_SPEC
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def alices_job(alice):
+    return Job.objects.create(owner=alice, slurm_job_id=8001, name="private", state="RUNNING", spec=dict(GOOD_SPEC))
+
+
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("get", "/api/v1/jobs/{id}/"),
+        ("get", "/api/v1/jobs/{id}/logs"),
+        ("post", "/api/v1/jobs/{id}/cancel"),
+        ("post", "/api/v1/jobs/{id}/clone"),
+    ],
+)
+def test_another_user_gets_404_for_every_job_endpoint(alices_job, bob, api_client_for, method, path):
+    response = getattr(api_client_for(bob), method)(path.format(id=alices_job.pk), format="json")
+    assert response.status_code == 404
+    alices_job.refresh_from_db()
+    assert alices_job.state == "RUNNING"
+    assert Job.objects.count() == 1  # the clone made nothing
+
+
+def test_the_list_holds_only_the_callers_jobs(alices_job, bob, api_client_for):
+    Job.objects.create(owner=bob, slurm_job_id=8002, name="bobs", state="PENDING")
+    names = [job["name"] for job in api_client_for(bob).get("/api/v1/jobs/").json()["results"]]
+    assert names == ["bobs"]
+
+
+def test_no_token_or_a_revoked_token_is_refused(alice):
+    assert APIClient().get("/api/v1/jobs/").status_code in {401, 403}
+    token, key = ApiToken.issue(alice, "gone")
+    token.delete()
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert client.get("/api/v1/jobs/").status_code == 401
+
+
+def test_create_api_token_prints_a_working_token(alice, capsys):
+    call_command("create_api_token", "alice")
+    key = capsys.readouterr().out.strip()
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert client.get("/api/v1/jobs/").status_code == 200
+    assert ApiToken.objects.get(user=alice).key_hash != key  # only the hash is stored
+
+
+def _ready(user, plan="pro"):
+    user.profile.plan = plan
+    user.profile.cluster_username = user.username
+    user.profile.provisioned_at = "2026-01-01T00:00:00Z"
+    user.profile.save()
+
+
+def test_over_quota_is_a_403_with_a_clear_message(alice, api_client_for):
+    _ready(alice, "pro")  # pro: 2 a100 at once
+    client = api_client_for(alice)
+    assert client.post("/api/v1/jobs/", {**GOOD_SPEC, "gpu_count": 2}, format="json").status_code == 201
+    response = client.post("/api/v1/jobs/", GOOD_SPEC, format="json")
+    assert response.status_code == 403
+    assert "quota" in response.json()["detail"].lower() and "a100" in response.json()["detail"]
+    assert Job.objects.filter(owner=alice).count() == 1
+
+
+def test_a_gpu_type_outside_the_plan_is_refused(alice, api_client_for):
+    _ready(alice, "free")
+    body = {**GOOD_SPEC, "image": "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime", "gpu_type": "h100"}
+    response = api_client_for(alice).post("/api/v1/jobs/", body, format="json")
+    assert response.status_code == 400
+    assert "gpu_type" in response.json()["errors"]
+
+
+def test_the_free_plan_monthly_hours_are_enforced(alice, api_client_for):
+    from django.utils import timezone
+
+    _ready(alice, "free")
+    Job.objects.create(
+        owner=alice, state="COMPLETED", end_time=timezone.now(), elapsed_seconds=10 * 3600, gpu_count=1, gpu_type="rtx4090"
+    )
+    body = {**GOOD_SPEC, "image": "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime", "gpu_type": "rtx4090"}
+    response = api_client_for(alice).post("/api/v1/jobs/", body, format="json")
+    assert response.status_code == 403
+    assert "10 GPU hours" in response.json()["detail"]
+
+
+def test_the_sixth_submission_in_a_minute_is_a_429_with_retry_after(alice, api_client_for, settings):
+    import redis
+
+    settings.SUBMIT_RATE_LIMIT_PER_MINUTE = 5
+    _ready(alice, "enterprise")
+    client = api_client_for(alice)
+    address = "192.0.2.55"  # a documentation address: only a string in REMOTE_ADDR, no traffic
+    store = redis.Redis.from_url(settings.REDIS_URL)
+    for key in store.keys(f"*{address}*"):
+        store.delete(key)
+    statuses = [
+        client.post("/api/v1/jobs/", {**GOOD_SPEC, "gpu_type": "rtx4090"}, format="json", REMOTE_ADDR=address)
+        for _ in range(6)
+    ]
+    # The plan allows 4 rtx4090 at once, so the fifth is refused for quota: still counted.
+    assert [r.status_code for r in statuses[:5]] == [201, 201, 201, 201, 403]
+    assert statuses[5].status_code == 429
+    assert 1 <= int(statuses[5]["Retry-After"]) <= 60
+    other = client.post("/api/v1/jobs/", {**GOOD_SPEC, "gpu_type": "rtx4090"}, format="json", REMOTE_ADDR="192.0.2.56")
+    assert other.status_code != 429
+
+
+def test_clone_submits_a_copy_with_overrides(alices_job, alice, api_client_for):
+    _ready(alice, "pro")
+    Job.objects.filter(pk=alices_job.pk).update(state="COMPLETED")
+    response = api_client_for(alice).post(f"/api/v1/jobs/{alices_job.pk}/clone", {"time_limit_minutes": 7}, format="json")
+    assert response.status_code == 201, response.content
+    clone = Job.objects.get(pk=response.json()["id"])
+    assert clone.spec["image"] == GOOD_SPEC["image"] and clone.spec["command"] == GOOD_SPEC["command"]
+    assert clone.time_limit_minutes == 7
+
+
+def test_usage_shows_the_callers_aggregates_and_no_nodes(alices_job, alice, api_client_for):
+    alices_job.gpu_type, alices_job.quota_gpus = "a100", 1
+    alices_job.save()
+    body = api_client_for(alice).get("/api/v1/resources/usage").json()
+    assert body["gpus_in_use_by_type"] == {"a100": 1}
+    assert body["jobs_by_state"] == {"RUNNING": 1}
+    assert "node" not in str(body).lower()
+
+
+def test_the_openapi_schema_lists_the_endpoints(client):
+    schema = client.get("/api/schema/").content.decode()
+    for path in ["/api/v1/jobs/", "/api/v1/jobs/{id}/logs", "/api/v1/jobs/{id}/cancel", "/api/v1/resources/usage"]:
+        assert path in schema

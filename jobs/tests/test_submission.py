@@ -1,0 +1,99 @@
+"""Submitting through the task: exactly once, whatever fails in between."""
+
+import pytest
+
+from jobs import actions
+from jobs.models import Job
+from jobs.spec import SpecPolicy, parse_job_spec
+from jobs.tasks import reconcile_submissions, submit_to_slurm
+from jobs.tests.conftest import GOOD_SPEC
+from testing.slurm import wait_for
+
+pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+
+
+def _spec(user, **changes):
+    from billing.plans import plan_for
+
+    return parse_job_spec({**GOOD_SPEC, **changes}, plan=plan_for(user.profile.plan), policy=SpecPolicy.from_settings())
+
+
+def _slurm_jobs_with_comment(slurm, job):
+    return [j for j in slurm.list_jobs() if j.comment == actions.slurm_comment(job)]
+
+
+def test_the_task_submits_once_and_a_second_delivery_does_nothing(alice, provision, slurm):
+    profile = provision(alice)
+    job = actions.submit(alice, _spec(alice, command='echo "ran as $(id -un)"'))
+    assert job.state == "SUBMITTING" and job.slurm_job_id is None
+
+    assert submit_to_slurm.run(job.pk) == "submitted"
+    assert submit_to_slurm.run(job.pk) == "not-claimable"
+    job.refresh_from_db()
+    assert job.state == "PENDING" and job.slurm_job_id
+    (in_slurm,) = _slurm_jobs_with_comment(slurm, job)
+    assert in_slurm.job_id == job.slurm_job_id
+    assert in_slurm.user_name == profile.cluster_username
+    assert in_slurm.tres_per_node == "gres/gpu:a100:1"
+
+
+def test_a_lost_answer_is_found_in_slurm_instead_of_submitting_again(alice, provision, slurm):
+    provision(alice)
+    job = actions.submit(alice, _spec(alice, command="sleep 1"))
+    # A first try reached Slurm, then its worker died before recording the answer.
+    from jobs.tasks import _submission
+
+    client = slurm.as_user(job.cluster_user)
+    actions.prepare_job_directory(job, alice.profile.cluster_uid, alice.profile.cluster_gid)
+    first_id = client.submit_job(_submission(job))
+    Job.objects.filter(pk=job.pk).update(submit_attempts=1)
+
+    assert submit_to_slurm.run(job.pk) == "submitted"
+    job.refresh_from_db()
+    assert job.slurm_job_id == first_id
+    assert len(_slurm_jobs_with_comment(slurm, job)) == 1
+
+
+def test_a_permanent_refusal_fails_the_row_with_slurms_message(alice, provision, settings):
+    provision(alice)
+    job = actions.submit(alice, _spec(alice))
+    Job.objects.filter(pk=job.pk).update(partition="no-such-partition")
+    assert submit_to_slurm.run(job.pk) == "failed"
+    job.refresh_from_db()
+    assert job.state == "SUBMIT_FAILED"
+    assert "partition" in job.error.lower()
+
+
+def test_cancel_before_slurm_has_it_and_cancel_after(alice, provision, slurm):
+    provision(alice)
+    waiting = actions.submit(alice, _spec(alice))
+    actions.cancel(waiting)
+    waiting.refresh_from_db()
+    assert waiting.state == "CANCELLED"
+    assert submit_to_slurm.run(waiting.pk) == "not-claimable"
+    assert _slurm_jobs_with_comment(slurm, waiting) == []
+
+    running = actions.submit(alice, _spec(alice, command="sleep 300"))
+    submit_to_slurm.run(running.pk)
+    running.refresh_from_db()
+    actions.cancel(running)
+    wait_for(lambda: slurm.get_job(running.slurm_job_id).state == "CANCELLED", what="the cancel in Slurm")
+    running.refresh_from_db()
+    assert running.state == "CANCELLED"
+
+
+def test_the_reconciler_requeues_only_unclaimed_stale_submissions(alice, provision):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    provision(alice)
+    stale = actions.submit(alice, _spec(alice))
+    fresh = actions.submit(alice, _spec(alice))
+    claimed = actions.submit(alice, _spec(alice, gpu_type="rtx4090"))
+    five_minutes_ago = timezone.now() - timedelta(minutes=5)
+    Job.objects.filter(pk__in=[stale.pk, claimed.pk]).update(created_at=five_minutes_ago)
+    Job.objects.filter(pk=claimed.pk).update(submit_claimed_until=timezone.now() + timedelta(minutes=1))
+    # Only `stale` qualifies: `fresh` is seconds old and `claimed` belongs to a worker.
+    assert reconcile_submissions.run() == 1
+    assert fresh.pk != stale.pk
