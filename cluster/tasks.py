@@ -51,7 +51,7 @@ def _record(name: str, started, *, error: str = "", summary: str = "") -> None:
 
 def run_sync() -> dict:
     """One mirror pass; what the beat task and `manage.py cluster_sync` run."""
-    from jobs.mirror import mirror_jobs, record_missing_accounting
+    from jobs.mirror import mirror_jobs
 
     client = rest_client()
     outcome: dict = {}
@@ -59,7 +59,6 @@ def run_sync() -> dict:
     try:
         result = mirror_jobs(client)
         outcome["jobs"] = result.__dict__
-        outcome["accounting"] = record_missing_accounting(client)
         _record("jobs", started, summary=f"{result.seen} jobs in Slurm, {result.changed} changed")
     except SlurmError as exc:
         log.warning("job mirror failed: %s", exc)
@@ -84,3 +83,19 @@ def sync_cluster() -> dict | None:
         if not acquired:
             return None
         return run_sync()
+
+
+@shared_task(ignore_result=True)
+def sync_accounting() -> int | None:
+    """Copy slurmdbd's figures onto finished jobs. Its own task: slurmdbd answers in tenths
+    of a second, and the state mirror must not wait for it."""
+    from jobs.mirror import record_missing_accounting
+
+    with _single_flight("sync_accounting", timeout=300) as acquired:
+        if not acquired:
+            return None
+        try:
+            return record_missing_accounting(rest_client())
+        except SlurmError as exc:
+            log.warning("accounting sync failed: %s", exc)
+            return None

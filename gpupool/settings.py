@@ -140,6 +140,11 @@ CELERY_BEAT_SCHEDULE = {
         # A sync that waited longer than its own interval is stale: the next one replaces it.
         "options": {"expires": CLUSTER_SYNC_INTERVAL_SECONDS},
     },
+    "record-accounting": {
+        "task": "cluster.tasks.sync_accounting",
+        "schedule": 5.0,
+        "options": {"expires": 5.0},
+    },
     "reconcile-submissions": {
         "task": "jobs.tasks.reconcile_submissions",
         "schedule": 15.0,

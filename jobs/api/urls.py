@@ -3,6 +3,7 @@ from rest_framework.routers import SimpleRouter
 
 from jobs.api import views
 
+
 class OptionalSlashRouter(SimpleRouter):
     """The API documents /jobs/{id}/logs without a slash and /jobs/ with one; accept both."""
 

@@ -87,7 +87,12 @@ def test_the_free_plan_monthly_hours_are_enforced(alice, api_client_for):
 
     _ready(alice, "free")
     Job.objects.create(
-        owner=alice, state="COMPLETED", end_time=timezone.now(), elapsed_seconds=10 * 3600, gpu_count=1, gpu_type="rtx4090"
+        owner=alice,
+        state="COMPLETED",
+        end_time=timezone.now(),
+        elapsed_seconds=10 * 3600,
+        gpu_count=1,
+        gpu_type="rtx4090",
     )
     body = {**GOOD_SPEC, "image": "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime", "gpu_type": "rtx4090"}
     response = api_client_for(alice).post("/api/v1/jobs/", body, format="json")
@@ -120,7 +125,9 @@ def test_the_sixth_submission_in_a_minute_is_a_429_with_retry_after(alice, api_c
 def test_clone_submits_a_copy_with_overrides(alices_job, alice, api_client_for):
     _ready(alice, "pro")
     Job.objects.filter(pk=alices_job.pk).update(state="COMPLETED")
-    response = api_client_for(alice).post(f"/api/v1/jobs/{alices_job.pk}/clone", {"time_limit_minutes": 7}, format="json")
+    response = api_client_for(alice).post(
+        f"/api/v1/jobs/{alices_job.pk}/clone", {"time_limit_minutes": 7}, format="json"
+    )
     assert response.status_code == 201, response.content
     clone = Job.objects.get(pk=response.json()["id"])
     assert clone.spec["image"] == GOOD_SPEC["image"] and clone.spec["command"] == GOOD_SPEC["command"]

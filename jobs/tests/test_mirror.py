@@ -1,14 +1,17 @@
 """The job mirror against the real dev cluster, PostgreSQL and Redis."""
 
+import asyncio
+import time
+
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 
 from accounts import actions
 from cluster.services import rest_client
 from cluster.tasks import run_sync
 from jobs.events import user_group
-from jobs.mirror import apply_slurm_job, mirror_jobs
+from jobs.mirror import apply_slurm_job, mirror_jobs, record_missing_accounting
 from jobs.models import Job
 from testing.slurm import submission, unique_cluster_name, wait_for
 
@@ -38,6 +41,7 @@ def test_mirror_follows_a_job_to_completion_and_records_accounting(provisioned_a
 
     def finished():
         run_sync()
+        record_missing_accounting(rest_client())
         job = Job.objects.filter(slurm_job_id=job_id).first()
         if job and (not states_seen or states_seen[-1] != job.state):
             states_seen.append(job.state)
@@ -56,35 +60,34 @@ def test_mirror_follows_a_job_to_completion_and_records_accounting(provisioned_a
 
 
 def test_state_changes_are_pushed_to_the_owners_group_only(provisioned_alice, bob):
-    layer = get_channel_layer()
-    alice_channel = async_to_sync(layer.new_channel)()
-    bob_channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)(user_group(provisioned_alice.user_id), alice_channel)
-    async_to_sync(layer.group_add)(user_group(bob.pk), bob_channel)
-
     client = rest_client(provisioned_alice.cluster_username)
-    job_id = client.submit_job(submission("sleep 1", name="pushed"))
-    seen = []
 
-    def completed_pushed():
-        run_sync()
-        message = async_to_sync(_receive_or_none)(layer, alice_channel)
-        if message:
+    async def scenario():
+        # One event loop for every receive: channels-redis binds its queues to a loop.
+        layer = get_channel_layer()
+        alice_channel, bob_channel = await layer.new_channel(), await layer.new_channel()
+        await layer.group_add(user_group(provisioned_alice.user_id), alice_channel)
+        await layer.group_add(user_group(bob.pk), bob_channel)
+        job_id = await sync_to_async(client.submit_job)(submission("sleep 1", name="pushed"))
+        seen = []
+        deadline = time.monotonic() + 120
+        while "COMPLETED" not in seen and time.monotonic() < deadline:
+            await sync_to_async(run_sync)()
+            try:
+                message = await asyncio.wait_for(layer.receive(alice_channel), timeout=0.5)
+            except TimeoutError:
+                continue
             seen.append(message["job"]["state"])
-        return "COMPLETED" in seen
+        try:
+            leaked = await asyncio.wait_for(layer.receive(bob_channel), timeout=0.5)
+        except TimeoutError:
+            leaked = None
+        return job_id, seen, leaked
 
-    wait_for(completed_pushed, timeout=120, interval=0.2, what="a COMPLETED push")
-    assert async_to_sync(_receive_or_none)(layer, bob_channel) is None
+    job_id, seen, leaked = async_to_sync(scenario)()
+    assert "COMPLETED" in seen, seen
+    assert leaked is None
     assert Job.objects.get(slurm_job_id=job_id).state == "COMPLETED"
-
-
-async def _receive_or_none(layer, channel):
-    import asyncio
-
-    try:
-        return await asyncio.wait_for(layer.receive(channel), timeout=0.2)
-    except TimeoutError:
-        return None
 
 
 def test_a_repeated_state_writes_nothing_and_a_change_is_applied(alice):
