@@ -10,8 +10,10 @@ def form_data_from_post(post) -> dict:
     """Only the fields that were filled in: an empty gpu_memory_gb means "whole GPUs"."""
     data = {field: post.get(field, "").strip() for field in FIELDS if post.get(field, "").strip()}
     if "command" in data:
-        data["command"] = post.get("command")  # keep the user's whitespace and newlines
-    environment = post.get("environment", "").strip()
+        # Keep the user's whitespace, but browsers send textarea lines as CRLF: a "\r" left at
+        # the end of "sleep 5" makes bash run `sleep '5\r'`, which fails.
+        data["command"] = _unix_newlines(post.get("command"))
+    environment = _unix_newlines(post.get("environment", "")).strip()
     if environment:
         data["environment"] = environment
     return data
@@ -22,3 +24,7 @@ def initial_from_spec(spec: dict) -> dict:
     environment = spec.get("environment") or {}
     values["environment"] = "\n".join(f"{key}={value}" for key, value in environment.items())
     return {key: "" if value is None else value for key, value in values.items()}
+
+
+def _unix_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")

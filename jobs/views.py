@@ -65,9 +65,9 @@ def job_new(request):
         except SpecError as exc:
             errors = exc.errors
         except (QuotaExceeded, actions.NotProvisioned) as exc:
-            errors = {"__all__": [str(exc)]}
+            errors = {"form": [str(exc)]}
         except intake.RateLimited as exc:
-            errors = {"__all__": [str(exc)]}
+            errors = {"form": [str(exc)]}
         else:
             template_name = request.POST.get("save_template", "").strip()
             if template_name:

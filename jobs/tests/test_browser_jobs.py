@@ -1,0 +1,75 @@
+"""A researcher's loop in Debian's Chromium: submit, watch it run and finish, read the
+logs, clone. The real portal (Daphne, worker, beat) on the real cluster."""
+
+import os
+import re
+
+import pytest
+
+from jobs.models import Job
+from testing.servers import CHROMIUM_ARGS, CHROMIUM_PATH, portal_stack
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # see console/tests/test_browser.py
+playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
+
+pytestmark = [pytest.mark.browser, pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+
+
+def test_submit_watch_read_logs_and_clone(alice, provision, tmp_path):
+    provision(alice)
+    with playwright_api.sync_playwright() as playwright, portal_stack(worker=True, beat=True) as base_url:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(f"{base_url}/accounts/login/")
+        page.fill("input[name=login]", "alice")
+        page.fill("input[name=password]", "pw-alice")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{base_url}/")
+
+        page.goto(f"{base_url}/jobs/new/")
+        page.fill("#id_name", "browser-run")
+        page.fill("#id_image", "nvcr.io/nvidia/pytorch:24.05-py3")
+        page.select_option("#id_gpu_type", "rtx4090")
+        page.fill("#id_gpu_count", "1")
+        page.fill("#id_command", "sleep 8\necho browser says hi")
+        page.fill("#id_time_limit_minutes", "5")
+        page.click("[data-submit]")
+        page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
+        page.evaluate("window.__marker = 'no reload'")
+
+        state = page.locator("dl.facts [data-field=state]")
+        expect(state).to_have_text("RUNNING", timeout=60000)
+        expect(state).to_have_text("COMPLETED", timeout=60000)
+        expect(page.locator('[data-log="stdout"]')).to_contain_text("browser says hi", timeout=15000)
+        assert page.evaluate("window.__marker") == "no reload"
+        page.screenshot(path=str(tmp_path / "job.png"))
+
+        page.click("[data-clone]")
+        page.wait_for_url(re.compile(r".*/jobs/new/\?clone=\d+$"))
+        assert page.input_value("#id_image") == "nvcr.io/nvidia/pytorch:24.05-py3"
+        assert page.input_value("#id_command") == "sleep 8\necho browser says hi"
+        assert page.input_value("#id_gpu_type") == "rtx4090"
+        assert page.input_value("#id_name") == "browser-run"
+        browser.close()
+    assert Job.objects.get(name="browser-run", owner=alice).state == "COMPLETED"
+
+
+def test_a_refused_spec_shows_field_errors_and_creates_nothing(alice, provision):
+    provision(alice)
+    with playwright_api.sync_playwright() as playwright, portal_stack() as base_url:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(f"{base_url}/accounts/login/")
+        page.fill("input[name=login]", "alice")
+        page.fill("input[name=password]", "pw-alice")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{base_url}/")
+        page.goto(f"{base_url}/jobs/new/")
+        page.fill("#id_image", "pytorch/pytorch:latest")
+        page.fill("#id_command", "python train.py")
+        page.click("[data-submit]")
+        expect(page.locator(".field-error").first).to_contain_text("latest")
+        assert page.input_value("#id_command") == "python train.py"  # what was typed is kept
+        browser.close()
+    assert Job.objects.count() == 0
