@@ -1,0 +1,80 @@
+"""Shared set-up for the benchmarks: Django on a throwaway database, real services."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BASE_DIR))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpupool.settings")
+os.environ.setdefault("DEBUG", "1")
+os.environ.setdefault("DATABASE_URL", "postgres://gpupool:gpupool@127.0.0.1:5432/gpupool")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/12")
+os.environ.setdefault("SUBMIT_RATE_LIMIT_PER_MINUTE", "100000")
+os.environ.setdefault("CLUSTER_SYNC_INTERVAL_SECONDS", "1")
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+
+import django  # noqa: E402
+
+django.setup()
+
+
+@contextmanager
+def bench_database():
+    """A fresh database (test_<name>), migrated, dropped afterwards."""
+    from django.db import connection
+
+    name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    try:
+        yield name
+    finally:
+        from django.db import connections
+
+        for alias in connections:
+            connections[alias].close()
+        connection.creation.destroy_test_db(name, verbosity=0)
+
+
+def make_user(username: str, plan: str = "enterprise", provision: bool = True):
+    from django.contrib.auth import get_user_model
+
+    from accounts import actions
+
+    user = get_user_model().objects.create_user(username=username, password="bench-" + username)
+    user.profile.plan = plan
+    user.profile.save()
+    if provision:
+        actions.provision(user.profile.pk, preferred_name=f"bench{os.getpid() % 10000}{username}"[:30])
+        user.profile.refresh_from_db()
+    return user
+
+
+def retire_user(user) -> None:
+    from django.conf import settings
+
+    from cluster.provisioning import provisioning_backend
+    from cluster.services import slurm_cli
+
+    name = user.profile.cluster_username
+    if name:
+        slurm_cli().run("scancel", "-u", name, check=False)
+        provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(), settings.SLURM_ACCOUNT).remove_user(name)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def describe(label: str, seconds: list[float]) -> str:
+    ms = [value * 1000 for value in seconds]
+    return (
+        f"{label}: n={len(ms)} p50={statistics.median(ms):.1f} ms p95={percentile(ms, 0.95):.1f} ms "
+        f"min={min(ms):.1f} ms max={max(ms):.1f} ms"
+    )
