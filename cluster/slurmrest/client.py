@@ -9,6 +9,7 @@ the caller whether to retry.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import requests
@@ -189,6 +190,27 @@ class SlurmRestClient:
         if not records:
             raise SlurmNotFound(f"job {job_id} is not in accounting (yet)")
         return records[0]
+
+    def list_accounting(self, start: datetime, end: datetime) -> list[AccountingRecord]:
+        """Every accounting record (one per run: a requeued job has several) that overlaps
+        [start, end], all users' when the client acts as the service user.
+
+        slurmrestd 24.11 takes `start_time`/`end_time` only as zone-less ISO 8601 with whole
+        seconds ("2026-11-29T20:51:00"), read in the daemon's own time zone: an offset, a
+        "Z" or a fraction is refused with error 9202 "Parsing of ... for timestamp failed",
+        as is an epoch number. The times are sent in UTC (a naive `datetime` is taken as UTC),
+        so slurmrestd must run in UTC, as the dev cluster does; the window is widened to
+        whole seconds.
+        """
+
+        def wire(moment: datetime, *, ceil: bool) -> str:
+            moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+            if ceil and moment.microsecond:
+                moment += timedelta(seconds=1)
+            return moment.replace(tzinfo=None, microsecond=0).isoformat()
+
+        params = {"start_time": wire(start, ceil=False), "end_time": wire(end, ceil=True)}
+        return self.adapter.decode_accounting(self._request("GET", self.adapter.slurmdb_path("jobs/"), params=params))
 
     def ping(self) -> Json:
         """Reachability only: ping answers 200 even for a bad token, so never use it to test auth."""

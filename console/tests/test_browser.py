@@ -1,6 +1,7 @@
 """The real thing end to end: Chromium, Daphne, Redis and PostgreSQL."""
 
 import os
+import threading
 
 import pytest
 from django.db import transaction
@@ -45,7 +46,11 @@ def test_log_in_and_see_a_job_change_state_without_reloading(browser_page, alice
 
         with transaction.atomic():
             Job.objects.filter(pk=job.pk).update(state="RUNNING", nodes="gpu-a100-01")
-        publish_job_update(job.pk)
+        # Playwright's sync API runs an event loop on this thread, where async_to_sync
+        # refuses to run; the mirror publishes from a worker thread like this one.
+        publisher = threading.Thread(target=publish_job_update, args=(job.pk,))
+        publisher.start()
+        publisher.join()
         playwright_api.expect(row_state).to_have_text("RUNNING", timeout=10000)
         assert page.locator(f'tr[data-job-id="{job.pk}"] [data-field=nodes]').inner_text() == "gpu-a100-01"
         assert page.evaluate("window.__marker") == "same page"  # no reload happened

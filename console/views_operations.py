@@ -1,0 +1,222 @@
+"""The admins' operations page: pool utilisation, queue wait and the hardware ROI calculator."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from decimal import Decimal
+from urllib.parse import urlencode
+
+from django import forms
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.shortcuts import render
+from django.utils import timezone
+
+from accounts.models import Role
+from cluster.errors import SlurmError
+from cluster.services import rest_client
+from console import operations as ops
+from console.access import role_required
+
+log = logging.getLogger(__name__)
+
+# period key -> (label, bucket, number of buckets)
+PERIODS = {
+    "7d": ("Last 7 days, by day", "day", 7),
+    "8w": ("Last 8 weeks, by week", "week", 8),
+}
+DEFAULT_PERIOD = "7d"
+
+
+def period_window(period: str, now: datetime) -> tuple[datetime, datetime, str]:
+    """(start, end, bucket): whole local days (or Monday-based weeks) ending with the
+    current, partial one, which is measured up to `now`."""
+    _label, bucket, count = PERIODS[period]
+    local = timezone.localtime(now)
+    midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    if bucket == "day":
+        start = midnight - timedelta(days=count - 1)
+    else:
+        start = midnight - timedelta(days=midnight.weekday()) - timedelta(weeks=count - 1)
+    return start, now, bucket
+
+
+class RoiForm(forms.Form):
+    hardware_cost = forms.DecimalField(
+        label="Hardware cost ($)",
+        max_digits=14,
+        decimal_places=2,
+        validators=[MinValueValidator(Decimal("0.01"), "The hardware cost must be more than 0 (ROI divides by it).")],
+    )
+    power_per_month = forms.DecimalField(
+        label="Power per month ($)",
+        max_digits=14,
+        decimal_places=2,
+        validators=[MinValueValidator(Decimal("0"), "Power cost cannot be negative.")],
+    )
+    running_per_month = forms.DecimalField(
+        label="Other running cost per month ($, network and maintenance)",
+        max_digits=14,
+        decimal_places=2,
+        validators=[MinValueValidator(Decimal("0"), "Running cost cannot be negative.")],
+    )
+    revenue_per_month = forms.DecimalField(
+        label="Revenue per month ($)",
+        max_digits=14,
+        decimal_places=2,
+        validators=[MinValueValidator(Decimal("0"), "Revenue cannot be negative.")],
+    )
+    months = forms.IntegerField(
+        label="Months",
+        validators=[
+            MinValueValidator(1, "At least 1 month."),
+            MaxValueValidator(120, "At most 120 months."),
+        ],
+    )
+
+    def result(self) -> ops.RoiResult:
+        data = self.cleaned_data
+        return ops.roi(
+            data["hardware_cost"],
+            data["power_per_month"],
+            data["running_per_month"],
+            data["revenue_per_month"],
+            data["months"],
+        )
+
+
+def _roi_query(inputs: ops.RoiInputs, period: str) -> str:
+    return urlencode(
+        {
+            "period": period,
+            "hardware_cost": inputs.hardware_cost,
+            "power_per_month": inputs.power_per_month,
+            "running_per_month": inputs.running_per_month,
+            "revenue_per_month": inputs.revenue_per_month,
+            "months": inputs.months,
+        }
+    )
+
+
+def _percent(ratio: float | None) -> float | None:
+    return None if ratio is None else round(ratio * 100, 1)
+
+
+def _minutes(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds / 60, 1)
+
+
+def duration(seconds: float | None) -> str:
+    """42 s, 3 min 10 s, 2 h 05 min, 1 d 3 h."""
+    if seconds is None:
+        return "–"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes:02d} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"
+
+
+def _figures(records, inventory: dict[str, int], start: datetime, end: datetime, bucket: str, now: datetime) -> dict:
+    utilisation = ops.pool_utilisation(records, inventory, start, end, bucket, now=now)
+    waits = ops.queue_wait(records, start, end, bucket, now=now)
+    overall = ops.overall_wait(records, start, end, now=now)
+    allocated = sum(row.allocated_gpu_seconds for row in utilisation)
+    available = sum(row.available_gpu_seconds for row in utilisation)
+    gpu_types = list(inventory)
+    date_format = "%Y-%m-%d"
+    rows = []
+    for used, wait in zip(utilisation, waits, strict=True):
+        local_start = timezone.localtime(used.start)
+        rows.append(
+            {
+                "label": local_start.strftime(date_format) if bucket == "day" else f"week of {local_start:%Y-%m-%d}",
+                "allocated_gpu_hours": round(used.allocated_gpu_seconds / 3600, 1),
+                "available_gpu_hours": round(used.available_gpu_seconds / 3600, 1),
+                "utilisation_percent": _percent(used.utilisation),
+                "type_percents": [
+                    _percent(used.by_type[name].utilisation) if name in used.by_type else None for name in gpu_types
+                ],
+                "jobs": wait.jobs,
+                "average_wait": duration(wait.average_wait_seconds),
+                "p95_wait": duration(wait.p95_wait_seconds),
+            }
+        )
+    chart = {
+        "labels": [timezone.localtime(row.start).strftime(date_format) for row in utilisation],
+        "bucket": bucket,
+        "utilisation": [_percent(row.utilisation) for row in utilisation],
+        "by_type": {
+            name: [_percent(row.by_type[name].utilisation) if name in row.by_type else None for row in utilisation]
+            for name in gpu_types
+        },
+        "jobs": [row.jobs for row in waits],
+        "average_wait_minutes": [_minutes(row.average_wait_seconds) for row in waits],
+        "p95_wait_minutes": [_minutes(row.p95_wait_seconds) for row in waits],
+    }
+    return {
+        "rows": rows,
+        "chart": chart,
+        "gpu_types": gpu_types,
+        "summary": {
+            "utilisation_percent": _percent(allocated / available) if available else None,
+            "allocated_gpu_hours": round(allocated / 3600, 1),
+            "jobs": overall.jobs,
+            "average_wait": duration(overall.average_wait_seconds),
+            "p95_wait": duration(overall.p95_wait_seconds),
+        },
+    }
+
+
+@role_required(Role.ADMIN)
+def operations(request):
+    period = request.GET.get("period", DEFAULT_PERIOD)
+    if period not in PERIODS:
+        period = DEFAULT_PERIOD
+    now = timezone.now()
+    start, end, bucket = period_window(period, now)
+    inventory = ops.gpu_inventory()
+
+    figures = None
+    slurm_error = None
+    try:
+        records = ops.load_records(rest_client(), start, end)
+    except SlurmError as exc:
+        log.warning("operations figures: accounting unavailable: %s", exc)
+        slurm_error = exc.message
+    else:
+        figures = _figures(records, inventory, start, end, bucket, now)
+
+    roi_fields = RoiForm.base_fields
+    if any(name in request.GET for name in roi_fields):
+        form = RoiForm(request.GET)
+    else:
+        first = ops.ARTICLE_CONFIGS[0]
+        form = RoiForm(initial={name: getattr(first, name) for name in roi_fields})
+    roi_result = form.result() if form.is_bound and form.is_valid() else None
+
+    article = [
+        {"inputs": inputs, "result": ops.roi_of(inputs), "query": _roi_query(inputs, period)}
+        for inputs in ops.ARTICLE_CONFIGS
+    ]
+    context = {
+        "periods": [(key, label) for key, (label, _bucket, _count) in PERIODS.items()],
+        "period": period,
+        "period_label": PERIODS[period][0],
+        "start": start,
+        "end": end,
+        "inventory": inventory,
+        "gpu_total": sum(inventory.values()),
+        "figures": figures,
+        "slurm_error": slurm_error,
+        "form": form,
+        "roi_result": roi_result,
+        "article": article,
+    }
+    return render(request, "console/operations.html", context)
