@@ -54,8 +54,12 @@ def main():
             browser = Client()
             browser.force_login(user)
             cookie = browser.cookies["sessionid"].value
-            body = {"image": "nvcr.io/nvidia/pytorch:24.05-py3", "gpu_type": "a100", "gpu_memory_gb": 4,
-                    "time_limit_minutes": 5}
+            body = {
+                "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                "gpu_type": "a100",
+                "gpu_memory_gb": 4,
+                "time_limit_minutes": 5,
+            }
             accepted, in_slurm, slurm_delay, job_delay = [], [], [], []
             with portal_stack(worker=True, beat=True) as base_url:
                 ws_url = base_url.replace("http://", "ws://") + "/ws/jobs/"
@@ -63,8 +67,9 @@ def main():
                     for _ in range(args.jobs):
                         command = 'echo "START $(date +%s.%N)"; sleep 3'
                         started = time.perf_counter()
-                        response = requests.post(f"{base_url}/api/v1/jobs/", json={**body, "command": command},
-                                                 headers=headers, timeout=30)
+                        response = requests.post(
+                            f"{base_url}/api/v1/jobs/", json={**body, "command": command}, headers=headers, timeout=30
+                        )
                         accepted.append(time.perf_counter() - started)
                         assert response.status_code == 201, response.text
                         job_pk = response.json()["id"]
@@ -93,8 +98,11 @@ def main():
     print(describe("portal submit, API POST to job in Slurm (push)", in_slurm))
     print(f"RATIO submit latency portal/raw (medians): {statistics.median(in_slurm) / statistics.median(raw):.1f}")
     print(f"RATIO API accept/raw (medians): {statistics.median(accepted) / statistics.median(raw):.2f}")
-    print(describe(f"live-status delay from Slurm start_time (1 s resolution, mirror every {args.interval} s)",
-                   slurm_delay))
+    print(
+        describe(
+            f"live-status delay from Slurm start_time (1 s resolution, mirror every {args.interval} s)", slurm_delay
+        )
+    )
     print(describe("live-status delay from the job's first instruction", job_delay))
     print(f"live-status p50={percentile(job_delay, 0.5) * 1000:.0f} ms p95={percentile(job_delay, 0.95) * 1000:.0f} ms")
 

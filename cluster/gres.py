@@ -120,3 +120,18 @@ def _tres_number(value: str) -> int:
         return int(value)
     except ValueError:
         return 0
+
+
+def job_gpu_indexes(gres_detail_entry: str) -> tuple[int, ...]:
+    """GPU indexes a job holds on one node, from its gres_detail entry:
+    "gpu:a100:2(IDX:1-2)" -> (1, 2); "shard:a100:3(3/10,0/10,0/10,0/10)" -> (0,)."""
+    indexes: set[int] = set()
+    for item in parse_gres(gres_detail_entry):
+        if item.name == "gpu":
+            indexes.update(_used_indexes(item.extra))
+        elif item.name == "shard" and "/" in item.extra:
+            for position, share in enumerate(item.extra.split(",")):
+                used = share.split("/", 1)[0]
+                if used.isdigit() and int(used) > 0:
+                    indexes.add(position)
+    return tuple(sorted(indexes))

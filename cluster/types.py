@@ -98,6 +98,8 @@ class Job:
     standard_output: str
     standard_error: str
     working_directory: str
+    # GPU indexes held on each node, e.g. {"gpu-a100-01": (1, 2)}; empty unless allocated.
+    gpu_allocation: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -179,5 +181,6 @@ class JobSubmission:
     reservation: str = ""
     comment: str = ""
     requeue: bool = True
+    required_nodes: tuple[str, ...] = ()
     cpus_per_task: int = 1
     memory_per_node_mb: int | None = None

@@ -6,16 +6,22 @@ from console.access import user_role
 _NAVIGATION = {
     Role.USER: [
         ("Dashboard", "console:home"),
+        ("GPUs", "console:heatmap"),
         ("My jobs", "jobs:list"),
         ("New job", "jobs:new"),
         ("API tokens", "accounts:api_tokens"),
     ],
     Role.ADMIN: [
         ("Dashboard", "console:home"),
-        ("My jobs", "jobs:list"),
-        ("New job", "jobs:new"),
+        ("GPUs", "console:heatmap"),
         ("Nodes", "console:nodes"),
         ("All jobs", "console:all_jobs"),
+        ("Alerts", "console:alerts"),
+        ("Audit", "console:audit"),
+        ("Telemetry", "console:telemetry"),
+        ("Operations", "console:operations"),
+        ("My jobs", "jobs:list"),
+        ("New job", "jobs:new"),
     ],
     Role.MARKETING: [("Dashboard", "console:home"), ("Sign-ups", "console:signups")],
 }

@@ -1,11 +1,23 @@
 from django.urls import path
 
-from console import views
+from console import views, views_cluster, views_operations
 
 app_name = "console"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("console/heatmap/", views_cluster.heatmap, name="heatmap"),
+    path("console/heatmap.json", views_cluster.heatmap_data, name="heatmap_data"),
     path("console/nodes/", views.nodes, name="nodes"),
+    path("console/nodes/<str:name>/", views_cluster.node_detail, name="node_detail"),
+    path("console/nodes/<str:name>/drain", views_cluster.node_drain, name="node_drain"),
+    path("console/nodes/<str:name>/resume", views_cluster.node_resume, name="node_resume"),
+    path("console/nodes/<str:name>/gpus/<int:index>/", views_cluster.gpu_detail, name="gpu_detail"),
+    path("console/nodes/<str:name>/gpus/<int:index>/series.json", views_cluster.gpu_series, name="gpu_series"),
+    path("console/nodes/<str:name>/gpus/<int:index>/diagnose", views_cluster.gpu_diagnose, name="gpu_diagnose"),
+    path("console/alerts/", views_cluster.alerts, name="alerts"),
+    path("console/audit/", views_cluster.audit_log, name="audit"),
+    path("console/telemetry/", views_cluster.telemetry_status, name="telemetry"),
+    path("console/operations/", views_operations.operations, name="operations"),
     path("console/jobs/", views.all_jobs, name="all_jobs"),
     path("marketing/signups/", views.signups, name="signups"),
     path("vendor/plotly.min.js", views.plotly_js, name="plotly_js"),

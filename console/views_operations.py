@@ -55,7 +55,7 @@ class RoiForm(forms.Form):
         validators=[MinValueValidator(Decimal("0"), "Power cost cannot be negative.")],
     )
     running_per_month = forms.DecimalField(
-        label="Other running cost per month ($, network and maintenance)",
+        label="Running per month ($)",
         max_digits=14,
         decimal_places=2,
         validators=[MinValueValidator(Decimal("0"), "Running cost cannot be negative.")],

@@ -7,6 +7,7 @@ development portal: SQLite, Redis on localhost and the dev cluster built by
 
 import json
 import shlex
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -50,6 +51,8 @@ INSTALLED_APPS = [
     "console",
     "billing",
     "credits",
+    "telemetry",
+    "alerts",
 ]
 
 MIDDLEWARE = [
@@ -125,6 +128,18 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every requ
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "gpupool@localhost")
 
+# --- Telemetry ------------------------------------------------------------------------------
+TELEMETRY_INTERVAL_SECONDS = env_int("TELEMETRY_INTERVAL_SECONDS", 10, minimum=1)
+TELEMETRY_RAW_RETENTION = timedelta(minutes=env_int("TELEMETRY_RAW_RETENTION_MINUTES", 120, minimum=10))
+TELEMETRY_MINUTE_RETENTION = timedelta(hours=env_int("TELEMETRY_MINUTE_RETENTION_HOURS", 48, minimum=2))
+TELEMETRY_HOUR_RETENTION = timedelta(days=env_int("TELEMETRY_HOUR_RETENTION_DAYS", 90, minimum=2))
+# The dev cluster has no GPUs: an emulator derives samples from real Slurm allocations.
+# Never on in production, where node agents (NVML) or DCGM exporters send real ones.
+TELEMETRY_EMULATOR = env_bool("TELEMETRY_EMULATOR", False)
+# DCGM exporters to scrape (comma list of http://node:9400/metrics), as an alternative to agents.
+DCGM_EXPORTER_URLS = env_list("DCGM_EXPORTER_URLS", [])
+ALERT_EVALUATION_SECONDS = env_int("ALERT_EVALUATION_SECONDS", 30, minimum=5)
+
 # --- Redis: Celery broker and Channels layer -------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = REDIS_URL
@@ -144,6 +159,22 @@ CELERY_BEAT_SCHEDULE = {
         "task": "cluster.tasks.sync_accounting",
         "schedule": 5.0,
         "options": {"expires": 5.0},
+    },
+    "telemetry-rollup": {"task": "telemetry.tasks.roll_up_telemetry", "schedule": 60.0, "options": {"expires": 60.0}},
+    "telemetry-emulator": {
+        "task": "telemetry.tasks.emulate_telemetry",
+        "schedule": float(TELEMETRY_INTERVAL_SECONDS),
+        "options": {"expires": float(TELEMETRY_INTERVAL_SECONDS)},
+    },
+    "telemetry-dcgm": {
+        "task": "telemetry.tasks.scrape_dcgm",
+        "schedule": float(TELEMETRY_INTERVAL_SECONDS),
+        "options": {"expires": float(TELEMETRY_INTERVAL_SECONDS)},
+    },
+    "alerts-evaluate": {
+        "task": "alerts.tasks.evaluate_alerts",
+        "schedule": float(ALERT_EVALUATION_SECONDS),
+        "options": {"expires": float(ALERT_EVALUATION_SECONDS)},
     },
     "reconcile-submissions": {
         "task": "jobs.tasks.reconcile_submissions",

@@ -72,6 +72,7 @@ def _fields_from_slurm(job: SlurmJob) -> dict:
         "nodes": job.nodes[:500],
         "tres_per_node": job.tres_per_node[:200],
         "allocated_tres": job.allocated_tres[:500],
+        "gpu_allocation": {node: list(indexes) for node, indexes in job.gpu_allocation.items()},
         "constraints": job.constraints[:200],
         "comment": job.comment[:500],
         "submit_time": job.submit_time,

@@ -50,6 +50,8 @@ class Job(models.Model):
     nodes = models.CharField(max_length=500, blank=True)
     tres_per_node = models.CharField(max_length=200, blank=True)
     allocated_tres = models.CharField(max_length=500, blank=True)
+    # {"gpu-a100-01": [1, 2]}: which GPUs the job holds, for the heatmap.
+    gpu_allocation = models.JSONField(default=dict, blank=True)
     constraints = models.CharField(max_length=200, blank=True)
     comment = models.CharField(max_length=500, blank=True)
     submit_time = models.DateTimeField(null=True, blank=True)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from cluster.gres import gpu_groups, shard_totals
+from cluster.gres import gpu_groups, job_gpu_indexes, shard_totals
+from cluster.hostlist import expand_hostlist
 from cluster.slurmrest.base import ApiAdapter, Json
 from cluster.types import (
     AccountingRecord,
@@ -56,6 +57,16 @@ def _exit(value: Any) -> tuple[int | None, int | None]:
     return _number(value.get("return_code")), _number(signal.get("id"))
 
 
+def _gpu_allocation(nodes: str, gres_detail: list[str]) -> dict[str, tuple[int, ...]]:
+    """gres_detail has one entry per allocated node, in the order of the node list."""
+    allocation = {}
+    for node, detail in zip(expand_hostlist(nodes), gres_detail, strict=False):
+        indexes = job_gpu_indexes(detail)
+        if indexes:
+            allocation[node] = indexes
+    return allocation
+
+
 class V0041Adapter(ApiAdapter):
     version = "v0.0.41"
 
@@ -82,6 +93,8 @@ class V0041Adapter(ApiAdapter):
             "comment": submission.comment,
         }
         job.update({key: value for key, value in optional.items() if value})
+        if submission.required_nodes:
+            job["required_nodes"] = list(submission.required_nodes)
         if submission.time_limit_minutes is not None:
             job["time_limit"] = {"set": True, "infinite": False, "number": submission.time_limit_minutes}
         if submission.memory_per_node_mb is not None:
@@ -126,6 +139,7 @@ class V0041Adapter(ApiAdapter):
             standard_output=item.get("standard_output", "") or "",
             standard_error=item.get("standard_error", "") or "",
             working_directory=item.get("current_working_directory", "") or "",
+            gpu_allocation=_gpu_allocation(item.get("nodes", "") or "", item.get("gres_detail") or []),
         )
 
     def decode_submitted_job_id(self, payload: Json) -> int:

@@ -29,3 +29,25 @@ def test_untyped_gres_and_commas_inside_parentheses():
 def test_tres_strings_normalise_memory_to_megabytes():
     tres = parse_tres("cpu=2,mem=2G,node=1,billing=2,gres/gpu=1,gres/gpu:a100=1")
     assert tres == {"cpu": 2, "mem": 2048, "node": 1, "billing": 2, "gres/gpu": 1, "gres/gpu:a100": 1}
+
+
+def test_job_gpu_indexes_for_whole_gpus_and_shards():
+    from cluster.gres import job_gpu_indexes
+
+    assert job_gpu_indexes("gpu:a100:2(IDX:1-2)") == (1, 2)
+    assert job_gpu_indexes("shard:a100:3(3/10,0/10,0/10,0/10)") == (0,)
+    assert job_gpu_indexes("shard:a100:12(10/10,2/10,0/10,0/10)") == (0, 1)
+    assert job_gpu_indexes("") == ()
+
+
+def test_hostlists_expand_in_order():
+    from cluster.hostlist import expand_hostlist
+
+    assert expand_hostlist("gpu-a100-[01-02,04],gpu-h100-01") == [
+        "gpu-a100-01",
+        "gpu-a100-02",
+        "gpu-a100-04",
+        "gpu-h100-01",
+    ]
+    assert expand_hostlist("n[8-10]") == ["n8", "n9", "n10"]
+    assert expand_hostlist("") == []

@@ -43,6 +43,7 @@ def test_running_gpu_job():
     assert job.end_time is not None  # Slurm's expected end while running
     assert job.user_name == "ptcapture"
     assert job.standard_output.endswith("/stdout.log")
+    assert job.gpu_allocation == {job.nodes: (0,)}
 
 
 def test_completed_job_has_exit_code_and_end():

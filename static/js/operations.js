@@ -8,17 +8,14 @@
   const data = JSON.parse(source.textContent || "{}");
   const labels = data.labels || [];
   const unit = data.bucket === "week" ? "week starting" : "day";
-  const layout = function (yTitle, extra) {
-    return Object.assign(
-      {
-        margin: {t: 10, r: 10, b: 40, l: 50},
-        xaxis: {type: "category", title: unit},
-        yaxis: {title: yTitle, rangemode: "tozero"},
-        legend: {orientation: "h", y: -0.2},
-        hovermode: "x unified",
-      },
-      extra || {}
-    );
+  const layout = function (yTitle) {
+    return {
+      margin: {t: 10, r: 10, b: 40, l: 50},
+      xaxis: {type: "category", title: {text: unit}, automargin: true},
+      yaxis: {title: {text: yTitle}, rangemode: "tozero", automargin: true},
+      legend: {orientation: "h", y: -0.3},
+      hovermode: "x unified",
+    };
   };
   const config = {responsive: true, displayModeBar: false};
 
@@ -33,7 +30,7 @@
       line: {color: palette[index % palette.length]}, hovertemplate: "%{y:.1f} %<extra>" + (name || "untyped") + "</extra>",
     });
   });
-  Plotly.newPlot("utilisation-chart", utilisation, layout("utilisation (%)", {yaxis: {title: "utilisation (%)", range: [0, 100]}}), config);
+  Plotly.newPlot("utilisation-chart", utilisation, layout("utilisation (%)"), config);
 
   const waits = [
     {type: "bar", name: "average", x: labels, y: data.average_wait_minutes || [], marker: {color: "#3b6fd1"},

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import http.client
 import json
 import logging
 import os
@@ -270,12 +271,10 @@ def send(url: str, token: str, payload: dict, opener=None, timeout: float = 10.0
             return SendResult(response.status, _read_body(response))
     except urllib.error.HTTPError as exc:
         return SendResult(exc.code, _read_body(exc))
-    except urllib.error.URLError as exc:
+    except urllib.error.URLError as exc:  # refused, DNS, TLS
         return SendResult(None, f"cannot reach {ingest_url(url)}: {exc.reason}")
-    except (OSError, ValueError) as exc:  # timeouts, resets, http.client errors (ValueError-free but OSError)
-        return SendResult(None, f"cannot reach {ingest_url(url)}: {exc!r}")
-    except Exception as exc:  # http.client.HTTPException (bad status line, ...) is not an OSError
-        return SendResult(None, f"bad answer from {ingest_url(url)}: {exc!r}")
+    except (OSError, http.client.HTTPException) as exc:  # timeouts, resets, garbled answers
+        return SendResult(None, f"no valid answer from {ingest_url(url)}: {exc!r}")
 
 
 OK, AUTH, REJECTED, TRANSIENT = "ok", "auth", "rejected", "transient"
@@ -297,13 +296,13 @@ def classify(status: int | None) -> str:
 def read_token(path: str) -> str:
     """Read the bearer token; refuse a file that group or others can access (chmod 600)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never hang on a FIFO
     except FileNotFoundError:
         raise ConfigError(f"token file {path} does not exist") from None
     except OSError as exc:
         raise ConfigError(f"cannot open token file {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "r", encoding="utf-8") as handle:
-        mode = os.fstat(handle.fileno()).st_mode
+    try:
+        mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise ConfigError(f"token file {path} is not a regular file")
         if mode & 0o077:
@@ -311,10 +310,16 @@ def read_token(path: str) -> str:
                 f"token file {path} has mode {stat.S_IMODE(mode):04o}: it must not be readable or writable by "
                 f"group or others; fix it with: chmod 600 {path}"
             )
-        text = handle.read(4096)
+        text = os.read(fd, 4096).decode("utf-8")
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read token file {path}: {exc}") from None
+    finally:
+        os.close(fd)
     parts = text.split()
     if len(parts) != 1:
         raise ConfigError(f"token file {path} must hold exactly one token (found {len(parts)} words)")
+    if not all(33 <= ord(ch) < 127 for ch in parts[0]):
+        raise ConfigError(f"token file {path} holds characters that cannot go into an HTTP header")
     return parts[0]
 
 
@@ -349,6 +354,7 @@ class Shipper:
         backoff_max: float = 60.0,
         auth_retry: float = 300.0,
         rand=random.random,
+        clock=time.monotonic,
     ):
         self.url = url
         self.token = token
@@ -360,8 +366,10 @@ class Shipper:
         self.backoff_max = backoff_max
         self.auth_retry = auth_retry
         self.rand = rand
+        self.clock = clock
         self.next_attempt = 0.0  # monotonic seconds
-        self.failures = 0
+        self.failures = 0  # consecutive transient failures (drives the backoff)
+        self.in_outage = False  # the last POST was not accepted (transient or auth)
         self.rejected_total = 0
         self.sent_total = 0
         self._singles = 0  # rounds still to send one per POST (finding the bad one after a 400)
@@ -374,11 +382,13 @@ class Shipper:
         delay = self.backoff_base * 2 ** min(self.failures - 1, 20)
         return min(self.backoff_max, delay * (0.75 + 0.5 * self.rand()))
 
-    def flush(self, now: float) -> str | None:
-        """Send until the buffer is empty or the server fails; returns the last outcome (None: nothing sent)."""
+    def flush(self, now: float, deadline: float | None = None) -> str | None:
+        """Send until the buffer is empty, the server fails or ``deadline`` (monotonic) passes.
+
+        Returns the last outcome (ok/auth/rejected/transient), None when nothing was sent.
+        """
         outcome = None
-        resent = 0
-        while len(self.batcher):
+        while len(self.batcher) and (deadline is None or self.clock() < deadline):
             group = self.batcher.peek(1 if self._singles else None)
             result = send(self.url, self.token.token, build_payload(self.node, group), self.opener, self.timeout)
             outcome = classify(result.status)
@@ -386,21 +396,24 @@ class Shipper:
                 self.batcher.discard(len(group))
                 self._singles = max(0, self._singles - len(group))
                 self.sent_total += len(group)
-                resent += len(group)
-                if self.failures or self.batcher.dropped_since_success:
+                if self.in_outage:
                     log.warning(
-                        "server reachable again after %d failed attempt(s); %d round(s) dropped from the full "
-                        "buffer meanwhile",
-                        self.failures,
+                        "server accepts again; %d round(s) still buffered, %d dropped from the full buffer "
+                        "during the outage",
+                        len(self.batcher),
                         self.batcher.dropped_since_success,
                     )
                 self.failures = 0
+                self.in_outage = False
                 self.batcher.dropped_since_success = 0
                 continue
             if outcome == REJECTED:
                 if len(group) > 1:
-                    log.warning("server rejected a POST of %d rounds (HTTP %s); resending them one by one",
-                                len(group), result.status)  # fmt: skip
+                    log.warning(
+                        "server rejected a POST of %d rounds (HTTP %s); resending them one by one",
+                        len(group),
+                        result.status,
+                    )
                     self._singles = len(group)
                     continue
                 self.batcher.discard(1)
@@ -412,6 +425,7 @@ class Shipper:
                     result.body[:MAX_LOGGED_BODY],
                 )
                 continue
+            self.in_outage = True
             if outcome == AUTH:
                 self.next_attempt = now + self.auth_retry
                 log.error(
@@ -427,11 +441,8 @@ class Shipper:
             delay = self._backoff()
             self.next_attempt = now + delay
             what = f"HTTP {result.status}: {result.body[:200]}" if result.status else result.body
-            log.warning("sending failed (%s); retrying in %.0f s, %d round(s) buffered", what, delay,
-                        len(self.batcher))  # fmt: skip
+            log.warning("sending failed (%s); retrying in %.0f s, %d round(s) buffered", what, delay, len(self.batcher))
             break
-        if resent and outcome == OK:
-            log.debug("sent %d round(s)", resent)
         return outcome
 
 
@@ -448,7 +459,7 @@ class Agent:
         self.next_sample = 0.0
         self._nvml_ok: bool | None = None
 
-    def sample(self, now: float) -> None:
+    def sample(self) -> None:
         try:
             entry = sample_round(self.nvml)
         except Exception:  # a bug or an unexpected binding error: log it, keep the agent alive
@@ -456,7 +467,7 @@ class Agent:
             return
         node_error = next((e for e in entry["errors"] if e["index"] is None), None)
         nvml_ok = node_error is None
-        if nvml_ok != self._nvml_ok:
+        if nvml_ok != self._nvml_ok:  # log state changes only, not every 10 s
             if nvml_ok:
                 log.info("NVML: %d GPU(s) read, %d with errors", len(entry["samples"]), len(entry["errors"]))
             else:
@@ -467,7 +478,7 @@ class Agent:
             dropped = batcher.dropped_since_success
             if dropped == 1 or dropped % 60 == 0:
                 log.warning(
-                    "buffer full (%d rounds): dropping the oldest; %d dropped since the server was last reached",
+                    "buffer full (%d rounds): dropping the oldest; %d dropped since the server last accepted",
                     batcher.max_rounds,
                     dropped,
                 )
@@ -475,12 +486,16 @@ class Agent:
     def tick(self, now: float) -> float:
         """Sample if due, send if due; returns the monotonic time of the next thing to do."""
         if now >= self.next_sample:
-            self.sample(now)
-            self.next_sample = max(self.next_sample + self.interval, now) if self.next_sample else now
-            if self.next_sample <= now:
+            self.sample()
+            self.next_sample = (self.next_sample or now) + self.interval
+            if self.next_sample <= now:  # fell behind (suspend, slow NVML, long flush): skip, don't burst
                 self.next_sample = now + self.interval
         if self.shipper.due(now):
-            self.shipper.flush(now)
+            try:
+                self.shipper.flush(now, deadline=self.shipper.clock() + self.interval)
+            except Exception:
+                log.exception("sending failed unexpectedly")
+                self.shipper.next_attempt = now + self.shipper._backoff()
         wake = self.next_sample
         if len(self.shipper.batcher):
             wake = min(wake, max(self.shipper.next_attempt, now))
@@ -490,8 +505,8 @@ class Agent:
         while not stop.is_set():
             wake = self.tick(clock())
             stop.wait(max(0.0, wake - clock()))
-        if len(self.shipper.batcher) and self.shipper.failures == 0:
-            self.shipper.flush(clock())  # one last try on shutdown; the buffer is in memory only
+        if len(self.shipper.batcher) and not self.shipper.in_outage:  # last try: the buffer is in memory only
+            self.shipper.flush(clock(), deadline=self.shipper.clock() + self.shipper.timeout)
 
 
 # ---------------------------------------------------------------------------------------------------- CLI
@@ -573,8 +588,9 @@ def main(argv: list[str] | None = None, *, nvml=None, opener=None, stdout=None) 
             what = f"HTTP {result.status}" if result.status else "no answer"
             log.error("not accepted (%s, %s): %s", what, outcome, result.body[:MAX_LOGGED_BODY])
             return 1
-        log.info("sent %d sample(s), %d error(s): %s", len(payload["samples"]), len(payload["errors"]),
-                 result.body[:200])  # fmt: skip
+        log.info(
+            "sent %d sample(s), %d error(s): %s", len(payload["samples"]), len(payload["errors"]), result.body[:200]
+        )
         return 1 if node_failed else 0
 
     stop = threading.Event()

@@ -1,0 +1,8 @@
+from celery import shared_task
+
+from alerts.engine import evaluate
+
+
+@shared_task(ignore_result=True)
+def evaluate_alerts() -> dict:
+    return evaluate()

@@ -1,0 +1,198 @@
+"""The pool as users and admins see it: heatmap, node and GPU pages, alerts, node actions."""
+
+from datetime import timedelta
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from accounts.models import Role
+from alerts.models import Alert
+from cluster.models import Node, SyncRun
+from console import node_actions
+from console.access import role_required, user_role
+from console.heatmap import heatmap_payload
+from console.models import AuditLog
+from jobs.models import Job
+from telemetry.models import GpuHour, GpuLatest, GpuMinute, GpuSampleRaw
+from telemetry.storage import table_sizes
+
+COMPUTE_HELP = (
+    "Compute utilisation: how busy the GPU's cores (SMs) are, i.e. how hard the model computes. "
+    "Low compute with high memory traffic says: fix data loading (more DataLoader workers, faster storage)."
+)
+MEMORY_HELP = (
+    "Memory utilisation: how busy the GPU's memory bandwidth is, i.e. how hard data moves. "
+    "High compute with low memory traffic is compute-bound: to go faster, change the model "
+    "(mixed precision, fused kernels), not the data pipeline."
+)
+
+
+def _is_admin(request) -> bool:
+    return user_role(request.user) == Role.ADMIN
+
+
+@login_required
+def heatmap(request):
+    return render(
+        request,
+        "console/heatmap.html",
+        {"compute_help": COMPUTE_HELP, "memory_help": MEMORY_HELP, "is_admin": _is_admin(request)},
+    )
+
+
+@login_required
+def heatmap_data(request):
+    return JsonResponse(heatmap_payload(request.user, is_admin=_is_admin(request)))
+
+
+def _node_or_404(name: str) -> Node:
+    return get_object_or_404(Node, name=name)
+
+
+@login_required
+def node_detail(request, name: str):
+    node = _node_or_404(name)
+    admin = _is_admin(request)
+    jobs = [
+        job
+        for job in Job.objects.filter(state="RUNNING").select_related("owner")
+        if name in (job.gpu_allocation or {}) or name in job.nodes.split(",")
+    ]
+    visible_jobs = [
+        {
+            "job": job,
+            "visible": admin or job.owner_id == request.user.pk,
+            "gpus": (job.gpu_allocation or {}).get(name, []),
+        }
+        for job in jobs
+    ]
+    latest = {row.index: row for row in GpuLatest.objects.filter(node=name)}
+    gpus = []
+    position = 0
+    for group in node.gpus:
+        for _ in range(group["count"]):
+            gpus.append({"index": position, "type": group["type"], "sample": latest.get(position)})
+            position += 1
+    context = {
+        "node": node,
+        "gpus": gpus,
+        "jobs": visible_jobs,
+        "is_admin": admin,
+        "audit": AuditLog.objects.filter(target=name)[:10] if admin else [],
+    }
+    return render(request, "console/node_detail.html", context)
+
+
+@login_required
+def gpu_detail(request, name: str, index: int):
+    node = _node_or_404(name)
+    if index >= node.gpu_total:
+        raise Http404("No such GPU on this node.")
+    gpu_type = node.gpus[0]["type"] if node.gpus else ""
+    from console.diagnostics import latest_diagnostic
+
+    context = {
+        "node": node,
+        "index": index,
+        "gpu_type": gpu_type,
+        "sample": GpuLatest.objects.filter(node=name, index=index).first(),
+        "diagnostic": latest_diagnostic(request.user, name, index),
+        "is_admin": _is_admin(request),
+    }
+    return render(request, "console/gpu_detail.html", context)
+
+
+@login_required
+def gpu_series(request, name: str, index: int):
+    """The last hour from raw samples (every ~10 s) and the last day from minute rollups."""
+    _node_or_404(name)
+    now = timezone.now()
+    fields = ("compute_util", "memory_util", "memory_used_mb", "memory_total_mb", "temperature_c", "power_w")
+
+    def columns(rows, time_field):
+        data = {"t": [], **{field: [] for field in fields}}
+        for row in rows:
+            data["t"].append(row[time_field].isoformat())
+            for field in fields:
+                data[field].append(row[field])
+        return data
+
+    hour = GpuSampleRaw.objects.filter(node=name, index=index, time__gte=now - timedelta(hours=1)).order_by("time")
+    day = GpuMinute.objects.filter(node=name, index=index, bucket__gte=now - timedelta(days=1)).order_by("bucket")
+    return JsonResponse(
+        {"hour": columns(hour.values("time", *fields), "time"), "day": columns(day.values("bucket", *fields), "bucket")}
+    )
+
+
+@role_required(Role.ADMIN)
+def alerts(request):
+    return render(request, "console/alerts.html", {"alerts": Alert.objects.select_related("rule")[:200]})
+
+
+@role_required(Role.ADMIN)
+@require_POST
+def node_drain(request, name: str):
+    _node_or_404(name)
+    reason = request.POST.get("reason", "").strip()
+    if not reason:
+        messages.error(request, "A drain needs a reason (it is shown to users and kept in Slurm).")
+        return redirect("console:node_detail", name=name)
+    entry = node_actions.drain(request.user, name, reason)
+    (messages.success if entry.succeeded else messages.error)(request, f"Drain {name}: {entry.result}")
+    return redirect("console:node_detail", name=name)
+
+
+@role_required(Role.ADMIN)
+@require_POST
+def node_resume(request, name: str):
+    _node_or_404(name)
+    entry = node_actions.resume(request.user, name)
+    (messages.success if entry.succeeded else messages.error)(request, f"Resume {name}: {entry.result}")
+    return redirect("console:node_detail", name=name)
+
+
+@role_required(Role.ADMIN)
+def audit_log(request):
+    return render(request, "console/audit.html", {"entries": AuditLog.objects.select_related("actor")[:300]})
+
+
+@role_required(Role.ADMIN)
+def telemetry_status(request):
+    from django.conf import settings
+
+    context = {
+        "sizes": table_sizes(),
+        "raw_retention": settings.TELEMETRY_RAW_RETENTION,
+        "minute_retention": settings.TELEMETRY_MINUTE_RETENTION,
+        "hour_retention": settings.TELEMETRY_HOUR_RETENTION,
+        "emulator": settings.TELEMETRY_EMULATOR,
+        "gpus_reporting": GpuLatest.objects.filter(time__gte=timezone.now() - timedelta(minutes=2)).count(),
+        "gpus_known": GpuLatest.objects.count(),
+        "hours_rows": GpuHour.objects.count(),
+        "sync_runs": {run.name: run for run in SyncRun.objects.all()},
+    }
+    return render(request, "console/telemetry.html", context)
+
+
+@login_required
+@require_POST
+def gpu_diagnose(request, name: str, index: int):
+    from console.diagnostics import DiagnosticRefused, start_diagnostic
+
+    node = _node_or_404(name)
+    if index >= node.gpu_total:
+        raise Http404("No such GPU on this node.")
+    try:
+        run = start_diagnostic(request.user, name, index, node.gpus[0]["type"])
+    except DiagnosticRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        if run.error:
+            messages.error(request, f"Slurm refused the diagnostic job: {run.error}")
+        else:
+            messages.success(request, f"Diagnostic job {run.job.slurm_job_id} submitted to {name}.")
+    return redirect("console:gpu_detail", name=name, index=index)

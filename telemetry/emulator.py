@@ -1,0 +1,79 @@
+"""GPU LOAD EMULATOR, for the dev cluster only (its GPUs are character devices with no
+silicon behind them). It produces GpuSample values derived from real Slurm allocations,
+as mirrored from the cluster: a GPU held by a running job is busy, an idle GPU is idle.
+Samples go through the same storage as an NVML agent's, marked source="emulator", and the
+heatmap labels them as emulated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from datetime import datetime
+
+from django.conf import settings
+
+from cluster.models import Node
+from jobs.models import Job
+from telemetry.samples import GpuSample
+
+# Board power in watts (idle, max) by GPU type; memory comes from settings.GPU_TYPES.
+POWER_W = {"rtx4090": (20, 450), "a100": (50, 400), "h100": (70, 700)}
+
+
+def _noise(*parts) -> float:
+    """A repeatable value in [0, 1) per (node, GPU, time step): no two runs differ."""
+    digest = hashlib.blake2b("|".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def emulated_samples(now: datetime) -> list[GpuSample]:
+    held: dict[tuple[str, int], Job] = {}
+    for job in Job.objects.filter(state="RUNNING").only("gpu_allocation", "tres_per_node", "slurm_job_id"):
+        for node, indexes in (job.gpu_allocation or {}).items():
+            for index in indexes:
+                held[(node, index)] = job
+    step = int(now.timestamp() // settings.TELEMETRY_INTERVAL_SECONDS)
+    samples = []
+    for node in Node.objects.all():
+        position = 0
+        for group in node.gpus:
+            info = settings.GPU_TYPES.get(group["type"], {"memory_gb": 16})
+            total_mb = int(info["memory_gb"] * 1024)
+            idle_w, max_w = POWER_W.get(group["type"], (30, 300))
+            for _ in range(group["count"]):
+                index = position
+                position += 1
+                job = held.get((node.name, index))
+                wobble = _noise(node.name, index, step)
+                if job is None:
+                    compute, memory, used = wobble * 2, wobble, 300 + int(wobble * 200)
+                    temperature, power = 30 + wobble * 5, idle_w + wobble * 10
+                else:
+                    # Each job has its own character: some compute-bound, some data-bound.
+                    character = _noise("job", job.slurm_job_id)
+                    share = 1.0
+                    if job.tres_per_node.startswith("gres/shard"):
+                        shards = int(job.tres_per_node.rsplit(":", 1)[-1] or 1)
+                        share = min(1.0, shards / max(1, info.get("shards_per_gpu", 1)))
+                    wave = 0.08 * math.sin(step / 3 + index)
+                    compute = min(100.0, max(0.0, 100 * (0.35 + 0.6 * character + wave + 0.05 * wobble)))
+                    memory = min(100.0, max(0.0, 100 * (0.85 - 0.6 * character + wave + 0.05 * wobble)))
+                    used = int(total_mb * min(0.99, share * (0.55 + 0.4 * character) + 0.02 * wobble))
+                    temperature = 55 + compute * 0.25 + wobble * 3
+                    power = idle_w + (max_w - idle_w) * compute / 100
+                samples.append(
+                    GpuSample(
+                        time=now,
+                        node=node.name,
+                        index=index,
+                        uuid=f"EMU-{node.name}-{index}",
+                        compute_util=round(compute, 1),
+                        memory_util=round(memory, 1),
+                        memory_used_mb=min(used, total_mb),
+                        memory_total_mb=total_mb,
+                        temperature_c=round(temperature, 1),
+                        power_w=round(power, 1),
+                    )
+                )
+    return samples

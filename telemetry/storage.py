@@ -1,0 +1,165 @@
+"""Writing samples: one bulk INSERT of raw rows and one bulk upsert of the latest row per
+GPU, whatever the batch size, so ingest cost grows with samples, not with queries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Avg, Count, Max, Sum
+from django.db.models.functions import TruncHour, TruncMinute
+from django.utils import timezone
+
+from telemetry.models import GpuHour, GpuLatest, GpuMinute, GpuSampleRaw
+from telemetry.samples import GpuSample
+
+LATEST_FIELDS = [
+    "uuid",
+    "time",
+    "compute_util",
+    "memory_util",
+    "memory_used_mb",
+    "memory_total_mb",
+    "temperature_c",
+    "power_w",
+    "source",
+]
+
+
+def store_samples(samples: Iterable[GpuSample], *, source: str) -> int:
+    samples = list(samples)
+    if not samples:
+        return 0
+    raw = [
+        GpuSampleRaw(
+            time=s.time,
+            node=s.node,
+            index=s.index,
+            compute_util=s.compute_util,
+            memory_util=s.memory_util,
+            memory_used_mb=s.memory_used_mb,
+            memory_total_mb=s.memory_total_mb,
+            temperature_c=s.temperature_c,
+            power_w=s.power_w,
+        )
+        for s in samples
+    ]
+    # The newest sample of each GPU in this batch becomes its latest.
+    newest: dict[tuple[str, int], GpuSample] = {}
+    for sample in samples:
+        key = (sample.node, sample.index)
+        if key not in newest or sample.time >= newest[key].time:
+            newest[key] = sample
+    latest = [
+        GpuLatest(
+            node=s.node,
+            index=s.index,
+            uuid=s.uuid,
+            time=s.time,
+            compute_util=s.compute_util,
+            memory_util=s.memory_util,
+            memory_used_mb=s.memory_used_mb,
+            memory_total_mb=s.memory_total_mb,
+            temperature_c=s.temperature_c,
+            power_w=s.power_w,
+            source=source,
+        )
+        for s in newest.values()
+    ]
+    with transaction.atomic():
+        GpuSampleRaw.objects.bulk_create(raw, batch_size=2000)
+        GpuLatest.objects.bulk_create(
+            sorted(latest, key=lambda row: (row.node, row.index)),  # a fixed order: no deadlocks between batches
+            update_conflicts=True,
+            unique_fields=["node", "index"],
+            update_fields=LATEST_FIELDS,
+            batch_size=2000,
+        )
+    return len(samples)
+
+
+def _rollup(source_model, target_model, trunc, since, until) -> int:
+    rows = (
+        source_model.objects.filter(time__gte=since, time__lt=until)
+        if source_model is GpuSampleRaw
+        else source_model.objects.filter(bucket__gte=since, bucket__lt=until)
+    )
+    time_field = "time" if source_model is GpuSampleRaw else "bucket"
+    weight = Count("id") if source_model is GpuSampleRaw else Sum("samples")
+    aggregated = (
+        rows.annotate(b=trunc(time_field))
+        .values("node", "index", "b")
+        .annotate(
+            n=weight,
+            compute=Avg("compute_util"),
+            memory=Avg("memory_util"),
+            used=Max("memory_used_mb"),
+            total=Max("memory_total_mb"),
+            temp=Max("temperature_c"),
+            power=Avg("power_w"),
+        )
+    )
+    objects = [
+        target_model(
+            node=row["node"],
+            index=row["index"],
+            bucket=row["b"],
+            samples=row["n"],
+            compute_util=row["compute"],
+            memory_util=row["memory"],
+            memory_used_mb=row["used"],
+            memory_total_mb=row["total"],
+            temperature_c=row["temp"],
+            power_w=row["power"],
+        )
+        for row in aggregated
+    ]
+    target_model.objects.bulk_create(
+        objects,
+        update_conflicts=True,
+        unique_fields=["node", "index", "bucket"],
+        update_fields=[
+            "samples",
+            "compute_util",
+            "memory_util",
+            "memory_used_mb",
+            "memory_total_mb",
+            "temperature_c",
+            "power_w",
+        ],
+        batch_size=2000,
+    )
+    return len(objects)
+
+
+def roll_up(now=None) -> dict:
+    """Recompute the minute rollups of the last 3 complete minutes and the hour rollups of
+    the last 2 hours, then drop what is past retention. Idempotent: a rerun rewrites the
+    same rows, so a late or repeated run loses and doubles nothing."""
+    now = now or timezone.now()
+    this_minute = now.replace(second=0, microsecond=0)
+    this_hour = this_minute.replace(minute=0)
+    minutes = _rollup(GpuSampleRaw, GpuMinute, TruncMinute, this_minute - timedelta(minutes=3), this_minute)
+    hours = _rollup(GpuMinute, GpuHour, TruncHour, this_hour - timedelta(hours=2), this_minute)
+    pruned = {
+        "raw": GpuSampleRaw.objects.filter(time__lt=now - settings.TELEMETRY_RAW_RETENTION).delete()[0],
+        "minute": GpuMinute.objects.filter(bucket__lt=now - settings.TELEMETRY_MINUTE_RETENTION).delete()[0],
+        "hour": GpuHour.objects.filter(bucket__lt=now - settings.TELEMETRY_HOUR_RETENTION).delete()[0],
+    }
+    return {"minutes": minutes, "hours": hours, "pruned": pruned}
+
+
+def table_sizes() -> list[dict]:
+    """Rows and (on PostgreSQL) bytes of each telemetry table, for the telemetry page."""
+    sizes = []
+    for model in (GpuLatest, GpuSampleRaw, GpuMinute, GpuHour):
+        table = model._meta.db_table
+        entry = {"table": table, "rows": model.objects.count(), "bytes": None}
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_total_relation_size(%s)", [table])
+                entry["bytes"] = cursor.fetchone()[0]
+        sizes.append(entry)
+    return sizes

@@ -1,0 +1,217 @@
+"""DCGM-exporter metrics -> GpuSample, on exporter output captured in telemetry/tests/data/."""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from telemetry.dcgm import (
+    ParseError,
+    fetch_dcgm,
+    parse_dcgm_metrics,
+    parse_dcgm_metrics_with_problems,
+    parse_line,
+)
+from telemetry.samples import GpuSample
+
+DATA = Path(__file__).parent / "data"
+NOW = datetime(2026, 5, 9, 7, 35, 20, tzinfo=UTC)
+
+
+def load(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def by_index(samples: list[GpuSample]) -> dict[int, GpuSample]:
+    return {s.index: s for s in samples}
+
+
+def test_a100_with_prof_metrics_values_node_index_uuid():
+    samples, problems = parse_dcgm_metrics_with_problems(load("dcgm_a100_prof.prom"), now=NOW)
+    assert problems == []
+    assert [s.index for s in samples] == [0, 1, 2, 3]
+    assert {s.node for s in samples} == {"gpu-a100-01"}
+    assert all(s.time == NOW for s in samples)
+    gpu0 = by_index(samples)[0]
+    assert gpu0 == GpuSample(
+        time=NOW,
+        node="gpu-a100-01",
+        index=0,
+        uuid="GPU-3d1b5c9e-7a2f-4c61-9b0e-2f8e1a6d4c01",
+        compute_util=87.34,  # PROF_SM_ACTIVE 0.873412, not GPU_UTIL 100
+        memory_util=40.22,  # PROF_DRAM_ACTIVE 0.402231, not MEM_COPY_UTIL 38
+        memory_used_mb=30000,
+        memory_total_mb=40960,  # used 30000 + free 10430 + reserved 530
+        temperature_c=65.0,
+        power_w=250.512,
+    )
+    assert by_index(samples)[3].uuid == "GPU-5e7d3f19-9a8b-4c7d-b6e5-f4a3b2c1d004"
+    assert all(s.memory_total_mb == 40960 for s in samples)
+
+
+def test_sm_active_is_preferred_over_gpu_util():
+    """GPU 1 has GPU_UTIL 100 (a kernel always running) but its SMs are only 12 % busy: the heatmap must say 12."""
+    gpu1 = by_index(parse_dcgm_metrics(load("dcgm_a100_prof.prom"), now=NOW))[1]
+    assert gpu1.compute_util == pytest.approx(12.45)
+    assert gpu1.memory_util == pytest.approx(5.1)
+    idle = by_index(parse_dcgm_metrics(load("dcgm_a100_prof.prom"), now=NOW))[2]
+    assert (idle.compute_util, idle.memory_util, idle.memory_used_mb) == (0.0, 0.0, 0)
+
+
+def test_older_exporter_without_prof_uses_gpu_util_and_mem_copy_util():
+    samples, problems = parse_dcgm_metrics_with_problems(load("dcgm_v100_legacy.prom"), now=NOW)
+    assert problems == []
+    gpus = by_index(samples)
+    assert gpus[0] == GpuSample(
+        time=NOW,
+        node="gpu-v100-03",
+        index=0,
+        uuid="GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52",
+        compute_util=93.0,
+        memory_util=61.0,
+        memory_used_mb=28160,
+        memory_total_mb=32510,  # no FB_RESERVED in old exporters: used + free
+        temperature_c=57.0,
+        power_w=212.344,
+    )
+    assert gpus[1].compute_util == 0.0 and gpus[1].memory_total_mb == 32510
+
+
+def test_lost_gpu_is_skipped_and_reported_nan_prof_falls_back():
+    samples, problems = parse_dcgm_metrics_with_problems(load("dcgm_h100_lost_gpu.prom"), now=NOW)
+    assert [s.index for s in samples] == [0, 1, 3]
+    assert len(problems) == 1
+    problem = problems[0]
+    assert "gpu-h100-02 GPU 2" in problem and "GPU-7c6b5a49-3827-4165-9a8b-c7d6e5f4a363" in problem
+    # blank sentinel temperature and NaN power count as missing, like the absent fields
+    for name in ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_UTIL"):
+        assert name in problem
+    gpus = by_index(samples)
+    # GPU 1: profiling fields are NaN (profiling paused) -> GPU_UTIL / MEM_COPY_UTIL
+    assert (gpus[1].compute_util, gpus[1].memory_util) == (88.0, 35.0)
+    assert gpus[1].memory_total_mb == 81559 and gpus[1].memory_used_mb == 78872
+    assert gpus[0].compute_util == pytest.approx(78.15)
+
+
+def test_parse_dcgm_metrics_logs_the_problems(caplog):
+    with caplog.at_level(logging.WARNING, logger="telemetry.dcgm"):
+        samples = parse_dcgm_metrics(load("dcgm_h100_lost_gpu.prom"), now=NOW)
+    assert len(samples) == 3
+    assert "gpu-h100-02 GPU 2" in caplog.text
+
+
+def test_node_override_replaces_hostname():
+    samples = parse_dcgm_metrics(load("dcgm_v100_legacy.prom"), now=NOW, node_override="v100-node-3")
+    assert {s.node for s in samples} == {"v100-node-3"}
+
+
+def test_escaped_label_values_comments_timestamps_and_spacing():
+    name, labels, value = parse_line(
+        r'DCGM_FI_DEV_GPU_TEMP{gpu="0",modelName="Odd \"quoted\" \\ name\nline2" , Hostname="h1",} 65 1715240120000'
+    )
+    assert name == "DCGM_FI_DEV_GPU_TEMP" and value == 65.0
+    assert labels == {"gpu": "0", "modelName": 'Odd "quoted" \\ name\nline2', "Hostname": "h1"}
+    assert parse_line("# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).") is None
+    assert parse_line("# TYPE DCGM_FI_DEV_GPU_TEMP gauge") is None
+    assert parse_line("   ") is None
+    assert parse_line("up 1") == ("up", {}, 1.0)
+    assert parse_line('m{a="}{,="} -Inf')[1] == {"a": "}{,="}
+    for bad in ('m{a="x} 1', "m{a=x} 1", "m{a} 1", "m 1 2 3", "m abc", '{a="1"} 1', 'm{a="1" b="2"} 1'):
+        with pytest.raises(ParseError):
+            parse_line(bad)
+
+
+def test_nan_and_escaping_through_the_whole_parser():
+    labels = 'gpu="0",UUID="GPU-x",Hostname="node \\"a\\""'
+    text = "\n".join(
+        [
+            f"DCGM_FI_PROF_SM_ACTIVE{{{labels}}} NaN",
+            f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 41 1715240120000",
+            f"DCGM_FI_PROF_DRAM_ACTIVE{{{labels}}} 0.5",
+            f"DCGM_FI_DEV_MEM_COPY_UTIL{{{labels}}} 9",
+            f"DCGM_FI_DEV_FB_USED{{{labels}}} 100",
+            f"DCGM_FI_DEV_FB_FREE{{{labels}}} 900",
+            f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 40",
+            f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} 60.5",
+            "this is not a metric line {",
+        ]
+    )
+    samples, problems = parse_dcgm_metrics_with_problems(text, now=NOW)
+    (sample,) = samples
+    assert sample.node == 'node "a"'
+    assert sample.compute_util == 41.0  # SM_ACTIVE NaN -> GPU_UTIL
+    assert sample.memory_util == 50.0  # DRAM_ACTIVE 0.5 -> 50 %
+    assert sample.memory_total_mb == 1000
+    assert len(problems) == 1 and problems[0].startswith("line 9:")
+
+
+def test_fb_total_mig_series_missing_hostname_and_uuid_conflicts():
+    base = 'gpu="0",UUID="GPU-a",Hostname="n1"'
+    lines = [
+        f"DCGM_FI_DEV_GPU_UTIL{{{base}}} 10",
+        f"DCGM_FI_DEV_MEM_COPY_UTIL{{{base}}} 20",
+        f"DCGM_FI_DEV_FB_USED{{{base}}} 100",
+        f"DCGM_FI_DEV_FB_FREE{{{base}}} 1",
+        f"DCGM_FI_DEV_FB_TOTAL{{{base}}} 1024",
+        f"DCGM_FI_DEV_GPU_TEMP{{{base}}} 30",
+        f"DCGM_FI_DEV_POWER_USAGE{{{base}}} 70",
+        f'DCGM_FI_DEV_GPU_UTIL{{{base},GPU_I_PROFILE="1g.5gb",GPU_I_ID="7"}} 99',
+        'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-b",Hostname="n1"} 55',
+        'DCGM_FI_DEV_GPU_UTIL{gpu="1",UUID="GPU-c"} 55',
+        'DCGM_FI_DEV_GPU_UTIL{gpu="nvidia1",UUID="GPU-c",Hostname="n1"} 55',
+    ]
+    samples, problems = parse_dcgm_metrics_with_problems("\n".join(lines), now=NOW)
+    (sample,) = samples
+    assert (sample.compute_util, sample.memory_total_mb) == (10.0, 1024)  # FB_TOTAL wins, MIG series ignored
+    text = "\n".join(problems)
+    assert "two UUIDs" in text and "no Hostname" in text and "no valid gpu label" in text and "MIG" in text
+
+
+def test_now_must_be_aware():
+    with pytest.raises(ValueError):
+        parse_dcgm_metrics("", now=datetime(2026, 5, 9))
+
+
+@pytest.fixture
+def metrics_server():
+    body = load("dcgm_a100_prof.prom").encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path != "/metrics":
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_fetch_dcgm_over_http(metrics_server):
+    text = fetch_dcgm(metrics_server, timeout=5)  # bare host:port -> /metrics
+    assert len(parse_dcgm_metrics(text, now=NOW)) == 4
+    assert fetch_dcgm(metrics_server + "/metrics") == text
+
+
+def test_fetch_dcgm_refuses_other_schemes():
+    with pytest.raises(ValueError):
+        fetch_dcgm("file:///etc/passwd")
