@@ -77,3 +77,44 @@ def slurm():
     except SlurmError as exc:
         pytest.fail(f"the dev cluster is not usable ({exc}); start it with `make cluster-up`")
     return client
+
+
+@pytest.fixture
+def provision():
+    """provision(user) -> profile: a real cluster account, locked again after the test."""
+    from testing.slurm import unique_cluster_name
+
+    names = []
+
+    def _provision(user):
+        from accounts import actions
+
+        profile = actions.provision(user.profile.pk, preferred_name=unique_cluster_name("ptj"))
+        names.append(profile.cluster_username)
+        return profile
+
+    yield _provision
+    from django.conf import settings
+
+    from cluster.provisioning import provisioning_backend
+    from cluster.services import slurm_cli
+
+    cli = slurm_cli()
+    for name in names:
+        cli.run("scancel", "-u", name, check=False)
+        provisioning_backend(settings.PROVISIONING_BACKEND, cli, settings.SLURM_ACCOUNT).remove_user(name)
+
+
+@pytest.fixture
+def api_client_for():
+    def _client(user):
+        from rest_framework.test import APIClient
+
+        from accounts.models import ApiToken
+
+        _token, key = ApiToken.issue(user, "test")
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+        return client
+
+    return _client

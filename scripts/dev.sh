@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PORT=${PORT:-8000}
 export DEBUG=${DEBUG:-1}
+# The dev cluster's GPUs are emulated: derive telemetry from real Slurm allocations.
+export TELEMETRY_EMULATOR=${TELEMETRY_EMULATOR:-1}
 mkdir -p var/log
 
 pids=()

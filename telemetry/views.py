@@ -1,4 +1,5 @@
 import json
+import logging
 
 from django.http import JsonResponse
 from django.utils import timezone
@@ -8,6 +9,8 @@ from django.views.decorators.http import require_POST
 from telemetry.ingest import BatchError, WrongNode, parse_batch
 from telemetry.models import NodeToken
 from telemetry.storage import store_samples
+
+log = logging.getLogger(__name__)
 
 
 @csrf_exempt  # agents authenticate with a bearer token, never a cookie
@@ -32,5 +35,11 @@ def ingest(request):
     except BatchError as exc:
         return JsonResponse({"detail": str(exc)}, status=400)
     stored = store_samples(samples, source=str(payload.get("agent", "nvml"))[:16])
+    errors = payload.get("errors") or []
+    if isinstance(errors, list) and errors:
+        # A lost GPU sends no samples (the heatmap shows it as silent); say why in the log.
+        for error in errors[:50]:
+            if isinstance(error, dict):
+                log.warning("node %s GPU %s: %s", token.node, error.get("index"), str(error.get("message"))[:300])
     NodeToken.objects.filter(pk=token.pk).update(last_seen_at=now)
     return JsonResponse({"accepted": stored, "dropped_too_old": too_old}, status=202)

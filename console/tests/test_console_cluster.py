@@ -1,0 +1,155 @@
+"""The console against the real dev cluster: heatmap data, node actions, diagnostics."""
+
+import pytest
+from django.conf import settings
+from django.test import Client
+from django.utils import timezone
+
+from cluster.mirror import mirror_nodes
+from cluster.services import rest_client, slurm_cli
+from cluster.tasks import run_sync
+from console.diagnostics import parse_nvidia_smi_query
+from console.heatmap import HIDDEN, heatmap_payload
+from console.models import AuditLog
+from jobs.models import Job
+from telemetry.emulator import emulated_samples
+from telemetry.storage import store_samples
+from testing.slurm import submission, wait_for, wait_for_state
+
+pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+
+
+def _gpu_cells(payload, node_name):
+    return next(node for node in payload["nodes"] if node["n"] == node_name)["g"]
+
+
+def test_the_heatmap_shows_a_jobs_gpus_to_its_owner_and_only_in_use_to_others(alice, bob, admin_user, provision):
+    profile = provision(alice)
+    client = rest_client(profile.cluster_username)
+    job_id = client.submit_job(submission("sleep 60", tres_per_node="gres/gpu:h100:2", name="hm-job"))
+    wait_for_state(client, job_id, {"RUNNING"})
+    wait_for(lambda: run_sync() and Job.objects.filter(slurm_job_id=job_id, state="RUNNING").exists(), what="mirror")
+    job = Job.objects.get(slurm_job_id=job_id)
+    assert job.gpu_allocation == {"gpu-h100-01": [0, 1]}
+    store_samples(emulated_samples(timezone.now()), source="emulator")
+
+    mine = _gpu_cells(heatmap_payload(alice, is_admin=False), "gpu-h100-01")
+    payload = heatmap_payload(alice, is_admin=False)
+    assert [payload["jobs"][cell[3]]["name"] for cell in mine] == ["hm-job", "hm-job"]
+    assert all(cell[0] > 30 for cell in mine)  # held GPUs are busy in the emulator
+    theirs = _gpu_cells(heatmap_payload(bob, is_admin=False), "gpu-h100-01")
+    assert [cell[3] for cell in theirs] == [HIDDEN, HIDDEN]
+    assert "hm-job" not in str(heatmap_payload(bob, is_admin=False))
+    admin_view = heatmap_payload(admin_user, is_admin=True)
+    assert admin_view["jobs"][_gpu_cells(admin_view, "gpu-h100-01")[0][3]]["user"] == "alice"
+    idle = _gpu_cells(payload, "gpu-4090-02")
+    assert all(cell[3] == -1 for cell in idle)
+    client.cancel_job(job_id)
+
+
+def test_drain_and_resume_show_up_in_slurm(admin_user):
+    run_sync()
+    browser = Client()
+    browser.force_login(admin_user)
+    node = "gpu-4090-02"
+    try:
+        response = browser.post(f"/console/nodes/{node}/drain", {"reason": "fan noise, check bearings"})
+        assert response.status_code == 302
+        shown = slurm_cli().run("scontrol", "show", "node", node).stdout
+        assert "DRAIN" in shown and "Reason=fan noise, check bearings" in shown
+        entry = AuditLog.objects.get(action="drain")
+        assert entry.succeeded and entry.actor == admin_user and entry.parameters == {"reason": "fan noise, check bearings"}
+        assert "DRAIN" in browser.get(f"/console/nodes/{node}/").content.decode()
+    finally:
+        browser.post(f"/console/nodes/{node}/resume")
+    shown = slurm_cli().run("scontrol", "show", "node", node).stdout
+    assert "DRAIN" not in shown.split("State=")[1].split()[0]
+    assert AuditLog.objects.filter(action="resume", succeeded=True).count() == 1
+
+
+def test_a_failed_action_is_audited_with_its_error(admin_user):
+    run_sync()
+    browser = Client()
+    browser.force_login(admin_user)
+    browser.post("/console/nodes/gpu-4090-02/drain", {"reason": "bad; reason"})
+    entry = AuditLog.objects.get(action="drain")
+    assert not entry.succeeded and "reason" in entry.result
+
+
+def test_diagnose_runs_a_job_on_that_node_and_says_plainly_that_nvidia_smi_is_missing(alice, provision):
+    provision(alice)
+    mirror_nodes(rest_client())
+    browser = Client()
+    browser.force_login(alice)
+    response = browser.post("/console/nodes/gpu-a100-02/gpus/1/diagnose")
+    assert response.status_code == 302
+    job = Job.objects.get(owner=alice, name="diagnose-gpu-a100-02-gpu1")
+    done = wait_for_state(rest_client(), job.slurm_job_id, {"COMPLETED", "FAILED"})
+    assert done.nodes == "gpu-a100-02"
+    run_sync()
+    page = browser.get("/console/nodes/gpu-a100-02/gpus/1/").content.decode()
+    assert "data-diagnostic-unavailable" in page
+    assert "nvidia-smi is not available on gpu-a100-02" in page
+
+
+NVIDIA_SMI_SAMPLE = """
+==============NVSMI LOG==============
+
+Timestamp                                 : Sun Nov 29 21:30:01 2026
+Driver Version                            : 550.54.15
+CUDA Version                              : 12.4
+
+Attached GPUs                             : 1
+GPU 00000000:3B:00.0
+    FB Memory Usage
+        Total                             : 40960 MiB
+        Reserved                          : 635 MiB
+        Used                              : 30512 MiB
+        Free                              : 9813 MiB
+    Utilization
+        Gpu                               : 87 %
+        Memory                            : 41 %
+    Temperature
+        GPU Current Temp                  : 64 C
+        GPU Shutdown Temp                 : 92 C
+    GPU Power Readings
+        Power Draw                        : 251.30 W
+        Current Power Limit               : 400.00 W
+"""
+
+
+def test_nvidia_smi_query_output_is_parsed_by_section():
+    parsed = parse_nvidia_smi_query(NVIDIA_SMI_SAMPLE)
+    gpu = parsed["GPU 00000000:3B:00.0"]
+    assert parsed["Driver Version"] == "550.54.15"
+    assert gpu["FB Memory Usage"]["Used"] == "30512 MiB"
+    assert gpu["Utilization"]["Gpu"] == "87 %"
+    assert gpu["Temperature"]["GPU Current Temp"] == "64 C"
+    assert gpu["GPU Power Readings"]["Power Draw"] == "251.30 W"
+
+
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("get", "/console/nodes/"),
+        ("get", "/console/jobs/"),
+        ("get", "/console/alerts/"),
+        ("get", "/console/audit/"),
+        ("get", "/console/telemetry/"),
+        ("get", "/console/operations/"),
+        ("post", "/console/nodes/gpu-4090-01/drain"),
+        ("post", "/console/nodes/gpu-4090-01/resume"),
+    ],
+)
+def test_a_non_admin_gets_403_on_every_admin_page_and_action(alice, marketer, method, path):
+    run_sync()
+    for person in (alice, marketer):
+        browser = Client()
+        browser.force_login(person)
+        assert getattr(browser, method)(path, {"reason": "x"}).status_code == 403
+    assert AuditLog.objects.count() == 0
+    assert "DRAIN" not in slurm_cli().run("scontrol", "show", "node", "gpu-4090-01").stdout.split("State=")[1].split()[0]
+
+
+def test_settings_point_the_emulator_at_the_dev_cluster_only():
+    assert settings.TELEMETRY_EMULATOR is False  # production default: off

@@ -1,0 +1,78 @@
+"""The heatmap in Debian's Chromium: one cell per GPU, a tooltip on hover, a click to the
+GPU page and its chart. Also saves docs/heatmap.png for the README."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from cluster.mirror import mirror_nodes
+from cluster.services import rest_client
+from cluster.tasks import run_sync
+from jobs.models import Job
+from telemetry.emulator import emulated_samples
+from telemetry.storage import store_samples
+from testing.servers import CHROMIUM_ARGS, CHROMIUM_PATH, portal_stack
+from testing.slurm import submission, wait_for, wait_for_state
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # see console/tests/test_browser.py
+playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
+
+pytestmark = [pytest.mark.browser, pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+
+
+def test_heatmap_cells_tooltip_and_drill_down(alice, provision, tmp_path):
+    profile = provision(alice)
+    client = rest_client(profile.cluster_username)
+    job_ids = [
+        client.submit_job(submission("sleep 120", tres_per_node=tres, name=name))
+        for tres, name in [
+            ("gres/gpu:a100:2", "llm-finetune"),
+            ("gres/gpu:rtx4090:1", "resnet50"),
+            ("gres/shard:a100:3", "notebook"),
+        ]
+    ]
+    for job_id in job_ids:
+        wait_for_state(client, job_id, {"RUNNING"})
+    wait_for(lambda: run_sync() and Job.objects.filter(state="RUNNING").count() == 3, what="the mirror")
+    mirror_nodes(rest_client())
+    store_samples(emulated_samples(timezone.now()), source="emulator")
+    with playwright_api.sync_playwright() as playwright, portal_stack() as base_url:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(f"{base_url}/accounts/login/")
+        page.fill("input[name=login]", "alice")
+        page.fill("input[name=password]", "pw-alice")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{base_url}/")
+
+        page.goto(f"{base_url}/console/heatmap/")
+        cells = page.locator(".hm-cell")
+        expect(cells).to_have_count(18)  # 2x4 rtx4090 + 2x4 a100 + 1x2 h100
+        assert page.locator("button.metric").first.get_attribute("title").startswith("Compute utilisation")
+        expect(page.locator("[data-emulated]")).to_be_visible()
+
+        busy = page.locator(".hm-cell.hm-busy").first
+        busy.hover()
+        tip = page.locator("#heatmap-tip")
+        expect(tip).to_be_visible()
+        expect(tip).to_contain_text("Compute:")
+        expect(tip).to_contain_text("(yours)")
+        page.screenshot(path=str(tmp_path / "heatmap.png"), full_page=True)
+        page.click("button.metric[data-metric='1']")
+        expect(page.locator("[data-metric-help]")).to_contain_text("Memory utilisation")
+
+        page.locator('.hm-cell[data-n="2"][data-g="1"]').click()
+        page.wait_for_url(f"{base_url}/console/nodes/*/gpus/1/")
+        page.wait_for_selector("#chart-hour .main-svg", timeout=15000)
+        assert int(page.locator("#chart-hour").get_attribute("data-points")) >= 1
+        browser.close()
+    for job_id in job_ids:
+        client.cancel_job(job_id)
+    docs = Path(settings.BASE_DIR) / "docs"
+    docs.mkdir(exist_ok=True)
+    shutil.copy(tmp_path / "heatmap.png", docs / "heatmap.png")
