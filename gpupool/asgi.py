@@ -9,12 +9,20 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.urls import path, re_path  # noqa: E402
 
 from gpupool.routing import websocket_urlpatterns  # noqa: E402
+from telemetry.asgi_ingest import ingest_app  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": URLRouter(
+            [
+                # Node agents' batches skip Django's middleware (telemetry/asgi_ingest.py).
+                path("api/v1/telemetry/ingest", ingest_app),
+                re_path(r"", django_asgi_app),
+            ]
+        ),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

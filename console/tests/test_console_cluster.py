@@ -58,7 +58,11 @@ def test_drain_and_resume_show_up_in_slurm(admin_user):
         shown = slurm_cli().run("scontrol", "show", "node", node).stdout
         assert "DRAIN" in shown and "Reason=fan noise, check bearings" in shown
         entry = AuditLog.objects.get(action="drain")
-        assert entry.succeeded and entry.actor == admin_user and entry.parameters == {"reason": "fan noise, check bearings"}
+        assert (
+            entry.succeeded
+            and entry.actor == admin_user
+            and entry.parameters == {"reason": "fan noise, check bearings"}
+        )
         assert "DRAIN" in browser.get(f"/console/nodes/{node}/").content.decode()
     finally:
         browser.post(f"/console/nodes/{node}/resume")
@@ -148,7 +152,9 @@ def test_a_non_admin_gets_403_on_every_admin_page_and_action(alice, marketer, me
         browser.force_login(person)
         assert getattr(browser, method)(path, {"reason": "x"}).status_code == 403
     assert AuditLog.objects.count() == 0
-    assert "DRAIN" not in slurm_cli().run("scontrol", "show", "node", "gpu-4090-01").stdout.split("State=")[1].split()[0]
+    assert (
+        "DRAIN" not in slurm_cli().run("scontrol", "show", "node", "gpu-4090-01").stdout.split("State=")[1].split()[0]
+    )
 
 
 def test_settings_point_the_emulator_at_the_dev_cluster_only():

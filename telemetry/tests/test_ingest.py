@@ -118,3 +118,31 @@ def test_rollups_are_idempotent_and_storage_is_bounded(settings):
         assert pruned["pruned"]["raw"] == 48
         assert GpuSampleRaw.objects.count() == 0
         assert GpuMinute.objects.count() == 8  # still within its own, longer retention
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_asgi_fast_path_stores_a_batch_like_the_view():
+    from asgiref.sync import async_to_sync
+    from channels.testing import HttpCommunicator
+    from django.utils import timezone
+
+    from gpupool.asgi import application
+
+    token = NodeToken.issue("gpu-h100-01")
+    body = json.dumps(_batch(node="gpu-h100-01", moment=timezone.now(), gpus=2)).encode()
+
+    async def post(authorization: str):
+        communicator = HttpCommunicator(
+            application,
+            "POST",
+            "/api/v1/telemetry/ingest",
+            body=body,
+            headers=[(b"authorization", authorization.encode())],
+        )
+        return await communicator.get_response()
+
+    accepted = async_to_sync(post)(f"Bearer {token}")
+    assert accepted["status"] == 202 and json.loads(accepted["body"]) == {"accepted": 2, "dropped_too_old": 0}
+    assert GpuLatest.objects.filter(node="gpu-h100-01").count() == 2
+    refused = async_to_sync(post)("Bearer gpn_wrong")
+    assert refused["status"] == 401
