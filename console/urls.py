@@ -14,6 +14,7 @@ urlpatterns = [
     path("console/nodes/<str:name>/gpus/<int:index>/", views_cluster.gpu_detail, name="gpu_detail"),
     path("console/nodes/<str:name>/gpus/<int:index>/series.json", views_cluster.gpu_series, name="gpu_series"),
     path("console/nodes/<str:name>/gpus/<int:index>/diagnose", views_cluster.gpu_diagnose, name="gpu_diagnose"),
+    path("console/nodes/<str:name>/gpus/<int:index>/reset", views_cluster.gpu_reset_view, name="gpu_reset"),
     path("console/alerts/", views_cluster.alerts, name="alerts"),
     path("console/audit/", views_cluster.audit_log, name="audit"),
     path("console/telemetry/", views_cluster.telemetry_status, name="telemetry"),

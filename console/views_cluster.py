@@ -16,7 +16,7 @@ from cluster.models import Node, SyncRun
 from console import node_actions
 from console.access import role_required, user_role
 from console.heatmap import heatmap_payload
-from console.models import AuditLog
+from console.models import AuditLog, GpuReset
 from jobs.models import Job
 from telemetry.models import GpuHour, GpuLatest, GpuMinute, GpuSampleRaw
 from telemetry.storage import table_sizes
@@ -104,6 +104,7 @@ def gpu_detail(request, name: str, index: int):
         "sample": GpuLatest.objects.filter(node=name, index=index).first(),
         "diagnostic": latest_diagnostic(request.user, name, index),
         "is_admin": _is_admin(request),
+        "resets": GpuReset.objects.filter(node=name, index=index)[:5] if _is_admin(request) else [],
     }
     return render(request, "console/gpu_detail.html", context)
 
@@ -197,4 +198,25 @@ def gpu_diagnose(request, name: str, index: int):
             messages.error(request, f"Slurm refused the diagnostic job: {run.error}")
         else:
             messages.success(request, f"Diagnostic job {run.job.slurm_job_id} submitted to {name}.")
+    return redirect("console:gpu_detail", name=name, index=index)
+
+
+@role_required(Role.ADMIN)
+@require_POST
+def gpu_reset_view(request, name: str, index: int):
+    from django.db import transaction
+
+    from console.models import GpuReset
+    from console.tasks import run_gpu_reset
+
+    node = _node_or_404(name)
+    if index >= node.gpu_total:
+        raise Http404("No such GPU on this node.")
+    if not request.user.profile.provisioned_at:
+        messages.error(request, "Your own cluster account is not ready; the reset job runs as you.")
+        return redirect("console:gpu_detail", name=name, index=index)
+    with transaction.atomic():
+        reset = GpuReset.objects.create(requested_by=request.user, node=name, index=index)
+        transaction.on_commit(lambda: run_gpu_reset.delay(reset.pk))
+    messages.success(request, f"GPU reset of {name} GPU {index} started: the node is held, then reset, then released.")
     return redirect("console:gpu_detail", name=name, index=index)

@@ -159,3 +159,42 @@ def test_a_non_admin_gets_403_on_every_admin_page_and_action(alice, marketer, me
 
 def test_settings_point_the_emulator_at_the_dev_cluster_only():
     assert settings.TELEMETRY_EMULATOR is False  # production default: off
+
+
+def test_gpu_reset_holds_the_node_runs_the_reset_job_in_it_and_releases_it(admin_user, provision, slurm):
+    from console import gpu_reset
+    from console.models import GpuReset
+
+    provision(admin_user)
+    mirror_nodes(rest_client())
+    reset = GpuReset.objects.create(requested_by=admin_user, node="gpu-h100-01", index=1)
+    reset = GpuReset.objects.select_related("requested_by__profile").get(pk=reset.pk)
+    gpu_reset.reserve_and_submit(reset)
+    reset.refresh_from_db()
+    assert reset.step == "resetting", reset.result
+    held = [r for r in slurm.list_reservations() if r.name == reset.reservation]
+    assert held and held[0].nodes == "gpu-h100-01" and "MAINT" in held[0].flags
+
+    wait_for(
+        lambda: gpu_reset.check_job(GpuReset.objects.select_related("job").get(pk=reset.pk)),
+        timeout=90,
+        what="the reset job to end",
+    )
+    reset.refresh_from_db()
+    assert reset.step == "done"
+    assert "nvidia-smi is not available on gpu-h100-01" in reset.result
+    assert slurm.get_job(reset.job.slurm_job_id).nodes == "gpu-h100-01"
+    assert not [r for r in slurm.list_reservations() if r.name == reset.reservation]
+    actions = list(AuditLog.objects.order_by("created_at").values_list("action", flat=True))
+    assert actions == ["gpu_reset.hold", "gpu_reset.job", "gpu_reset.release", "gpu_reset"]
+    assert AuditLog.objects.get(action="gpu_reset").succeeded is False  # nothing was reset on emulated GPUs
+
+
+def test_gpu_reset_is_admin_only(alice):
+    run_sync()
+    browser = Client()
+    browser.force_login(alice)
+    assert browser.post("/console/nodes/gpu-h100-01/gpus/0/reset").status_code == 403
+    from console.models import GpuReset
+
+    assert GpuReset.objects.count() == 0

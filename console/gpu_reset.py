@@ -1,0 +1,157 @@
+"""GPU reset, admin-only: hold the node (maintenance reservation), run the reset job in it,
+release the node. Each step is a conditional UPDATE on the row's step, so a repeated or
+concurrent task run never does a step twice; every step is written to the audit log."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from django.conf import settings
+
+from cluster.errors import SlurmError
+from cluster.services import job_paths, rest_client, slurm_cli
+from cluster.types import TERMINAL_JOB_STATES, JobSubmission
+from console.models import AuditLog, GpuReset
+from jobs.logs import local_log_path, read_tail
+from jobs.models import Job, JobState
+
+log = logging.getLogger(__name__)
+RESET_SCRIPT = """#!/bin/bash
+echo "GPUPOOL_GPU_RESET node=$(hostname) gpu={index}"
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  echo "GPUPOOL_GPU_RESET_UNAVAILABLE: nvidia-smi is not installed on this node"
+  exit 3
+fi
+# Needs root: nodes grant it to the portal's admins with a sudoers rule (deploy/healthcheck/README.md).
+exec sudo -n nvidia-smi --gpu-reset -i {index}
+"""
+
+
+def _audit(reset: GpuReset, action: str, succeeded: bool, result: str) -> None:
+    AuditLog.objects.create(
+        actor=reset.requested_by,
+        action=action,
+        target=f"{reset.node}/gpu{reset.index}",
+        parameters={"reset": reset.pk, "reservation": reset.reservation},
+        succeeded=succeeded,
+        result=result[:2000],
+    )
+
+
+def _advance(reset: GpuReset, from_step: str, to_step: str, **fields) -> bool:
+    return bool(GpuReset.objects.filter(pk=reset.pk, step=from_step).update(step=to_step, **fields))
+
+
+def _fail(reset: GpuReset, action: str, message: str) -> None:
+    GpuReset.objects.filter(pk=reset.pk).exclude(step=GpuReset.Step.DONE).update(
+        step=GpuReset.Step.FAILED, result=message
+    )
+    _audit(reset, action, False, message)
+
+
+def reserve_and_submit(reset: GpuReset) -> None:
+    admin = reset.requested_by.profile
+    name = f"gpureset_{reset.pk}"
+    cli = slurm_cli()
+    try:
+        cli.run(
+            "scontrol",
+            "create",
+            "reservation",
+            f"ReservationName={name}",
+            "StartTime=now",
+            "Duration=120",
+            f"Users={admin.cluster_username}",
+            f"Nodes={reset.node}",
+            "Flags=MAINT,IGNORE_JOBS",
+        )
+    except (SlurmError, ValueError) as exc:
+        _fail(reset, "gpu_reset.hold", str(exc))
+        return
+    GpuReset.objects.filter(pk=reset.pk).update(reservation=name)
+    reset.reservation = name
+    _audit(reset, "gpu_reset.hold", True, f"reservation {name} holds {reset.node}")
+    from cluster.models import Node
+
+    node = Node.objects.get(name=reset.node)
+    gpu_type, count = node.gpus[0]["type"], node.gpu_total
+    directory = job_paths().job_dir(admin.cluster_username) / f"gpureset-{reset.pk}"
+    local = job_paths().to_local(directory)
+    local.mkdir(parents=True, exist_ok=True)
+    if admin.cluster_uid is not None and os.geteuid() == 0:
+        for path in (local.parent, local):
+            os.chown(path, admin.cluster_uid, admin.cluster_gid or -1)
+    submission = JobSubmission(
+        name=f"gpu-reset-{reset.node}-gpu{reset.index}",
+        script=RESET_SCRIPT.format(index=int(reset.index)),
+        working_directory=str(directory),
+        standard_output=f"{directory}/stdout.log",
+        standard_error=f"{directory}/stdout.log",
+        partition=settings.SLURM_PARTITION,
+        account=settings.SLURM_ACCOUNT,
+        time_limit_minutes=5,
+        # Every GPU of the node: the one to reset must be ours, whichever index Slurm picks.
+        tres_per_node=f"gres/gpu:{gpu_type}:{count}",
+        required_nodes=(reset.node,),
+        reservation=name,
+        requeue=False,
+    )
+    try:
+        slurm_job_id = rest_client(admin.cluster_username).submit_job(submission)
+    except SlurmError as exc:
+        release(reset, failed_because=f"the reset job was refused: {exc.message}")
+        return
+    job = Job.objects.create(
+        owner=reset.requested_by,
+        slurm_job_id=slurm_job_id,
+        cluster_user=admin.cluster_username,
+        name=submission.name,
+        state=JobState.PENDING,
+        tres_per_node=submission.tres_per_node,
+        standard_output=submission.standard_output,
+        standard_error=submission.standard_error,
+    )
+    _advance(reset, GpuReset.Step.RESERVING, GpuReset.Step.RESETTING, job=job)
+    _audit(reset, "gpu_reset.job", True, f"reset job {slurm_job_id} submitted")
+
+
+def check_job(reset: GpuReset) -> bool:
+    """True once the reset job has ended (and the node was released)."""
+    try:
+        job = rest_client().get_job(reset.job.slurm_job_id)
+        state = job.state
+    except SlurmError:
+        record = rest_client().get_accounting(reset.job.slurm_job_id)
+        state = record.state
+    if state not in TERMINAL_JOB_STATES:
+        return False
+    output = read_tail(local_log_path(reset.job.standard_output), 16 * 1024).text
+    if "GPUPOOL_GPU_RESET_UNAVAILABLE" in output:
+        outcome = f"not reset: nvidia-smi is not available on {reset.node} (emulated GPUs on the dev cluster)"
+    elif state == "COMPLETED":
+        outcome = f"GPU {reset.index} reset"
+    else:
+        outcome = f"the reset job ended {state}: {output.strip()[-500:]}"
+    release(reset, outcome=outcome, succeeded=state == "COMPLETED")
+    return True
+
+
+def release(reset: GpuReset, *, outcome: str = "", succeeded: bool = False, failed_because: str = "") -> None:
+    """Delete the maintenance reservation: the node takes new jobs again."""
+    reset.refresh_from_db()
+    if reset.step in (GpuReset.Step.DONE, GpuReset.Step.FAILED):
+        return
+    try:
+        if reset.reservation:
+            slurm_cli().run("scontrol", "delete", f"ReservationName={reset.reservation}")
+    except (SlurmError, ValueError) as exc:
+        _fail(reset, "gpu_reset.release", f"could not release {reset.node}: {exc}")
+        return
+    _audit(reset, "gpu_reset.release", True, f"reservation {reset.reservation} deleted")
+    final = GpuReset.Step.DONE if not failed_because else GpuReset.Step.FAILED
+    message = failed_because or outcome
+    GpuReset.objects.filter(pk=reset.pk).exclude(step__in=[GpuReset.Step.DONE, GpuReset.Step.FAILED]).update(
+        step=final, result=message
+    )
+    _audit(reset, "gpu_reset", succeeded and not failed_because, message)
