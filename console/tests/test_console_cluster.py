@@ -169,6 +169,16 @@ def test_gpu_reset_holds_the_node_runs_the_reset_job_in_it_and_releases_it(admin
     mirror_nodes(rest_client())
     reset = GpuReset.objects.create(requested_by=admin_user, node="gpu-h100-01", index=1)
     reset = GpuReset.objects.select_related("requested_by__profile").get(pk=reset.pk)
+    try:
+        _reset_flow(reset, gpu_reset, slurm)
+    finally:
+        # A failed run must not leave the node held for the next test run.
+        slurm_cli().run("scontrol", "delete", f"ReservationName=gpureset_{reset.pk}", check=False)
+
+
+def _reset_flow(reset, gpu_reset, slurm):
+    from console.models import GpuReset
+
     gpu_reset.reserve_and_submit(reset)
     reset.refresh_from_db()
     assert reset.step == "resetting", reset.result
