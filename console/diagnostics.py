@@ -5,7 +5,6 @@ the job says so and the page shows that plainly: no output is ever made up."""
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 
@@ -13,9 +12,10 @@ from django.conf import settings
 from django.db import transaction
 
 from cluster.errors import SlurmError
-from cluster.services import job_paths, rest_client
+from cluster.services import rest_client
 from cluster.types import JobSubmission
 from console.models import DiagnosticRun
+from jobs.actions import make_user_directory
 from jobs.logs import local_log_path, read_tail
 from jobs.models import Job, JobState
 
@@ -38,12 +38,12 @@ def start_diagnostic(user, node: str, index: int, gpu_type: str) -> DiagnosticRu
     profile = user.profile
     if not profile.cluster_username or not profile.provisioned_at:
         raise DiagnosticRefused("Your cluster account is not ready yet.")
-    directory = job_paths().job_dir(profile.cluster_username) / f"diagnose-{node}-{index}-{uuid.uuid4().hex[:12]}"
-    local = job_paths().to_local(directory)
-    local.mkdir(parents=True, exist_ok=True)
-    if profile.cluster_uid is not None and os.geteuid() == 0:
-        for path in (local.parent, local):
-            os.chown(path, profile.cluster_uid, profile.cluster_gid or -1)
+    directory = make_user_directory(
+        profile.cluster_username,
+        f"diagnose-{node}-{index}-{uuid.uuid4().hex[:12]}",
+        profile.cluster_uid,
+        profile.cluster_gid,
+    )
     submission = JobSubmission(
         name=f"diagnose-{node}-gpu{index}",
         script=SCRIPT.format(index=int(index), marker=NO_NVIDIA_SMI),

@@ -5,14 +5,14 @@ concurrent task run never does a step twice; every step is written to the audit 
 from __future__ import annotations
 
 import logging
-import os
 
 from django.conf import settings
 
 from cluster.errors import SlurmError
-from cluster.services import job_paths, rest_client, slurm_cli
+from cluster.services import rest_client, slurm_cli
 from cluster.types import TERMINAL_JOB_STATES, JobSubmission
 from console.models import AuditLog, GpuReset
+from jobs.actions import make_user_directory
 from jobs.logs import local_log_path, read_tail
 from jobs.models import Job, JobState
 
@@ -76,12 +76,9 @@ def reserve_and_submit(reset: GpuReset) -> None:
 
     node = Node.objects.get(name=reset.node)
     gpu_type, count = node.gpus[0]["type"], node.gpu_total
-    directory = job_paths().job_dir(admin.cluster_username) / f"gpureset-{reset.pk}"
-    local = job_paths().to_local(directory)
-    local.mkdir(parents=True, exist_ok=True)
-    if admin.cluster_uid is not None and os.geteuid() == 0:
-        for path in (local.parent, local):
-            os.chown(path, admin.cluster_uid, admin.cluster_gid or -1)
+    directory = make_user_directory(
+        admin.cluster_username, f"gpureset-{reset.pk}", admin.cluster_uid, admin.cluster_gid
+    )
     submission = JobSubmission(
         name=f"gpu-reset-{reset.node}-gpu{reset.index}",
         script=RESET_SCRIPT.format(index=int(reset.index)),

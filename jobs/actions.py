@@ -86,13 +86,20 @@ def enqueue_submission(job_pk: int) -> None:
         )
 
 
-def prepare_job_directory(job: Job, uid: int | None, gid: int | None) -> None:
-    """Create the job's directory, owned by the job's user, before Slurm opens its logs."""
-    local = job_paths().to_local(job_directory(job))
-    for directory in (local.parent, local):
-        directory.mkdir(mode=0o750, exist_ok=True)
+def make_user_directory(cluster_user: str, name: str, uid: int | None, gid: int | None):
+    """<job root>/<cluster user>/<name>, created and owned by that user, before Slurm opens
+    the logs in it. Returns the path as Slurm sees it."""
+    directory = job_paths().job_dir(cluster_user) / name
+    local = job_paths().to_local(directory)
+    for path in (local.parent, local):
+        path.mkdir(mode=0o750, exist_ok=True)
         if uid is not None and os.geteuid() == 0:
-            os.chown(directory, uid, gid if gid is not None else -1)
+            os.chown(path, uid, gid if gid is not None else -1)
+    return directory
+
+
+def prepare_job_directory(job: Job, uid: int | None, gid: int | None) -> None:
+    make_user_directory(job.cluster_user, str(job.uuid), uid, gid)
 
 
 def attach_slurm_job(job_pk: int, slurm_job_id: int) -> bool:

@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 # Past this many changed jobs, one full /jobs read is cheaper than one request per job.
 FULL_LISTING_THRESHOLD = 300
+PENDING_REFRESH = timedelta(seconds=30)
+PENDING_REFRESH_PER_PASS = 50
 
 
 @dataclass
@@ -90,10 +92,18 @@ def _owner_id_for(cluster_user: str) -> int | None:
     return User.objects.filter(profile__cluster_username=cluster_user).values_list("pk", flat=True).first()
 
 
+# What a user watches change: a difference in any of these is written and pushed.
+WATCHED_FIELDS = ("slurm_states", "state", "state_reason", "start_time", "end_time", "nodes", "gpu_allocation")
+
+
+def _row(**lookup) -> dict | None:
+    return Job.objects.filter(**lookup).values("pk", *WATCHED_FIELDS).first()
+
+
 def apply_slurm_job(job: SlurmJob) -> bool:
     """Record what Slurm says of one job. Returns True when the row changed."""
     fields = _fields_from_slurm(job)
-    row = Job.objects.filter(slurm_job_id=job.job_id).values("pk", "slurm_states", "state").first()
+    row = _row(slurm_job_id=job.job_id)
     if row is None and job.comment.startswith(COMMENT_PREFIX):
         portal_uuid = _uuid_or_none(job.comment[len(COMMENT_PREFIX) :])
         portal = (
@@ -103,7 +113,7 @@ def apply_slurm_job(job: SlurmJob) -> bool:
             if portal["slurm_job_id"] is None and portal["state"] == JobState.SUBMITTING:
                 # Slurm took the job before the submitting worker recorded it: attach it here.
                 Job.objects.filter(pk=portal["pk"], slurm_job_id__isnull=True).update(slurm_job_id=job.job_id)
-                row = Job.objects.filter(pk=portal["pk"]).values("pk", "slurm_states", "state").first()
+                row = _row(pk=portal["pk"])
             elif portal["slurm_job_id"] != job.job_id:
                 # Cancelled before it reached Slurm (its worker cancels it there), or a
                 # duplicate: either way not a job of its own in the portal.
@@ -115,11 +125,11 @@ def apply_slurm_job(job: SlurmJob) -> bool:
                 created = Job.objects.create(slurm_job_id=job.job_id, owner_id=_owner_id_for(job.user_name), **fields)
         except IntegrityError:
             # Another pass created it first; fall through to the conditional update.
-            row = Job.objects.filter(slurm_job_id=job.job_id).values("pk", "slurm_states", "state").first()
+            row = _row(slurm_job_id=job.job_id)
         else:
             transaction.on_commit(lambda: publish_job_update(created.pk))
             return True
-    if row["slurm_states"] == fields["slurm_states"] and row["state"] == fields["state"]:
+    if all(row[name] == fields[name] for name in WATCHED_FIELDS):
         return False
     updated = Job.objects.filter(pk=row["pk"], slurm_states=row["slurm_states"]).update(**fields)
     if updated:
@@ -153,6 +163,17 @@ def mirror_jobs(client: SlurmRestClient) -> MirrorResult:
     live = {entry.job_id: _state_signature(entry.states) for entry in entries}
     known = dict(Job.objects.filter(slurm_job_id__in=list(live)).values_list("slurm_job_id", "slurm_states"))
     changed_ids = [job_id for job_id, signature in live.items() if known.get(job_id) != signature]
+    # A pending job's expected start is the scheduler's estimate and moves without a state
+    # change: refresh the longest-unrefreshed pending jobs a few at a time.
+    stale_pending = (
+        Job.objects.filter(state=JobState.PENDING, slurm_job_id__in=list(live))
+        .filter(updated_at__lt=timezone.now() - PENDING_REFRESH)
+        .exclude(slurm_job_id__in=changed_ids)
+        .order_by("updated_at")
+        .values_list("slurm_job_id", flat=True)[:PENDING_REFRESH_PER_PASS]
+    )
+    refreshed = set(stale_pending)
+    changed_ids += list(refreshed)
 
     if len(changed_ids) > FULL_LISTING_THRESHOLD:
         wanted = set(changed_ids)
@@ -165,9 +186,15 @@ def mirror_jobs(client: SlurmRestClient) -> MirrorResult:
             except SlurmNotFound:
                 continue  # purged between the two calls; the vanished-job pass handles it
     result.fetched = len(details)
+    unchanged = []
     for job in details:
         if apply_slurm_job(job):
             result.changed += 1
+        elif job.job_id in refreshed:
+            unchanged.append(job.job_id)
+    if unchanged:
+        # Checked and still the same: not due again for PENDING_REFRESH.
+        Job.objects.filter(slurm_job_id__in=unchanged).update(updated_at=timezone.now())
 
     # Jobs we last saw unfinished that slurmctld no longer lists: ask slurmdbd how they ended.
     vanished = (

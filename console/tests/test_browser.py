@@ -1,6 +1,5 @@
 """The real thing end to end: Chromium, Daphne, Redis and PostgreSQL."""
 
-import os
 import threading
 
 import pytest
@@ -8,11 +7,9 @@ from django.db import transaction
 
 from jobs.events import publish_job_update
 from jobs.models import Job
-from testing.servers import CHROMIUM_ARGS, CHROMIUM_PATH, daphne_server
+from testing.browser import chromium_page, log_in
+from testing.servers import daphne_server
 
-# Playwright's sync API keeps an event loop on this thread; the ORM calls below are plain
-# synchronous test code, not code running inside that loop.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 playwright_api = pytest.importorskip("playwright.sync_api")
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -20,22 +17,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def browser_page():
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone
+    with chromium_page(playwright_api, width=390, height=844) as page:  # a phone
         yield page
-        browser.close()
 
 
 def test_log_in_and_see_a_job_change_state_without_reloading(browser_page, alice):
     page = browser_page
     job = Job.objects.create(owner=alice, slurm_job_id=7001, name="train-resnet", state="PENDING")
     with daphne_server() as base_url:
-        page.goto(f"{base_url}/accounts/login/")
-        page.fill("input[name=login]", "alice")
-        page.fill("input[name=password]", "pw-alice")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base_url}/")
+        log_in(page, base_url, "alice", "pw-alice")
         assert page.locator("h1").inner_text() == "Dashboard"
 
         page.goto(f"{base_url}/jobs/")

@@ -1,7 +1,6 @@
 """The heatmap in Debian's Chromium: one cell per GPU, a tooltip on hover, a click to the
 GPU page and its chart. Also saves docs/heatmap.png for the README."""
 
-import os
 import shutil
 from pathlib import Path
 
@@ -15,10 +14,10 @@ from cluster.tasks import run_sync
 from jobs.models import Job
 from telemetry.emulator import emulated_samples
 from telemetry.storage import store_samples
-from testing.servers import CHROMIUM_ARGS, CHROMIUM_PATH, portal_stack
+from testing.browser import chromium_page, log_in
+from testing.servers import portal_stack
 from testing.slurm import submission, wait_for, wait_for_state
 
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # see console/tests/test_browser.py
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
 
@@ -41,14 +40,8 @@ def test_heatmap_cells_tooltip_and_drill_down(alice, provision, tmp_path):
     wait_for(lambda: run_sync() and Job.objects.filter(state="RUNNING").count() == 3, what="the mirror")
     mirror_nodes(rest_client())
     store_samples(emulated_samples(timezone.now()), source="emulator")
-    with playwright_api.sync_playwright() as playwright, portal_stack() as base_url:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
-        page.goto(f"{base_url}/accounts/login/")
-        page.fill("input[name=login]", "alice")
-        page.fill("input[name=password]", "pw-alice")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base_url}/")
+    with chromium_page(playwright_api, width=1280, height=800) as page, portal_stack() as base_url:
+        log_in(page, base_url, "alice", "pw-alice")
 
         page.goto(f"{base_url}/console/heatmap/")
         cells = page.locator(".hm-cell")
@@ -70,7 +63,6 @@ def test_heatmap_cells_tooltip_and_drill_down(alice, provision, tmp_path):
         page.wait_for_url(f"{base_url}/console/nodes/*/gpus/1/")
         page.wait_for_selector("#chart-hour .main-svg", timeout=15000)
         assert int(page.locator("#chart-hour").get_attribute("data-points")) >= 1
-        browser.close()
     for job_id in job_ids:
         client.cancel_job(job_id)
     docs = Path(settings.BASE_DIR) / "docs"

@@ -1,15 +1,14 @@
 """A researcher's loop in Debian's Chromium: submit, watch it run and finish, read the
 logs, clone. The real portal (Daphne, worker, beat) on the real cluster."""
 
-import os
 import re
 
 import pytest
 
 from jobs.models import Job
-from testing.servers import CHROMIUM_ARGS, CHROMIUM_PATH, portal_stack
+from testing.browser import chromium_page, log_in
+from testing.servers import portal_stack
 
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # see console/tests/test_browser.py
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
 
@@ -18,14 +17,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.slurm, pytest.mark.django_db(tran
 
 def test_submit_watch_read_logs_and_clone(alice, provision, tmp_path):
     provision(alice)
-    with playwright_api.sync_playwright() as playwright, portal_stack(worker=True, beat=True) as base_url:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(f"{base_url}/accounts/login/")
-        page.fill("input[name=login]", "alice")
-        page.fill("input[name=password]", "pw-alice")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base_url}/")
+    with (
+        chromium_page(playwright_api, width=1280, height=900) as page,
+        portal_stack(worker=True, beat=True) as base_url,
+    ):
+        log_in(page, base_url, "alice", "pw-alice")
 
         page.goto(f"{base_url}/jobs/new/")
         page.fill("#id_name", "browser-run")
@@ -51,25 +47,17 @@ def test_submit_watch_read_logs_and_clone(alice, provision, tmp_path):
         assert page.input_value("#id_command") == "sleep 8\necho browser says hi"
         assert page.input_value("#id_gpu_type") == "rtx4090"
         assert page.input_value("#id_name") == "browser-run"
-        browser.close()
     assert Job.objects.get(name="browser-run", owner=alice).state == "COMPLETED"
 
 
 def test_a_refused_spec_shows_field_errors_and_creates_nothing(alice, provision):
     provision(alice)
-    with playwright_api.sync_playwright() as playwright, portal_stack() as base_url:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 390, "height": 844})
-        page.goto(f"{base_url}/accounts/login/")
-        page.fill("input[name=login]", "alice")
-        page.fill("input[name=password]", "pw-alice")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base_url}/")
+    with chromium_page(playwright_api, width=390, height=844) as page, portal_stack() as base_url:
+        log_in(page, base_url, "alice", "pw-alice")
         page.goto(f"{base_url}/jobs/new/")
         page.fill("#id_image", "pytorch/pytorch:latest")
         page.fill("#id_command", "python train.py")
         page.click("[data-submit]")
         expect(page.locator(".field-error").first).to_contain_text("latest")
         assert page.input_value("#id_command") == "python train.py"  # what was typed is kept
-        browser.close()
     assert Job.objects.count() == 0

@@ -105,3 +105,18 @@ def test_a_repeated_state_writes_nothing_and_a_change_is_applied(alice):
     assert apply_slurm_job(completed) is True
     assert Job.objects.get(slurm_job_id=990001).state == "COMPLETED"
     assert Job.objects.get(slurm_job_id=990001).owner_id is None  # ptcapture is nobody's cluster user here
+
+
+def test_a_new_start_estimate_without_a_state_change_is_written(alice):
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from cluster.slurmrest.v0041 import V0041Adapter
+    from cluster.tests.test_v0041_adapter import captured
+
+    pending = replace(V0041Adapter().decode_jobs(captured("job_running")[1])[0], job_id=990002, states=("PENDING",))
+    assert apply_slurm_job(pending) is True
+    later = replace(pending, start_time=pending.start_time + timedelta(minutes=20))
+    assert apply_slurm_job(later) is True
+    assert Job.objects.get(slurm_job_id=990002).start_time == later.start_time
+    assert apply_slurm_job(later) is False
