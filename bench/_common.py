@@ -78,3 +78,19 @@ def describe(label: str, seconds: list[float]) -> str:
         f"{label}: n={len(ms)} p50={statistics.median(ms):.1f} ms p95={percentile(ms, 0.95):.1f} ms "
         f"min={min(ms):.1f} ms max={max(ms):.1f} ms"
     )
+
+
+@contextmanager
+def count_queries():
+    """Counts SQL statements run on the default connection (works with persistent
+    connections, unlike CaptureQueriesContext, which loses them on a reconnect)."""
+    from django.db import connection
+
+    counter = {"queries": 0}
+
+    def wrapper(execute, sql, params, many, context):
+        counter["queries"] += 1
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        yield counter

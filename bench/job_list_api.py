@@ -11,7 +11,7 @@ import statistics
 import time
 from datetime import timedelta
 
-from _common import bench_database, describe, make_user
+from _common import bench_database, count_queries, describe, make_user
 
 
 def main():
@@ -22,7 +22,6 @@ def main():
 
     from django.db import connection
     from django.test import Client
-    from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
     from jobs.models import Job
@@ -72,11 +71,11 @@ def main():
                 body = client.get(cursor_url).json()
                 deep.append(time.perf_counter() - t)
                 cursor_url = body["next"] or "/api/v1/jobs/"
-            with CaptureQueriesContext(connection) as queries:
+            with count_queries() as queries:
                 client.get("/api/v1/jobs/")
             print(describe(f"{label} first page", first))
             print(describe(f"{label} cursor pages", deep))
-            print(f"{label} queries per request: {len(queries)}")
+            print(f"{label} queries per request: {queries['queries']}")
             return statistics.median(first), statistics.median(deep)
 
         small_first, small_deep = measure(small, "100 jobs")
