@@ -11,8 +11,6 @@ from django.db import transaction
 from accounts import actions
 from accounts.models import Profile, Role
 from cluster.errors import SlurmError
-from cluster.services import job_paths, rest_client
-from cluster.types import JobSubmission
 
 DEMO_USERS = [
     # username, role, plan
@@ -21,12 +19,9 @@ DEMO_USERS = [
     ("marketing", Role.MARKETING, "free"),
 ]
 
-DEMO_SCRIPT = """#!/bin/bash
-echo "demo job $SLURM_JOB_ID on $(hostname) as $(id -un)"
-echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
-sleep {seconds}
-echo done
-"""
+DEMO_COMMAND = """echo "demo job $SLURM_JOB_ID on $(hostname) as $(id -un), GPUs $CUDA_VISIBLE_DEVICES"
+for epoch in 1 2 3; do echo "epoch $epoch/3 loss=0.$((RANDOM % 90 + 10))"; sleep $(({seconds} / 3)); done
+echo done"""
 
 
 class Command(BaseCommand):
@@ -74,31 +69,35 @@ class Command(BaseCommand):
             self._submit_demo_jobs(jobs)
 
     def _submit_demo_jobs(self, count: int) -> None:
-        profile = Profile.objects.get(user__username="demo")
-        if not profile.provisioned_at:
+        """Through the portal's own path: validated, quota-checked, recorded as SUBMITTING,
+        then submitted by the worker once `make dev` starts it."""
+        from billing.plans import plan_for
+        from jobs import actions
+        from jobs.quota import QuotaExceeded
+        from jobs.spec import SpecError, SpecPolicy, parse_job_spec
+
+        user = get_user_model().objects.get(username="demo")
+        if not user.profile.provisioned_at:
             self.stdout.write("  (no demo jobs: the demo user is not provisioned)")
             return
-        client = rest_client(profile.cluster_username)
-        paths = job_paths()
-        gpu_types = ["rtx4090", "a100", "rtx4090"]
-        for index in range(count):
-            directory = paths.job_dir(f"demo-{secrets.token_hex(4)}")
-            local = paths.to_local(directory)
-            local.mkdir(parents=True, exist_ok=True)
-            local.chmod(0o1777)
-            submission = JobSubmission(
-                name=f"demo-{index + 1}",
-                script=DEMO_SCRIPT.format(seconds=60 + 30 * index),
-                working_directory=str(directory),
-                standard_output=f"{directory}/stdout.log",
-                standard_error=f"{directory}/stderr.log",
-                partition=settings.SLURM_PARTITION,
-                account=settings.SLURM_ACCOUNT,
-                time_limit_minutes=10,
-                tres_per_node=f"gres/gpu:{gpu_types[index % len(gpu_types)]}:1",
-            )
+        demos = [
+            ("mnist-tutorial", "rtx4090", {"gpu_count": 1}, 90),
+            ("llm-finetune", "a100", {"gpu_count": 1}, 150),
+            ("notebook-12gb", "a100", {"gpu_memory_gb": 12}, 120),
+        ]
+        for name, gpu_type, gpus, seconds in demos[:count]:
+            data = {
+                "name": name,
+                "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                "gpu_type": gpu_type,
+                **gpus,
+                "command": DEMO_COMMAND.format(seconds=seconds),
+                "time_limit_minutes": 10,
+            }
             try:
-                job_id = client.submit_job(submission)
-                self.stdout.write(f"  demo job {job_id} submitted ({submission.tres_per_node})")
-            except SlurmError as exc:
-                self.stdout.write(f"  demo job not submitted: {exc}")
+                spec = parse_job_spec(data, plan=plan_for(user.profile.plan), policy=SpecPolicy.from_settings())
+                job = actions.submit(user, spec)
+            except (SpecError, QuotaExceeded) as exc:
+                self.stdout.write(f"  demo job {name} not accepted: {exc}")
+                continue
+            self.stdout.write(f"  demo job {name} accepted ({job.tres_per_node}); the worker submits it")
