@@ -8,16 +8,10 @@ from __future__ import annotations
 import re
 import uuid
 
-from django.conf import settings
-from django.db import transaction
-
 from cluster.errors import SlurmError
-from cluster.services import rest_client
-from cluster.types import JobSubmission
 from console.models import DiagnosticRun
-from jobs.actions import make_user_directory
+from console.pinned_jobs import submit_pinned_job
 from jobs.logs import local_log_path, read_tail
-from jobs.models import Job, JobState
 
 NO_NVIDIA_SMI = "GPUPOOL_DIAGNOSTIC_NO_NVIDIA_SMI"
 SCRIPT = """#!/bin/bash
@@ -38,41 +32,19 @@ def start_diagnostic(user, node: str, index: int, gpu_type: str) -> DiagnosticRu
     profile = user.profile
     if not profile.cluster_username or not profile.provisioned_at:
         raise DiagnosticRefused("Your cluster account is not ready yet.")
-    directory = make_user_directory(
-        profile.cluster_username,
-        f"diagnose-{node}-{index}-{uuid.uuid4().hex[:12]}",
-        profile.cluster_uid,
-        profile.cluster_gid,
-    )
-    submission = JobSubmission(
-        name=f"diagnose-{node}-gpu{index}",
-        script=SCRIPT.format(index=int(index), marker=NO_NVIDIA_SMI),
-        working_directory=str(directory),
-        standard_output=f"{directory}/stdout.log",
-        standard_error=f"{directory}/stdout.log",
-        partition=settings.SLURM_PARTITION,
-        account=settings.SLURM_ACCOUNT,
-        time_limit_minutes=2,
-        tres_per_node=f"gres/gpu:{gpu_type}:1",
-        required_nodes=(node,),
-        requeue=False,
-    )
     try:
-        slurm_job_id = rest_client(profile.cluster_username).submit_job(submission)
+        job = submit_pinned_job(
+            user,
+            name=f"diagnose-{node}-gpu{index}",
+            directory_name=f"diagnose-{node}-{index}-{uuid.uuid4().hex[:12]}",
+            script=SCRIPT.format(index=int(index), marker=NO_NVIDIA_SMI),
+            node=node,
+            tres_per_node=f"gres/gpu:{gpu_type}:1",
+            minutes=2,
+        )
     except SlurmError as exc:
         return DiagnosticRun.objects.create(requested_by=user, node=node, index=index, error=exc.message)
-    with transaction.atomic():
-        job = Job.objects.create(
-            owner=user,
-            slurm_job_id=slurm_job_id,
-            cluster_user=profile.cluster_username,
-            name=submission.name,
-            state=JobState.PENDING,
-            tres_per_node=submission.tres_per_node,
-            standard_output=submission.standard_output,
-            standard_error=submission.standard_error,
-        )
-        return DiagnosticRun.objects.create(requested_by=user, node=node, index=index, job=job)
+    return DiagnosticRun.objects.create(requested_by=user, node=node, index=index, job=job)
 
 
 def latest_diagnostic(user, node: str, index: int) -> dict | None:

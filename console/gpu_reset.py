@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import logging
 
-from django.conf import settings
-
 from cluster.errors import SlurmError
 from cluster.services import rest_client, slurm_cli
-from cluster.types import TERMINAL_JOB_STATES, JobSubmission
+from cluster.types import TERMINAL_JOB_STATES
 from console.models import AuditLog, GpuReset
-from jobs.actions import make_user_directory
+from console.pinned_jobs import submit_pinned_job
 from jobs.logs import local_log_path, read_tail
-from jobs.models import Job, JobState
 
 log = logging.getLogger(__name__)
 RESET_SCRIPT = """#!/bin/bash
@@ -76,41 +73,23 @@ def reserve_and_submit(reset: GpuReset) -> None:
 
     node = Node.objects.get(name=reset.node)
     gpu_type, count = node.gpus[0]["type"], node.gpu_total
-    directory = make_user_directory(
-        admin.cluster_username, f"gpureset-{reset.pk}", admin.cluster_uid, admin.cluster_gid
-    )
-    submission = JobSubmission(
-        name=f"gpu-reset-{reset.node}-gpu{reset.index}",
-        script=RESET_SCRIPT.format(index=int(reset.index)),
-        working_directory=str(directory),
-        standard_output=f"{directory}/stdout.log",
-        standard_error=f"{directory}/stdout.log",
-        partition=settings.SLURM_PARTITION,
-        account=settings.SLURM_ACCOUNT,
-        time_limit_minutes=5,
-        # Every GPU of the node: the one to reset must be ours, whichever index Slurm picks.
-        tres_per_node=f"gres/gpu:{gpu_type}:{count}",
-        required_nodes=(reset.node,),
-        reservation=name,
-        requeue=False,
-    )
     try:
-        slurm_job_id = rest_client(admin.cluster_username).submit_job(submission)
+        job = submit_pinned_job(
+            reset.requested_by,
+            name=f"gpu-reset-{reset.node}-gpu{reset.index}",
+            directory_name=f"gpureset-{reset.pk}",
+            script=RESET_SCRIPT.format(index=int(reset.index)),
+            node=reset.node,
+            # Every GPU of the node: the one to reset must be ours, whichever index Slurm picks.
+            tres_per_node=f"gres/gpu:{gpu_type}:{count}",
+            minutes=5,
+            reservation=name,
+        )
     except SlurmError as exc:
         release(reset, failed_because=f"the reset job was refused: {exc.message}")
         return
-    job = Job.objects.create(
-        owner=reset.requested_by,
-        slurm_job_id=slurm_job_id,
-        cluster_user=admin.cluster_username,
-        name=submission.name,
-        state=JobState.PENDING,
-        tres_per_node=submission.tres_per_node,
-        standard_output=submission.standard_output,
-        standard_error=submission.standard_error,
-    )
     _advance(reset, GpuReset.Step.RESERVING, GpuReset.Step.RESETTING, job=job)
-    _audit(reset, "gpu_reset.job", True, f"reset job {slurm_job_id} submitted")
+    _audit(reset, "gpu_reset.job", True, f"reset job {job.slurm_job_id} submitted")
 
 
 def check_job(reset: GpuReset) -> bool:

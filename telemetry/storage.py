@@ -28,24 +28,22 @@ LATEST_FIELDS = [
 ]
 
 
+def _measurements(sample: GpuSample) -> dict:
+    return {
+        "compute_util": sample.compute_util,
+        "memory_util": sample.memory_util,
+        "memory_used_mb": sample.memory_used_mb,
+        "memory_total_mb": sample.memory_total_mb,
+        "temperature_c": sample.temperature_c,
+        "power_w": sample.power_w,
+    }
+
+
 def store_samples(samples: Iterable[GpuSample], *, source: str) -> int:
     samples = list(samples)
     if not samples:
         return 0
-    raw = [
-        GpuSampleRaw(
-            time=s.time,
-            node=s.node,
-            index=s.index,
-            compute_util=s.compute_util,
-            memory_util=s.memory_util,
-            memory_used_mb=s.memory_used_mb,
-            memory_total_mb=s.memory_total_mb,
-            temperature_c=s.temperature_c,
-            power_w=s.power_w,
-        )
-        for s in samples
-    ]
+    raw = [GpuSampleRaw(time=s.time, node=s.node, index=s.index, **_measurements(s)) for s in samples]
     # The newest sample of each GPU in this batch becomes its latest.
     newest: dict[tuple[str, int], GpuSample] = {}
     for sample in samples:
@@ -53,19 +51,7 @@ def store_samples(samples: Iterable[GpuSample], *, source: str) -> int:
         if key not in newest or sample.time >= newest[key].time:
             newest[key] = sample
     latest = [
-        GpuLatest(
-            node=s.node,
-            index=s.index,
-            uuid=s.uuid,
-            time=s.time,
-            compute_util=s.compute_util,
-            memory_util=s.memory_util,
-            memory_used_mb=s.memory_used_mb,
-            memory_total_mb=s.memory_total_mb,
-            temperature_c=s.temperature_c,
-            power_w=s.power_w,
-            source=source,
-        )
+        GpuLatest(node=s.node, index=s.index, uuid=s.uuid, time=s.time, source=source, **_measurements(s))
         for s in newest.values()
     ]
     with transaction.atomic():

@@ -1,19 +1,10 @@
 from django.db import migrations
 
+from alerts.defaults import ensure_default_rule
+
 
 def add_default_rule(apps, schema_editor):
-    AlertRule = apps.get_model("alerts", "AlertRule")
-    AlertRule.objects.get_or_create(
-        name="GPU memory above 90% for 5 minutes",
-        defaults={
-            "metric": "memory_used_percent",
-            "threshold": 90.0,
-            "window_seconds": 300,
-            "cooldown_seconds": 1800,
-            "enabled": True,
-            "email_admins": True,
-        },
-    )
+    ensure_default_rule(apps.get_model("alerts", "AlertRule"))
 
 
 class Migration(migrations.Migration):

@@ -7,13 +7,20 @@ import pytest
 import time_machine
 from django.core import mail
 
+from alerts.defaults import ensure_default_rule
 from alerts.engine import evaluate
-from alerts.models import Alert
+from alerts.models import Alert, AlertRule
 from telemetry.samples import GpuSample
 from telemetry.storage import store_samples
 
 # transaction=True: the email goes out on commit, as in production.
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)  # keeps the default rule
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def default_rule():
+    """What migration 0002 creates; a transactional test's flush removes it."""
+    ensure_default_rule(AlertRule)
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
