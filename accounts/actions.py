@@ -45,29 +45,33 @@ RESERVED_NAMES = {
 }
 
 
-def cluster_username_for(username: str) -> str:
-    """Derive a Unix-safe cluster name from a portal user name."""
+def cluster_username_for(username: str, exists_on_cluster=lambda name: False) -> str:
+    """Derive a Unix-safe cluster name from a portal user name, free in the portal and on
+    the cluster."""
     base = re.sub(r"[^a-z0-9_-]", "", username.lower())[:24] or "user"
     if not re.match(r"^[a-z_]", base):
         base = f"u{base}"
     if base in RESERVED_NAMES:
         base = f"u_{base}"
     candidate, suffix = base, 1
-    while Profile.objects.filter(cluster_username=candidate).exists():
+    while Profile.objects.filter(cluster_username=candidate).exists() or exists_on_cluster(candidate):
         suffix += 1
+        if suffix > 1000:
+            raise RuntimeError(f"no free cluster user name near {base!r}")
         candidate = f"{base}{suffix}"
     return candidate
 
 
-def assign_cluster_username(profile: Profile, preferred: str | None = None) -> str:
+def assign_cluster_username(profile: Profile, preferred: str | None = None, exists_on_cluster=None) -> str:
     if profile.cluster_username:
         return profile.cluster_username
-    name = preferred or cluster_username_for(profile.user.username)
+    exists_on_cluster = exists_on_cluster or (lambda name: False)
+    name = preferred or cluster_username_for(profile.user.username, exists_on_cluster)
     try:
         with transaction.atomic():
             updated = Profile.objects.filter(pk=profile.pk, cluster_username__isnull=True).update(cluster_username=name)
     except IntegrityError:
-        name = cluster_username_for(profile.user.username)
+        name = cluster_username_for(profile.user.username, exists_on_cluster)
         updated = Profile.objects.filter(pk=profile.pk, cluster_username__isnull=True).update(cluster_username=name)
     profile.refresh_from_db()
     if not updated and not profile.cluster_username:
@@ -75,15 +79,25 @@ def assign_cluster_username(profile: Profile, preferred: str | None = None) -> s
     return profile.cluster_username
 
 
-def provision(profile_id: int, preferred_name: str | None = None) -> Profile:
+def provision(profile_id: int, preferred_name: str | None = None, *, adopt_existing: bool = False) -> Profile:
     """Create (or update) the user's cluster identity. Idempotent: safe to run again,
-    which is how a plan change or a failed earlier attempt is applied."""
+    which is how a plan change or a failed earlier attempt is applied.
+
+    A derived name skips names the cluster already has; an existing account is only ever
+    taken over with adopt_existing (an admin's mapping, or the dev cluster's demo seed)."""
     profile = Profile.objects.select_related("user").get(pk=profile_id)
-    name = assign_cluster_username(profile, preferred_name)
-    plan = plan_for(profile.plan)
     backend = provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(), settings.SLURM_ACCOUNT)
+    derive_around = backend.user_exists if settings.PROVISIONING_BACKEND == "local" else None
+    name = assign_cluster_username(profile, preferred_name, derive_around)
+    plan = plan_for(profile.plan)
     try:
-        identity = backend.ensure_user(name, ALL_QOS if profile.role == "admin" else [plan.qos], plan.qos)
+        identity = backend.ensure_user(
+            name,
+            ALL_QOS if profile.role == "admin" else [plan.qos],
+            plan.qos,
+            expected_uid=profile.cluster_uid,
+            adopt_existing=adopt_existing,
+        )
     except Exception as exc:
         Profile.objects.filter(pk=profile.pk).update(provisioning_error=str(exc)[:2000])
         raise

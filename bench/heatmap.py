@@ -80,7 +80,7 @@ def measure(admin, gpus: int, label: str) -> dict:
         response = client.get("/console/heatmap.json")
     body = response.content
     gzipped = client.get("/console/heatmap.json", HTTP_ACCEPT_ENCODING="gzip").content
-    figures = {"queries": queries['queries'], "bytes": len(body), "server_ms": statistics.median(times) * 1000}
+    figures = {"queries": queries["queries"], "bytes": len(body), "server_ms": statistics.median(times) * 1000}
     figures["gzip_bytes"] = len(gzipped)
     figures["browser_ms"], figures["cells"] = browser_render(admin)
     print(

@@ -111,7 +111,7 @@ def _job_start_clock(job) -> float:
     from jobs.logs import local_log_path
 
     for _ in range(100):
-        path = local_log_path(job.standard_output)
+        path = local_log_path(job.standard_output, job.cluster_user)
         if path and path.exists():
             for line in path.read_text().splitlines():
                 if line.startswith("START "):

@@ -34,6 +34,16 @@ class JobPathMap:
             raise ValueError(f"{slurm_path} is not under the job root {self.slurm_root}") from None
         return self.local_root.joinpath(*relative.parts)
 
+    def user_file(self, slurm_path: str | PurePosixPath, cluster_user: str) -> Path:
+        """The local path of a file a job of `cluster_user` wrote, refusing anything that is
+        not, after following links, inside that user's own job directory: a job could
+        report another user's log as its output, or leave a symlink to a portal secret."""
+        local = self.to_local(slurm_path)
+        base = self.to_local(self.job_dir(cluster_user)).resolve()
+        if not local.resolve().is_relative_to(base):
+            raise ValueError(f"{slurm_path} is not inside {cluster_user}'s job directory")
+        return local
+
     def to_slurm(self, local_path: Path) -> PurePosixPath:
         relative = Path(local_path).resolve().relative_to(self.local_root.resolve())
         return self.slurm_root.joinpath(*relative.parts)

@@ -26,7 +26,11 @@ class ClusterIdentity:
 
 
 class ProvisioningBackend(Protocol):
-    def ensure_user(self, username: str, qos: list[str], default_qos: str) -> ClusterIdentity: ...
+    def user_exists(self, username: str) -> bool: ...
+
+    def ensure_user(
+        self, username: str, qos: list[str], default_qos: str, *, expected_uid: int | None, adopt_existing: bool
+    ) -> ClusterIdentity: ...
 
     def remove_user(self, username: str) -> None: ...
 
@@ -39,6 +43,19 @@ def _check_name(username: str) -> None:
 class _AssociationMixin:
     cli: SlurmCli
     account: str
+
+    def _check_ownership(self, username: str, expected_uid: int | None, adopt_existing: bool) -> None:
+        """An existing account is this portal user's only if we recorded its uid when we
+        made it, or an admin said so (adopt_existing): otherwise signing up as "carol"
+        would hand over the cluster account carol already has."""
+        if adopt_existing or self.cli.noop:
+            return
+        identity = self._identity(username)
+        if expected_uid is None or identity.uid != expected_uid:
+            raise SlurmCommandError(
+                f"cluster user {username} already exists and is not this portal account's; "
+                "an admin must map the account explicitly"
+            )
 
     def _identity(self, username: str) -> ClusterIdentity:
         if self.cli.noop:
@@ -68,14 +85,19 @@ class LocalProvisioner(_AssociationMixin):
         self.cli = cli
         self.account = account
 
-    def _user_exists(self, username: str) -> bool:
+    def user_exists(self, username: str) -> bool:
+        if self.cli.noop:
+            return False  # a noop run answers "success" to everything; nothing exists
         return self.cli.run("getent", "passwd", username, check=False).returncode == 0
 
-    def ensure_user(self, username: str, qos: list[str], default_qos: str) -> ClusterIdentity:
+    def ensure_user(
+        self, username: str, qos: list[str], default_qos: str, *, expected_uid=None, adopt_existing=False
+    ) -> ClusterIdentity:
         _check_name(username)
-        if self.cli.noop or not self._user_exists(username):
+        if self.cli.noop or not self.user_exists(username):
             self.cli.run("useradd", "--create-home", "--shell", "/bin/bash", "--user-group", username)
         else:
+            self._check_ownership(username, expected_uid, adopt_existing)
             # Re-activate an account that remove_user locked.
             self.cli.run("usermod", "--expiredate", "-1", "--shell", "/bin/bash", username, check=False)
         self._ensure_association(username, qos, default_qos)
@@ -87,7 +109,7 @@ class LocalProvisioner(_AssociationMixin):
         show the old user's jobs as theirs."""
         _check_name(username)
         self.cli.run("sacctmgr", "-i", "delete", "user", "where", f"name={username}", check=False)
-        if self.cli.noop or self._user_exists(username):
+        if self.cli.noop or self.user_exists(username):
             self.cli.run(
                 "usermod", "--lock", "--expiredate", "1", "--shell", "/usr/sbin/nologin", username, check=False
             )
@@ -98,10 +120,19 @@ class ExternalDirectoryProvisioner(_AssociationMixin):
         self.cli = cli
         self.account = account
 
-    def ensure_user(self, username: str, qos: list[str], default_qos: str) -> ClusterIdentity:
+    def user_exists(self, username: str) -> bool:
+        if self.cli.noop:
+            return False  # a noop run answers "success" to everything; nothing exists
+        return self.cli.run("id", username, check=False).returncode == 0
+
+    def ensure_user(
+        self, username: str, qos: list[str], default_qos: str, *, expected_uid=None, adopt_existing=False
+    ) -> ClusterIdentity:
         _check_name(username)
-        if not self.cli.noop and self.cli.run("id", username, check=False).returncode != 0:
+        if not self.cli.noop and not self.user_exists(username):
             raise SlurmCommandError(f"user {username} does not exist in the directory; create it there first")
+        # Every directory user already exists: the mapping must come from an admin.
+        self._check_ownership(username, expected_uid, adopt_existing)
         self._ensure_association(username, qos, default_qos)
         return self._identity(username)
 

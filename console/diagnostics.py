@@ -8,10 +8,13 @@ from __future__ import annotations
 import re
 import uuid
 
+from billing.plans import plan_for
 from cluster.errors import SlurmError
 from console.models import DiagnosticRun
 from console.pinned_jobs import submit_pinned_job
+from gpupool.ratelimit import hit
 from jobs.logs import local_log_path, read_tail
+from jobs.models import FINAL_STATES
 
 NO_NVIDIA_SMI = "GPUPOOL_DIAGNOSTIC_NO_NVIDIA_SMI"
 SCRIPT = """#!/bin/bash
@@ -24,6 +27,9 @@ exec timeout 60 nvidia-smi -q -d MEMORY,UTILIZATION,TEMPERATURE,POWER -i "${{CUD
 """
 
 
+DIAGNOSTICS_PER_MINUTE = 3
+
+
 class DiagnosticRefused(Exception):
     pass
 
@@ -32,6 +38,16 @@ def start_diagnostic(user, node: str, index: int, gpu_type: str) -> DiagnosticRu
     profile = user.profile
     if not profile.cluster_username or not profile.provisioned_at:
         raise DiagnosticRefused("Your cluster account is not ready yet.")
+    if profile.role != "admin":
+        if gpu_type not in plan_for(profile.plan).gpu_quota:
+            raise DiagnosticRefused(f"Your plan does not include {gpu_type} GPUs.")
+        unfinished = DiagnosticRun.objects.filter(requested_by=user, job__isnull=False).exclude(
+            job__state__in=FINAL_STATES
+        )
+        if unfinished.exists():
+            raise DiagnosticRefused("Your previous diagnostic is still queued or running; wait for it to finish.")
+        if not hit("diagnose", str(user.pk), limit=DIAGNOSTICS_PER_MINUTE).allowed:
+            raise DiagnosticRefused("Too many diagnostics; try again in a minute.")
     try:
         job = submit_pinned_job(
             user,
@@ -53,7 +69,7 @@ def latest_diagnostic(user, node: str, index: int) -> dict | None:
         return None
     result = {"run": run, "state": run.job.state if run.job else "SUBMIT_FAILED", "error": run.error}
     if run.job:
-        text = read_tail(local_log_path(run.job.standard_output), 64 * 1024).text
+        text = read_tail(local_log_path(run.job.standard_output, run.job.cluster_user), 64 * 1024).text
         result["output"] = text
         result["unavailable"] = NO_NVIDIA_SMI in text
         result["parsed"] = parse_nvidia_smi_query(text) if not result["unavailable"] else {}

@@ -5,6 +5,9 @@ concurrent task run never does a step twice; every step is written to the audit 
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
+
+from django.utils import timezone
 
 from cluster.errors import SlurmError
 from cluster.services import rest_client, slurm_cli
@@ -14,6 +17,8 @@ from console.pinned_jobs import submit_pinned_job
 from jobs.logs import local_log_path, read_tail
 
 log = logging.getLogger(__name__)
+# The maintenance reservation lasts this long; a reset job still waiting then has lost.
+HOLD_MINUTES = 120
 RESET_SCRIPT = """#!/bin/bash
 echo "GPUPOOL_GPU_RESET node=$(hostname) gpu={index}"
 if ! command -v nvidia-smi >/dev/null 2>&1; then
@@ -58,7 +63,7 @@ def reserve_and_submit(reset: GpuReset) -> None:
             "reservation",
             f"ReservationName={name}",
             "StartTime=now",
-            "Duration=120",
+            f"Duration={HOLD_MINUTES}",
             f"Users={admin.cluster_username}",
             f"Nodes={reset.node}",
             "Flags=MAINT,IGNORE_JOBS",
@@ -69,27 +74,48 @@ def reserve_and_submit(reset: GpuReset) -> None:
     GpuReset.objects.filter(pk=reset.pk).update(reservation=name)
     reset.reservation = name
     _audit(reset, "gpu_reset.hold", True, f"reservation {name} holds {reset.node}")
+    try:
+        job = _submit_reset_job(reset, name)
+    except SlurmError as exc:
+        release(reset, failed_because=f"the reset job was refused: {exc.message}")
+        return
+    except Exception as exc:
+        # Never leave the node held because a later step broke.
+        release(reset, failed_because=f"the reset could not start: {exc}")
+        raise
+    _advance(reset, GpuReset.Step.RESERVING, GpuReset.Step.RESETTING, job=job)
+    _audit(reset, "gpu_reset.job", True, f"reset job {job.slurm_job_id} submitted")
+
+
+def past_deadline(reset: GpuReset) -> bool:
+    return timezone.now() > reset.created_at + timedelta(minutes=HOLD_MINUTES)
+
+
+def give_up(reset: GpuReset) -> None:
+    """The GPUs never became free within the hold: cancel the reset job, release the node."""
+    try:
+        rest_client().cancel_job(reset.job.slurm_job_id)
+    except SlurmError as exc:
+        log.warning("could not cancel reset job %s: %s", reset.job.slurm_job_id, exc)
+    release(reset, failed_because=f"the GPUs of {reset.node} did not become free within {HOLD_MINUTES} min")
+
+
+def _submit_reset_job(reset: GpuReset, reservation: str):
     from cluster.models import Node
 
     node = Node.objects.get(name=reset.node)
     gpu_type, count = node.gpus[0]["type"], node.gpu_total
-    try:
-        job = submit_pinned_job(
-            reset.requested_by,
-            name=f"gpu-reset-{reset.node}-gpu{reset.index}",
-            directory_name=f"gpureset-{reset.pk}",
-            script=RESET_SCRIPT.format(index=int(reset.index)),
-            node=reset.node,
-            # Every GPU of the node: the one to reset must be ours, whichever index Slurm picks.
-            tres_per_node=f"gres/gpu:{gpu_type}:{count}",
-            minutes=5,
-            reservation=name,
-        )
-    except SlurmError as exc:
-        release(reset, failed_because=f"the reset job was refused: {exc.message}")
-        return
-    _advance(reset, GpuReset.Step.RESERVING, GpuReset.Step.RESETTING, job=job)
-    _audit(reset, "gpu_reset.job", True, f"reset job {job.slurm_job_id} submitted")
+    return submit_pinned_job(
+        reset.requested_by,
+        name=f"gpu-reset-{reset.node}-gpu{reset.index}",
+        directory_name=f"gpureset-{reset.pk}",
+        script=RESET_SCRIPT.format(index=int(reset.index)),
+        node=reset.node,
+        # Every GPU of the node: the one to reset must be ours, whichever index Slurm picks.
+        tres_per_node=f"gres/gpu:{gpu_type}:{count}",
+        minutes=5,
+        reservation=reservation,
+    )
 
 
 def check_job(reset: GpuReset) -> bool:
@@ -102,7 +128,7 @@ def check_job(reset: GpuReset) -> bool:
         state = record.state
     if state not in TERMINAL_JOB_STATES:
         return False
-    output = read_tail(local_log_path(reset.job.standard_output), 16 * 1024).text
+    output = read_tail(local_log_path(reset.job.standard_output, reset.job.cluster_user), 16 * 1024).text
     if "GPUPOOL_GPU_RESET_UNAVAILABLE" in output:
         outcome = f"not reset: nvidia-smi is not available on {reset.node} (emulated GPUs on the dev cluster)"
     elif state == "COMPLETED":

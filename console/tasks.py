@@ -12,6 +12,8 @@ def run_gpu_reset(self, reset_pk: int) -> str:
         gpu_reset.reserve_and_submit(reset)
         reset.refresh_from_db()
     if reset.step == GpuReset.Step.RESETTING:
-        if not gpu_reset.check_job(reset):
+        if gpu_reset.past_deadline(reset):
+            gpu_reset.give_up(reset)
+        elif not gpu_reset.check_job(reset):
             raise self.retry(countdown=5)
     return GpuReset.objects.get(pk=reset_pk).step

@@ -17,13 +17,19 @@ class LogTail:
     exists: bool
 
 
-def local_log_path(slurm_path: str) -> Path | None:
-    if not slurm_path:
+def local_log_path(slurm_path: str, cluster_user: str) -> Path | None:
+    """Where the portal reads a job's log, or None when it must not (see JobPathMap.user_file)."""
+    if not slurm_path or not cluster_user:
         return None
     try:
-        return job_paths().to_local(slurm_path)
+        return job_paths().user_file(slurm_path, cluster_user)
     except ValueError:
         return None
+
+
+def open_log(path: Path):
+    """Opens without following a final symlink: one swapped in after the check is refused."""
+    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb")
 
 
 def read_tail(path: Path | None, max_bytes: int) -> LogTail:
@@ -31,7 +37,7 @@ def read_tail(path: Path | None, max_bytes: int) -> LogTail:
     if path is None:
         return LogTail("", 0, False, False)
     try:
-        with open(path, "rb") as handle:
+        with open_log(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             if size > max_bytes:
                 handle.seek(size - max_bytes)
@@ -42,7 +48,8 @@ def read_tail(path: Path | None, max_bytes: int) -> LogTail:
                     data = data[newline + 1 :]
                 return LogTail(data.decode("utf-8", errors="replace"), size, True, True)
             return LogTail(handle.read().decode("utf-8", errors="replace"), size, False, True)
-    except FileNotFoundError:
+    except (FileNotFoundError, OSError):
+        # OSError includes ELOOP: the file became a symlink after it was checked.
         return LogTail("", 0, False, False)
 
 
@@ -50,9 +57,9 @@ def job_logs(job, max_bytes: int) -> dict:
     """The tails of a job's stdout and stderr, and what the analyser recognises in them."""
     from jobs.diagnosis import diagnose
 
-    stdout = read_tail(local_log_path(job.standard_output), max_bytes)
+    stdout = read_tail(local_log_path(job.standard_output, job.cluster_user), max_bytes)
     stderr = (
-        read_tail(local_log_path(job.standard_error), max_bytes)
+        read_tail(local_log_path(job.standard_error, job.cluster_user), max_bytes)
         if job.standard_error and job.standard_error != job.standard_output
         else LogTail("", 0, False, False)
     )

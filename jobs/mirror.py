@@ -46,6 +46,16 @@ class MirrorResult:
     finished_from_accounting: int = 0
 
 
+def _cancel_orphan(job: SlurmJob) -> None:
+    from cluster.errors import SlurmError
+    from cluster.services import rest_client
+
+    try:
+        rest_client(job.user_name).cancel_job(job.job_id)
+    except SlurmError as exc:
+        log.warning("could not cancel orphaned Slurm job %s: %s", job.job_id, exc)
+
+
 def _uuid_or_none(text: str) -> uuid.UUID | None:
     try:
         return uuid.UUID(text)
@@ -107,9 +117,26 @@ def apply_slurm_job(job: SlurmJob) -> bool:
     if row is None and job.comment.startswith(COMMENT_PREFIX):
         portal_uuid = _uuid_or_none(job.comment[len(COMMENT_PREFIX) :])
         portal = (
-            Job.objects.filter(uuid=portal_uuid).values("pk", "state", "slurm_job_id").first() if portal_uuid else None
+            Job.objects.filter(uuid=portal_uuid).values("pk", "state", "slurm_job_id", "cluster_user").first()
+            if portal_uuid
+            else None
         )
+        if portal is not None and portal["cluster_user"] != job.user_name:
+            # Anyone can write any comment: only the job's own user's job can be the portal's.
+            log.warning(
+                "Slurm job %s of %s claims portal job %s of %s",
+                job.job_id,
+                job.user_name,
+                portal_uuid,
+                portal["cluster_user"],
+            )
+            portal = None
         if portal is not None:
+            if portal["slurm_job_id"] is None and portal["state"] == JobState.CANCELLED and not job.is_terminal:
+                # Cancelled while it was being submitted, and its worker died before it could
+                # cancel what it had submitted: cancel it here, once, as its own user.
+                _cancel_orphan(job)
+                return False
             if portal["slurm_job_id"] is None and portal["state"] == JobState.SUBMITTING:
                 # Slurm took the job before the submitting worker recorded it: attach it here.
                 Job.objects.filter(pk=portal["pk"], slurm_job_id__isnull=True).update(slurm_job_id=job.job_id)

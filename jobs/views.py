@@ -2,7 +2,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
@@ -53,6 +53,12 @@ def _gpu_types(request):
     return [(name, info) for name, info in settings.GPU_TYPES.items() if name in plan.gpu_quota]
 
 
+def _id_or_404(text: str) -> int:
+    if not text.isdigit():
+        raise Http404("No such job or template.")
+    return int(text)
+
+
 @login_required
 def job_new(request):
     errors: dict = {}
@@ -81,10 +87,11 @@ def job_new(request):
             return redirect("jobs:detail", pk=job.pk)
     else:
         source = None
-        if "clone" in request.GET:
-            source = get_object_or_404(Job, pk=request.GET["clone"], owner=request.user).spec
-        elif "template" in request.GET:
-            source = get_object_or_404(JobTemplate, pk=request.GET["template"], owner=request.user).spec
+        clone_id, template_id = request.GET.get("clone", ""), request.GET.get("template", "")
+        if clone_id:
+            source = get_object_or_404(Job, pk=_id_or_404(clone_id), owner=request.user).spec
+        elif template_id:
+            source = get_object_or_404(JobTemplate, pk=_id_or_404(template_id), owner=request.user).spec
         if source:
             values = initial_from_spec(source)
     context = {

@@ -64,3 +64,25 @@ def test_a_failure_is_recorded_on_the_profile(alice, settings):
     assert "association" in profile.provisioning_error
     assert profile.provisioned_at is None
     provisioning_backend("local", slurm_cli(), "portal").remove_user(profile.cluster_username)
+
+
+@pytest.mark.slurm
+def test_signing_up_as_an_existing_cluster_user_never_takes_that_account_over(alice, bob):
+    cli = slurm_cli()
+    existing = unique_cluster_name("ptx")
+    cli.run("useradd", "--user-group", existing)  # somebody's account, made outside the portal
+    try:
+        # bob signed up with that name: he gets a name of his own, not the account.
+        type(bob).objects.filter(pk=bob.pk).update(username=existing)
+        bob.refresh_from_db()
+        profile = actions.provision(bob.profile.pk)
+        assert profile.cluster_username == f"{existing}2"
+        # Asking for the name outright is refused and recorded, not adopted.
+        with pytest.raises(Exception, match="already exists"):
+            actions.provision(alice.profile.pk, preferred_name=existing)
+        alice.profile.refresh_from_db()
+        assert "already exists" in alice.profile.provisioning_error and alice.profile.provisioned_at is None
+    finally:
+        backend = provisioning_backend("local", cli, settings.SLURM_ACCOUNT)
+        backend.remove_user(existing)
+        backend.remove_user(f"{existing}2")

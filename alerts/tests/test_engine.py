@@ -21,6 +21,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def default_rule():
     """What migration 0002 creates; a transactional test's flush removes it."""
     ensure_default_rule(AlertRule)
+
+
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 

@@ -134,10 +134,11 @@ class SlurmRestClient:
         return jobs[0]
 
     def find_job_by_comment(self, comment: str) -> Job | None:
-        """The job slurmctld still holds with this exact comment, if any. Reads the full
-        job list (seconds at thousands of jobs): only for the rare retry after a lost answer."""
+        """This client's user's job that slurmctld still holds with this exact comment, if
+        any (another user could copy a comment). Reads the full job list (seconds at
+        thousands of jobs): only for the rare retry after a lost answer."""
         for job in self.list_jobs():
-            if job.comment == comment:
+            if job.comment == comment and job.user_name == self.user_name:
                 return job
         return None
 

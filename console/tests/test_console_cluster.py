@@ -208,3 +208,19 @@ def test_gpu_reset_is_admin_only(alice):
     from console.models import GpuReset
 
     assert GpuReset.objects.count() == 0
+
+
+def test_diagnostics_respect_the_plan_and_one_at_a_time(alice, provision):
+    from console.models import DiagnosticRun
+
+    provision(alice)  # pro: rtx4090 and a100, no h100
+    mirror_nodes(rest_client())
+    browser = Client()
+    browser.force_login(alice)
+    browser.post("/console/nodes/gpu-h100-01/gpus/0/diagnose")
+    assert not DiagnosticRun.objects.exists()
+    browser.post("/console/nodes/gpu-a100-01/gpus/0/diagnose")
+    browser.post("/console/nodes/gpu-a100-01/gpus/1/diagnose")
+    assert DiagnosticRun.objects.filter(job__isnull=False).count() == 1
+    page = browser.get("/console/nodes/gpu-a100-01/gpus/1/", follow=True)
+    assert page.status_code == 200

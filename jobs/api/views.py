@@ -1,4 +1,5 @@
 from django.conf import settings
+from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -7,7 +8,7 @@ from rest_framework.response import Response
 
 from jobs import actions, intake
 from jobs.api.serializers import JobSerializer, JobSpecInputSerializer, LogsSerializer
-from jobs.logs import job_logs, local_log_path
+from jobs.logs import job_logs, local_log_path, open_log
 from jobs.models import Job
 from jobs.quota import QuotaExceeded, usage_of
 from jobs.spec import SpecError
@@ -67,14 +68,19 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         return submission_response(request, data)
 
 
+@login_required
 def log_download(request, pk: int, stream: str):
     job = Job.objects.filter(pk=pk, owner=request.user).first()
     if job is None or stream not in {"stdout", "stderr"}:
         raise Http404
-    path = local_log_path(job.standard_output if stream == "stdout" else job.standard_error)
-    if path is None or not path.exists():
+    path = local_log_path(job.standard_output if stream == "stdout" else job.standard_error, job.cluster_user)
+    try:
+        handle = open_log(path) if path is not None else None
+    except OSError:
+        handle = None
+    if handle is None:
         raise Http404("This log does not exist (yet).")
-    return FileResponse(open(path, "rb"), as_attachment=True, filename=f"job-{job.slurm_job_id or job.pk}-{stream}.log")
+    return FileResponse(handle, as_attachment=True, filename=f"job-{job.slurm_job_id or job.pk}-{stream}.log")
 
 
 @extend_schema(responses={200: None})

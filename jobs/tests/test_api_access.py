@@ -100,8 +100,11 @@ def test_the_free_plan_monthly_hours_are_enforced(alice, api_client_for):
     assert "10 GPU hours" in response.json()["detail"]
 
 
-def test_the_sixth_submission_in_a_minute_is_a_429_with_retry_after(alice, api_client_for, settings):
+def test_the_sixth_submission_in_a_minute_is_a_429_with_retry_after(alice, api_client_for, settings, monkeypatch):
     import redis
+
+    # One fixed moment: a minute boundary falling between the posts would reset the window.
+    monkeypatch.setattr("gpupool.ratelimit._clock", lambda: 1_800_000_010.0)
 
     settings.SUBMIT_RATE_LIMIT_PER_MINUTE = 5
     _ready(alice, "enterprise")

@@ -20,6 +20,7 @@ def _job_with_logs(owner, job_root, stdout: bytes, stderr: bytes = b"", **fields
     (job_root / "u" / "j" / "stderr.log").write_bytes(stderr)
     return Job.objects.create(
         owner=owner,
+        cluster_user="u",
         slurm_job_id=9100,
         standard_output="/srv/gpupool/jobs/u/j/stdout.log",
         standard_error="/srv/gpupool/jobs/u/j/stderr.log",
@@ -77,9 +78,44 @@ def test_logs_of_another_users_job_are_not_served(alice, bob, job_root):
 
 
 def test_a_log_path_outside_the_job_root_is_never_read(alice, api_client_for, job_root):
-    job = Job.objects.create(owner=alice, slurm_job_id=9101, state="COMPLETED", standard_output="/etc/passwd")
+    job = Job.objects.create(
+        owner=alice, cluster_user="u", slurm_job_id=9101, state="COMPLETED", standard_output="/etc/passwd"
+    )
     body = api_client_for(alice).get(f"/api/v1/jobs/{job.pk}/logs").json()
     assert body["stdout"] == ""
+
+
+def test_a_symlinked_log_is_never_followed(alice, api_client_for, job_root):
+    from django.test import Client
+
+    secret = job_root / "portal-secret"
+    secret.write_text("SECRET_KEY=do-not-leak\n")
+    job = _job_with_logs(alice, job_root, b"", state="COMPLETED")
+    log = job_root / "u" / "j" / "stdout.log"
+    log.unlink()
+    log.symlink_to(secret)  # what a job could do in its own directory
+    body = api_client_for(alice).get(f"/api/v1/jobs/{job.pk}/logs").json()
+    assert "do-not-leak" not in str(body)
+    browser = Client()
+    browser.force_login(alice)
+    assert browser.get(f"/jobs/{job.pk}/logs/stdout/download").status_code == 404
+
+
+def test_a_log_in_another_users_directory_is_never_read(alice, api_client_for, job_root):
+    (job_root / "victim" / "x").mkdir(parents=True)
+    (job_root / "victim" / "x" / "stdout.log").write_text("victim's training data path\n")
+    job = Job.objects.create(
+        owner=alice,
+        cluster_user="u",
+        slurm_job_id=9102,
+        state="COMPLETED",
+        standard_output="/srv/gpupool/jobs/victim/x/stdout.log",
+    )
+    assert api_client_for(alice).get(f"/api/v1/jobs/{job.pk}/logs").json()["stdout"] == ""
+
+
+def test_anonymous_download_is_sent_to_log_in(client):
+    assert client.get("/jobs/1/logs/stdout/download").status_code == 302
 
 
 def test_the_new_job_page_renders_with_gpu_types_of_the_plan(alice, client):

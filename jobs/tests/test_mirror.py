@@ -120,3 +120,38 @@ def test_a_new_start_estimate_without_a_state_change_is_written(alice):
     assert apply_slurm_job(later) is True
     assert Job.objects.get(slurm_job_id=990002).start_time == later.start_time
     assert apply_slurm_job(later) is False
+
+
+def test_a_copied_comment_does_not_bind_another_users_job(alice):
+    from dataclasses import replace
+
+    from cluster.slurmrest.v0041 import V0041Adapter
+    from cluster.tests.test_v0041_adapter import captured
+    from jobs.actions import slurm_comment
+
+    waiting = Job.objects.create(owner=alice, cluster_user="alicex", state="SUBMITTING", name="mine")
+    forged = replace(
+        V0041Adapter().decode_jobs(captured("job_running")[1])[0],
+        job_id=990003,
+        user_name="mallory",
+        comment=slurm_comment(waiting),
+    )
+    apply_slurm_job(forged)
+    waiting.refresh_from_db()
+    assert waiting.slurm_job_id is None and waiting.state == "SUBMITTING"
+    assert Job.objects.get(slurm_job_id=990003).owner_id is None
+
+
+def test_a_job_cancelled_while_submitting_is_cancelled_in_slurm_by_the_mirror(provisioned_alice):
+    from jobs.actions import slurm_comment
+
+    cancelled = Job.objects.create(
+        owner_id=provisioned_alice.user_id, cluster_user=provisioned_alice.cluster_username, state="CANCELLED"
+    )
+    client = rest_client(provisioned_alice.cluster_username)
+    # Its worker submitted it, then died before it could cancel it.
+    job_id = client.submit_job(submission("sleep 300", comment=slurm_comment(cancelled)))
+    wait_for(lambda: (run_sync() or True) and client.get_job(job_id).state == "CANCELLED", what="the orphan's cancel")
+    cancelled.refresh_from_db()
+    assert cancelled.slurm_job_id is None and cancelled.state == "CANCELLED"
+    assert not Job.objects.filter(slurm_job_id=job_id).exists()

@@ -55,7 +55,10 @@ class Command(BaseCommand):
                 Profile.objects.filter(user=user).update(role=role, plan=plan)
             try:
                 profile = actions.provision(
-                    user.profile.pk, preferred_name=username if username != "admin" else "portaladmin"
+                    user.profile.pk,
+                    preferred_name=username if username != "admin" else "portaladmin",
+                    # The dev cluster's demo accounts are this portal's own, from an earlier `make dev`.
+                    adopt_existing=True,
                 )
                 where = f"cluster user {profile.cluster_username}"
             except (SlurmError, ValueError) as exc:

@@ -35,7 +35,7 @@ class Command(BaseCommand):
         cli = slurm_cli()
         backend = LocalProvisioner(cli, settings.SLURM_ACCOUNT)
         for name in (CAPTURE_USER, OTHER_USER):
-            backend.ensure_user(name, ["pro"], "pro")
+            backend.ensure_user(name, ["pro"], "pro", adopt_existing=True)  # our own capture users
         user = service.as_user(CAPTURE_USER)
 
         def save(name, client, method, path, body=None):
