@@ -86,3 +86,19 @@ def test_signing_up_as_an_existing_cluster_user_never_takes_that_account_over(al
         backend = provisioning_backend("local", cli, settings.SLURM_ACCOUNT)
         backend.remove_user(existing)
         backend.remove_user(f"{existing}2")
+
+
+@pytest.mark.slurm
+def test_an_admin_maps_a_portal_account_to_an_existing_cluster_account(alice):
+    from django.core.management import call_command
+
+    cli = slurm_cli()
+    existing = unique_cluster_name("pty")
+    cli.run("useradd", "--user-group", existing)
+    try:
+        call_command("provision_user", "alice", cluster_user=existing, adopt=True)
+        profile = Profile.objects.get(user=alice)
+        assert profile.cluster_username == existing and profile.provisioned_at is not None
+        assert profile.cluster_uid == int(cli.run("getent", "passwd", existing).stdout.split(":")[2])
+    finally:
+        provisioning_backend("local", cli, settings.SLURM_ACCOUNT).remove_user(existing)
