@@ -93,6 +93,12 @@ class Job(models.Model):
     def is_final(self) -> bool:
         return self.state in FINAL_STATES
 
+    @property
+    def reason_text(self) -> str:
+        from jobs.reasons import explain_reason
+
+        return explain_reason(self.state_reason)
+
 
 class JobTemplate(models.Model):
     """A named, reusable job spec of one user."""

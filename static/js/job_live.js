@@ -30,6 +30,7 @@
         field.textContent = value || "";
         if (name === "state") field.className = `state state-${String(job.state).toLowerCase()}`;
         if (name === "error") field.hidden = !value;
+        if (name === "state_reason") field.title = job.reason_text || "";
       });
     });
     const table = document.querySelector("table[data-live-jobs] tbody");
