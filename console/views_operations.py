@@ -41,31 +41,17 @@ def period_window(period: str, now: datetime) -> tuple[datetime, datetime, str]:
     return start, now, bucket
 
 
+def _dollars(label: str, minimum: str, message: str) -> forms.DecimalField:
+    return forms.DecimalField(
+        label=label, max_digits=14, decimal_places=2, validators=[MinValueValidator(Decimal(minimum), message)]
+    )
+
+
 class RoiForm(forms.Form):
-    hardware_cost = forms.DecimalField(
-        label="Hardware cost ($)",
-        max_digits=14,
-        decimal_places=2,
-        validators=[MinValueValidator(Decimal("0.01"), "The hardware cost must be more than 0 (ROI divides by it).")],
-    )
-    power_per_month = forms.DecimalField(
-        label="Power per month ($)",
-        max_digits=14,
-        decimal_places=2,
-        validators=[MinValueValidator(Decimal("0"), "Power cost cannot be negative.")],
-    )
-    running_per_month = forms.DecimalField(
-        label="Running per month ($)",
-        max_digits=14,
-        decimal_places=2,
-        validators=[MinValueValidator(Decimal("0"), "Running cost cannot be negative.")],
-    )
-    revenue_per_month = forms.DecimalField(
-        label="Revenue per month ($)",
-        max_digits=14,
-        decimal_places=2,
-        validators=[MinValueValidator(Decimal("0"), "Revenue cannot be negative.")],
-    )
+    hardware_cost = _dollars("Hardware cost ($)", "0.01", "The hardware cost must be more than 0 (ROI divides by it).")
+    power_per_month = _dollars("Power per month ($)", "0", "Power cost cannot be negative.")
+    running_per_month = _dollars("Running per month ($)", "0", "Running cost cannot be negative.")
+    revenue_per_month = _dollars("Revenue per month ($)", "0", "Revenue cannot be negative.")
     months = forms.IntegerField(
         label="Months",
         validators=[
