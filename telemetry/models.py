@@ -12,18 +12,27 @@ import secrets
 
 from django.db import models
 
+# The values of one sample, as GpuSample carries them.
+MEASUREMENT_FIELDS = ("compute_util", "memory_util", "memory_used_mb", "memory_total_mb", "temperature_c", "power_w")
 
-class GpuLatest(models.Model):
-    node = models.CharField(max_length=100)
-    index = models.PositiveSmallIntegerField()
-    uuid = models.CharField(max_length=100)
-    time = models.DateTimeField()
+
+class GpuMeasurements(models.Model):
     compute_util = models.FloatField()
     memory_util = models.FloatField()
     memory_used_mb = models.IntegerField()
     memory_total_mb = models.IntegerField()
     temperature_c = models.FloatField()
     power_w = models.FloatField()
+
+    class Meta:
+        abstract = True
+
+
+class GpuLatest(GpuMeasurements):
+    node = models.CharField(max_length=100)
+    index = models.PositiveSmallIntegerField()
+    uuid = models.CharField(max_length=100)
+    time = models.DateTimeField()
     source = models.CharField(max_length=16, default="nvml")
 
     class Meta:
@@ -33,16 +42,10 @@ class GpuLatest(models.Model):
         return f"{self.node}/{self.index}"
 
 
-class GpuSampleRaw(models.Model):
+class GpuSampleRaw(GpuMeasurements):
     time = models.DateTimeField(db_index=True)
     node = models.CharField(max_length=100)
     index = models.PositiveSmallIntegerField()
-    compute_util = models.FloatField()
-    memory_util = models.FloatField()
-    memory_used_mb = models.IntegerField()
-    memory_total_mb = models.IntegerField()
-    temperature_c = models.FloatField()
-    power_w = models.FloatField()
 
     class Meta:
         indexes = [models.Index(fields=["node", "index", "time"])]

@@ -12,31 +12,14 @@ from django.db.models import Avg, Count, Max, Sum
 from django.db.models.functions import TruncHour, TruncMinute
 from django.utils import timezone
 
-from telemetry.models import GpuHour, GpuLatest, GpuMinute, GpuSampleRaw
+from telemetry.models import MEASUREMENT_FIELDS, GpuHour, GpuLatest, GpuMinute, GpuSampleRaw
 from telemetry.samples import GpuSample
 
-LATEST_FIELDS = [
-    "uuid",
-    "time",
-    "compute_util",
-    "memory_util",
-    "memory_used_mb",
-    "memory_total_mb",
-    "temperature_c",
-    "power_w",
-    "source",
-]
+LATEST_FIELDS = ["uuid", "time", *MEASUREMENT_FIELDS, "source"]
 
 
 def _measurements(sample: GpuSample) -> dict:
-    return {
-        "compute_util": sample.compute_util,
-        "memory_util": sample.memory_util,
-        "memory_used_mb": sample.memory_used_mb,
-        "memory_total_mb": sample.memory_total_mb,
-        "temperature_c": sample.temperature_c,
-        "power_w": sample.power_w,
-    }
+    return {field: getattr(sample, field) for field in MEASUREMENT_FIELDS}
 
 
 def store_samples(samples: Iterable[GpuSample], *, source: str) -> int:
@@ -106,15 +89,7 @@ def _rollup(source_model, target_model, trunc, since, until) -> int:
         objects,
         update_conflicts=True,
         unique_fields=["node", "index", "bucket"],
-        update_fields=[
-            "samples",
-            "compute_util",
-            "memory_util",
-            "memory_used_mb",
-            "memory_total_mb",
-            "temperature_c",
-            "power_w",
-        ],
+        update_fields=["samples", *MEASUREMENT_FIELDS],
         batch_size=2000,
     )
     return len(objects)
