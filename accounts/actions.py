@@ -49,7 +49,7 @@ def cluster_username_for(username: str, exists_on_cluster=lambda name: False) ->
     """Derive a Unix-safe cluster name from a portal user name, free in the portal and on
     the cluster."""
     base = re.sub(r"[^a-z0-9_-]", "", username.lower())[:24] or "user"
-    if not re.match(r"^[a-z_]", base):
+    if not re.match(r"[a-z_]", base):
         base = f"u{base}"
     if base in RESERVED_NAMES:
         base = f"u_{base}"
@@ -60,6 +60,14 @@ def cluster_username_for(username: str, exists_on_cluster=lambda name: False) ->
             raise RuntimeError(f"no free cluster user name near {base!r}")
         candidate = f"{base}{suffix}"
     return candidate
+
+
+def check_requested_cluster_name(name: str) -> None:
+    """An admin's explicit mapping may name an existing account, but never a system one:
+    mapping a portal user to root or the Slurm user would let them run jobs as it."""
+    reserved = RESERVED_NAMES | {settings.SLURM_SERVICE_USER}
+    if name in reserved:
+        raise ValueError(f"{name!r} is a system account and cannot be a portal user's cluster account")
 
 
 def assign_cluster_username(profile: Profile, preferred: str | None = None, exists_on_cluster=None) -> str:
@@ -85,6 +93,8 @@ def provision(profile_id: int, preferred_name: str | None = None, *, adopt_exist
 
     A derived name skips names the cluster already has; an existing account is only ever
     taken over with adopt_existing (an admin's mapping, or the dev cluster's demo seed)."""
+    if preferred_name is not None:
+        check_requested_cluster_name(preferred_name)
     profile = Profile.objects.select_related("user").get(pk=profile_id)
     backend = provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(), settings.SLURM_ACCOUNT)
     derive_around = backend.user_exists if settings.PROVISIONING_BACKEND == "local" else None

@@ -29,6 +29,20 @@ class Profile(models.Model):
     def __str__(self):
         return f"{self.user.username} ({self.role}, {self.plan})"
 
+    # The plan and role as read from the database, so a save can tell that they changed
+    # (accounts/signals.py re-provisions the association then).
+    loaded_terms: dict | None = None
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        instance = super().from_db(db, field_names, values)
+        if {"plan", "role"} <= set(field_names):
+            instance.loaded_terms = instance.current_terms()
+        return instance
+
+    def current_terms(self) -> dict:
+        return {"plan": self.plan, "role": self.role}
+
     @property
     def is_admin(self) -> bool:
         return self.role == Role.ADMIN

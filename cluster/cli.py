@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 # Letters, digits and the punctuation Slurm's key=value syntax needs; no spaces, quotes,
 # `;`, `$`, backticks, redirections or globs.
-_SAFE_ARGUMENT = re.compile(r"^[A-Za-z0-9_.,:=/@+%\-\[\]]*$")
+_SAFE_ARGUMENT = re.compile(r"[A-Za-z0-9_.,:=/@+%\-\[\]]*")
 # Slurm's words for "the controller is not there right now".
 _TRANSIENT_OUTPUT = (
     "Unable to contact slurm controller",
@@ -50,7 +50,8 @@ class SlurmCli:
         appended as `Reason=<text>` after its own stricter check."""
         argv = list(args)
         for argument in argv:
-            if not _SAFE_ARGUMENT.match(argument):
+            # fullmatch: `$` in re.match would let a trailing newline through.
+            if not _SAFE_ARGUMENT.fullmatch(argument):
                 raise ValueError(f"refusing unsafe Slurm command argument {argument!r}")
         if reason_argument is not None:
             if not re.fullmatch(r"[A-Za-z0-9_.,:/@+\- ]{1,200}", reason_argument):
@@ -105,8 +106,22 @@ class SlurmCli:
             "set",
             f"QOS={','.join(qos)}",
             f"DefaultQOS={default_qos}",
+            # Lifts the hold `hold_user_submissions` puts on a deactivated account.
+            "MaxSubmitJobs=-1",
             check=False,
         )
+
+    def hold_user_submissions(self, user: str) -> CommandResult:
+        """Slurm refuses every new job of the user from now on, from any submit host."""
+        return self.run(
+            "sacctmgr", "-i", "modify", "user", "where", f"name={user}", "set", "MaxSubmitJobs=0", check=False
+        )
+
+    def cancel_user_jobs(self, user: str) -> CommandResult:
+        return self.run("scancel", f"--user={user}", check=False)
+
+    def delete_association(self, user: str, account: str) -> CommandResult:
+        return self.run("sacctmgr", "-i", "delete", "user", "where", f"name={user}", f"account={account}", check=False)
 
     def show_association(self, user: str) -> CommandResult:
         return self.run("sacctmgr", "-n", "-P", "show", "assoc", f"users={user}", "format=user,account,qos,defaultqos")

@@ -9,13 +9,18 @@ Unix users: it only checks that the user exists and manages the association.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Protocol
 
 from cluster.cli import SlurmCli
-from cluster.errors import SlurmCommandError
+from cluster.errors import SlurmCommandError, SlurmTransientError
 
-_USERNAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+_USERNAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+# How long removal waits for cancelled jobs to leave before giving the caller a retry.
+CANCEL_WAIT_SECONDS = 10.0
+# Accounts below this uid belong to the system (Debian's UID_MIN): never a portal user's.
+FIRST_USER_UID = 1000
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,8 @@ class ProvisioningBackend(Protocol):
 
 
 def _check_name(username: str) -> None:
-    if not _USERNAME.match(username):
+    # fullmatch: re.match(...$) would accept "name\n".
+    if not _USERNAME.fullmatch(username):
         raise ValueError(f"{username!r} is not a valid cluster user name")
 
 
@@ -48,9 +54,13 @@ class _AssociationMixin:
         """An existing account is this portal user's only if we recorded its uid when we
         made it, or an admin said so (adopt_existing): otherwise signing up as "carol"
         would hand over the cluster account carol already has."""
-        if adopt_existing or self.cli.noop:
+        if self.cli.noop:
             return
         identity = self._identity(username)
+        if identity.uid is not None and identity.uid < FIRST_USER_UID:
+            raise SlurmCommandError(f"cluster user {username} is a system account (uid {identity.uid})")
+        if adopt_existing:
+            return
         if expected_uid is None or identity.uid != expected_uid:
             raise SlurmCommandError(
                 f"cluster user {username} already exists and is not this portal account's; "
@@ -80,6 +90,27 @@ class _AssociationMixin:
             )
 
 
+    def _remove_association(self, username: str) -> None:
+        """Hold new submissions at once, cancel what runs, then delete the association.
+        slurmdbd refuses the delete while any job is active ("Job(s) active"), and
+        cancelled jobs take a moment to leave: wait a little, then let the caller retry."""
+        self.cli.hold_user_submissions(username)
+        self.cli.cancel_user_jobs(username)
+        if self.cli.noop:
+            self.cli.delete_association(username, self.account)
+            return
+        deadline = time.monotonic() + CANCEL_WAIT_SECONDS
+        while True:
+            result = self.cli.delete_association(username, self.account)
+            shown = self.cli.show_association(username).stdout.splitlines()
+            if not any(line.split("|")[1:2] == [self.account] for line in shown):
+                return
+            if time.monotonic() > deadline:
+                detail = (result.stderr or result.stdout).strip()
+                raise SlurmTransientError(f"the association of {username} is still there: {detail}")
+            time.sleep(0.5)
+
+
 class LocalProvisioner(_AssociationMixin):
     def __init__(self, cli: SlurmCli, account: str):
         self.cli = cli
@@ -104,15 +135,15 @@ class LocalProvisioner(_AssociationMixin):
         return self._identity(username)
 
     def remove_user(self, username: str) -> None:
-        """Delete the association and lock the Unix account, but keep it: a deleted user's
-        uid would be handed to the next new user, and Slurm (which stores uids) would then
-        show the old user's jobs as theirs."""
+        """Stop the user's work on the cluster and lock the Unix account, but keep it: a
+        deleted user's uid would be handed to the next new user, and Slurm (which stores
+        uids) would then show the old user's jobs as theirs."""
         _check_name(username)
-        self.cli.run("sacctmgr", "-i", "delete", "user", "where", f"name={username}", check=False)
         if self.cli.noop or self.user_exists(username):
             self.cli.run(
                 "usermod", "--lock", "--expiredate", "1", "--shell", "/usr/sbin/nologin", username, check=False
             )
+        self._remove_association(username)
 
 
 class ExternalDirectoryProvisioner(_AssociationMixin):
@@ -138,7 +169,7 @@ class ExternalDirectoryProvisioner(_AssociationMixin):
 
     def remove_user(self, username: str) -> None:
         _check_name(username)
-        self.cli.run("sacctmgr", "-i", "delete", "user", "where", f"name={username}", check=False)
+        self._remove_association(username)
 
 
 BACKENDS = {"local": LocalProvisioner, "external": ExternalDirectoryProvisioner}

@@ -50,3 +50,14 @@ def publish_job_update(job_id: int) -> None:
     except Exception:
         # A missed push is repaired by the page's polling fallback; never fail the mirror.
         log.exception("could not publish the update of job %s", job_id)
+
+
+def close_user_sockets(user_id: int) -> None:
+    """Ends every live socket of a user (deactivated or deleted): they hear nothing more."""
+    layer = get_channel_layer()
+    try:
+        async_to_sync(layer.group_send)(user_group(user_id), {"type": "account.closed"})
+    except Exception:
+        # A socket left open still receives nothing new: its user can no longer sign in,
+        # and the consumer re-checks the account on every event.
+        log.exception("could not close the sockets of user %s", user_id)

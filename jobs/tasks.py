@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -60,7 +61,9 @@ def _record_accepted(job: Job, slurm_job_id: int, client) -> str:
     job.refresh_from_db()
     if job.slurm_job_id == slurm_job_id:
         return "submitted"  # the mirror saw it first
-    if job.state == JobState.CANCELLED:
+    owner_gone = not get_user_model().objects.filter(pk=job.owner_id, is_active=True).exists()
+    if job.state == JobState.CANCELLED or (job.state == JobState.SUBMIT_FAILED and owner_gone):
+        # Cancelled, or its owner deactivated, while the submission was on its way.
         client.cancel_job(slurm_job_id)
         return "cancelled"
     log.error("job %s: Slurm job %s accepted but the row is %s", job.pk, slurm_job_id, job.state)
@@ -72,6 +75,9 @@ def submit_to_slurm(self, job_pk: int) -> str:
     if not _claim(job_pk):
         return "not-claimable"  # submitted already, cancelled, or another worker holds it
     job = Job.objects.select_related("owner").get(pk=job_pk)
+    if job.owner is None or not job.owner.is_active:
+        actions.fail_submission(job_pk, "The account was deactivated before the job reached Slurm.")
+        return "owner-inactive"
     client = rest_client(job.cluster_user)
     try:
         if job.submit_attempts > 1:
@@ -103,7 +109,10 @@ def reconcile_submissions() -> int:
     """Re-enqueue submissions nobody holds: their worker died, or Redis lost the task."""
     now = timezone.now()
     stale = Job.objects.filter(
-        state=JobState.SUBMITTING, slurm_job_id__isnull=True, created_at__lt=now - timedelta(seconds=10)
+        state=JobState.SUBMITTING,
+        slurm_job_id__isnull=True,
+        owner__is_active=True,
+        created_at__lt=now - timedelta(seconds=10),
     ).filter(Q(submit_claimed_until__isnull=True) | Q(submit_claimed_until__lt=now))
     count = 0
     for job_pk in stale.values_list("pk", flat=True)[:200]:
