@@ -4,7 +4,12 @@ A node agent's batch needs none of Django's request machinery (sessions, CSRF, m
 allauth, URL resolution): going straight from the ASGI scope to the same parsing and
 storage functions as telemetry.views.ingest roughly halves the cost of a batch, which is
 what lets one web process take 10,000 GPUs every 10 s. The Django view stays the reference
-(and serves the test client); both share `handle_batch`.
+(and serves the test client); both run the steps of telemetry.views in the same order:
+Content-Length, then the token, and only then the body, never past its declared length.
+
+Daphne (Twisted) receives a request's body before it starts the application, so a proxy's
+body limit (nginx `client_max_body_size`) is what keeps an oversized body off the server;
+these checks keep it out of the portal's memory and its JSON parser.
 """
 
 from __future__ import annotations
@@ -14,23 +19,31 @@ import json
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
-from telemetry.views import handle_batch
+from telemetry.views import (
+    MAX_BODY_BYTES,  # noqa: F401  (re-exported: the limit this path enforces)
+    authenticate,
+    body_size_mismatch,
+    length_refusal,
+    store_batch,
+)
 
-MAX_BODY_BYTES = 8 * 1024 * 1024
+
+class _Disconnected(Exception):
+    pass
 
 
-async def _read_body(receive) -> bytes | None:
+async def _read_body(receive, declared: int) -> bytes:
+    """The body, up to one message past `declared` bytes: a sender that keeps sending is
+    cut off there, however much it says is still to come."""
     chunks, size = [], 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            return None
+            raise _Disconnected
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return b""
         chunks.append(chunk)
-        if not message.get("more_body", False):
+        if size > declared or not message.get("more_body", False):
             return b"".join(chunks)
 
 
@@ -41,30 +54,44 @@ async def _respond(send, status: int, payload: dict) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def _header(scope, wanted: bytes) -> str | None:
+    values = [value.decode("latin-1") for name, value in scope.get("headers", []) if name.lower() == wanted]
+    if not values:
+        return None
+    # Two Content-Length headers that disagree are a smuggling attempt; "," makes it invalid.
+    return ",".join(values)
+
+
 async def ingest_app(scope, receive, send):
     if scope["method"] != "POST":
         await _respond(send, 405, {"detail": "POST only."})
         return
-    authorization = ""
-    for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            authorization = value.decode("latin-1")
-    body = await _read_body(receive)
-    if body is None:
-        return
-    if body == b"":
-        await _respond(send, 413, {"detail": f"The body is over {MAX_BODY_BYTES} bytes."})
+    declared, refusal = length_refusal(_header(scope, b"content-length"), _header(scope, b"transfer-encoding"))
+    if refusal is not None:
+        await _respond(send, *refusal)
         return
     # thread_sensitive=False: batches are independent, so several run at once.
-    status, payload = await sync_to_async(_handle_in_thread, thread_sensitive=False)(authorization, body)
+    in_thread = sync_to_async(_in_thread, thread_sensitive=False)
+    token = await in_thread(authenticate, _header(scope, b"authorization") or "")
+    if isinstance(token, tuple):
+        await _respond(send, *token)
+        return
+    try:
+        body = await _read_body(receive, declared)
+    except _Disconnected:
+        return
+    if len(body) != declared:
+        await _respond(send, *body_size_mismatch(declared, len(body)))
+        return
+    status, payload = await in_thread(store_batch, token, body)
     await _respond(send, status, payload)
 
 
-def _handle_in_thread(authorization: str, body: bytes) -> tuple[int, dict]:
+def _in_thread(function, *args):
     # What Django's request_started/finished signals do for a view: drop connections that
     # are past CONN_MAX_AGE or broken (a PostgreSQL restart), so a batch never fails on one.
     close_old_connections()
     try:
-        return handle_batch(authorization, body)
+        return function(*args)
     finally:
         close_old_connections()

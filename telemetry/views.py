@@ -1,3 +1,16 @@
+"""The ingest endpoint's shared steps, in the order both entry points run them:
+
+1. `length_refusal`: the declared Content-Length, before anything is read (no length, a chunked
+   body or one over MAX_BODY_BYTES is refused without reading a byte of it);
+2. `authenticate`: the node token, still before the body (an unknown token never makes the
+   portal buffer or parse anything);
+3. the body, read up to its declared length and never further;
+4. `store_batch`: parse, validate and store.
+
+`ingest` below is the Django view (WSGI, the test client); `telemetry.asgi_ingest` serves the
+same path under ASGI without Django's middleware.
+"""
+
 import json
 import logging
 from datetime import timedelta
@@ -13,15 +26,44 @@ from telemetry.storage import store_samples
 
 log = logging.getLogger(__name__)
 LAST_SEEN_PRECISION = timedelta(seconds=60)
+# An 8-GPU node's batch is ~2 KB; an agent that buffered an hour of a 16-GPU node sends
+# ~600 KB. 8 MiB leaves room for aggregators without letting one request hold much memory.
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+Answer = tuple[int, dict]
 
 
-def handle_batch(authorization: str, body: bytes) -> tuple[int, dict]:
-    """Authenticate a node agent's batch, validate it and store it: (HTTP status, answer)."""
+def length_refusal(content_length: str | None, transfer_encoding: str | None) -> tuple[int | None, Answer | None]:
+    """(declared length, None) when the headers allow reading the body, else (None, the answer).
+
+    A chunked body is refused (411) rather than read until a cap: its size is known only by
+    reading it, and agents always send a Content-Length.
+    """
+    if transfer_encoding:
+        return None, (411, {"detail": "Send the batch with a Content-Length, not a chunked body."})
+    if content_length is None or content_length.strip() == "":
+        return None, (411, {"detail": "A Content-Length header is required."})
+    text = content_length.strip()
+    if not text.isdigit():  # also refuses "-1", "1,1" and "+5"
+        return None, (400, {"detail": "The Content-Length header is not a byte count."})
+    length = int(text)
+    if length > MAX_BODY_BYTES:
+        return None, (413, {"detail": f"The body is over {MAX_BODY_BYTES} bytes."})
+    return length, None
+
+
+def authenticate(authorization: str) -> NodeToken | Answer:
+    """The node token named by an `Authorization: Bearer ...` header, or the 401 answer."""
     if not authorization.startswith("Bearer "):
         return 401, {"detail": "A node token is required (Authorization: Bearer gpn_...)."}
     token = NodeToken.objects.filter(key_hash=NodeToken.hash_key(authorization[7:].strip())).first()
     if token is None:
         return 401, {"detail": "Unknown or revoked node token."}
+    return token
+
+
+def store_batch(token: NodeToken, body: bytes) -> Answer:
+    """Validate a node's batch and store it: (HTTP status, answer)."""
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -46,10 +88,28 @@ def handle_batch(authorization: str, body: bytes) -> tuple[int, dict]:
     return 202, {"accepted": stored, "dropped_too_old": too_old}
 
 
+def body_size_mismatch(declared: int, received: int) -> Answer:
+    if received > declared:
+        return 400, {"detail": f"The body is longer than its Content-Length ({declared} bytes)."}
+    return 400, {"detail": f"The body ended after {received} of its {declared} declared bytes."}
+
+
 @csrf_exempt  # agents authenticate with a bearer token, never a cookie
 @require_POST
 def ingest(request):
     """POST /api/v1/telemetry/ingest from a node agent (telemetry/agent/gpupool_agent.py).
     Under ASGI the same path is served by telemetry.asgi_ingest, without the middleware."""
-    status, payload = handle_batch(request.headers.get("Authorization", ""), request.body)
+    length, refusal = length_refusal(request.META.get("CONTENT_LENGTH"), request.META.get("HTTP_TRANSFER_ENCODING"))
+    if refusal is not None:
+        return JsonResponse(refusal[1], status=refusal[0])
+    token = authenticate(request.headers.get("Authorization", ""))
+    if isinstance(token, tuple):
+        return JsonResponse(token[1], status=token[0])
+    # request.read(), not request.body: the stream is bounded by the Content-Length already
+    # checked above, and one byte more would show a body longer than declared.
+    body = request.read(length + 1)
+    if len(body) != length:
+        status, payload = body_size_mismatch(length, len(body))
+    else:
+        status, payload = store_batch(token, body)
     return JsonResponse(payload, status=status)

@@ -137,7 +137,7 @@ def test_the_asgi_fast_path_stores_a_batch_like_the_view():
             "POST",
             "/api/v1/telemetry/ingest",
             body=body,
-            headers=[(b"authorization", authorization.encode())],
+            headers=[(b"authorization", authorization.encode()), (b"content-length", str(len(body)).encode())],
         )
         return await communicator.get_response()
 
