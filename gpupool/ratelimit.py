@@ -44,6 +44,15 @@ def hit(scope: str, key: str, *, limit: int, window_seconds: int = 60) -> RateDe
     return RateDecision(True, 0)
 
 
+def refund(scope: str, key: str, *, window_seconds: int = 60) -> None:
+    """Give back one count of the current window (a request that turned out not to count)."""
+    name = f"gpupool:rl:{scope}:{key}:{int(_clock()) // window_seconds}"
+    try:
+        _client().decr(name)
+    except redis.RedisError as exc:
+        log.warning("rate limit count not refunded, Redis unavailable: %s", exc)
+
+
 def client_ip(request) -> str:
     """The client's address; X-Forwarded-For only counts behind a configured proxy."""
     if settings.TRUSTED_PROXY_COUNT:

@@ -30,6 +30,24 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
 
+# --- HTTPS and cookies: on by default whenever DEBUG is off ---------------------------------
+# Behind a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO (only when
+# that proxy always sets the header) and SECURE_SSL_REDIRECT=1. See deploy/production.env.example.
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+_proxy_ssl_header = env_str("SECURE_PROXY_SSL_HEADER", "")
+SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header, "https") if _proxy_ssl_header else None
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# HSTS preload is a commitment for the whole domain that only its owner can make: opt-in,
+# so Django's reminder about it is not an error of this deployment.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+
 INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
@@ -139,8 +157,12 @@ TELEMETRY_HOUR_RETENTION = timedelta(days=env_int("TELEMETRY_HOUR_RETENTION_DAYS
 # The dev cluster has no GPUs: an emulator derives samples from real Slurm allocations.
 # Never on in production, where node agents (NVML) or DCGM exporters send real ones.
 TELEMETRY_EMULATOR = env_bool("TELEMETRY_EMULATOR", False)
-# DCGM exporters to scrape (comma list of http://node:9400/metrics), as an alternative to agents.
-DCGM_EXPORTER_URLS = env_list("DCGM_EXPORTER_URLS", [])
+# DCGM exporters to scrape, as an alternative to agents: node=URL pairs, comma-separated
+# (gpu-a100-01=http://gpu-a100-01:9400/metrics,...) -> {node: URL}. The node is fixed here, never
+# read from the exporter's labels: what answers on a node's URL speaks for that node only.
+from telemetry.dcgm import parse_exporter_urls  # noqa: E402  (pure parsing, no models)
+
+DCGM_EXPORTER_URLS = parse_exporter_urls(env_str("DCGM_EXPORTER_URLS", ""))
 ALERT_EVALUATION_SECONDS = env_int("ALERT_EVALUATION_SECONDS", 30, minimum=5)
 
 # --- Redis: Celery broker and Channels layer -------------------------------------------
@@ -242,7 +264,10 @@ REQUIRE_IMAGE_DIGEST = env_bool("REQUIRE_IMAGE_DIGEST", False)
 DATA_MOUNT_ROOTS = env_list("DATA_MOUNT_ROOTS", ["/mnt/nvme"])
 # "pyxis" runs the image with srun --container-image; "none" (dev cluster) runs the command directly.
 JOB_RUNTIME = env_str("JOB_RUNTIME", "none")
+# Submissions per minute per user (PRODUCT.md: 5), and per client address across all its
+# users (several accounts behind one address, or one person with many accounts).
 SUBMIT_RATE_LIMIT_PER_MINUTE = env_int("SUBMIT_RATE_LIMIT_PER_MINUTE", 5, minimum=1)
+SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE = env_int("SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE", 30, minimum=1)
 # Behind N reverse proxies, the client address is the Nth from the right of X-Forwarded-For.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
 # Longest wait between two submission attempts while Slurm is unavailable.
@@ -250,8 +275,17 @@ SUBMIT_RETRY_MAX_SECONDS = env_int("SUBMIT_RETRY_MAX_SECONDS", 300, minimum=1)
 # How much of a log the job page and the API return (the whole file is a download).
 LOG_TAIL_BYTES = env_int("LOG_TAIL_BYTES", 64 * 1024, minimum=1024)
 
+# --- API ----------------------------------------------------------------------------------
+# The largest JSON body the API reads. A valid job spec can hold a 64 KiB command and 64
+# environment values of 4 KiB; JSON escaping grows text, so the cap leaves room over that.
+API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 512 * 1024, minimum=1024)
+# Log reads (API logs and downloads) per user per minute: each opens files and runs the analyser.
+API_LOG_READS_PER_MINUTE = env_int("API_LOG_READS_PER_MINUTE", 60, minimum=1)
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON only, as the schema says: one body type, with a size cap (jobs/api/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["jobs.api.parsers.CappedJSONParser"],
+    "EXCEPTION_HANDLER": "jobs.api.exceptions.api_exception_handler",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "accounts.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
@@ -260,7 +294,18 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "jobs.api.pagination.JobCursorPagination",
     "PAGE_SIZE": 50,
 }
-SPECTACULAR_SETTINGS = {"TITLE": "GPU pool portal API", "VERSION": "1"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "GPU pool portal API",
+    "VERSION": "1",
+    "DESCRIPTION": "Submit and watch GPU jobs. Authenticate with `Authorization: Bearer <API token>`; "
+    "bodies are JSON. Every refusal is a JSON object with `detail` (and `errors` by field for bad input).",
+    # The schema is public on purpose: it holds no data, only what the README documents, and
+    # client generators fetch it without credentials. The route itself is not in it.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "jobs.api.schema.postprocess"],
+}
 
 LOGGING = {
     "version": 1,

@@ -9,7 +9,7 @@ from django.conf import settings
 
 from accounts.models import Profile
 from billing.plans import plan_for
-from gpupool.ratelimit import client_ip, hit
+from gpupool.ratelimit import client_ip, hit, refund
 from jobs import actions
 from jobs.models import Job
 from jobs.spec import SpecPolicy, parse_job_spec
@@ -22,11 +22,34 @@ class RateLimited(Exception):
 
 
 def accept(request, data: Mapping[str, Any]) -> Job:
-    """Rate limit, validate, check quota and record the job. Raises RateLimited, SpecError,
-    QuotaExceeded or NotProvisioned, having changed nothing."""
-    decision = hit("submit", client_ip(request), limit=settings.SUBMIT_RATE_LIMIT_PER_MINUTE)
-    if not decision.allowed:
-        raise RateLimited(decision.retry_after)
+    """Validate, rate limit, check quota and record the job. Raises SpecError, RateLimited,
+    QuotaExceeded or NotProvisioned, having changed nothing.
+
+    The limit keys on the user (behind a proxy every user shares one address) and, more
+    loosely, on the address (one address with many accounts). Only submissions that pass
+    validation count, and one refused for quota gives its count back."""
     profile = Profile.objects.get(user=request.user)
     spec = parse_job_spec(data, plan=plan_for(profile.plan), policy=SpecPolicy.from_settings())
-    return actions.submit(request.user, spec)
+    counted = _count_submission(request)
+    try:
+        return actions.submit(request.user, spec)
+    except Exception:
+        for scope, key in counted:
+            refund(scope, key)
+        raise
+
+
+def _count_submission(request) -> list[tuple[str, str]]:
+    limits = [
+        ("submit-user", str(request.user.pk), settings.SUBMIT_RATE_LIMIT_PER_MINUTE),
+        ("submit-ip", client_ip(request), settings.SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE),
+    ]
+    counted = []
+    for scope, key, limit in limits:
+        decision = hit(scope, key, limit=limit)
+        counted.append((scope, key))
+        if not decision.allowed:
+            for earlier_scope, earlier_key in counted:
+                refund(earlier_scope, earlier_key)  # a refused request uses up nothing
+            raise RateLimited(decision.retry_after)
+    return counted

@@ -9,6 +9,7 @@ export EMAIL_BACKEND=django.core.mail.backends.locmem.EmailBackend
 export REDIS_URL=${TEST_REDIS_URL:-redis://127.0.0.1:6379/13}
 # Tests submit many jobs from 127.0.0.1; the limit itself is tested with its own setting.
 export SUBMIT_RATE_LIMIT_PER_MINUTE=${SUBMIT_RATE_LIMIT_PER_MINUTE:-10000}
+export SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE=${SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE:-10000}
 export SUBMIT_RETRY_MAX_SECONDS=3
 export CLUSTER_SYNC_INTERVAL_SECONDS=1
 .venv/bin/ruff check . || exit 1
