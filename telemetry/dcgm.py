@@ -17,7 +17,13 @@ Field mapping, per GPU (series grouped by node and the ``gpu`` label):
   FB_USED + ``DCGM_FI_DEV_FB_FREE`` (+ ``DCGM_FI_DEV_FB_RESERVED`` when present; newer DCGM counts the
   driver's reservation apart from "used"). All in MiB, like nvidia-smi and the NVML agent.
 * temperature_c: ``DCGM_FI_DEV_GPU_TEMP`` (C); power_w: ``DCGM_FI_DEV_POWER_USAGE`` (W).
-* node: the ``Hostname`` label, or ``node_override``; index: ``gpu``; uuid: ``UUID``.
+* node: the ``Hostname`` label, or ``node_override``; index: ``gpu`` (0-1023); uuid: ``UUID``.
+
+Scraping (``scrape_exporter``): each exporter URL is configured for one node (``DCGM_EXPORTER_URLS`` is
+``node=URL`` pairs), and a scrape speaks for that node only. A job that listens on the exporter's port of its
+own node (when the exporter is down) cannot report for another node: series whose ``Hostname`` names another
+host are dropped (and logged once per host), series without ``Hostname`` (``--no-hostname``) belong to the
+configured node. Every read is capped in bytes (``MAX_METRICS_BYTES``) and in total time, headers included.
 
 The PROF (profiling) fields need a datacenter GPU and a collectors file that enables them, so older or default
 exporters lack them. A value that is NaN, infinite or one of DCGM's "blank" sentinels (>= 0x7ffffff0, e.g.
@@ -29,13 +35,18 @@ accepted but not used: every sample gets the scrape time ``now``.
 
 from __future__ import annotations
 
+import http.client
 import logging
 import math
 import re
+import socket
+import threading
+import time
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime
+
+from django.core.exceptions import ImproperlyConfigured
 
 from telemetry.samples import GpuSample
 
@@ -56,6 +67,11 @@ WANTED = frozenset(
     {SM_ACTIVE, DRAM_ACTIVE, GPU_UTIL, MEM_COPY_UTIL, FB_USED, FB_FREE, FB_RESERVED, FB_TOTAL, GPU_TEMP, POWER_USAGE}
 )
 DCGM_BLANK = 0x7FFFFFF0  # DCGM_INT32_BLANK; the int64 and fp64 blanks are larger still
+MAX_GPU_INDEX = 1024  # as the agents' ingest accepts
+# An 8-GPU exporter with every default field is ~100 KB; MIG instances multiply that a few times.
+MAX_METRICS_BYTES = 4 * 1024 * 1024
+# Beat scrapes every TELEMETRY_INTERVAL_SECONDS (10 s by default): a read must end well before the next.
+FETCH_TIMEOUT_SECONDS = 5.0
 
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -199,17 +215,23 @@ def _to_sample(gpu: _Gpu, now: datetime) -> tuple[GpuSample | None, list[str]]:
     return sample, []
 
 
-def parse_dcgm_metrics_with_problems(
-    text: str, *, now: datetime, node_override: str | None = None
-) -> tuple[list[GpuSample], list[str]]:
-    """Parse one DCGM-exporter scrape; returns (samples sorted by node and index, problems).
+def _same_host(hostname: str, node: str) -> bool:
+    """The exporter's host name is the configured node, or that node's fully qualified name."""
+    return hostname == node or hostname.split(".", 1)[0] == node
 
-    ``problems`` names every skipped GPU and what it lacked, unparsable lines, series without a node or GPU
-    index, and ignored MIG series. See the module docstring for the field mapping.
-    """
+
+@dataclass
+class _Parsed:
+    samples: list[GpuSample]
+    problems: list[str]
+    foreign_hosts: set[str]
+
+
+def _parse(text: str, *, now: datetime, node_override: str | None, expected_node: str | None) -> _Parsed:
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware (UTC)")
     problems: list[str] = []
+    foreign: set[str] = set()
     gpus: dict[tuple[str, int], _Gpu] = {}
     mig: set[tuple[str, str]] = set()
     for number, line in enumerate(text.splitlines(), start=1):
@@ -221,7 +243,14 @@ def parse_dcgm_metrics_with_problems(
         if parsed is None or parsed[0] not in WANTED:
             continue
         name, labels, value = parsed
-        node = node_override or labels.get("Hostname", "")
+        hostname = labels.get("Hostname", "")
+        if expected_node is not None:
+            if hostname and not _same_host(hostname, expected_node):
+                foreign.add(hostname[:100])
+                continue
+            node = expected_node
+        else:
+            node = node_override or hostname
         if labels.get("GPU_I_ID"):
             mig.add((node, labels.get("gpu", "?")))
             continue
@@ -231,9 +260,11 @@ def parse_dcgm_metrics_with_problems(
         try:
             index = int(labels.get("gpu", ""))
         except ValueError:
-            problems.append(f"line {number}: {name} has no valid gpu label; ignored")
+            index = -1
+        if not 0 <= index < MAX_GPU_INDEX:
+            problems.append(f"line {number}: {name} has no valid gpu label (0-{MAX_GPU_INDEX - 1}); ignored")
             continue
-        uuid = labels.get("UUID", "")
+        uuid = labels.get("UUID", "")[:100]
         gpu = gpus.setdefault((node, index), _Gpu(node, index, uuid))
         if uuid and gpu.uuid and uuid != gpu.uuid:
             problems.append(f"line {number}: {node} GPU {index} has two UUIDs ({gpu.uuid}, {uuid}); kept the first")
@@ -241,6 +272,10 @@ def parse_dcgm_metrics_with_problems(
         gpu.uuid = gpu.uuid or uuid
         gpu.values[name] = value
     problems.extend(f"{node} GPU {index}: MIG instance series ignored" for node, index in sorted(mig))
+    problems.extend(
+        f"series of host {host!r} ignored: this exporter is configured for node {expected_node!r}"
+        for host in sorted(foreign)
+    )
     samples: list[GpuSample] = []
     for key in sorted(gpus):
         gpu = gpus[key]
@@ -251,7 +286,29 @@ def parse_dcgm_metrics_with_problems(
         problems.extend(gpu_problems)
         if sample is not None:
             samples.append(sample)
-    return samples, problems
+    return _Parsed(samples, problems, foreign)
+
+
+def parse_dcgm_metrics_with_problems(
+    text: str, *, now: datetime, node_override: str | None = None
+) -> tuple[list[GpuSample], list[str]]:
+    """Parse one DCGM-exporter scrape; returns (samples sorted by node and index, problems).
+
+    ``problems`` names every skipped GPU and what it lacked, unparsable lines, series without a node or GPU
+    index, and ignored MIG series. See the module docstring for the field mapping. The node comes from the
+    ``Hostname`` labels: use ``scrape_exporter`` (or ``parse_node_metrics``) for an exporter whose node is known.
+    """
+    parsed = _parse(text, now=now, node_override=node_override, expected_node=None)
+    return parsed.samples, parsed.problems
+
+
+def parse_node_metrics(text: str, *, node: str, now: datetime) -> tuple[list[GpuSample], list[str], set[str]]:
+    """One scrape of the exporter configured for ``node``: (that node's samples, problems, other hosts seen).
+
+    Series labelled with another host are left out; series without a ``Hostname`` label are the node's.
+    """
+    parsed = _parse(text, now=now, node_override=None, expected_node=node)
+    return parsed.samples, parsed.problems, parsed.foreign_hosts
 
 
 def parse_dcgm_metrics(text: str, *, now: datetime, node_override: str | None = None) -> list[GpuSample]:
@@ -267,15 +324,159 @@ def parse_dcgm_metrics(text: str, *, now: datetime, node_override: str | None = 
     return samples
 
 
-def fetch_dcgm(url: str, timeout: float = 5.0) -> str:
-    """GET a DCGM-exporter's metrics text, e.g. ``http://gpu-a100-01:9400/metrics`` (``/metrics`` is added to a
-    bare ``http://host:port``). Raises urllib.error.URLError / HTTPError / TimeoutError on failure."""
+# --- configuration -------------------------------------------------------------------------
+_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def _metrics_url(url: str) -> str:
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise ValueError(f"DCGM-exporter URL must be http(s)://, not {url!r}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"DCGM-exporter URL must be http(s)://host[:port][/path], not {url!r}")
     if parts.path in ("", "/"):
-        url = urllib.parse.urlunsplit(parts._replace(path="/metrics"))
-    request = urllib.request.Request(url, headers={"Accept": "text/plain", "User-Agent": "gpupool-portal"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
+        parts = parts._replace(path="/metrics")
+    return urllib.parse.urlunsplit(parts)
+
+
+def parse_exporter_urls(raw: str) -> dict[str, str]:
+    """``DCGM_EXPORTER_URLS``: ``node=URL`` pairs, comma-separated -> {node: metrics URL}.
+
+    The plain URL list of earlier versions is refused: it let the exporter's labels say which node a
+    scrape was for, so whatever answered on one node's port could report for any node.
+    """
+    exporters: dict[str, str] = {}
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        node, separator, url = item.partition("=")
+        node = node.strip()
+        if not separator or "://" in node or not _NODE_NAME.fullmatch(node):
+            raise ImproperlyConfigured(
+                f"DCGM_EXPORTER_URLS: {item!r} is not node=URL. Each exporter is tied to the node it runs on, "
+                "e.g. DCGM_EXPORTER_URLS=gpu-a100-01=http://gpu-a100-01:9400/metrics,"
+                "gpu-a100-02=http://gpu-a100-02:9400/metrics (a plain list of URLs is no longer accepted)."
+            )
+        if node in exporters:
+            raise ImproperlyConfigured(f"DCGM_EXPORTER_URLS: node {node!r} is listed twice")
+        try:
+            exporters[node] = _metrics_url(url.strip())
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"DCGM_EXPORTER_URLS: {node}: {exc}") from None
+    return exporters
+
+
+# --- fetching --------------------------------------------------------------------------------
+class FetchError(OSError):
+    """The exporter answered, but not with metrics this portal takes (status, size, time)."""
+
+
+def fetch_dcgm(url: str, timeout: float = FETCH_TIMEOUT_SECONDS, max_bytes: int = MAX_METRICS_BYTES) -> str:
+    """GET a DCGM-exporter's metrics text, e.g. ``http://gpu-a100-01:9400/metrics`` (``/metrics`` is added to a
+    bare ``http://host:port``).
+
+    Bounded: at most ``max_bytes`` of body and ``timeout`` seconds in all, from connecting to the last byte
+    (a server that drips its headers or body is cut off, not waited for byte by byte). Redirects are not
+    followed: the URL is the node's exporter, not a pointer to somewhere else. Raises ``FetchError`` (an
+    ``OSError``) or another ``OSError`` / ``http.client.HTTPException`` on failure.
+    """
+    url = _metrics_url(url)
+    parts = urllib.parse.urlsplit(url)
+    connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    connection = connection_class(parts.hostname, parts.port, timeout=timeout)
+    deadline = time.monotonic() + timeout
+    expired = threading.Event()
+
+    opened: list[socket.socket] = []  # the socket, kept: http.client drops its own reference on "close"
+
+    def expire():
+        # Unblocks a read in progress: per-read socket timeouts alone would let a server that sends a
+        # byte now and then keep the scrape going for ever.
+        expired.set()
+        for sock in opened:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    watchdog = threading.Timer(timeout, expire)
+    watchdog.daemon = True
+    watchdog.start()
+    response = None
+    try:
+        connection.connect()
+        opened.append(connection.sock)
+        if expired.is_set():
+            raise TimeoutError(f"no connection within {timeout} s")
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        connection.request("GET", path, headers={"Accept": "text/plain", "User-Agent": "gpupool-portal"})
+        response = connection.getresponse()
+        if response.status != 200:
+            raise FetchError(f"HTTP {response.status} {response.reason}".strip())
+        declared = response.getheader("Content-Length")
+        if declared and declared.strip().isdigit() and int(declared) > max_bytes:
+            raise FetchError(f"the metrics are {int(declared)} bytes, over the limit of {max_bytes}")
+        chunks, size = [], 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or expired.is_set():
+                raise TimeoutError(f"no complete answer within {timeout} s")
+            opened[0].settimeout(remaining)
+            chunk = response.read1(65536)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > max_bytes:
+                raise FetchError(f"the metrics are over the limit of {max_bytes} bytes")
+            chunks.append(chunk)
+        if expired.is_set():  # the shutdown looks like the end of the body: it is not
+            raise TimeoutError(f"no complete answer within {timeout} s")
         charset = response.headers.get_content_charset() or "utf-8"
-        return response.read().decode(charset, errors="replace")
+        try:
+            return b"".join(chunks).decode(charset, errors="replace")
+        except LookupError:  # a charset Python does not know: the exposition format is UTF-8
+            return b"".join(chunks).decode("utf-8", errors="replace")
+    except (OSError, http.client.HTTPException):
+        if expired.is_set():
+            raise TimeoutError(f"no complete answer within {timeout} s") from None
+        raise
+    finally:
+        watchdog.cancel()
+        if response is not None:
+            response.close()
+        connection.close()
+
+
+# --- scraping ----------------------------------------------------------------------------------
+_REPORTED_FOREIGN: set[tuple[str, str]] = set()
+_MAX_REPORTED = 10_000
+
+
+def scrape_exporter(node: str, url: str, now: datetime) -> list[GpuSample]:
+    """Read the exporter configured for ``node`` and return that node's samples only.
+
+    Failures are logged and give no samples. Series of other hosts are dropped and logged once per
+    (node, host) for the life of the process: they mean a misconfigured exporter, or something else
+    answering on the exporter's port.
+    """
+    try:
+        text = fetch_dcgm(url)
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        log.warning("DCGM exporter of %s (%s): %s", node, url, exc)
+        return []
+    samples, problems, foreign = parse_node_metrics(text, node=node, now=now)
+    for problem in problems:
+        if problem.startswith("series of host "):
+            continue
+        log.warning("DCGM metrics of %s: %s", node, problem)
+    for host in sorted(foreign):
+        key = (node, host)
+        if key in _REPORTED_FOREIGN or len(_REPORTED_FOREIGN) >= _MAX_REPORTED:
+            continue
+        _REPORTED_FOREIGN.add(key)
+        log.warning(
+            "DCGM exporter of %s (%s) sent series of host %r: ignored (an exporter speaks only for its own node; "
+            "check DCGM_EXPORTER_URLS, or what listens on that port). Logged once.",
+            node,
+            url,
+            host,
+        )
+    return samples

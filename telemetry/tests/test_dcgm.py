@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import http.server
 import logging
+import os
+import re
+import subprocess
+import sys
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 from telemetry.dcgm import (
+    FetchError,
     ParseError,
     fetch_dcgm,
     parse_dcgm_metrics,
     parse_dcgm_metrics_with_problems,
+    parse_exporter_urls,
     parse_line,
+    parse_node_metrics,
+    scrape_exporter,
 )
 from telemetry.samples import GpuSample
 
@@ -215,3 +225,172 @@ def test_fetch_dcgm_over_http(metrics_server):
 def test_fetch_dcgm_refuses_other_schemes():
     with pytest.raises(ValueError):
         fetch_dcgm("file:///etc/passwd")
+
+
+# --- exporters tied to their node ------------------------------------------------------------
+def test_exporter_urls_are_node_url_pairs():
+    raw = "gpu-a100-01=http://gpu-a100-01:9400, gpu-h100-01=https://10.0.0.7:9400/metrics?collect=a=b ,"
+    assert parse_exporter_urls(raw) == {
+        "gpu-a100-01": "http://gpu-a100-01:9400/metrics",
+        "gpu-h100-01": "https://10.0.0.7:9400/metrics?collect=a=b",
+    }
+    assert parse_exporter_urls("") == {}
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ("http://gpu-a100-01:9400/metrics", "not node=URL"),  # the old plain list
+        ("http://gpu-a100-01:9400/metrics?x=1", "not node=URL"),  # a "=" in the URL is no node
+        ("gpu-a100-01=http://a:9400,gpu-a100-01=http://b:9400", "listed twice"),
+        ("gpu-a100-01=file:///etc/passwd", "http(s)://"),
+        ("gpu a100=http://a:9400", "not node=URL"),
+        ("=http://a:9400", "not node=URL"),
+    ],
+)
+def test_malformed_exporter_settings_stop_the_start_with_a_clear_message(raw, message):
+    with pytest.raises(ImproperlyConfigured, match=re.escape(message)):
+        parse_exporter_urls(raw)
+
+
+def test_the_settings_refuse_the_old_plain_list(tmp_path):
+    """The real settings module, in a process of its own: the old form stops the start."""
+    env = {**os.environ, "DEBUG": "1", "DCGM_EXPORTER_URLS": "http://gpu-a100-01:9400/metrics"}
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        env={**env, "DJANGO_SETTINGS_MODULE": "gpupool.settings"},
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and "gpu-a100-01=http://gpu-a100-01:9400/metrics" in result.stderr
+
+
+def test_a_scrape_keeps_only_the_configured_nodes_series():
+    own, problems, foreign = parse_node_metrics(load("dcgm_a100_prof.prom"), node="gpu-a100-01", now=NOW)
+    assert [s.index for s in own] == [0, 1, 2, 3] and foreign == set() and problems == []
+    # The same page at another node's URL (a job answering on that node's exporter port): nothing.
+    other, problems, foreign = parse_node_metrics(load("dcgm_a100_prof.prom"), node="gpu-a100-02", now=NOW)
+    assert other == [] and foreign == {"gpu-a100-01"}
+    assert problems == ["series of host 'gpu-a100-01' ignored: this exporter is configured for node 'gpu-a100-02'"]
+
+
+def test_series_without_hostname_are_the_nodes_and_a_qualified_name_matches():
+    text = load("dcgm_v100_legacy.prom")
+    unlabelled = re.sub(r',\s*Hostname="[^"]*"', "", text)
+    samples, _, foreign = parse_node_metrics(unlabelled, node="v100-3", now=NOW)
+    assert {s.node for s in samples} == {"v100-3"} and len(samples) == 2 and not foreign
+    qualified = text.replace('Hostname="gpu-v100-03"', 'Hostname="gpu-v100-03.cluster.example.org"')
+    samples, _, foreign = parse_node_metrics(qualified, node="gpu-v100-03", now=NOW)
+    assert {s.node for s in samples} == {"gpu-v100-03"} and len(samples) == 2 and not foreign
+
+
+def test_a_page_mixing_hosts_gives_only_the_nodes_gpus():
+    mixed = load("dcgm_a100_prof.prom") + "\n" + load("dcgm_h100_lost_gpu.prom")
+    samples, _, foreign = parse_node_metrics(mixed, node="gpu-h100-02", now=NOW)
+    assert {s.node for s in samples} == {"gpu-h100-02"} and [s.index for s in samples] == [0, 1, 3]
+    assert foreign == {"gpu-a100-01"}
+
+
+def test_gpu_indexes_are_bounded_like_the_agents():
+    line = 'DCGM_FI_DEV_GPU_UTIL{gpu="4096",UUID="GPU-x",Hostname="n1"} 10'
+    samples, problems = parse_dcgm_metrics_with_problems(line, now=NOW)
+    assert samples == [] and "no valid gpu label" in problems[0]
+
+
+def test_foreign_series_are_logged_once_per_host(metrics_server, caplog, monkeypatch):
+    monkeypatch.setattr("telemetry.dcgm._REPORTED_FOREIGN", set())
+    with caplog.at_level(logging.WARNING, logger="telemetry.dcgm"):
+        for _ in range(3):
+            assert scrape_exporter("gpu-h100-01", metrics_server, NOW) == []
+    warnings = [r for r in caplog.records if "gpu-a100-01" in r.getMessage()]
+    assert len(warnings) == 1 and "ignored" in warnings[0].getMessage()
+    assert len(scrape_exporter("gpu-a100-01", metrics_server, NOW)) == 4
+
+
+@pytest.mark.django_db
+def test_the_beat_task_stores_each_exporters_own_node_only(metrics_server, settings):
+    from telemetry.models import GpuLatest
+    from telemetry.tasks import scrape_dcgm
+
+    # One real exporter of gpu-a100-01, also configured (wrongly, or hijacked) as gpu-h100-01's.
+    settings.DCGM_EXPORTER_URLS = {"gpu-a100-01": metrics_server, "gpu-h100-01": metrics_server + "/metrics"}
+    assert scrape_dcgm() == 4
+    assert sorted(GpuLatest.objects.values_list("node", "index")) == [("gpu-a100-01", i) for i in range(4)]
+
+
+# --- every read is capped ----------------------------------------------------------------------
+@pytest.fixture
+def hostile_server():
+    """An exporter port answered by something hostile; the path chooses how."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            try:
+                if self.path == "/huge-declared":
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(10**12))
+                    self.end_headers()
+                    self.wfile.write(b"x" * 1000)
+                elif self.path == "/endless":
+                    self.send_response(200)
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    piece = b"x" * 65536
+                    while True:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                elif self.path == "/drip":
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                    for _ in range(200):  # a header byte every 0.1 s: each read is quick, the whole is not
+                        self.wfile.write(b"X")
+                        self.wfile.flush()
+                        time.sleep(0.1)
+                elif self.path == "/redirect":
+                    self.send_response(302)
+                    self.send_header("Location", "http://169.254.169.254/latest/meta-data/")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+            except OSError:  # the client hung up, as it should
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_a_declared_length_over_the_cap_is_refused_before_reading(hostile_server):
+    started = time.monotonic()
+    with pytest.raises(FetchError, match="over the limit"):
+        fetch_dcgm(hostile_server + "/huge-declared", timeout=5)
+    assert time.monotonic() - started < 1
+
+
+def test_an_endless_body_stops_at_the_byte_cap(hostile_server):
+    with pytest.raises(FetchError, match="over the limit of 1000000 bytes"):
+        fetch_dcgm(hostile_server + "/endless", timeout=5, max_bytes=1_000_000)
+
+
+def test_a_dripping_server_is_cut_off_at_the_total_timeout(hostile_server):
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        fetch_dcgm(hostile_server + "/drip", timeout=1)
+    assert time.monotonic() - started < 2
+
+
+def test_redirects_are_not_followed(hostile_server):
+    with pytest.raises(FetchError, match="HTTP 302"):
+        fetch_dcgm(hostile_server + "/redirect", timeout=5)
