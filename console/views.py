@@ -1,4 +1,4 @@
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -57,9 +57,29 @@ def all_jobs(request):
     return render(request, "console/all_jobs.html", {"jobs": jobs})
 
 
+SIGNUP_DAYS = 30
+
+
+def signup_chart(counts: dict, today) -> dict:
+    """Every day of the last SIGNUP_DAYS (today included), zero where nobody signed up, and the
+    x-axis range those days cover: one day of data still draws on a 30-day axis, not on
+    sub-millisecond ticks."""
+    days = [today - timedelta(days=offset) for offset in range(SIGNUP_DAYS - 1, -1, -1)]
+    half_day = timedelta(hours=12)
+    first = datetime.combine(days[0], datetime.min.time()) - half_day
+    last = datetime.combine(days[-1], datetime.min.time()) + half_day
+    return {
+        "days": [day.isoformat() for day in days],
+        "counts": [counts.get(day, 0) for day in days],
+        # Bars are centred on their day: half a day either side shows the first and last whole.
+        "x_range": [first.isoformat(), last.isoformat()],
+    }
+
+
 @role_required(Role.MARKETING, Role.ADMIN)
 def signups(request):
-    since = timezone.now() - timedelta(days=30)
+    today = timezone.localdate()
+    since = timezone.make_aware(datetime.combine(today - timedelta(days=SIGNUP_DAYS - 1), datetime.min.time()))
     per_day = (
         get_user_model()
         .objects.filter(date_joined__gte=since)
@@ -69,8 +89,12 @@ def signups(request):
         .order_by("day")
     )
     rows = list(per_day)
-    chart_rows = [{"day": row["day"].isoformat(), "count": row["count"]} for row in rows]
-    return render(request, "console/signups.html", {"per_day": rows, "per_day_json": chart_rows, "since": since})
+    chart = signup_chart({row["day"]: row["count"] for row in rows}, today)
+    return render(
+        request,
+        "console/signups.html",
+        {"per_day": rows, "chart": chart, "since": since, "days": SIGNUP_DAYS},
+    )
 
 
 @cache_control(public=True, max_age=86400)

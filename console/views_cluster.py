@@ -4,6 +4,7 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Q
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -55,15 +56,30 @@ def _node_or_404(name: str) -> Node:
     return get_object_or_404(Node, name=name)
 
 
+# A node page lists at most this many of the node's running jobs and counts the rest: a node
+# packed with shard jobs (an H100 has 20 shards a GPU) must not make the page load them all.
+NODE_PAGE_JOBS = 50
+
+
+def running_jobs_on(name: str):
+    """Running jobs holding GPUs of node `name` or listed on it, selected in the database.
+    `nodes` is Slurm's node list: the name alone, or an item of a comma list."""
+    return Job.objects.filter(state="RUNNING").filter(
+        Q(gpu_allocation__has_key=name)
+        | Q(nodes=name)
+        | Q(nodes__startswith=f"{name},")
+        | Q(nodes__endswith=f",{name}")
+        | Q(nodes__contains=f",{name},")
+    )
+
+
 @login_required
 def node_detail(request, name: str):
     node = _node_or_404(name)
     admin = _is_admin(request)
-    jobs = [
-        job
-        for job in Job.objects.filter(state="RUNNING").select_related("owner")
-        if name in (job.gpu_allocation or {}) or name in job.nodes.split(",")
-    ]
+    running = running_jobs_on(name)
+    jobs = list(running.select_related("owner").order_by("start_time", "id")[:NODE_PAGE_JOBS])
+    hidden_count = max(0, running.count() - len(jobs)) if len(jobs) == NODE_PAGE_JOBS else 0
     visible_jobs = [
         {
             "job": job,
@@ -83,6 +99,7 @@ def node_detail(request, name: str):
         "node": node,
         "gpus": gpus,
         "jobs": visible_jobs,
+        "more_jobs": hidden_count,
         "is_admin": admin,
         "audit": AuditLog.objects.filter(target=name)[:10] if admin else [],
     }
@@ -109,25 +126,40 @@ def gpu_detail(request, name: str, index: int):
     return render(request, "console/gpu_detail.html", context)
 
 
+# Raw samples come every ~10 s (360 an hour); an agent sending faster, or a replay, must not
+# make one request load an unbounded number of rows: the newest are kept.
+SERIES_MAX_POINTS = 2000
+SERIES_WINDOWS = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
+
+
 @login_required
 def gpu_series(request, name: str, index: int):
-    """The last hour from raw samples (every ~10 s) and the last day from minute rollups."""
+    """The last hour from raw samples (every ~10 s) and the last day from minute rollups, each
+    with the x-axis range of its whole window (`<window>_range`), so a GPU that reported once
+    still draws on an hour or a day, not on sub-millisecond ticks. Times are in the portal's
+    time zone (Plotly draws the wall-clock time of a string and ignores its offset)."""
     _node_or_404(name)
     now = timezone.now()
     fields = ("compute_util", "memory_util", "memory_used_mb", "memory_total_mb", "temperature_c", "power_w")
 
     def columns(rows, time_field):
         data = {"t": [], **{field: [] for field in fields}}
-        for row in rows:
-            data["t"].append(row[time_field].isoformat())
+        for row in reversed(rows):  # fetched newest first, drawn oldest first
+            data["t"].append(timezone.localtime(row[time_field]).isoformat())
             for field in fields:
                 data[field].append(row[field])
         return data
 
-    hour = GpuSampleRaw.objects.filter(node=name, index=index, time__gte=now - timedelta(hours=1)).order_by("time")
-    day = GpuMinute.objects.filter(node=name, index=index, bucket__gte=now - timedelta(days=1)).order_by("bucket")
+    hour_since, day_since = now - SERIES_WINDOWS["hour"], now - SERIES_WINDOWS["day"]
+    hour = GpuSampleRaw.objects.filter(node=name, index=index, time__gte=hour_since).order_by("-time")
+    day = GpuMinute.objects.filter(node=name, index=index, bucket__gte=day_since).order_by("-bucket")
     return JsonResponse(
-        {"hour": columns(hour.values("time", *fields), "time"), "day": columns(day.values("bucket", *fields), "bucket")}
+        {
+            "hour": columns(list(hour.values("time", *fields)[:SERIES_MAX_POINTS]), "time"),
+            "day": columns(list(day.values("bucket", *fields)[:SERIES_MAX_POINTS]), "bucket"),
+            "hour_range": [timezone.localtime(hour_since).isoformat(), timezone.localtime(now).isoformat()],
+            "day_range": [timezone.localtime(day_since).isoformat(), timezone.localtime(now).isoformat()],
+        }
     )
 
 

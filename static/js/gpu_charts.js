@@ -3,10 +3,12 @@
   "use strict";
   const hourDiv = document.getElementById("chart-hour");
   if (!hourDiv) return;
-  const layout = (title) => ({
+  // range: the window's real span from the server (an hour, a day), however few points there are.
+  const layout = (title, range) => ({
     title: {text: title, font: {size: 14}},
     margin: {t: 36, r: 50, b: 36, l: 44},
     legend: {orientation: "h", y: -0.2},
+    xaxis: {type: "date", range: range},
     yaxis: {title: "%", range: [0, 100]},
     yaxis2: {title: "°C / W", overlaying: "y", side: "right", rangemode: "tozero"},
   });
@@ -25,8 +27,8 @@
     if (!response.ok) return;
     const data = await response.json();
     const config = {responsive: true, displayModeBar: false};
-    Plotly.react("chart-hour", traces(data.hour), layout("Last hour"), config);
-    Plotly.react("chart-day", traces(data.day), layout("Last day (per minute)"), config);
+    Plotly.react("chart-hour", traces(data.hour), layout("Last hour", data.hour_range), config);
+    Plotly.react("chart-day", traces(data.day), layout("Last day (per minute)", data.day_range), config);
     hourDiv.dataset.points = String(data.hour.t.length);
   }
   draw();
