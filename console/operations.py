@@ -165,6 +165,21 @@ def pool_utilisation(
     return result
 
 
+def gpus_allocated_at(records: Iterable[AccountingRecord], moment: datetime) -> dict[str, int]:
+    """Whole GPUs held at `moment`, by type ("" for untyped): the runs that had started by
+    then and had not ended (a running job has no end yet). What "busy now" means, whatever
+    the period's average says."""
+    held: dict[str, int] = {}
+    for record in records:
+        if record.gpu_count <= 0 or run_interval(record, moment) is None:
+            continue
+        if record.end_time is not None and record.end_time <= moment:
+            continue
+        for gpu_type, count in gpus_by_type(record).items():
+            held[gpu_type] = held.get(gpu_type, 0) + count
+    return dict(sorted(held.items()))
+
+
 @dataclass(frozen=True)
 class WaitBucket:
     start: datetime

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from datetime import datetime, timedelta
 from decimal import Decimal
 from urllib.parse import urlencode
@@ -85,7 +86,28 @@ def _roi_query(inputs: ops.RoiInputs, period: str) -> str:
 
 
 def _percent(ratio: float | None) -> float | None:
-    return None if ratio is None else round(ratio * 100, 1)
+    # Two decimals: a few jobs on a large pool over a week are a fraction of a percent, and
+    # "0.0 %" would read as "nothing counted".
+    return None if ratio is None else round(ratio * 100, 2)
+
+
+def _gpu_hours(seconds: float) -> float:
+    return round(seconds / 3600, 2)
+
+
+def percent_label(ratio: float | None) -> str:
+    """83.25 %; "< 0.01 %" for a share too small to show but not nothing; "–" without GPUs."""
+    if ratio is None:
+        return "–"
+    percent = _percent(ratio)
+    if percent == 0 and ratio > 0:
+        return "< 0.01 %"
+    return f"{percent:g} %"
+
+
+def gpu_hours_label(seconds: float) -> str:
+    hours = _gpu_hours(seconds)
+    return "< 0.01" if hours == 0 and seconds > 0 else f"{hours:g}"
 
 
 def _minutes(seconds: float | None) -> float | None:
@@ -123,9 +145,14 @@ def _figures(records, inventory: dict[str, int], start: datetime, end: datetime,
         rows.append(
             {
                 "label": local_start.strftime(date_format) if bucket == "day" else f"week of {local_start:%Y-%m-%d}",
-                "allocated_gpu_hours": round(used.allocated_gpu_seconds / 3600, 1),
-                "available_gpu_hours": round(used.available_gpu_seconds / 3600, 1),
+                "allocated_gpu_hours": _gpu_hours(used.allocated_gpu_seconds),
+                "available_gpu_hours": _gpu_hours(used.available_gpu_seconds),
                 "utilisation_percent": _percent(used.utilisation),
+                "utilisation_label": percent_label(used.utilisation),
+                "allocated_label": gpu_hours_label(used.allocated_gpu_seconds),
+                "type_labels": [
+                    percent_label(used.by_type[name].utilisation) if name in used.by_type else "–" for name in gpu_types
+                ],
                 "type_percents": [
                     _percent(used.by_type[name].utilisation) if name in used.by_type else None for name in gpu_types
                 ],
@@ -134,14 +161,23 @@ def _figures(records, inventory: dict[str, int], start: datetime, end: datetime,
                 "p95_wait": duration(wait.p95_wait_seconds),
             }
         )
+    by_type = {
+        name: [_percent(row.by_type[name].utilisation) if name in row.by_type else None for row in utilisation]
+        for name in gpu_types
+    }
+    percents = [_percent(row.utilisation) for row in utilisation]
+    highest = max([value for series in [percents, *by_type.values()] for value in series if value is not None] or [0])
+    held_now = ops.gpus_allocated_at(records, now)
+    gpus_now, total_gpus = sum(held_now.values()), sum(inventory.values())
     chart = {
+        # Every bucket of the period is a label, data or not: the x axis is always the whole period.
         "labels": [timezone.localtime(row.start).strftime(date_format) for row in utilisation],
         "bucket": bucket,
-        "utilisation": [_percent(row.utilisation) for row in utilisation],
-        "by_type": {
-            name: [_percent(row.by_type[name].utilisation) if name in row.by_type else None for row in utilisation]
-            for name in gpu_types
-        },
+        "utilisation": percents,
+        "by_type": by_type,
+        # Percent on a real 0-100 scale (more only if allocations exceed the mirrored pool),
+        # never a range stretched to fit 0.02.
+        "utilisation_range": [0, max(100, math.ceil(highest))],
         "jobs": [row.jobs for row in waits],
         "average_wait_minutes": [_minutes(row.average_wait_seconds) for row in waits],
         "p95_wait_minutes": [_minutes(row.p95_wait_seconds) for row in waits],
@@ -150,9 +186,18 @@ def _figures(records, inventory: dict[str, int], start: datetime, end: datetime,
         "rows": rows,
         "chart": chart,
         "gpu_types": gpu_types,
+        "now": {
+            "gpus": gpus_now,
+            "total": total_gpus,
+            "percent": _percent(gpus_now / total_gpus) if total_gpus else None,
+            "by_type": [(name or "untyped", count, inventory.get(name)) for name, count in held_now.items()],
+        },
         "summary": {
             "utilisation_percent": _percent(allocated / available) if available else None,
-            "allocated_gpu_hours": round(allocated / 3600, 1),
+            "utilisation_label": percent_label(allocated / available if available else None),
+            "allocated_label": gpu_hours_label(allocated),
+            "allocated_gpu_seconds": allocated,
+            "allocated_gpu_hours": _gpu_hours(allocated),
             "jobs": overall.jobs,
             "average_wait": duration(overall.average_wait_seconds),
             "p95_wait": duration(overall.p95_wait_seconds),

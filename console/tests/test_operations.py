@@ -66,6 +66,18 @@ def never_started(job_id=9, *, submit, gpus=1, state="CANCELLED"):
 
 
 # --- utilisation -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "ratio, label",
+    [(None, "–"), (0.0, "0 %"), (0.00000004, "< 0.01 %"), (0.0001, "0.01 %"), (0.8325, "83.25 %"), (1.0, "100 %")],
+)
+def test_percent_labels_never_show_a_small_share_as_zero(ratio, label):
+    assert views_operations.percent_label(ratio) == label
+
+
+def test_gpu_hour_labels_never_show_a_few_seconds_as_zero():
+    assert [views_operations.gpu_hours_label(s) for s in (0, 5, 36, 5400)] == ["0", "< 0.01", "0.01", "1.5"]
+
+
 def test_days_are_cut_from_the_start_and_the_last_one_ends_at_the_end():
     bounds = ops.bucket_bounds(DAY1, DAY3 + timedelta(hours=6), "day")
     assert bounds == [(DAY1, DAY2), (DAY2, DAY3), (DAY3, DAY3 + timedelta(hours=6))]
@@ -122,6 +134,22 @@ def test_a_running_job_counts_up_to_now_and_never_started_jobs_count_nothing():
     ]
     (day,) = ops.pool_utilisation(jobs, 4, DAY1, DAY2, "day", now=now)
     assert day.allocated_gpu_seconds == 2 * 3600
+
+
+def test_gpus_allocated_now_are_the_runs_that_started_and_have_not_ended():
+    now = DAY1 + timedelta(hours=10)
+    jobs = [
+        record(1, start=DAY1 + timedelta(hours=8), end=None, gpus=2, states=("RUNNING",)),
+        record(2, start=DAY1 + timedelta(hours=9), end=None, gpus=1, gpu_type="h100", states=("RUNNING",)),
+        record(3, start=DAY1, end=DAY1 + timedelta(hours=9), gpus=4),  # finished before now
+        never_started(4, submit=DAY1 + timedelta(hours=2), gpus=4),
+        record(5, start=now + timedelta(minutes=5), end=None, gpus=1, states=("RUNNING",)),  # a clock ahead
+        record(6, start=DAY1, end=None, gpus=1, states=("RUNNING",), tres={"node": 1, "gres/gpu": 1}),
+        record(7, start=DAY1, end=None, gpus=0, states=("RUNNING",), tres={"node": 1, "gres/shard": 3}),
+    ]
+    assert ops.gpus_allocated_at(jobs, now) == {"": 1, "a100": 2, "h100": 1}
+    assert ops.gpus_allocated_at(jobs, DAY1 + timedelta(hours=8, minutes=30)) == {"": 1, "a100": 6}
+    assert ops.gpus_allocated_at([], now) == {}
 
 
 def test_a_job_running_before_the_window_counts_only_inside_it():
@@ -312,6 +340,51 @@ def test_the_admin_sees_utilisation_and_waits_of_the_last_7_days(client, admin_u
 
 @pytest.mark.django_db
 @pytest.mark.urls(__name__)
+def test_a_busy_pool_never_reads_zero(client, admin_user, accounting):
+    """Three GPUs running for 20 minutes in an 18-GPU pool: a small share of a week, but not
+    0.0 %, and "3 of 18 GPUs" allocated now. On a percent axis of 0-100."""
+    for name, gpu_type, count in [
+        ("gpu-4090-01", "rtx4090", 8),
+        ("gpu-a100-01", "a100", 8),
+        ("gpu-h100-01", "h100", 2),
+    ]:
+        Node.objects.create(name=name, state="MIXED", gpus=[{"type": gpu_type, "count": count, "used_indexes": []}])
+    began = datetime.now(UTC) - timedelta(minutes=20)
+    accounting.records = [
+        record(1, start=began, end=None, gpus=2, gpu_type="a100", states=("RUNNING",)),
+        record(2, start=began, end=None, gpus=1, gpu_type="rtx4090", states=("RUNNING",)),
+    ]
+    client.force_login(admin_user)
+    response = client.get(OPERATIONS_URL)
+    figures = response.context["figures"]
+    assert figures["summary"]["allocated_gpu_seconds"] == pytest.approx(3 * 20 * 60, abs=30)
+    assert figures["summary"]["allocated_gpu_hours"] == 1.0
+    assert 0 < figures["summary"]["utilisation_percent"] < 1
+    assert figures["now"]["gpus"] == 3 and figures["now"]["total"] == 18
+    assert figures["now"]["percent"] == pytest.approx(100 * 3 / 18, abs=0.01)
+    assert ("a100", 2, 8) in figures["now"]["by_type"]
+    body = response.content.decode()
+    assert 'data-allocated-now="3"' in body and "3 of 18 GPUs" in body
+    chart = json.loads(body.split('<script id="operations-data" type="application/json">')[1].split("</script>")[0])
+    assert chart["utilisation_range"] == [0, 100]
+    assert chart["utilisation"][-1] > 0 and chart["by_type"]["a100"][-1] > chart["by_type"]["h100"][-1] == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.urls(__name__)
+def test_the_percent_axis_grows_only_past_100(client, admin_user, accounting):
+    # Accounting can hold GPUs of a node no longer in the mirror: more than the pool.
+    Node.objects.create(name="a1", state="IDLE", gpus=[{"type": "a100", "count": 1, "used_indexes": []}])
+    began = datetime.now(UTC) - timedelta(days=8)  # all through the period: 400 % of one GPU
+    accounting.records = [record(1, start=began, end=None, gpus=4, states=("RUNNING",))]
+    client.force_login(admin_user)
+    chart = client.get(OPERATIONS_URL).context["figures"]["chart"]
+    assert max(chart["utilisation"]) == 400
+    assert chart["utilisation_range"] == [0, 400]
+
+
+@pytest.mark.django_db
+@pytest.mark.urls(__name__)
 def test_eight_weeks_are_shown_by_week(client, admin_user, accounting):
     client.force_login(admin_user)
     response = client.get(OPERATIONS_URL, {"period": "8w"})
@@ -441,6 +514,48 @@ def test_a_gpu_job_on_the_dev_cluster_shows_in_accounting_and_in_utilisation(slu
         assert sum(w.jobs for w in waits) == 1 and all(
             w.average_wait_seconds is None or w.average_wait_seconds >= 0 for w in waits
         )
+    finally:
+        slurm_cli().run("scancel", "-u", name, check=False)
+        provisioner.remove_user(name)
+
+
+@pytest.mark.slurm
+@pytest.mark.django_db
+@pytest.mark.urls(__name__)
+def test_a_running_gpu_job_on_the_dev_cluster_counts_on_the_page_while_it_runs(client, admin_user, slurm, settings):
+    """The figures while the job still runs (slurmdbd has no end for it yet): allocated now,
+    and GPU-seconds from its start up to now."""
+    from cluster.mirror import mirror_nodes
+    from cluster.provisioning import LocalProvisioner
+    from cluster.services import rest_client, slurm_cli
+    from testing.slurm import submission, unique_cluster_name, wait_for, wait_for_state
+
+    mirror_nodes(slurm)
+    provisioner = LocalProvisioner(slurm_cli(), settings.SLURM_ACCOUNT)
+    name = unique_cluster_name("ptr")
+    provisioner.ensure_user(name, ["pro"], "pro")
+    try:
+        job_id = rest_client(name).submit_job(submission("sleep 120", tres_per_node="gres/gpu:a100:2", name="ops-run"))
+        wait_for_state(slurm, job_id, {"RUNNING"}, timeout=60)
+
+        def running_in_accounting():
+            moment = datetime.now(UTC)
+            return any(
+                item.job_id == job_id and item.state == "RUNNING" and item.start_time and item.end_time is None
+                for item in slurm.list_accounting(moment - timedelta(minutes=5), moment)
+            )
+
+        wait_for(running_in_accounting, timeout=60, what=f"job {job_id} running in slurmdbd")
+        client.force_login(admin_user)
+        figures = client.get(OPERATIONS_URL).context["figures"]
+        assert figures is not None
+        # Other tests may run jobs on the shared cluster too: at least this one's.
+        assert figures["now"]["gpus"] >= 2
+        assert dict((name, count) for name, count, _total in figures["now"]["by_type"]).get("a100", 0) >= 2
+        assert figures["summary"]["allocated_gpu_seconds"] > 0
+        # Seconds of 2 GPUs in a week of the pool is a tiny share: shown as such, never as zero.
+        assert figures["summary"]["utilisation_label"] not in ("0 %", "–")
+        assert figures["summary"]["allocated_label"] != "0"
     finally:
         slurm_cli().run("scancel", "-u", name, check=False)
         provisioner.remove_user(name)

@@ -8,11 +8,12 @@
   const data = JSON.parse(source.textContent || "{}");
   const labels = data.labels || [];
   const unit = data.bucket === "week" ? "week starting" : "day";
-  const layout = function (yTitle) {
+  // Categories: every bucket of the period is a label (data or not), so the x axis is the whole period.
+  const layout = function (yTitle, yaxis) {
     return {
       margin: {t: 10, r: 10, b: 40, l: 50},
       xaxis: {type: "category", title: {text: unit}, automargin: true},
-      yaxis: {title: {text: yTitle}, rangemode: "tozero", automargin: true},
+      yaxis: Object.assign({title: {text: yTitle}, rangemode: "tozero", automargin: true}, yaxis || {}),
       legend: {orientation: "h", y: -0.3},
       hovermode: "x unified",
     };
@@ -30,7 +31,9 @@
       line: {color: palette[index % palette.length]}, hovertemplate: "%{y:.1f} %<extra>" + (name || "untyped") + "</extra>",
     });
   });
-  Plotly.newPlot("utilisation-chart", utilisation, layout("utilisation (%)"), config);
+  // Values are percent (83.5 is 83.5 %), drawn on a real 0-100 % scale.
+  Plotly.newPlot("utilisation-chart", utilisation,
+    layout("utilisation (%)", {range: data.utilisation_range || [0, 100], ticksuffix: " %", rangemode: "normal"}), config);
 
   const waits = [
     {type: "bar", name: "average", x: labels, y: data.average_wait_minutes || [], marker: {color: "#3b6fd1"},
