@@ -19,7 +19,7 @@ from console.access import role_required, user_role
 from console.heatmap import heatmap_payload
 from console.models import AuditLog, GpuReset
 from jobs.models import Job
-from telemetry.models import GpuHour, GpuLatest, GpuMinute, GpuSampleRaw
+from telemetry.models import GpuLatest, GpuMinute, GpuSampleRaw
 from telemetry.storage import table_sizes
 
 COMPUTE_HELP = (
@@ -207,7 +207,6 @@ def telemetry_status(request):
         "emulator": settings.TELEMETRY_EMULATOR,
         "gpus_reporting": GpuLatest.objects.filter(time__gte=timezone.now() - timedelta(minutes=2)).count(),
         "gpus_known": GpuLatest.objects.count(),
-        "hours_rows": GpuHour.objects.count(),
         "sync_runs": {run.name: run for run in SyncRun.objects.all()},
     }
     return render(request, "console/telemetry.html", context)

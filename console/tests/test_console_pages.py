@@ -172,3 +172,12 @@ def test_the_chart_pages_load_their_scripts(client, marketer, alice):
     _node()
     client.force_login(alice)
     assert "js/gpu_charts.js" in client.get(f"/console/nodes/{NODE}/gpus/0/").content.decode()
+
+
+def test_the_telemetry_page_shows_each_tables_size(client, admin_user):
+    client.force_login(admin_user)
+    response = client.get("/console/telemetry/")
+    assert response.status_code == 200
+    tables = [entry["table"] for entry in response.context["sizes"]]
+    assert tables == ["telemetry_gpulatest", "telemetry_gpusampleraw", "telemetry_gpuminute", "telemetry_gpuhour"]
+    assert "data-telemetry-sizes" in response.content.decode()
