@@ -2,6 +2,7 @@
 GPU page and its chart. Also saves docs/heatmap.png for the README."""
 
 import shutil
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,15 @@ def test_heatmap_cells_tooltip_and_drill_down(alice, provision, tmp_path):
         page.locator('.hm-cell[data-n="2"][data-g="1"]').click()
         page.wait_for_url(f"{base_url}/console/nodes/*/gpus/1/")
         page.wait_for_selector("#chart-hour .main-svg", timeout=15000)
+        page.wait_for_selector("#chart-day .main-svg", timeout=15000)
         assert int(page.locator("#chart-hour").get_attribute("data-points")) >= 1
+        # A GPU with a few samples is still drawn on its whole window, not on sub-millisecond ticks.
+        hour, day = page.evaluate(
+            "() => ['chart-hour', 'chart-day'].map(id => document.getElementById(id).layout.xaxis.range)"
+        )
+        for drawn, window in ((hour, timedelta(hours=1)), (day, timedelta(days=1))):
+            first, last = (datetime.fromisoformat(value) for value in drawn)
+            assert abs((last - first) - window) < timedelta(seconds=1), drawn
     for job_id in job_ids:
         client.cancel_job(job_id)
     docs = Path(settings.BASE_DIR) / "docs"
