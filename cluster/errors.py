@@ -10,25 +10,38 @@
 
 
 class SlurmError(Exception):
-    transient = False
+    """`message` is for admins and logs (it may name URLs, paths, commands); `public_message`
+    is what an ordinary user may read: Slurm's own words about their request at most."""
 
-    def __init__(self, message: str, *, error_number: int | None = None, status: int | None = None):
+    transient = False
+    public_default = "The cluster could not do this; an admin can see why."
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_number: int | None = None,
+        status: int | None = None,
+        public_message: str | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.error_number = error_number
         self.status = status
+        self.public_message = public_message or self.public_default
 
 
 class SlurmTransientError(SlurmError):
     transient = True
+    public_default = "The cluster's scheduler is not answering at the moment."
 
 
 class SlurmAuthError(SlurmError):
-    pass
+    public_default = "The portal could not sign in to the cluster's scheduler; an admin can see why."
 
 
 class SlurmRequestError(SlurmError):
-    pass
+    public_default = "Slurm refused the request."
 
 
 class SlurmNotFound(SlurmRequestError):

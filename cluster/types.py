@@ -157,6 +157,19 @@ class AccountingRecord:
         return self.allocated_tres.get("gres/gpu", 0)
 
     @property
+    def is_settled(self) -> bool:
+        """slurmdbd has the whole run. It hears of a job's start and end in separate messages
+        and may record the end first (seen on 24.11 for an 8 s job: COMPLETED with elapsed 0
+        and no allocated TRES, fixed a few seconds later), so an ended run whose elapsed time
+        disagrees with its start and end, or that holds no TRES, is not final yet."""
+        if self.state not in TERMINAL_JOB_STATES or self.end_time is None:
+            return False
+        if self.start_time is None:
+            return True  # ended before it ever ran: nothing was used
+        span = (self.end_time - self.start_time).total_seconds()
+        return abs(span - self.elapsed_seconds) <= 1 and bool(self.allocated_tres)
+
+    @property
     def gpu_seconds(self) -> int:
         return self.elapsed_seconds * self.gpu_count
 

@@ -34,6 +34,10 @@ def job_payload(job) -> dict:
         "nodes": job.nodes,
         "start_time": job.start_time.isoformat() if job.start_time else None,
         "end_time": job.end_time.isoformat() if job.end_time else None,
+        "submit_time": job.submit_time.isoformat() if job.submit_time else None,
+        "exit_code": job.exit_code if job.is_final else None,
+        "elapsed_seconds": job.elapsed_seconds,
+        "gpu_count": job.gpu_count,
         "updated_at": job.updated_at.isoformat() if job.updated_at else None,
     }
 

@@ -169,14 +169,14 @@ def _finish_from_accounting(client: SlurmRestClient, job_pk: int, slurm_job_id: 
         record = client.get_accounting(slurm_job_id)
     except SlurmNotFound:
         return False
+    usage = {"elapsed_seconds": record.elapsed_seconds, "gpu_count": record.gpu_count} if record.is_settled else {}
     updated = Job.objects.filter(pk=job_pk, slurm_states=old_signature).update(
         state=_portal_state(record.state),
         slurm_states=_state_signature(record.states),
         start_time=record.start_time,
         end_time=record.end_time,
         exit_code=record.exit_code,
-        elapsed_seconds=record.elapsed_seconds,
-        gpu_count=record.gpu_count,
+        **usage,  # unsettled: record_missing_accounting asks again later
     )
     if updated:
         transaction.on_commit(lambda: publish_job_update(job_pk))
@@ -262,9 +262,12 @@ def record_missing_accounting(client: SlurmRestClient, limit: int = 20) -> int:
             record = client.get_accounting(slurm_job_id)
         except SlurmNotFound:
             continue
-        if record.state not in TERMINAL_JOB_STATES:
-            continue  # slurmdbd has not heard of the end yet
-        recorded += Job.objects.filter(pk=job_pk, elapsed_seconds__isnull=True).update(
+        if not record.is_settled:
+            continue  # slurmdbd has not heard all of the run yet
+        if Job.objects.filter(pk=job_pk, elapsed_seconds__isnull=True).update(
             elapsed_seconds=record.elapsed_seconds, gpu_count=record.gpu_count
-        )
+        ):
+            recorded += 1
+            # An open job page shows the accounting as soon as it is here.
+            transaction.on_commit(lambda pk=job_pk: publish_job_update(pk))
     return recorded

@@ -75,7 +75,10 @@ class Job(models.Model):
     submit_attempts = models.PositiveSmallIntegerField(default=0)
     # A worker that claims the submission owns it until then; after that the reconciler may retry.
     submit_claimed_until = models.DateTimeField(null=True, blank=True)
+    # What went wrong, in words the owner may read; the technical detail (URLs, paths,
+    # commands) is for admins only.
     error = models.TextField(blank=True)
+    error_detail = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

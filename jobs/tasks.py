@@ -92,15 +92,16 @@ def submit_to_slurm(self, job_pk: int) -> str:
     except SlurmTransientError as exc:
         delay = min(settings.SUBMIT_RETRY_MAX_SECONDS, 2 ** min(job.submit_attempts, 16))
         Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING).update(
-            error=f"Slurm is unavailable ({exc.message}); retrying in {delay} s (attempt {job.submit_attempts}).",
+            error=f"{exc.public_message} Retrying in {delay} s (attempt {job.submit_attempts}).",
+            error_detail=exc.message[:4000],
             submit_claimed_until=None,
         )
         raise self.retry(exc=exc, countdown=delay) from exc
     except SlurmError as exc:
-        actions.fail_submission(job_pk, f"Slurm refused the job: {exc.message}")
+        actions.fail_submission(job_pk, f"Slurm refused the job: {exc.public_message}", detail=exc.message)
         return "failed"
     except (OSError, ValueError) as exc:
-        actions.fail_submission(job_pk, f"The job could not be prepared: {exc}")
+        actions.fail_submission(job_pk, "The job's directory could not be prepared.", detail=str(exc))
         return "failed"
 
 

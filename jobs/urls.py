@@ -9,6 +9,7 @@ urlpatterns = [
     path("new/", views.job_new, name="new"),
     path("status.json", views.job_status, name="status"),
     path("<int:pk>/", views.job_detail, name="detail"),
+    path("<int:pk>/summary", views.job_summary, name="summary"),
     path("<int:pk>/logs.json", views.job_logs_json, name="logs_json"),
     path("<int:pk>/logs/<str:stream>/download", log_download, name="log_download"),
     path("<int:pk>/cancel", views.job_cancel, name="cancel"),

@@ -34,6 +34,13 @@ def job_detail(request, pk: int):
 
 
 @login_required
+def job_summary(request, pk: int):
+    """The state-dependent part of the job page alone: live updates swap it in whole."""
+    job = get_object_or_404(Job, pk=pk, owner=request.user)
+    return render(request, "jobs/_summary.html", {"job": job, "reason_text": explain_reason(job.state_reason)})
+
+
+@login_required
 def job_logs_json(request, pk: int):
     job = get_object_or_404(Job, pk=pk, owner=request.user)
     return JsonResponse({"job": job_payload(job), **job_logs(job, settings.LOG_TAIL_BYTES)})

@@ -236,11 +236,14 @@ def _raise_for_response(status: int, payload: Any, what: str, text: str) -> None
             raise SlurmAuthError(detail, error_number=number, status=status)
         if number in _TRANSIENT_ERRORS:
             raise SlurmTransientError(detail, error_number=number, status=status)
+        # Slurm's own words are about the user's request and safe to show; `what` (the
+        # daemon's path) is not theirs.
+        public = f"{message} (Slurm error {number})"
         if number == _INVALID_JOB_ID or status == 404:
-            raise SlurmNotFound(detail, error_number=number, status=status)
+            raise SlurmNotFound(detail, error_number=number, status=status, public_message=public)
         if number == _ACCESS_DENIED:
-            raise SlurmPermissionDenied(detail, error_number=number, status=status)
-        raise SlurmRequestError(detail, error_number=number, status=status)
+            raise SlurmPermissionDenied(detail, error_number=number, status=status, public_message=public)
+        raise SlurmRequestError(detail, error_number=number, status=status, public_message=public)
     if status in _AUTH_STATUSES:
         raise SlurmAuthError(f"slurmrestd rejected the credentials (HTTP {status}, {what})", status=status)
     if status >= 500 or payload is None and status >= 400:

@@ -15,13 +15,16 @@ expect = playwright_api.expect
 pytestmark = [pytest.mark.browser, pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 
 
-def test_submit_watch_read_logs_and_clone(alice, provision, tmp_path):
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
+def test_submit_watch_read_logs_and_clone(alice, provision, tmp_path, width, height):
     provision(alice)
     with (
-        chromium_page(playwright_api, width=1280, height=900) as page,
+        chromium_page(playwright_api, width=width, height=height) as page,
         portal_stack(worker=True, beat=True) as base_url,
     ):
         log_in(page, base_url, "alice", "pw-alice")
+        errors = []
+        page.on("pageerror", lambda error: errors.append(error))
 
         page.goto(f"{base_url}/jobs/new/")
         page.fill("#id_name", "browser-run")
@@ -38,8 +41,16 @@ def test_submit_watch_read_logs_and_clone(alice, provision, tmp_path):
         expect(state).to_have_text("RUNNING", timeout=60000)
         expect(state).to_have_text("COMPLETED", timeout=60000)
         expect(page.locator('[data-log="stdout"]')).to_contain_text("browser says hi", timeout=15000)
+        # Everything the page shows follows the job, not only the state badge.
+        job = Job.objects.get(name="browser-run", owner=alice)
+        expect(page.locator("[data-field=title]")).to_contain_text(str(job.slurm_job_id))
+        expect(page.locator("[data-field=submit_time]")).not_to_have_text("—")
+        expect(page.locator("[data-field=exit_code]")).to_have_text("0", timeout=15000)
+        expect(page.locator("[data-field=accounting]")).to_contain_text("s × 1 GPU", timeout=30000)
+        expect(page.locator("[data-cancel]")).to_have_count(0)
         assert page.evaluate("window.__marker") == "no reload"
-        page.screenshot(path=str(tmp_path / "job.png"))
+        assert errors == []
+        page.screenshot(path=str(tmp_path / f"job-{width}.png"), full_page=True)
 
         page.click("[data-clone]")
         page.wait_for_url(re.compile(r".*/jobs/new/\?clone=\d+$"))

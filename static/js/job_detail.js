@@ -4,7 +4,8 @@
   "use strict";
   const stdout = document.querySelector('[data-log="stdout"]');
   const stderr = document.querySelector('[data-log="stderr"]');
-  const elapsed = document.querySelector("[data-elapsed]");
+  // The summary (with the elapsed field) is replaced on live updates: look it up each time.
+  const elapsedField = () => document.querySelector("[data-elapsed]");
   if (!stdout) return;
   const url = stdout.dataset.logsUrl;
   const FINAL = new Set(["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "SUBMIT_FAILED"]);
@@ -24,7 +25,7 @@
       box.className = "diagnosis";
       box.setAttribute("role", "alert");
       box.dataset.diagnosis = "";
-      document.querySelector("dl.facts").before(box);
+      document.querySelector("[data-job-summary]").after(box);
     }
     box.replaceChildren(...findings.map((f) => {
       const div = document.createElement("div");
@@ -47,15 +48,12 @@
       setLog(stdout, data.stdout);
       setLog(stderr, data.stderr);
       renderDiagnosis(data.diagnosis);
-      if (elapsed) {
-        elapsed.dataset.start = data.job.start_time || "";
-        elapsed.dataset.end = FINAL.has(data.job.state) ? (data.job.end_time || "") : "";
-      }
-      if (FINAL.has(data.job.state)) { clearInterval(timer); document.querySelector("[data-cancel]")?.closest("form")?.remove(); }
+      if (FINAL.has(data.job.state)) clearInterval(timer);
     } catch (e) { /* try again next tick */ }
   }
 
   function tick() {
+    const elapsed = elapsedField();
     if (!elapsed || !elapsed.dataset.start) return;
     const start = new Date(elapsed.dataset.start);
     const end = elapsed.dataset.end ? new Date(elapsed.dataset.end) : new Date();

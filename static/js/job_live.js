@@ -21,7 +21,33 @@
     return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
   }
 
+  // The job page: its summary is rendered by the server and swapped in whole, so every
+  // field (title, times, exit code, accounting, actions) follows the job, not just a few.
+  const summaryFetches = new Map();
+  let lastSeen = "";
+  async function refreshSummary(box, job) {
+    const seen = JSON.stringify(job);
+    if (seen === lastSeen) return;  // a poll repeating what the page already shows
+    lastSeen = seen;
+    if (summaryFetches.get(box)) { summaryFetches.set(box, "again"); return; }
+    summaryFetches.set(box, "busy");
+    let current = box;
+    try {
+      const response = await fetch(box.dataset.jobSummary, {credentials: "same-origin"});
+      if (response.ok) {
+        const holder = document.createElement("div");
+        holder.innerHTML = await response.text();
+        const fresh = holder.querySelector("[data-job-summary]");
+        if (fresh) { box.replaceWith(fresh); current = fresh; document.dispatchEvent(new CustomEvent("job-summary-updated", {detail: job})); }
+      }
+    } catch (e) { /* offline: the next update or poll tries again */ }
+    const again = summaryFetches.get(box) === "again";
+    summaryFetches.delete(box);
+    if (again) { lastSeen = ""; refreshSummary(current, {}); }
+  }
+
   function apply(job) {
+    document.querySelectorAll(`[data-summary-of="${job.id}"]`).forEach((box) => refreshSummary(box, job));
     document.querySelectorAll(`[data-job-id="${job.id}"]`).forEach((el) => {
       el.querySelectorAll("[data-field]").forEach((field) => {
         const name = field.dataset.field;
@@ -78,7 +104,13 @@
       const message = JSON.parse(event.data);
       if (message.type === "job") apply(message.job);
     };
-    socket.onclose = () => {
+    socket.onclose = (event) => {
+      if (event.code === 4403 || event.code === 4401) {
+        // Signed out or the account was closed: nothing more will come; stop trying.
+        setIndicator("Live updates ended: please sign in again", false);
+        stopPolling();
+        return;
+      }
       setIndicator("Live updates paused; refreshing every 10 s", false);
       startPolling();
       setTimeout(connect, retryMs);
