@@ -1,8 +1,49 @@
+import re
+from datetime import datetime
+
+from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
+from cluster.gres import parse_gres, parse_tres
 from jobs.models import Job
 from jobs.reasons import explain_reason
+from jobs.spec import IMAGE_RE, MAX_IMAGE_CHARS, NAME_RE
+
+
+def gpus_of(job: Job) -> int:
+    """The GPUs a job holds, or asked for while it holds none yet; 0 for a job without GPUs.
+
+    Slurm's allocated TRES count whole GPUs once the job runs; slurmdbd's figure
+    (`Job.gpu_count`) arrives only after it ends; before either, the request
+    (`tres_per_node`, "gres/gpu:a100:2") is what the job will hold. A job of shards
+    ("gres/shard:a100:3") sits on one GPU's memory, counted as one as the quota does."""
+    allocated = parse_tres(job.allocated_tres)
+    if allocated.get("gres/gpu"):
+        return allocated["gres/gpu"]
+    if job.gpu_count:
+        return job.gpu_count
+    whole, shards = 0, 0
+    for item in parse_gres(",".join(_without_gres_prefix(part) for part in job.tres_per_node.split(","))):
+        if item.name == "gpu":
+            whole += item.count
+        elif item.name == "shard":
+            shards += item.count
+    if whole:
+        return whole
+    if shards or allocated.get("gres/shard"):
+        held = {(node, index) for node, indexes in (job.gpu_allocation or {}).items() for index in indexes}
+        return max(1, len(held))
+    return 0
+
+
+def _without_gres_prefix(item: str) -> str:
+    # 24.11 writes "gres/gpu:a100:1"; older versions "gres:gpu:a100:1".
+    item = item.strip()
+    for prefix in ("gres/", "gres:"):
+        if item.startswith(prefix):
+            return item[len(prefix) :]
+    return item
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -11,6 +52,11 @@ class JobSerializer(serializers.ModelSerializer):
     expected_start = serializers.SerializerMethodField()
     expected_end = serializers.SerializerMethodField()
     elapsed_seconds_so_far = serializers.SerializerMethodField()
+    exit_code = serializers.SerializerMethodField()
+    gpu_count = serializers.SerializerMethodField()
+    spec = serializers.DictField(
+        read_only=True, help_text="What was submitted (the submission's fields); empty for jobs seen only in Slurm"
+    )
 
     class Meta:
         model = Job
@@ -48,11 +94,11 @@ class JobSerializer(serializers.ModelSerializer):
     def get_reason(self, job) -> str:
         return explain_reason(job.state_reason)
 
-    def get_expected_start(self, job):
+    def get_expected_start(self, job) -> datetime | None:
         # For a pending job Slurm's start_time is the backfill scheduler's estimate.
         return job.start_time if job.state == "PENDING" else None
 
-    def get_expected_end(self, job):
+    def get_expected_end(self, job) -> datetime | None:
         return job.end_time if job.state in {"RUNNING", "PENDING", "SUSPENDED"} else None
 
     def get_elapsed_seconds_so_far(self, job) -> int | None:
@@ -62,25 +108,121 @@ class JobSerializer(serializers.ModelSerializer):
             return max(0, int((job.end_time - job.start_time).total_seconds()))
         return None
 
+    def get_exit_code(self, job) -> int | None:
+        # Slurm reports 0 for a job that is still running: that is no exit code yet.
+        return job.exit_code if job.is_final else None
+
+    def get_gpu_count(self, job) -> int:
+        return gpus_of(job)
+
+
+def _gpu_types() -> list[str]:
+    return sorted(settings.GPU_TYPES)
+
+
+def _most_gpus_per_node() -> int:
+    return max((info.get("per_node", 1) for info in settings.GPU_TYPES.values()), default=1)
+
+
+def _most_gpu_memory_gb() -> int:
+    return max((info.get("memory_gb", 1) for info in settings.GPU_TYPES.values()), default=1)
+
+
+def _json_schema_pattern(regex: re.Pattern) -> str:
+    """A Python regex that jobs.spec fullmatches, as a JSON Schema pattern: anchored (JSON
+    Schema patterns search), without Python's named groups."""
+    return "^(?:" + re.sub(r"\(\?P<\w+>", "(", regex.pattern) + ")$"
+
 
 class JobSpecInputSerializer(serializers.Serializer):
-    """For the schema only: the body of a submission. Validation is jobs.spec.parse_job_spec."""
+    """The body of a submission. For the schema: the API checks the JSON types of these
+    fields (jobs.api.views) and jobs.spec.parse_job_spec the values, the plan's rules included."""
 
-    name = serializers.CharField(required=False, help_text="1-64 letters, digits, . _ -")
-    image = serializers.CharField(help_text="A pinned image: repo:tag (never latest) or repo@sha256:digest")
-    gpu_type = serializers.CharField(help_text="rtx4090, a100 or h100 (as the plan allows)")
-    gpu_count = serializers.IntegerField(required=False, help_text="Whole GPUs; or give gpu_memory_gb")
-    gpu_memory_gb = serializers.IntegerField(required=False, help_text="GPU memory, mapped to shards of one GPU")
-    command = serializers.CharField(help_text="Runs inside the job, never on the portal")
-    time_limit_minutes = serializers.IntegerField()
-    data_mount = serializers.CharField(required=False, help_text="Mounted at /data in the job")
-    environment = serializers.DictField(child=serializers.CharField(), required=False)
+    name = serializers.RegexField(
+        # "" (like null) means the default name.
+        f"^({NAME_RE.pattern})?$",
+        required=False,
+        allow_null=True,
+        help_text="1-64 letters, digits, . _ - (default: job)",
+    )
+    image = serializers.RegexField(
+        _json_schema_pattern(IMAGE_RE),
+        max_length=MAX_IMAGE_CHARS,
+        help_text="A pinned image: repository:tag (never latest) or repository@sha256:digest",
+    )
+    gpu_type = serializers.ChoiceField(choices=[], help_text="A GPU type of the pool, as the plan allows")
+    gpu_count = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        help_text="Whole GPUs (up to the most one node of the type has); or give gpu_memory_gb",
+    )
+    gpu_memory_gb = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        help_text="GPU memory (up to one GPU's), mapped to shards of one GPU; or give gpu_count",
+    )
+    command = serializers.CharField(min_length=1, help_text="Runs inside the job, never on the portal")
+    time_limit_minutes = serializers.IntegerField(min_value=1, help_text="Up to the plan's longest")
+    data_mount = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, help_text="A directory under the data roots; at /data"
+    )
+    environment = serializers.DictField(
+        child=serializers.CharField(allow_blank=True), required=False, allow_null=True, help_text="NAME: value"
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The pool's GPU types are a setting: read them when the schema is made, not at import.
+        self.fields["gpu_type"].choices = _gpu_types()
+        self.fields["gpu_count"].max_value = _most_gpus_per_node()
+        self.fields["gpu_memory_gb"].max_value = _most_gpu_memory_gb()
+
+
+class JobCloneInputSerializer(JobSpecInputSerializer):
+    """Fields that override the original job's; an empty body clones it as it was.
+    Send `"gpu_count": null` with `gpu_memory_gb` (or the reverse) to change how GPUs are asked for."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.required = False
+
+
+class DiagnosisSerializer(serializers.Serializer):
+    rule_id = serializers.CharField(help_text='A stable slug, e.g. "cuda-oom"')
+    title = serializers.CharField()
+    cause = serializers.CharField()
+    fix = serializers.CharField()
+    evidence = serializers.CharField(allow_blank=True, help_text="The matching log line")
+    line_number = serializers.IntegerField(help_text="1-based; 0 when it comes from the state or exit code alone")
 
 
 class LogsSerializer(serializers.Serializer):
-    stdout = serializers.CharField()
-    stderr = serializers.CharField()
+    stdout = serializers.CharField(allow_blank=True)
+    stderr = serializers.CharField(allow_blank=True)
     stdout_size = serializers.IntegerField()
     stderr_size = serializers.IntegerField()
     truncated = serializers.BooleanField()
-    diagnosis = serializers.ListField(child=serializers.DictField())
+    diagnosis = DiagnosisSerializer(many=True)
+
+
+class UsageSerializer(serializers.Serializer):
+    plan = serializers.CharField()
+    gpus_in_use_by_type = serializers.DictField(child=serializers.IntegerField(), help_text="Held or queued")
+    gpu_quota_by_type = serializers.DictField(child=serializers.IntegerField())
+    gpu_seconds_this_month = serializers.IntegerField()
+    monthly_gpu_hours = serializers.IntegerField(allow_null=True, help_text="null: no monthly limit")
+    jobs_by_state = serializers.DictField(child=serializers.IntegerField())
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every refusal: a sentence, and for a bad submission the messages by field."""
+
+    detail = serializers.CharField()
+    errors = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        required=False,
+        help_text="Field name -> messages (bad submissions only)",
+    )

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
 from jobs.api import views
@@ -16,7 +16,9 @@ router = OptionalSlashRouter()
 router.register("jobs", views.JobViewSet, basename="api-jobs")
 
 urlpatterns = [
-    path("jobs/submit", views.JobViewSet.as_view({"post": "create"}), name="api-jobs-submit"),
+    path("jobs/submit", views.JobSubmitViewSet.as_view({"post": "create"}), name="api-jobs-submit"),
     path("resources/usage", views.resource_usage, name="api-resource-usage"),
     *router.urls,
+    # Last: every other path under /api/v1/ answers as the API does (JSON), not with a page.
+    re_path(r"", views.not_found),
 ]

@@ -1,17 +1,67 @@
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from django.db.models import Count
+from django.http import FileResponse, Http404, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action, api_view
 from rest_framework.response import Response
 
 from jobs import actions, intake
-from jobs.api.serializers import JobSerializer, JobSpecInputSerializer, LogsSerializer
+from jobs.api.schema import RETRY_AFTER, errors
+from jobs.api.serializers import (
+    JobCloneInputSerializer,
+    JobSerializer,
+    JobSpecInputSerializer,
+    LogsSerializer,
+    UsageSerializer,
+)
+from jobs.api.throttles import LogReadThrottle, log_read
 from jobs.logs import job_logs, local_log_path, open_log
 from jobs.models import Job
 from jobs.quota import QuotaExceeded, usage_of
 from jobs.spec import SpecError
+
+INVALID_SPEC = "The job spec is invalid."
+
+# The JSON type of each field of a submission. jobs.spec also reads the job form, whose
+# values are all strings; over the API a number must be a JSON number, as the schema says.
+JSON_TYPES = {
+    "name": str,
+    "image": str,
+    "gpu_type": str,
+    "gpu_count": int,
+    "gpu_memory_gb": int,
+    "command": str,
+    "time_limit_minutes": int,
+    "data_mount": str,
+    "environment": dict,
+}
+TYPE_MESSAGES = {
+    str: "must be a string",
+    int: "must be a whole number (a JSON number, not a string)",
+    dict: "must be an object of NAME: value strings",
+}
+
+
+def json_type_errors(data) -> dict[str, list[str]]:
+    """Fields of a JSON body whose type is not the schema's (null is "not given")."""
+    if not isinstance(data, dict):
+        return {"non_field_errors": ["expected a JSON object with the job's fields"]}
+    found = {}
+    for name, expected in JSON_TYPES.items():
+        value = data.get(name)
+        if value is None:
+            continue
+        wrong = isinstance(value, bool) or not isinstance(value, expected)
+        if wrong:
+            found[name] = [TYPE_MESSAGES[expected]]
+    return found
+
+
+def invalid(field_errors: dict[str, list[str]]) -> Response:
+    return Response({"detail": INVALID_SPEC, "errors": field_errors}, status=400)
 
 
 def submission_response(request, data) -> Response:
@@ -20,7 +70,7 @@ def submission_response(request, data) -> Response:
     except intake.RateLimited as exc:
         return Response({"detail": str(exc)}, status=429, headers={"Retry-After": str(exc.retry_after)})
     except SpecError as exc:
-        return Response({"detail": "The job spec is invalid.", "errors": exc.errors}, status=400)
+        return invalid(exc.errors)
     except QuotaExceeded as exc:
         return Response({"detail": str(exc)}, status=403)
     except actions.NotProvisioned as exc:
@@ -28,25 +78,95 @@ def submission_response(request, data) -> Response:
     return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
 
 
+SUBMIT_ERRORS = errors(400, 401, 403, 409, 413, 415, 429)
+SUBMIT_EXAMPLES = [
+    OpenApiExample(
+        "One whole GPU",
+        request_only=True,
+        value={
+            "name": "mnist",
+            "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+            "gpu_type": "a100",
+            "gpu_count": 1,
+            "command": "python train.py",
+            "time_limit_minutes": 60,
+        },
+    ),
+    OpenApiExample(
+        "GPU memory (shards of one GPU)",
+        request_only=True,
+        value={
+            "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+            "gpu_type": "a100",
+            "gpu_memory_gb": 12,
+            "command": "python eval.py",
+            "time_limit_minutes": 30,
+            "environment": {"BATCH_SIZE": "64"},
+        },
+    ),
+]
+
+
+@extend_schema_view(
+    list=extend_schema(
+        operation_id="jobs_list",
+        summary="The caller's jobs, newest first",
+        # 400: a page_size out of range; 404: a cursor that is not one of ours.
+        responses={200: JobSerializer(many=True), **errors(400, 401, 404)},
+        tags=["jobs"],
+    ),
+    retrieve=extend_schema(
+        operation_id="jobs_retrieve",
+        summary="One job",
+        responses={200: JobSerializer, **errors(401, 404)},
+        tags=["jobs"],
+    ),
+)
 class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """The caller's own jobs. Another user's job is a 404: its existence is not theirs to learn."""
 
     serializer_class = JobSerializer
 
     def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            # The schema generator has no user; it needs the model (for the id's type).
+            return Job.objects.none()
         return Job.objects.filter(owner=self.request.user)
 
-    @extend_schema(request=JobSpecInputSerializer, responses={201: JobSerializer, 400: None, 403: None, 429: None})
+    @extend_schema(
+        operation_id="jobs_create",
+        summary="Submit a job",
+        request=JobSpecInputSerializer,
+        examples=SUBMIT_EXAMPLES,
+        responses={201: JobSerializer, **SUBMIT_ERRORS},
+        parameters=[RETRY_AFTER],
+        tags=["jobs"],
+    )
     def create(self, request):
+        type_errors = json_type_errors(request.data)
+        if type_errors:
+            return invalid(type_errors)
         return submission_response(request, request.data)
 
-    @extend_schema(responses={200: LogsSerializer})
-    @action(detail=True, methods=["get"])
+    @extend_schema(
+        operation_id="jobs_logs",
+        summary="The tails of a job's stdout and stderr, and what the analyser recognises in them",
+        responses={200: LogsSerializer, **errors(401, 404, 429)},
+        parameters=[RETRY_AFTER],
+        tags=["jobs"],
+    )
+    @action(detail=True, methods=["get"], throttle_classes=[LogReadThrottle])
     def logs(self, request, pk=None):
         job = self.get_object()
         return Response(job_logs(job, settings.LOG_TAIL_BYTES))
 
-    @extend_schema(request=None, responses={200: JobSerializer, 409: OpenApiResponse(description="refused")})
+    @extend_schema(
+        operation_id="jobs_cancel",
+        summary="Cancel a job",
+        request=None,
+        responses={200: JobSerializer, **errors(401, 403, 404, 409)},
+        tags=["jobs"],
+    )
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         job = self.get_object()
@@ -57,15 +177,48 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         job.refresh_from_db()
         return Response(JobSerializer(job).data)
 
-    @extend_schema(request=JobSpecInputSerializer, responses={201: JobSerializer})
+    @extend_schema(
+        operation_id="jobs_clone",
+        summary="Submit a copy of a job",
+        request=JobCloneInputSerializer,
+        examples=[OpenApiExample("A longer run", request_only=True, value={"time_limit_minutes": 120})],
+        responses={201: JobSerializer, **errors(400, 401, 403, 404, 409, 413, 415, 429)},
+        parameters=[RETRY_AFTER],
+        tags=["jobs"],
+    )
     @action(detail=True, methods=["post"])
     def clone(self, request, pk=None):
         """Submit a copy of the job; fields in the body override the original's."""
         job = self.get_object()
+        type_errors = json_type_errors(request.data)
+        if type_errors:
+            return invalid(type_errors)
         if not job.spec:
             return Response({"detail": "This job was not submitted through the portal; it has no spec."}, status=409)
         data = {**job.spec, **request.data}
         return submission_response(request, data)
+
+
+class JobSubmitViewSet(JobViewSet):
+    """POST /api/v1/jobs/submit: the same as POST /api/v1/jobs/, as its own operation."""
+
+    @extend_schema(
+        operation_id="jobs_submit",
+        summary="Submit a job (the same as POST /api/v1/jobs/)",
+        request=JobSpecInputSerializer,
+        examples=SUBMIT_EXAMPLES,
+        responses={201: JobSerializer, **SUBMIT_ERRORS},
+        parameters=[RETRY_AFTER],
+        tags=["jobs"],
+    )
+    def create(self, request):
+        return super().create(request)
+
+
+@csrf_exempt  # it changes nothing; a POST without a CSRF token gets the 404 too, not a 403 page
+def not_found(request, *args, **kwargs):
+    """Any other path under /api/v1/: a JSON 404 like the API's own, not Django's page."""
+    return JsonResponse({"detail": "Not found."}, status=404)
 
 
 @login_required
@@ -73,6 +226,13 @@ def log_download(request, pk: int, stream: str):
     job = Job.objects.filter(pk=pk, owner=request.user).first()
     if job is None or stream not in {"stdout", "stderr"}:
         raise Http404
+    decision = log_read(request.user)
+    if not decision.allowed:
+        response = HttpResponse(
+            f"Too many log reads; try again in {decision.retry_after} s.", status=429, content_type="text/plain"
+        )
+        response["Retry-After"] = str(decision.retry_after)
+        return response
     path = local_log_path(job.standard_output if stream == "stdout" else job.standard_error, job.cluster_user)
     try:
         handle = open_log(path) if path is not None else None
@@ -83,18 +243,22 @@ def log_download(request, pk: int, stream: str):
     return FileResponse(handle, as_attachment=True, filename=f"job-{job.slurm_job_id or job.pk}-{stream}.log")
 
 
-@extend_schema(responses={200: None})
+@extend_schema(
+    operation_id="resources_usage",
+    summary="The caller's own aggregates",
+    responses={200: UsageSerializer, **errors(401)},
+    tags=["resources"],
+)
 @api_view(["GET"])
 def resource_usage(request):
     """The caller's own aggregates: GPUs held by type, GPU time this month, jobs by state.
     Nothing about nodes."""
-    usage = usage_of(request.user)
     from billing.plans import plan_for
 
+    usage = usage_of(request.user)
     plan = plan_for(request.user.profile.plan)
-    by_state = {}
-    for state in Job.objects.filter(owner=request.user).values_list("state", flat=True):
-        by_state[state] = by_state.get(state, 0) + 1
+    # One GROUP BY, however many jobs the user has.
+    by_state = dict(Job.objects.filter(owner=request.user).order_by().values_list("state").annotate(jobs=Count("id")))
     return Response(
         {
             "plan": plan.code,

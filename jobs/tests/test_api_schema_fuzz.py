@@ -1,0 +1,118 @@
+"""schemathesis against the portal's own schema: every operation, every check, and the
+schema's links followed from a submitted job to its page, logs, cancel and clone.
+
+In-process over WSGI on the test database: a submission is recorded as SUBMITTING, and its
+task is enqueued on commit, which never comes inside the test's transaction, so nothing
+reaches Slurm."""
+
+from contextlib import contextmanager
+
+import pytest
+import schemathesis
+from django.db import transaction
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+
+from accounts.models import ApiToken
+from gpupool.wsgi import application
+from jobs.models import Job
+from jobs.tests.conftest import GOOD_SPEC
+
+pytestmark = pytest.mark.django_db
+
+# Schema-valid is not always valid: the image must be pinned and allowed by the plan, a
+# GPU type must be in the plan, gpu_count or gpu_memory_gb (one of them) within the type's
+# size. Those answers are 400s naming the field, which the error check below verifies.
+SUBMISSIONS = ["jobs_create", "jobs_submit", "jobs_clone"]
+POSITIVE_WITH_BAD_VALUES = ["2xx", "400", "401", "403", "404", "409", "429"]
+
+
+# The fuzzing user's token: fixed, because the schema (and its auth) is loaded when the
+# tests are collected, before any user exists; the fixture gives a user this token.
+TOKEN = ApiToken.PREFIX + "schemathesis-fuzzing-user"
+CONFIG = schemathesis.Config.from_dict(
+    {
+        "auth": {"openapi": {"bearerAuth": {"bearer": TOKEN}}},
+        "generation": {"max-examples": 40, "mode": "all"},
+        "phases": {"stateful": {"max-steps": 8}},
+        "checks": {"enabled": True},
+        "operations": [
+            {
+                "include-operation-id": SUBMISSIONS,
+                "checks": {"positive_data_acceptance": {"expected-statuses": POSITIVE_WITH_BAD_VALUES}},
+            }
+        ],
+    }
+)
+
+
+@contextmanager
+def rolled_back():
+    savepoint = transaction.savepoint()
+    try:
+        yield
+    finally:
+        transaction.savepoint_rollback(savepoint)
+
+
+@pytest.fixture
+def _one_connection():
+    """The WSGI handler closes the database connection after each request, as Django's test
+    client does not: inside the test's transaction that would lose it. Do as the client does."""
+    from django.core import signals
+    from django.db import close_old_connections
+
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def fuzz_user(alice, settings, _one_connection):
+    # Enterprise: every GPU type; provisioned as far as the portal can tell.
+    alice.profile.plan = "enterprise"
+    alice.profile.cluster_username = "alice"
+    alice.profile.provisioned_at = "2026-01-01T00:00:00Z"
+    alice.profile.save()
+    # Logs are read many times a second here; their throttle has its own test.
+    settings.API_LOG_READS_PER_MINUTE = 100_000
+    ApiToken.objects.create(user=alice, name="schemathesis", key_hash=ApiToken.hash_key(TOKEN), hint=TOKEN[:12])
+    # A finished job of the user's, so that clone and logs can find one.
+    Job.objects.create(owner=alice, slurm_job_id=7001, state="COMPLETED", spec=dict(GOOD_SPEC), exit_code=0)
+    return alice
+
+
+# Loaded from the app (no server): the schema is public, so no database is needed yet.
+schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application, config=CONFIG)
+
+
+@schema.parametrize()
+@hypothesis_settings(deadline=None, suppress_health_check=list(HealthCheck))
+def test_every_operation_conforms_to_the_schema(case, fuzz_user):
+    # Each example starts from the same database, so Hypothesis can replay one it found.
+    with rolled_back():
+        response = case.call_and_validate()
+    # The schema check above validates a refusal's shape; it must also say something.
+    if response.status_code >= 400:
+        assert response.json()["detail"].strip()
+
+
+class Scenarios(schema.as_state_machine()):
+    """Sequences along the schema's links: submit, then read, cancel, clone the job."""
+
+    def setup(self):
+        # Each scenario starts from the same database, so Hypothesis can replay one it found.
+        self._savepoint = transaction.savepoint()
+
+    def teardown(self):
+        transaction.savepoint_rollback(self._savepoint)
+
+
+def test_linked_operations_conform_statefully(fuzz_user):
+    Scenarios.run(
+        settings=hypothesis_settings(
+            max_examples=30, deadline=None, stateful_step_count=8, suppress_health_check=list(HealthCheck)
+        )
+    )
