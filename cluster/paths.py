@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from cluster.jobfs import Beneath
+
 
 @dataclass(frozen=True)
 class JobPathMap:
@@ -34,15 +36,27 @@ class JobPathMap:
             raise ValueError(f"{slurm_path} is not under the job root {self.slurm_root}") from None
         return self.local_root.joinpath(*relative.parts)
 
-    def user_file(self, slurm_path: str | PurePosixPath, cluster_user: str) -> Path:
-        """The local path of a file a job of `cluster_user` wrote, refusing anything that is
-        not, after following links, inside that user's own job directory: a job could
-        report another user's log as its output, or leave a symlink to a portal secret."""
-        local = self.to_local(slurm_path)
-        base = self.to_local(self.job_dir(cluster_user)).resolve()
-        if not local.resolve().is_relative_to(base):
+    def relative_parts(self, slurm_path: str | PurePosixPath) -> tuple[str, ...]:
+        """The components of a Slurm path below the job root, checked lexically only."""
+        return self.to_local(slurm_path).relative_to(self.local_root).parts
+
+    def user_file(self, slurm_path: str | PurePosixPath, cluster_user: str) -> Beneath:
+        """Where a file a job of `cluster_user` wrote lies: the local root and the parts
+        below it, the first being that user's own job directory (a job could report
+        another user's log as its output). A lexical check only, on purpose: a job can
+        swap any directory of its own for a symlink between a check on the resolved path
+        and an open by name, so the file must be opened with `cluster.jobfs`, which walks
+        these parts without following links."""
+        self.job_dir(cluster_user)  # refuses a user name that is not one component
+        parts = self.relative_parts(slurm_path)
+        if len(parts) < 2 or parts[0] != cluster_user:
             raise ValueError(f"{slurm_path} is not inside {cluster_user}'s job directory")
-        return local
+        return Beneath(Path(self.local_root), parts)
+
+    def user_directory(self, cluster_user: str, *names: str) -> Beneath:
+        """<local root>/<cluster user>/<names...>, to be created with `cluster.jobfs`."""
+        self.job_dir(cluster_user)
+        return Beneath(Path(self.local_root), (cluster_user, *names))
 
     def to_slurm(self, local_path: Path) -> PurePosixPath:
         relative = Path(local_path).resolve().relative_to(self.local_root.resolve())

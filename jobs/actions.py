@@ -4,13 +4,13 @@ they do not repeat the steps."""
 from __future__ import annotations
 
 import logging
-import os
 
 from django.conf import settings
 from django.db import transaction
 
 from accounts.models import Profile
 from billing.plans import plan_for
+from cluster import jobfs
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.services import job_paths, rest_client
 from jobs.events import publish_job_update
@@ -46,9 +46,10 @@ def submit(user, spec: JobSpec) -> Job:
         # The lock serialises one user's submissions, so the quota check sees every job.
         profile = Profile.objects.select_for_update().get(user=user)
         if not profile.cluster_username or not profile.provisioned_at:
+            # provisioning_error holds command output for admins; the user hears that it failed.
             raise NotProvisioned(
                 "Your cluster account is not ready yet"
-                + (f": {profile.provisioning_error}" if profile.provisioning_error else ".")
+                + ("; setting it up failed and an admin can see why." if profile.provisioning_error else ".")
             )
         plan = plan_for(profile.plan)
         quota_gpus = spec.gpu.count or 1
@@ -82,19 +83,19 @@ def enqueue_submission(job_pk: int) -> None:
     except Exception as exc:  # Redis down: the row waits in SUBMITTING for the reconciler
         log.warning("could not enqueue the submission of job %s (the reconciler will): %s", job_pk, exc)
         Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING).update(
-            error=f"Queued for submission; the task queue is unavailable ({exc}). It will be retried."
+            error="Queued for submission; the task queue is unavailable. It will be retried.",
+            error_detail=str(exc)[:4000],
         )
 
 
 def make_user_directory(cluster_user: str, name: str, uid: int | None, gid: int | None):
     """<job root>/<cluster user>/<name>, created and owned by that user, before Slurm opens
-    the logs in it. Returns the path as Slurm sees it."""
-    directory = job_paths().job_dir(cluster_user) / name
-    local = job_paths().to_local(directory)
-    for path in (local.parent, local):
-        path.mkdir(mode=0o750, exist_ok=True)
-        if uid is not None and os.geteuid() == 0:
-            os.chown(path, uid, gid if gid is not None else -1)
+    the logs in it. Returns the path as Slurm sees it. Raises OSError (jobfs.UnsafePath)
+    when either directory is a symlink, not a directory, or another user's: the user's
+    own jobs can write in the job root and plant one there."""
+    paths = job_paths()
+    directory = paths.job_dir(cluster_user) / name
+    jobfs.make_owned_directory(paths.user_directory(cluster_user, name), uid=uid, gid=gid)
     return directory
 
 
@@ -106,16 +107,17 @@ def attach_slurm_job(job_pk: int, slurm_job_id: int) -> bool:
     """Record that Slurm accepted the submission. Conditional on the row still waiting, so a
     worker and the mirror attaching the same job do it once."""
     updated = Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True).update(
-        slurm_job_id=slurm_job_id, state=JobState.PENDING, slurm_states="", error=""
+        slurm_job_id=slurm_job_id, state=JobState.PENDING, slurm_states="", error="", error_detail=""
     )
     if updated:
         transaction.on_commit(lambda: publish_job_update(job_pk))
     return bool(updated)
 
 
-def fail_submission(job_pk: int, message: str) -> bool:
+def fail_submission(job_pk: int, message: str, detail: str = "") -> bool:
+    """`message` is shown to the owner; `detail` (paths, Slurm's internals) to admins only."""
     updated = Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING).update(
-        state=JobState.SUBMIT_FAILED, error=message[:4000], submit_claimed_until=None
+        state=JobState.SUBMIT_FAILED, error=message[:4000], error_detail=detail[:4000], submit_claimed_until=None
     )
     if updated:
         transaction.on_commit(lambda: publish_job_update(job_pk))
@@ -143,7 +145,7 @@ def cancel(job: Job) -> None:
     except SlurmNotFound:
         pass  # already gone from slurmctld; the mirror finishes it from accounting
     except SlurmError as exc:
-        raise CancelRefused(f"Slurm did not cancel the job: {exc.message}") from exc
+        raise CancelRefused(f"Slurm did not cancel the job: {exc.public_message}") from exc
     # Show the new state at once instead of at the mirror's next pass.
     from jobs.mirror import apply_slurm_job
 

@@ -1,11 +1,17 @@
-"""Reading job logs safely: only under the job root, and never more than a tail."""
+"""Reading job logs safely: only in the job owner's directory, never through a symlink,
+only a regular file of the owner's, and never more than a tail (or, for a download, more
+than the file held when it was opened).
+
+A job owns the directory its logs are in, so anything in it may be swapped for a symlink
+(to the Slurm JWT key, say), a FIFO or a file that never stops growing at any moment:
+see `cluster.jobfs`, which does every open here."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
+from cluster import jobfs
 from cluster.services import job_paths
 
 
@@ -17,49 +23,94 @@ class LogTail:
     exists: bool
 
 
-def local_log_path(slurm_path: str, cluster_user: str) -> Path | None:
-    """Where the portal reads a job's log, or None when it must not (see JobPathMap.user_file)."""
-    if not slurm_path or not cluster_user:
+@dataclass(frozen=True)
+class LogPath:
+    """A log as the portal may read it: where it lies beneath the job root, and the uid
+    that must own it. What `local_log_path` returns and `open_log`/`read_tail` take."""
+
+    location: jobfs.Beneath
+    owner_uid: int
+
+    def __str__(self) -> str:
+        return str(self.location)
+
+
+def _owner_uid(cluster_user: str) -> int | None:
+    from accounts.models import Profile
+
+    return (
+        Profile.objects.filter(cluster_username=cluster_user)
+        .exclude(cluster_uid=None)
+        .values_list("cluster_uid", flat=True)
+        .first()
+    )
+
+
+def _log_path(slurm_path: str, cluster_user: str, owner_uid: int | None) -> LogPath | None:
+    if not slurm_path or not cluster_user or owner_uid is None:
         return None
     try:
-        return job_paths().user_file(slurm_path, cluster_user)
+        return LogPath(job_paths().user_file(slurm_path, cluster_user), owner_uid)
     except ValueError:
         return None
 
 
-def open_log(path: Path):
-    """Opens without following a final symlink: one swapped in after the check is refused."""
-    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb")
+def local_log_path(slurm_path: str, cluster_user: str) -> LogPath | None:
+    """Where the portal reads a job's log, or None when it must not: outside that user's
+    job directory, or the user's cluster uid is unknown (then no file can be shown to be
+    theirs)."""
+    if not slurm_path or not cluster_user:
+        return None
+    return _log_path(slurm_path, cluster_user, _owner_uid(cluster_user))
 
 
-def read_tail(path: Path | None, max_bytes: int) -> LogTail:
-    """The last `max_bytes` of a file, decoded leniently; a 10 GB log costs one seek."""
+def open_log(path: LogPath) -> jobfs.BoundedReader:
+    """A file object for a download: raises OSError unless the log is a regular file of
+    its owner's reached without symlinks; reads end where the file ended when opened."""
+    fd = jobfs.open_regular_file(path.location, owner_uid=path.owner_uid)
+    try:
+        size = os.fstat(fd).st_size
+    except BaseException:
+        os.close(fd)
+        raise
+    return jobfs.BoundedReader(fd, size)
+
+
+def read_tail(path: LogPath | None, max_bytes: int) -> LogTail:
+    """The last `max_bytes` of a log, decoded leniently; a 10 GB log costs one seek, and
+    a log that grows while it is read still yields at most `max_bytes`."""
     if path is None:
         return LogTail("", 0, False, False)
     try:
-        with open_log(path) as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > max_bytes:
-                handle.seek(size - max_bytes)
-                data = handle.read(max_bytes)
-                # Drop the partial first line so the tail starts at a line boundary.
-                newline = data.find(b"\n")
-                if 0 <= newline < len(data) - 1:
-                    data = data[newline + 1 :]
-                return LogTail(data.decode("utf-8", errors="replace"), size, True, True)
-            return LogTail(handle.read().decode("utf-8", errors="replace"), size, False, True)
-    except (FileNotFoundError, OSError):
-        # OSError includes ELOOP: the file became a symlink after it was checked.
+        fd = jobfs.open_regular_file(path.location, owner_uid=path.owner_uid)
+    except OSError:
+        # Missing, or refused: a symlink, a FIFO, not the owner's. The page says "no log".
         return LogTail("", 0, False, False)
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - max_bytes)
+        data = jobfs.read_at_most(fd, start, size - start)
+    except OSError:
+        return LogTail("", 0, False, False)
+    finally:
+        os.close(fd)
+    truncated = start > 0
+    if truncated:
+        # Drop the partial first line so the tail starts at a line boundary.
+        newline = data.find(b"\n")
+        if 0 <= newline < len(data) - 1:
+            data = data[newline + 1 :]
+    return LogTail(data.decode("utf-8", errors="replace"), size, truncated, True)
 
 
 def job_logs(job, max_bytes: int) -> dict:
     """The tails of a job's stdout and stderr, and what the analyser recognises in them."""
     from jobs.diagnosis import diagnose
 
-    stdout = read_tail(local_log_path(job.standard_output, job.cluster_user), max_bytes)
+    owner_uid = _owner_uid(job.cluster_user) if job.cluster_user else None
+    stdout = read_tail(_log_path(job.standard_output, job.cluster_user, owner_uid), max_bytes)
     stderr = (
-        read_tail(local_log_path(job.standard_error, job.cluster_user), max_bytes)
+        read_tail(_log_path(job.standard_error, job.cluster_user, owner_uid), max_bytes)
         if job.standard_error and job.standard_error != job.standard_output
         else LogTail("", 0, False, False)
     )
