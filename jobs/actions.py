@@ -11,7 +11,6 @@ from django.db import transaction
 from accounts.models import Profile
 from billing.plans import plan_for
 from cluster import jobfs
-from cluster import jobfs
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.services import job_paths, rest_client
 from jobs.events import publish_job_update
