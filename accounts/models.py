@@ -2,7 +2,7 @@ import hashlib
 import secrets
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 
 from billing.plans import PLAN_CHOICES
 
@@ -52,6 +52,10 @@ class Profile(models.Model):
         return self.role == Role.MARKETING
 
 
+class TooManyTokens(Exception):
+    pass
+
+
 class ApiToken(models.Model):
     """A bearer token for the REST API. Only its SHA-256 is stored; the token is shown once."""
 
@@ -77,6 +81,14 @@ class ApiToken(models.Model):
 
     @classmethod
     def issue(cls, user, name: str) -> tuple["ApiToken", str]:
+        """A new token; TooManyTokens past MAX_API_TOKENS_PER_USER (counted under the
+        profile's row lock, so two requests at once cannot both take the last place)."""
         key = cls.PREFIX + secrets.token_urlsafe(32)
-        token = cls.objects.create(user=user, name=name, key_hash=cls.hash_key(key), hint=key[:12])
+        with transaction.atomic():
+            Profile.objects.select_for_update().filter(user=user).first()
+            if cls.objects.filter(user=user).count() >= settings.MAX_API_TOKENS_PER_USER:
+                raise TooManyTokens(
+                    f"You have {settings.MAX_API_TOKENS_PER_USER} tokens, the most allowed; revoke one first."
+                )
+            token = cls.objects.create(user=user, name=name, key_hash=cls.hash_key(key), hint=key[:12])
         return token, key

@@ -3,7 +3,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from accounts.models import ApiToken
+from accounts.models import ApiToken, TooManyTokens
 
 
 @login_required
@@ -14,7 +14,10 @@ def api_tokens(request):
         if not name:
             messages.error(request, "Give the token a name, e.g. the machine that will use it.")
         else:
-            _token, new_key = ApiToken.issue(request.user, name)
+            try:
+                _token, new_key = ApiToken.issue(request.user, name)
+            except TooManyTokens as exc:
+                messages.error(request, str(exc))
     tokens = ApiToken.objects.filter(user=request.user)
     return render(request, "accounts/api_tokens.html", {"tokens": tokens, "new_key": new_key})
 

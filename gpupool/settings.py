@@ -274,6 +274,9 @@ TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
 SUBMIT_RETRY_MAX_SECONDS = env_int("SUBMIT_RETRY_MAX_SECONDS", 300, minimum=1)
 # How much of a log the job page and the API return (the whole file is a download).
 LOG_TAIL_BYTES = env_int("LOG_TAIL_BYTES", 64 * 1024, minimum=1024)
+# Per-user ceilings on things a user creates, so one account cannot grow a table without end.
+MAX_API_TOKENS_PER_USER = env_int("MAX_API_TOKENS_PER_USER", 20, minimum=1)
+MAX_JOB_TEMPLATES_PER_USER = env_int("MAX_JOB_TEMPLATES_PER_USER", 50, minimum=1)
 
 # --- API ----------------------------------------------------------------------------------
 # The largest JSON body the API reads. A valid job spec can hold a 64 KiB command and 64

@@ -13,4 +13,5 @@ urlpatterns = [
     path("<int:pk>/logs.json", views.job_logs_json, name="logs_json"),
     path("<int:pk>/logs/<str:stream>/download", log_download, name="log_download"),
     path("<int:pk>/cancel", views.job_cancel, name="cancel"),
+    path("templates/<int:pk>/delete", views.template_delete, name="template_delete"),
 ]

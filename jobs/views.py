@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from gpupool.ratelimit import hit
 from jobs import actions, intake
 from jobs.events import job_payload
 from jobs.forms import form_data_from_post, initial_from_spec
@@ -43,6 +44,13 @@ def job_summary(request, pk: int):
 @login_required
 def job_logs_json(request, pk: int):
     job = get_object_or_404(Job, pk=pk, owner=request.user)
+    # Each read opens the job's files and runs the analyser: a few open pages are fine,
+    # a script hammering it is not. The same budget as the API's log reads.
+    decision = hit("logs-web", str(request.user.pk), limit=settings.API_LOG_READS_PER_MINUTE)
+    if not decision.allowed:
+        response = JsonResponse({"detail": f"Too many log reads; try again in {decision.retry_after} s."}, status=429)
+        response["Retry-After"] = str(decision.retry_after)
+        return response
     return JsonResponse({"job": job_payload(job), **job_logs(job, settings.LOG_TAIL_BYTES)})
 
 
@@ -84,12 +92,7 @@ def job_new(request):
         else:
             template_name = request.POST.get("save_template", "").strip()
             if template_name:
-                try:
-                    JobTemplate.objects.update_or_create(
-                        owner=request.user, name=template_name[:64], defaults={"spec": job.spec}
-                    )
-                except IntegrityError:
-                    messages.warning(request, "The template could not be saved.")
+                _save_template(request, template_name[:64], job.spec)
             messages.success(request, f"Job {job.name} accepted; it is being submitted to Slurm.")
             return redirect("jobs:detail", pk=job.pk)
     else:
@@ -109,6 +112,30 @@ def job_new(request):
         "is_clone": "clone" in request.GET,
     }
     return render(request, "jobs/new.html", context, status=400 if errors else 200)
+
+
+def _save_template(request, name: str, spec: dict) -> None:
+    mine = JobTemplate.objects.filter(owner=request.user)
+    if not mine.filter(name=name).exists() and mine.count() >= settings.MAX_JOB_TEMPLATES_PER_USER:
+        messages.warning(
+            request,
+            f"Template not saved: you have {settings.MAX_JOB_TEMPLATES_PER_USER} templates, the most allowed. "
+            "Delete one on the new-job page first.",
+        )
+        return
+    try:
+        JobTemplate.objects.update_or_create(owner=request.user, name=name, defaults={"spec": spec})
+    except IntegrityError:
+        messages.warning(request, "The template could not be saved.")
+
+
+@login_required
+@require_POST
+def template_delete(request, pk: int):
+    template = get_object_or_404(JobTemplate, pk=pk, owner=request.user)
+    template.delete()
+    messages.success(request, f"Template {template.name} deleted.")
+    return redirect("jobs:new")
 
 
 @login_required

@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.models import ApiToken
+from accounts.models import ApiToken, TooManyTokens
 
 
 class Command(BaseCommand):
@@ -15,5 +15,8 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"no user named {username!r}")
-        _token, key = ApiToken.issue(user, name)
+        try:
+            _token, key = ApiToken.issue(user, name)
+        except TooManyTokens as exc:
+            raise CommandError(str(exc)) from exc
         self.stdout.write(key)
