@@ -4,9 +4,9 @@ PY := .venv/bin/python
 CLUSTER := deploy/devcluster/cluster.sh
 export PORT ?= 8000
 
-.PHONY: dev test system-deps venv services cluster-up cluster-down cluster-status migrate seed serve lint bench
+.PHONY: dev test system-deps venv dev-env services cluster-up cluster-down cluster-status migrate seed serve lint bench
 
-dev: system-deps venv services cluster-up migrate seed serve
+dev: system-deps venv services cluster-up dev-env migrate seed serve
 
 test: system-deps venv
 	scripts/services.sh --postgres
@@ -36,11 +36,14 @@ cluster-down:
 cluster-status:
 	$(CLUSTER) status
 
-migrate: venv
-	DEBUG=1 $(PY) manage.py migrate --noinput
+dev-env:
+	scripts/dev-env.sh
 
-seed: venv
-	DEBUG=1 $(PY) manage.py seed_demo
+migrate: venv dev-env
+	$(PY) manage.py migrate --noinput
+
+seed: venv dev-env
+	$(PY) manage.py seed_demo
 
 serve: venv
 	scripts/dev.sh

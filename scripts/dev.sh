@@ -5,9 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PORT=${PORT:-8000}
-export DEBUG=${DEBUG:-1}
-# The dev cluster's GPUs are emulated: derive telemetry from real Slurm allocations.
-export TELEMETRY_EMULATOR=${TELEMETRY_EMULATOR:-1}
+scripts/dev-env.sh
+# The same environment manage.py reads (variables already set win), for Daphne and Celery too.
+while IFS= read -r line; do
+  name=${line%%=*}
+  if [[ -z "${!name+x}" ]]; then export "$line"; fi
+done < <(grep -E '^[A-Z_][A-Z0-9_]*=' var/dev.env)
 mkdir -p var/log
 
 pids=()

@@ -27,6 +27,7 @@ def _documented_environment(tmp_path) -> dict[str, str]:
 
 def _run(args, env):
     base = {key: value for key, value in os.environ.items() if key in {"PATH", "HOME", "LANG"}}
+    base["GPUPOOL_ENV_FILE"] = ""  # never a development env file left in the checkout
     return subprocess.run(
         [sys.executable, "manage.py", *args], cwd=REPO, env={**base, **env}, capture_output=True, text=True, timeout=120
     )
