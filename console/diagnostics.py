@@ -6,7 +6,6 @@ the job says so and the page shows that plainly: no output is ever made up."""
 from __future__ import annotations
 
 import re
-import uuid
 
 from billing.plans import plan_for
 from cluster.errors import SlurmError
@@ -52,14 +51,13 @@ def start_diagnostic(user, node: str, index: int, gpu_type: str) -> DiagnosticRu
         job = submit_pinned_job(
             user,
             name=f"diagnose-{node}-gpu{index}",
-            directory_name=f"diagnose-{node}-{index}-{uuid.uuid4().hex[:12]}",
             script=SCRIPT.format(index=int(index), marker=NO_NVIDIA_SMI),
             node=node,
             tres_per_node=f"gres/gpu:{gpu_type}:1",
             minutes=2,
         )
     except SlurmError as exc:
-        return DiagnosticRun.objects.create(requested_by=user, node=node, index=index, error=exc.message)
+        return DiagnosticRun.objects.create(requested_by=user, node=node, index=index, error=exc.public_message)
     return DiagnosticRun.objects.create(requested_by=user, node=node, index=index, job=job)
 
 

@@ -108,7 +108,6 @@ def _submit_reset_job(reset: GpuReset, reservation: str):
     return submit_pinned_job(
         reset.requested_by,
         name=f"gpu-reset-{reset.node}-gpu{reset.index}",
-        directory_name=f"gpureset-{reset.pk}",
         script=RESET_SCRIPT.format(index=int(reset.index)),
         node=reset.node,
         # Every GPU of the node: the one to reset must be ours, whichever index Slurm picks.

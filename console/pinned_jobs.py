@@ -1,44 +1,31 @@
 """Short operational jobs pinned to one node (GPU diagnostics, GPU resets), submitted as the
-person who asked and recorded as their portal jobs so the mirror follows them."""
+person who asked. They are portal jobs like any other: a SUBMITTING row first, then the
+same claim-and-comment submission (jobs/tasks.py), so the mirror can attach them but never
+record them twice."""
 
 from __future__ import annotations
 
-from django.conf import settings
-
-from cluster.services import rest_client
-from cluster.types import JobSubmission
-from jobs.actions import make_user_directory
+from cluster.errors import SlurmError, SlurmRequestError
+from jobs import actions
 from jobs.models import Job, JobState
+from jobs.tasks import submit_claimed
 
 
 def submit_pinned_job(
-    user, *, name: str, directory_name: str, script: str, node: str, tres_per_node: str, minutes: int, reservation=""
+    user, *, name: str, script: str, node: str, tres_per_node: str, minutes: int, reservation=""
 ) -> Job:
-    """Raises SlurmError when Slurm refuses; records nothing then."""
-    profile = user.profile
-    directory = make_user_directory(profile.cluster_username, directory_name, profile.cluster_uid, profile.cluster_gid)
-    submission = JobSubmission(
-        name=name,
-        script=script,
-        working_directory=str(directory),
-        standard_output=f"{directory}/stdout.log",
-        standard_error=f"{directory}/stdout.log",
-        partition=settings.SLURM_PARTITION,
-        account=settings.SLURM_ACCOUNT,
-        time_limit_minutes=minutes,
-        tres_per_node=tres_per_node,
-        required_nodes=(node,),
-        reservation=reservation,
-        requeue=False,
+    """Submits now. Raises SlurmError when Slurm refuses or cannot be reached; the row then
+    records why (SUBMIT_FAILED), since the callers handle the failure themselves rather than
+    wait for retries."""
+    job = actions.create_pinned_job(
+        user, name=name, script=script, node=node, tres_per_node=tres_per_node, minutes=minutes, reservation=reservation
     )
-    slurm_job_id = rest_client(profile.cluster_username).submit_job(submission)
-    return Job.objects.create(
-        owner=user,
-        slurm_job_id=slurm_job_id,
-        cluster_user=profile.cluster_username,
-        name=name,
-        state=JobState.PENDING,
-        tres_per_node=tres_per_node,
-        standard_output=submission.standard_output,
-        standard_error=submission.standard_error,
-    )
+    try:
+        submit_claimed(job.pk)
+    except SlurmError as exc:  # transient: give up here, the caller reports it
+        actions.fail_submission(job.pk, f"Slurm could not take the job: {exc.public_message}", detail=exc.message)
+        raise
+    job.refresh_from_db()
+    if job.state == JobState.SUBMIT_FAILED:
+        raise SlurmRequestError(job.error_detail or job.error, public_message=job.error)
+    return job

@@ -4,6 +4,7 @@ they do not repeat the steps."""
 from __future__ import annotations
 
 import logging
+import uuid
 
 from django.conf import settings
 from django.db import transaction
@@ -153,3 +154,30 @@ def cancel(job: Job) -> None:
         apply_slurm_job(client.get_job(job.slurm_job_id))
     except SlurmError:
         pass
+
+
+def create_pinned_job(
+    user, *, name: str, script: str, node: str, tres_per_node: str, minutes: int, reservation: str = ""
+) -> Job:
+    """An operational job (diagnostic, GPU reset) pinned to one node, recorded as SUBMITTING
+    like any job, so it reaches Slurm through the same claim and comment (jobs/tasks.py): the
+    mirror can never record it first under another row."""
+    profile = Profile.objects.get(user=user)
+    if not profile.cluster_username or not profile.provisioned_at:
+        raise NotProvisioned("Your cluster account is not ready yet.")
+    job_uuid = uuid.uuid4()
+    directory = job_paths().job_dir(profile.cluster_username) / str(job_uuid)
+    return Job.objects.create(
+        uuid=job_uuid,
+        owner=user,
+        cluster_user=profile.cluster_username,
+        name=name,
+        pinned={"script": script, "node": node, "reservation": reservation},
+        tres_per_node=tres_per_node,
+        time_limit_minutes=minutes,
+        partition=settings.SLURM_PARTITION,
+        account=settings.SLURM_ACCOUNT,
+        standard_output=f"{directory}/stdout.log",
+        standard_error=f"{directory}/stdout.log",
+        state=JobState.SUBMITTING,
+    )

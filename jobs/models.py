@@ -68,6 +68,9 @@ class Job(models.Model):
     accounting_attempts = models.PositiveSmallIntegerField(default=0)
     # What the user asked for (jobs.spec.JobSpec.to_dict()); empty for jobs seen only in Slurm.
     spec = models.JSONField(default=dict, blank=True)
+    # An operational job's own script and placement (GPU diagnostics and resets): written by
+    # the portal's code, never from user input; such a job has no `spec` and is never cloned.
+    pinned = models.JSONField(default=dict, blank=True)
     image = models.CharField(max_length=300, blank=True)
     gpu_type = models.CharField(max_length=32, blank=True)
     # Whole GPUs this job counts against the concurrent quota (a shard job counts as one).

@@ -36,9 +36,26 @@ def _claim(job_pk: int) -> bool:
 
 
 def _submission(job: Job) -> JobSubmission:
+    directory = actions.job_directory(job)
+    if job.pinned:
+        # An operational job: the portal's own script on one node (jobs.actions.create_pinned_job).
+        return JobSubmission(
+            name=job.name,
+            script=job.pinned["script"],
+            working_directory=str(directory),
+            standard_output=f"{directory}/stdout.log",
+            standard_error=f"{directory}/stdout.log",
+            partition=job.partition,
+            account=job.account,
+            time_limit_minutes=job.time_limit_minutes,
+            tres_per_node=job.tres_per_node,
+            required_nodes=(job.pinned["node"],),
+            reservation=job.pinned.get("reservation", ""),
+            comment=actions.slurm_comment(job),
+            requeue=False,
+        )
     # As accepted (validated then, under the plan of then): not re-validated against today's plan.
     spec = job_spec_from_dict(job.spec)
-    directory = actions.job_directory(job)
     return JobSubmission(
         name=job.name,
         script=render_batch_script(spec, job_uuid=str(job.uuid), runtime=settings.JOB_RUNTIME),
@@ -70,8 +87,10 @@ def _record_accepted(job: Job, slurm_job_id: int, client) -> str:
     return "orphaned"
 
 
-@shared_task(bind=True, max_retries=None, acks_late=True)
-def submit_to_slurm(self, job_pk: int) -> str:
+def submit_claimed(job_pk: int) -> str:
+    """One submission attempt of a SUBMITTING row: claim it, submit it with its comment,
+    attach the Slurm id. Every outcome but a transient failure is recorded on the row;
+    SlurmTransientError is raised for the caller to retry (or give up on)."""
     if not _claim(job_pk):
         return "not-claimable"  # submitted already, cancelled, or another worker holds it
     job = Job.objects.select_related("owner").get(pk=job_pk)
@@ -89,20 +108,29 @@ def submit_to_slurm(self, job_pk: int) -> str:
         actions.prepare_job_directory(job, profile.cluster_uid, profile.cluster_gid)
         slurm_job_id = client.submit_job(_submission(job))
         return _record_accepted(job, slurm_job_id, client)
-    except SlurmTransientError as exc:
-        delay = min(settings.SUBMIT_RETRY_MAX_SECONDS, 2 ** min(job.submit_attempts, 16))
-        Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING).update(
-            error=f"{exc.public_message} Retrying in {delay} s (attempt {job.submit_attempts}).",
-            error_detail=exc.message[:4000],
-            submit_claimed_until=None,
-        )
-        raise self.retry(exc=exc, countdown=delay) from exc
+    except SlurmTransientError:
+        raise
     except SlurmError as exc:
         actions.fail_submission(job_pk, f"Slurm refused the job: {exc.public_message}", detail=exc.message)
         return "failed"
     except (OSError, ValueError) as exc:
         actions.fail_submission(job_pk, "The job's directory could not be prepared.", detail=str(exc))
         return "failed"
+
+
+@shared_task(bind=True, max_retries=None, acks_late=True)
+def submit_to_slurm(self, job_pk: int) -> str:
+    try:
+        return submit_claimed(job_pk)
+    except SlurmTransientError as exc:
+        attempts = Job.objects.filter(pk=job_pk).values_list("submit_attempts", flat=True).first() or 1
+        delay = min(settings.SUBMIT_RETRY_MAX_SECONDS, 2 ** min(attempts, 16))
+        Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING).update(
+            error=f"{exc.public_message} Retrying in {delay} s (attempt {attempts}).",
+            error_detail=exc.message[:4000],
+            submit_claimed_until=None,
+        )
+        raise self.retry(exc=exc, countdown=delay) from exc
 
 
 @shared_task(ignore_result=True)
