@@ -150,3 +150,57 @@ def test_the_openapi_schema_lists_the_endpoints(client):
     schema = client.get("/api/schema/").content.decode()
     for path in ["/api/v1/jobs/", "/api/v1/jobs/{id}/logs", "/api/v1/jobs/{id}/cancel", "/api/v1/resources/usage"]:
         assert path in schema
+
+
+@pytest.fixture
+def fresh_log_counts(settings):
+    """No log-read count left in Redis by another test of this run."""
+    import redis
+
+    store = redis.Redis.from_url(settings.REDIS_URL)
+    for key in store.keys("gpupool:rl:logs:*"):
+        store.delete(key)
+
+
+def test_log_reads_are_throttled_per_user(
+    alices_job, alice, bob, api_client_for, settings, monkeypatch, fresh_log_counts
+):
+    from django.test import Client
+
+    monkeypatch.setattr("gpupool.ratelimit._clock", lambda: 1_800_000_010.0)  # one minute window
+    settings.API_LOG_READS_PER_MINUTE = 3
+    client = api_client_for(alice)
+    statuses = [client.get(f"/api/v1/jobs/{alices_job.pk}/logs").status_code for _ in range(4)]
+    assert statuses == [200, 200, 200, 429]
+    refused = client.get(f"/api/v1/jobs/{alices_job.pk}/logs")
+    assert 1 <= int(refused["Retry-After"]) <= 60 and "detail" in refused.json()
+    # The downloads count with the API's reads: the same files, the same user.
+    browser = Client()
+    browser.force_login(alice)
+    download = browser.get(f"/jobs/{alices_job.pk}/logs/stdout/download")
+    assert download.status_code == 429 and download["Retry-After"]
+    # Keyed on the user: another user (from the same address) is not refused.
+    Job.objects.create(owner=bob, slurm_job_id=8003, name="bobs", state="RUNNING")
+    bobs = Job.objects.get(owner=bob)
+    assert api_client_for(bob).get(f"/api/v1/jobs/{bobs.pk}/logs").status_code == 200
+
+
+def test_usage_costs_the_same_queries_for_one_job_or_many(alice, api_client_for):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = api_client_for(alice)
+
+    def queries_for_usage():
+        with CaptureQueriesContext(connection) as captured:
+            body = client.get("/api/v1/resources/usage").json()
+        return len(captured), body
+
+    Job.objects.create(owner=alice, state="COMPLETED", gpu_type="a100")
+    few, _ = queries_for_usage()
+    Job.objects.bulk_create(
+        Job(owner=alice, state=state, gpu_type="a100") for state in ["COMPLETED", "FAILED", "CANCELLED"] * 50
+    )
+    many, body = queries_for_usage()
+    assert many == few
+    assert body["jobs_by_state"] == {"COMPLETED": 51, "FAILED": 50, "CANCELLED": 50}

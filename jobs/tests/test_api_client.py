@@ -1,0 +1,122 @@
+"""A Python client generated from the served schema (openapi-python-client, as a user
+would run it) submits, reads and cancels a job on the real cluster through a live portal."""
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accounts.models import ApiToken
+from jobs.tests.conftest import GOOD_SPEC
+from testing.servers import portal_stack
+from testing.slurm import wait_for
+
+pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+
+PACKAGE = "gpupool_client"
+
+
+def generate_client(schema_url: str, directory: Path) -> None:
+    """openapi-python-client's generate, from the URL without credentials (the schema is
+    public), failing on any warning: a schema it cannot fully read fails this test."""
+    config = directory / "config.yaml"
+    config.write_text(f"package_name_override: {PACKAGE}\n")
+    # It formats what it writes with ruff, found on PATH: the one in this virtualenv.
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "openapi_python_client",
+            "generate",
+            "--url",
+            schema_url,
+            "--meta",
+            "none",
+            "--output-path",
+            str(directory / PACKAGE),
+            "--config",
+            str(config),
+            "--fail-on-warning",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.fixture
+def client_package(tmp_path):
+    """Import path for the client generated into tmp_path; forgotten again afterwards."""
+    sys.path.insert(0, str(tmp_path))
+    yield tmp_path
+    sys.path.remove(str(tmp_path))
+    for name in [name for name in sys.modules if name == PACKAGE or name.startswith(PACKAGE + ".")]:
+        del sys.modules[name]
+
+
+def test_a_generated_client_submits_reads_and_cancels_a_job(alice, provision, client_package, slurm):
+    provision(alice)
+    _token, key = ApiToken.issue(alice, "generated client")
+    with portal_stack(worker=True, beat=True) as base_url:
+        generate_client(f"{base_url}/api/schema/?format=json", client_package)
+        client_module = importlib.import_module(PACKAGE)
+        jobs = {
+            name: importlib.import_module(f"{PACKAGE}.api.jobs.{name}")
+            for name in ["jobs_submit", "jobs_create", "jobs_list", "jobs_retrieve", "jobs_logs", "jobs_cancel"]
+        }
+        models = importlib.import_module(f"{PACKAGE}.models")
+        client = client_module.AuthenticatedClient(base_url=base_url, token=key, raise_on_unexpected_status=True)
+
+        def spec(**overrides):
+            fields = {**GOOD_SPEC, "gpu_type": models.GpuTypeEnum(GOOD_SPEC["gpu_type"]), **overrides}
+            return models.JobSpecInput(**fields)
+
+        # A refusal comes back as the declared Error, with the field named.
+        refused = jobs["jobs_create"].sync(client=client, body=spec(image="nvcr.io/nvidia/pytorch:latest"))
+        assert isinstance(refused, models.Error), refused
+        assert "image" in refused.errors.to_dict()
+
+        submitted = jobs["jobs_submit"].sync(
+            client=client, body=spec(name="generated-client", command="echo started; sleep 300")
+        )
+        assert isinstance(submitted, models.Job), submitted
+        assert submitted.state == models.StateEnum.SUBMITTING
+        assert submitted.slurm_job_id is None and submitted.expected_start is None  # null, read as None
+
+        def running():
+            job = jobs["jobs_retrieve"].sync(client=client, id=submitted.id)
+            return job if job.state == models.StateEnum.RUNNING else None
+
+        job = wait_for(running, timeout=120, what="the job to run")
+        assert job.slurm_job_id and job.start_time is not None
+        assert job.gpu_count == 1  # the GPU it holds, while it runs
+        assert job.exit_code is None  # not ended yet
+
+        logs = wait_for(
+            lambda: (found := jobs["jobs_logs"].sync(client=client, id=job.id)) and "started" in found.stdout and found,
+            timeout=60,
+            what="the job's first line in its log",
+        )
+        assert logs.diagnosis == []
+        listed = jobs["jobs_list"].sync(client=client, page_size=10)
+        assert submitted.id in [item.id for item in listed.results]
+
+        cancelled = jobs["jobs_cancel"].sync(client=client, id=job.id)
+        assert isinstance(cancelled, models.Job), cancelled
+
+        def ended():
+            found = jobs["jobs_retrieve"].sync(client=client, id=job.id)
+            return found if found.state == models.StateEnum.CANCELLED else None
+
+        final = wait_for(ended, timeout=60, what="the job to be cancelled")
+        assert final.end_time is not None and final.expected_end is None
+        # A second cancel is refused with the declared 409 body.
+        again = jobs["jobs_cancel"].sync_detailed(client=client, id=job.id)
+        assert again.status_code == 409 and isinstance(again.parsed, models.Error)
+    assert slurm.get_job(final.slurm_job_id).state == "CANCELLED"
