@@ -108,12 +108,12 @@ def main():
 
 
 def _job_start_clock(job) -> float:
-    from jobs.logs import local_log_path
+    from jobs.logs import local_log_path, read_tail
 
     for _ in range(100):
-        path = local_log_path(job.standard_output, job.cluster_user)
-        if path and path.exists():
-            for line in path.read_text().splitlines():
+        tail = read_tail(local_log_path(job.standard_output, job.cluster_user), 64 * 1024)
+        if tail.exists:
+            for line in tail.text.splitlines():
                 if line.startswith("START "):
                     return float(line.split()[1])
         time.sleep(0.05)

@@ -38,7 +38,11 @@ def job_detail(request, pk: int):
 def job_summary(request, pk: int):
     """The state-dependent part of the job page alone: live updates swap it in whole."""
     job = get_object_or_404(Job, pk=pk, owner=request.user)
-    return render(request, "jobs/_summary.html", {"job": job, "reason_text": explain_reason(job.state_reason)})
+    context = {"job": job, "reason_text": explain_reason(job.state_reason)}
+    if job.is_final:
+        # The diagnosis is part of the summary; logs are read only once the job has ended.
+        context["logs"] = {"diagnosis": job_logs(job, settings.LOG_TAIL_BYTES)["diagnosis"]}
+    return render(request, "jobs/_summary.html", context)
 
 
 @login_required

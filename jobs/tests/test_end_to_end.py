@@ -82,7 +82,7 @@ def test_a_submission_waits_while_slurmrestd_is_down_and_is_submitted_exactly_on
                 what="two failed submission attempts",
             )
             assert job.state == "SUBMITTING" and job.slurm_job_id is None
-            assert "unavailable" in job.error
+            assert "not answering" in job.error
         finally:
             subprocess.run([str(CLUSTER_SCRIPT), "up"], check=True, capture_output=True, timeout=120)
         job = wait_for(

@@ -25,7 +25,7 @@
       box.className = "diagnosis";
       box.setAttribute("role", "alert");
       box.dataset.diagnosis = "";
-      document.querySelector("[data-job-summary]").after(box);
+      document.querySelector("[data-job-summary] dl.facts").before(box);
     }
     box.replaceChildren(...findings.map((f) => {
       const div = document.createElement("div");
