@@ -11,9 +11,11 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate(self, request):
         header = authentication.get_authorization_header(request).decode("latin-1")
-        if not header.startswith(self.keyword + " "):
+        scheme, _space, key = header.partition(" ")
+        # The scheme's name is case-insensitive (RFC 9110); "bearer gpt_..." is as good.
+        if scheme.lower() != self.keyword.lower():
             return None
-        key = header[len(self.keyword) + 1 :].strip()
+        key = key.strip()
         if not key:
             raise exceptions.AuthenticationFailed("Empty bearer token.")
         token = ApiToken.objects.select_related("user").filter(key_hash=ApiToken.hash_key(key)).first()

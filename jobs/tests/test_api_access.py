@@ -204,3 +204,13 @@ def test_usage_costs_the_same_queries_for_one_job_or_many(alice, api_client_for)
     many, body = queries_for_usage()
     assert many == few
     assert body["jobs_by_state"] == {"COMPLETED": 51, "FAILED": 50, "CANCELLED": 50}
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+def test_the_bearer_scheme_is_case_insensitive(alice, scheme):
+    _token, key = ApiToken.issue(alice, "any case")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"{scheme} {key}")
+    assert client.get("/api/v1/jobs/").status_code == 200
+    client.credentials(HTTP_AUTHORIZATION=f"{scheme} gpt_not-a-token")
+    assert client.get("/api/v1/jobs/").status_code == 401
