@@ -43,7 +43,43 @@ SAMPLES = [
     ("segfault.log", "segfault", "Fatal Python error: Segmentation fault", {"exit_code": 139}),
     ("nccl.log", "nccl", "[Rank 2] Watchdog caught collective operation timeout", {}),
     ("killed.log", "killed", "line 12:  3971 Killed", {"exit_code": 137}),
+    # Loss or gradients turning NaN/Inf: PyTorch 1.13 and 2.3, Lightning 1.x, apex, DeepSpeed, DeiT, Keras 2.15.
+    ("nan-anomaly.log", "nan-loss", "RuntimeError: Function 'LogSoftmaxBackward0' returned nan", {}),
+    ("nan-clip-grad.log", "nan-loss", "RuntimeError: The total norm of order 2.0 for gradients", {}),
+    ("nan-lightning.log", "nan-loss", "ValueError: The loss returned in `training_step` is tensor(nan", {}),
+    ("nan-apex-overflow.log", "nan-loss", "reducing loss scale to 1.0", {"state": "TIMEOUT"}),
+    ("nan-deepspeed.log", "nan-loss", "Exception: Current loss scale already at minimum", {}),
+    ("nan-deit.log", "nan-loss", "Loss is nan, stopping training", {}),
+    ("nan-keras.log", "nan-loss", "Batch 212: Invalid loss, terminating training", {}),
+    # Permission denied and read-only file systems outside /data.
+    ("permission-checkpoint.log", "permission-denied", "Permission denied: '/workspace/checkpoints'", {}),
+    ("permission-hf-cache.log", "permission-denied", "Permission denied: '/root/.cache/huggingface", {}),
+    ("permission-readonly.log", "permission-denied", "OSError: [Errno 30] Read-only file system: '/workspace", {}),
+    ("permission-pip.log", "permission-denied", "ERROR: Could not install packages due to an OSError", {}),
+    ("permission-shell.log", "permission-denied", "mkdir: cannot create directory", {}),
+    # GPUs present but unusable: CUDA 10 and 12 wordings, set_device failures.
+    ("gpu-busy.log", "gpu-unavailable", "[rank1]: RuntimeError: CUDA error: CUDA-capable device(s)", {}),
+    ("gpu-busy-old.log", "gpu-unavailable", "THCudaCheck FAIL", {}),
+    ("gpu-invalid-ordinal.log", "gpu-unavailable", "RuntimeError: CUDA error: invalid device ordinal", {}),
+    ("gpu-unknown-error.log", "gpu-unavailable", "CUDA unknown error - this may be due to", {}),
+    # Containers that were imported but did not start.
+    ("container-start-nsenter.log", "container-start", "enroot-nsenter: failed to create user namespace", {}),
+    ("container-start-nvidia-hook.log", "container-start", "nvidia-container-cli: initialization error", {}),
+    ("container-start-bash.log", "container-start", "enroot-switchroot: failed to execute", {}),
+    # NCCL socket failures: NCCL 2.10, 2.18 and 2.21.
+    ("nccl-connect-refused.log", "nccl", "NCCL WARN Net : Connect to 10.20.0.12<43521> failed", {}),
+    ("nccl-peer-closed.log", "nccl", "NCCL WARN socketProgress: Connection closed by remote peer", {}),
+    ("nccl-network-timeout.log", "nccl", "NCCL WARN socketPollConnect: connect to 192.168.40.11", {}),
+    # Preemption by requeue: Slurm 17 and 24, Lightning 1.x and 2.x, submitit.
+    ("preempted-requeue.log", "preempted", "*** STEP 48420.0 ON gpu-4090-02 CANCELLED AT", {}),
+    ("preempted-requeue-old.log", "preempted", "CANCELLED AT 2018-11-05T10:35:06 DUE TO JOB REQUEUE", {}),
+    ("preempted-lightning.log", "preempted", "Handling auto-requeue signal: 10", {}),
+    ("preempted-lightning-old.log", "preempted", "requeing job 48440...", {}),
+    ("preempted-submitit.log", "preempted", "this job is preempted", {}),
+    ("time-limit-submitit.log", "time-limit", "this job is timed-out", {}),
 ]
+# Successful runs full of warnings, NaN in column names, NCCL INFO lines, a couple of AMP skipped steps.
+BENIGN_LOGS = ["clean-training.log", "benign-amp-warnings.log", "benign-ddp-requeue-setup.log"]
 
 
 def read_log(name: str) -> str:
@@ -98,10 +134,17 @@ def test_log_samples_are_found_from_the_log_alone(log_name, rule_id, evidence_ne
     assert diagnose(read_log(log_name))[0].rule_id == rule_id
 
 
-def test_a_clean_training_log_gives_no_findings():
-    text = read_log("clean-training.log")
+@pytest.mark.parametrize("log_name", BENIGN_LOGS)
+def test_a_clean_training_log_gives_no_findings(log_name):
+    text = read_log(log_name)
     assert diagnose(text) == []
     assert diagnose(text, state="COMPLETED", exit_code=0) == []
+
+
+def test_every_log_sample_is_used():
+    """A sample file that no test reads would look covered and test nothing."""
+    used = {s[0] for s in SAMPLES} | set(BENIGN_LOGS) | {"oom-then-nccl.log"}
+    assert {path.name for path in LOGS.glob("*.log")} == used
 
 
 # --- precedence -------------------------------------------------------------------------------------------------
@@ -484,6 +527,7 @@ def test_rules_are_complete_and_unique():
         assert rule.title.strip() and rule.cause.strip() and rule.fix.strip(), rule.rule_id
         assert rule.patterns, rule.rule_id
         assert all(isinstance(p, re.Pattern) for p in rule.patterns), rule.rule_id
+        assert all(isinstance(r.pattern, re.Pattern) and r.count > 1 and r.within_lines >= 1 for r in rule.runs)
 
 
 def test_required_rules_are_present():
@@ -504,6 +548,11 @@ def test_required_rules_are_present():
         "no-gpu",
         "cublas-cudnn-alloc",
         "killed",
+        "nan-loss",
+        "permission-denied",
+        "gpu-unavailable",
+        "container-start",
+        "preempted",
     }
     assert required <= {rule.rule_id for rule in RULES}
 
@@ -518,7 +567,7 @@ def test_patterns_have_no_unbounded_wildcards():
     assert UNBOUNDED_WILDCARD.search(POSITIVE_CLASS.sub("C", r"a[\w.+-]{1,8}b")) is None
     assert UNBOUNDED_WILDCARD.search(r"x.*y") and UNBOUNDED_WILDCARD.search(r"x[^\n]+y")
     for rule in RULES:
-        for pattern in rule.patterns:
+        for pattern in (*rule.patterns, *(run.pattern for run in rule.runs)):
             assert not UNBOUNDED_WILDCARD.search(POSITIVE_CLASS.sub("C", pattern.pattern)), (rule.rule_id, pattern)
 
 
