@@ -73,8 +73,7 @@ def _one_connection():
 
 @pytest.fixture
 def fuzz_user(alice, settings, _one_connection):
-    # Enterprise: every GPU type; provisioned as far as the portal can tell.
-    alice.profile.plan = "enterprise"
+    # Provisioned as far as the portal can tell (alice is on the Pro plan).
     alice.profile.cluster_username = "alice"
     alice.profile.provisioned_at = "2026-01-01T00:00:00Z"
     alice.profile.save()
