@@ -180,6 +180,19 @@ class JobSpecInputSerializer(serializers.Serializer):
         self.fields["gpu_memory_gb"].max_value = _most_gpu_memory_gb()
 
 
+def submission_json_types() -> dict[str, type]:
+    """The JSON type of each field of a submission, as the schema declares it."""
+    types = {}
+    for name, field in JobSpecInputSerializer().fields.items():
+        if isinstance(field, serializers.IntegerField):
+            types[name] = int
+        elif isinstance(field, serializers.DictField):
+            types[name] = dict
+        else:
+            types[name] = str
+    return types
+
+
 class JobCloneInputSerializer(JobSpecInputSerializer):
     """Fields that override the original job's; an empty body clones it as it was.
     Send `"gpu_count": null` with `gpu_memory_gb` (or the reverse) to change how GPUs are asked for."""

@@ -16,6 +16,7 @@ from jobs.api.serializers import (
     JobSpecInputSerializer,
     LogsSerializer,
     UsageSerializer,
+    submission_json_types,
 )
 from jobs.api.throttles import LogReadThrottle, log_read
 from jobs.logs import job_logs, local_log_path, open_log
@@ -25,19 +26,6 @@ from jobs.spec import SpecError
 
 INVALID_SPEC = "The job spec is invalid."
 
-# The JSON type of each field of a submission. jobs.spec also reads the job form, whose
-# values are all strings; over the API a number must be a JSON number, as the schema says.
-JSON_TYPES = {
-    "name": str,
-    "image": str,
-    "gpu_type": str,
-    "gpu_count": int,
-    "gpu_memory_gb": int,
-    "command": str,
-    "time_limit_minutes": int,
-    "data_mount": str,
-    "environment": dict,
-}
 TYPE_MESSAGES = {
     str: "must be a string",
     int: "must be a whole number (a JSON number, not a string)",
@@ -46,16 +34,18 @@ TYPE_MESSAGES = {
 
 
 def json_type_errors(data) -> dict[str, list[str]]:
-    """Fields of a JSON body whose type is not the schema's (null is "not given")."""
+    """Fields of a JSON body whose type is not the schema's (null is "not given").
+
+    jobs.spec also reads the job form, whose values are all strings, so it takes "60" for
+    60; over the API a number is a JSON number, as the schema says."""
     if not isinstance(data, dict):
         return {"non_field_errors": ["expected a JSON object with the job's fields"]}
     found = {}
-    for name, expected in JSON_TYPES.items():
+    for name, expected in submission_json_types().items():
         value = data.get(name)
         if value is None:
             continue
-        wrong = isinstance(value, bool) or not isinstance(value, expected)
-        if wrong:
+        if isinstance(value, bool) or not isinstance(value, expected):
             found[name] = [TYPE_MESSAGES[expected]]
     return found
 
