@@ -12,9 +12,13 @@ from __future__ import annotations
 import logging
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
 
 from cluster.errors import SlurmCommandError, SlurmTransientError
+from cluster.types import Reservation
 
 log = logging.getLogger(__name__)
 
@@ -125,3 +129,237 @@ class SlurmCli:
 
     def show_association(self, user: str) -> CommandResult:
         return self.run("sacctmgr", "-n", "-P", "show", "assoc", f"users={user}", "format=user,account,qos,defaultqos")
+
+    # --- reservations ----------------------------------------------------------------------
+    # slurmrestd 24.11 only reads reservations; these create, change and delete them with
+    # scontrol. Every argument is checked here first (`_reservation_*` below); `run`'s
+    # whole-match check still stands behind them. They run as `env TZ=UTC0 scontrol ...`:
+    # scontrol reads and prints times in its own process's zone (seen on 24.11: the same
+    # reservation shows 10:00 under TZ=UTC0 and 13:00 under TZ=XYZ-3), so the portal formats
+    # and parses them in UTC whatever the login node's zone. Behaviour seen on the 24.11 dev
+    # cluster (5 nodes of 16 cores):
+    # - `TRES=gres/gpu:a100=2` picks a node by itself (gpu-a100-01, then gpu-a100-02 once two
+    #   reservations hold its 4 GPUs) and takes every free core of it: shown as
+    #   `Nodes=gpu-a100-01 CoreCnt=16 ... TRES=cpu=16,gres/gpu:a100=2,gres/gpu=2`. Asking for
+    #   fewer cores (`TRES=cpu=2,gres/gpu:a100=2` or `CoreCnt=2`) still takes all 16.
+    #   `TRES=gres/gpu:a100=6` spans gpu-a100-[01-02] (32 cores).
+    # - When no node has the GPUs left in that window: "Error creating the reservation:
+    #   Requested nodes are busy"; a taken name: "Duplicate reservation name"; a user without
+    #   an association: "Invalid account or account/partition combination specified".
+    # - `Flags=ANY_NODES` with a GPU TRES drops the GPUs (`TRES=(null)`, no node): refused here.
+    # - The node form (`Nodes=gpu-h100-01 Flags=MAINT,IGNORE_JOBS`) shows
+    #   `Flags=MAINT,IGNORE_JOBS,SPEC_NODES TRES=cpu=16`; MAINT reservations may overlap others.
+    # - `update ... StartTime=` moves the window and keeps its duration; `Duration=` moves the end.
+    # - A missing reservation: show says "Reservation <name> not found", update and delete
+    #   "Requested reservation is invalid" (all exit 1).
+    def create_gpu_reservation(
+        self,
+        name: str,
+        *,
+        gpu_type: str,
+        count: int,
+        users: Sequence[str],
+        start: datetime | Literal["now"],
+        duration_minutes: int,
+        flags: Sequence[str] = (),
+    ) -> CommandResult:
+        """Reserve `count` GPUs of `gpu_type` for `users` from `start` (an aware datetime, or
+        NOW) for `duration_minutes`; Slurm chooses the node(s) and holds all their free cores.
+
+        Runs `scontrol create reservation ReservationName=<name> StartTime=<UTC ISO> Duration=<min>
+        Users=<u1,u2> TRES=gres/gpu:<type>=<count> [Flags=<F1,F2>]`."""
+        arguments = [
+            f"ReservationName={_reservation_name(name)}",
+            f"StartTime={_reservation_start(start)}",
+            f"Duration={_reservation_minutes(duration_minutes)}",
+            f"Users={_reservation_users(users)}",
+            f"TRES=gres/gpu:{_reservation_word(gpu_type, 'GPU type')}={_positive_count(count)}",
+        ]
+        arguments += _reservation_flags(flags, refused=_FLAGS_WITHOUT_GPUS)
+        return self.run(*_SCONTROL_UTC, "create", "reservation", *arguments)
+
+    def create_node_reservation(
+        self,
+        name: str,
+        *,
+        nodes: Sequence[str],
+        users: Sequence[str],
+        start: datetime | Literal["now"],
+        duration_minutes: int,
+        flags: Sequence[str] = ("MAINT", "IGNORE_JOBS"),
+    ) -> CommandResult:
+        """Reserve whole nodes for `users` (a maintenance hold by default: MAINT lets it overlap
+        other reservations, IGNORE_JOBS lets it start while jobs still run there).
+
+        Runs `scontrol create reservation ReservationName=<name> StartTime=<UTC ISO or now>
+        Duration=<min> Users=<u1,...> Nodes=<n1,...> Flags=<F1,...>`."""
+        if isinstance(nodes, str) or not nodes:
+            raise ValueError("nodes must be a non-empty list of node names")
+        arguments = [
+            f"ReservationName={_reservation_name(name)}",
+            f"StartTime={_reservation_start(start)}",
+            f"Duration={_reservation_minutes(duration_minutes)}",
+            f"Users={_reservation_users(users)}",
+            f"Nodes={','.join(_reservation_word(node, 'node name') for node in nodes)}",
+        ]
+        arguments += _reservation_flags(flags)
+        return self.run(*_SCONTROL_UTC, "create", "reservation", *arguments)
+
+    def update_reservation(
+        self,
+        name: str,
+        *,
+        start: datetime | None = None,
+        duration_minutes: int | None = None,
+        users: Sequence[str] | None = None,
+    ) -> CommandResult:
+        """Change the start (the duration stays), the duration (the end moves) or the users
+        (the list is replaced) of an existing reservation."""
+        arguments = []
+        if start is not None:
+            arguments.append(f"StartTime={_reservation_start(start, allow_now=False)}")
+        if duration_minutes is not None:
+            arguments.append(f"Duration={_reservation_minutes(duration_minutes)}")
+        if users is not None:
+            arguments.append(f"Users={_reservation_users(users)}")
+        if not arguments:
+            raise ValueError("update_reservation needs something to change")
+        return self.run(*_SCONTROL_UTC, "update", f"ReservationName={_reservation_name(name)}", *arguments)
+
+    def delete_reservation(self, name: str, *, check: bool = True) -> CommandResult:
+        """`check=False` for clean-ups that may find it gone already."""
+        return self.run(*_SCONTROL_UTC, "delete", f"ReservationName={_reservation_name(name)}", check=check)
+
+    def show_reservation(self, name: str) -> Reservation | None:
+        """The reservation as slurmctld holds it now, None when there is none of that name
+        (and in noop mode, where nothing is asked). Times are UTC."""
+        result = self.run(*_SCONTROL_UTC, "show", "-o", "reservation", _reservation_name(name), check=False)
+        if self.noop:
+            return None
+        output = (result.stdout + result.stderr).strip()
+        if result.returncode != 0:
+            if f"Reservation {name} not found" in output:
+                return None
+            error_class = SlurmTransientError if any(t in output for t in _TRANSIENT_OUTPUT) else SlurmCommandError
+            raise error_class(f"scontrol show reservation {name} failed ({result.returncode}): {output}")
+        for line in result.stdout.splitlines():
+            shown = parse_reservation_line(line)
+            if shown is not None and shown.name == name:
+                return shown
+        return None
+
+
+# --- reservation arguments (checked before any command is built) -----------------------------
+NOW: Literal["now"] = "now"
+# Flags scontrol 24.11 accepted on a node reservation (tried one by one); PART_NODES, REPLACE,
+# REPLACE_DOWN need other options, and SPEC_NODES is Slurm's own marker, not an input.
+RESERVATION_FLAGS = frozenset(
+    {
+        "ANY_NODES", "DAILY", "FLEX", "HOURLY", "IGNORE_JOBS", "LICENSE_ONLY", "MAGNETIC", "MAINT",
+        "NO_HOLD_JOBS_AFTER", "OVERLAP", "PURGE_COMP", "STATIC_ALLOC", "TIME_FLOAT", "USER_DELETE",
+        "WEEKDAY", "WEEKEND", "WEEKLY",
+    }
+)  # fmt: skip
+# With a GPU TRES these reserve no GPU at all (ANY_NODES seen giving TRES=(null)).
+_FLAGS_WITHOUT_GPUS = frozenset({"ANY_NODES", "LICENSE_ONLY"})
+_SCONTROL_UTC = ("env", "TZ=UTC0", "scontrol")
+_SCONTROL_TIME = "%Y-%m-%dT%H:%M:%S"
+_RESERVATION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_RESERVATION_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_CLUSTER_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+MAX_RESERVATION_MINUTES = 366 * 24 * 60
+MAX_RESERVATION_GPUS = 4096
+
+
+def _reservation_name(name: str) -> str:
+    if not isinstance(name, str) or not _RESERVATION_NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is not a reservation name (letters, digits, _ and -, at most 64)")
+    return name
+
+
+def _reservation_word(value: str, what: str) -> str:
+    if not isinstance(value, str) or not _RESERVATION_WORD.fullmatch(value):
+        raise ValueError(f"{value!r} is not a {what} (letters, digits, _ and -)")
+    return value
+
+
+def _positive_count(count: int) -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_RESERVATION_GPUS:
+        raise ValueError(f"a GPU count must be a whole number from 1 to {MAX_RESERVATION_GPUS}, not {count!r}")
+    return count
+
+
+def _reservation_minutes(minutes: int) -> int:
+    if isinstance(minutes, bool) or not isinstance(minutes, int) or not 1 <= minutes <= MAX_RESERVATION_MINUTES:
+        raise ValueError(f"a duration is whole minutes from 1 to {MAX_RESERVATION_MINUTES}, not {minutes!r}")
+    return minutes
+
+
+def _reservation_users(users: Sequence[str]) -> str:
+    # A bare string is a sequence too: "alice" must not become Users=a,l,i,c,e.
+    if isinstance(users, str) or not users:
+        raise ValueError("users must be a non-empty list of cluster user names")
+    for user in users:
+        if not isinstance(user, str) or not _CLUSTER_USER.fullmatch(user):
+            raise ValueError(f"{user!r} is not a valid cluster user name")
+    return ",".join(dict.fromkeys(users))
+
+
+def _reservation_start(start: datetime | Literal["now"], *, allow_now: bool = True) -> str:
+    if allow_now and start == NOW:
+        return NOW
+    if not isinstance(start, datetime) or start.tzinfo is None or start.utcoffset() is None:
+        raise ValueError(f"a start time must be a datetime with a time zone{' or NOW' if allow_now else ''}")
+    return start.astimezone(UTC).strftime(_SCONTROL_TIME)
+
+
+def _reservation_flags(flags: Sequence[str], *, refused: frozenset[str] = frozenset()) -> list[str]:
+    if isinstance(flags, str):
+        raise ValueError("flags must be a list of flag names")
+    for flag in flags:
+        if flag not in RESERVATION_FLAGS or flag in refused:
+            raise ValueError(f"{flag!r} is not a reservation flag the portal uses here")
+    return [f"Flags={','.join(dict.fromkeys(flags))}"] if flags else []
+
+
+def _shown_time(value: str) -> datetime | None:
+    try:
+        return datetime.strptime(value, _SCONTROL_TIME).replace(tzinfo=UTC)
+    except ValueError:
+        return None  # "Unknown", "None", "(null)"
+
+
+def _shown_list(value: str) -> tuple[str, ...]:
+    return () if value in ("", "(null)") else tuple(item for item in value.split(",") if item)
+
+
+def parse_reservation_line(line: str) -> Reservation | None:
+    """One line of `scontrol show -o reservation` (under TZ=UTC0) as a `Reservation`, e.g.
+    `ReservationName=r StartTime=2026-12-30T10:00:00 EndTime=2026-12-30T11:00:00 ...
+    Nodes=gpu-a100-01 ... Flags=   NodeName=gpu-a100-01 CoreIDs=0-15 TRES=cpu=16,gres/gpu:a100=2,
+    gres/gpu=2 Users=alice ...`. The first of a repeated key wins (NodeName/CoreIDs repeat
+    per node); a word without `Key=` belongs to the value before it."""
+    fields: dict[str, str] = {}
+    key = None
+    for word in line.split():
+        match = re.match(r"([A-Za-z]+)=(.*)", word)
+        if match:
+            key = match.group(1)
+            if key not in fields:
+                fields[key] = match.group(2)
+            else:
+                key = None  # a repeat: ignore it and the words that follow it
+        elif key is not None:
+            fields[key] += " " + word
+    if "ReservationName" not in fields:
+        return None
+    return Reservation(
+        name=fields["ReservationName"],
+        users=_shown_list(fields.get("Users", "")),
+        nodes="" if fields.get("Nodes", "") == "(null)" else fields.get("Nodes", ""),
+        start_time=_shown_time(fields.get("StartTime", "")),
+        end_time=_shown_time(fields.get("EndTime", "")),
+        tres="" if fields.get("TRES", "") == "(null)" else fields.get("TRES", ""),
+        # "PURGE_COMP=00:05:00" is shown with its time; the flag is the name.
+        flags=tuple(flag.split("=", 1)[0] for flag in _shown_list(fields.get("Flags", ""))),
+    )
