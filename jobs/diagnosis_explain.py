@@ -379,7 +379,8 @@ def explain_gpu_unavailable(m: re.Match[str], line: str) -> tuple[str, str] | No
             "the local rank (`torch.cuda.set_device(int(os.environ['LOCAL_RANK']))`), and do not hard-code GPU "
             "indices; raise the GPU count in the job form if the script needs more GPUs.",
         )
-    if "set_device" in text and "out of memory" in text:
+    # Only the set_device pattern matches an out of memory: the GPU was full before this process used it.
+    if "out of memory" in text:
         return (
             "The GPU was already full when this process selected it, before your model was loaded: another process "
             "holds that GPU's memory, usually another process of the same job placed on the same GPU.",

@@ -5,9 +5,10 @@ anywhere gives the evidence), optional runs (a pattern that counts only when it 
 optional Slurm states or exit codes that fire it even when the log says nothing, and optionally a function
 (`jobs.diagnosis_explain`) that tailors the cause and the fix to what matched.
 
-The order of RULES is the order of the findings: a failure that explains another comes first (an image that
-could not be imported before the container that could not start, a GPU that could not be used before "no GPU",
-a hardware Xid before the CUDA and NCCL errors it caused, preemption before the kill it caused).
+The order of RULES is the order of the findings: a failure that explains another comes first (a GPU that could
+not be used before "no GPU", a failed `pip install` before the missing module, a hardware Xid before the CUDA and
+NCCL errors it caused), or suppresses it when the second says nothing more (an image that could not be imported
+and the container that then could not start, a preemption and the kill it caused).
 
 The patterns never use `.*`: spans within a line are bounded (`[^\\n]{0,N}`), so a multi-megabyte single line
 costs linear time. A pattern may mark with a group named `at` the part that is the evidence (a multi-line
@@ -469,7 +470,7 @@ RULES: tuple[Rule, ...] = (
             r"DUE TO PREEMPTION",
             r"CANCELLED AT [\w:.-]{1,40} DUE TO JOB REQUEUE",
             # Lightning 2.x, 1.6-1.9 and older; submitit. A bypassed SIGTERM alone is not enough: scancel sends it.
-            r"Handling auto-requeue signal",
+            r"[Hh]andling auto-requeue signal",
             r"[Rr]equeing job [\w-]{1,40}\.\.\.",
             r"Requeued SLURM job: [\w-]{1,40}",
             r"requeued exp [\w-]{1,40}",
