@@ -9,9 +9,18 @@ from accounts.models import Role
 def _person(username: str, role: str = Role.USER, plan: str = "pro"):
     user = get_user_model().objects.create_user(username=username, password="pw-" + username, email=f"{username}@x.org")
     user.profile.role = role
-    user.profile.plan = plan
     user.profile.save()
+    subscribe(user, plan)
     return user
+
+
+def subscribe(user, plan_code: str, status: str = "active"):
+    """Put `user` on a plan as a new subscription row (no audit entry, no Slurm change: tests
+    that need those call accounts.lifecycle.change_plan)."""
+    from plans import subscriptions
+    from plans.models import Plan
+
+    subscriptions.change(user, Plan.objects.get(code=plan_code), status)
 
 
 @pytest.fixture
@@ -66,7 +75,7 @@ def _empty_test_redis():
 
 
 @pytest.fixture(scope="session")
-def slurm():
+def slurm(slurm_limits):
     """The service client of the real dev cluster; fails (never skips) when it is down."""
     from cluster.errors import SlurmError
     from cluster.services import rest_client
@@ -79,8 +88,21 @@ def slurm():
     return client
 
 
+@pytest.fixture(scope="session")
+def slurm_limits(django_db_setup, django_db_blocker):
+    """The plans' QOS and limits written into the dev cluster's slurmdbd, as `make dev` does."""
+    from cluster.errors import SlurmError
+    from plans import enforcement
+
+    with django_db_blocker.unblock():
+        try:
+            enforcement.sync()
+        except SlurmError as exc:
+            pytest.fail(f"the plans' limits could not be written into the dev cluster: {exc}")
+
+
 @pytest.fixture
-def provision():
+def provision(slurm_limits):
     """provision(user) -> profile: a real cluster account, locked again after the test."""
     from testing.slurm import unique_cluster_name
 

@@ -9,9 +9,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import Profile
-from billing.plans import ALL_QOS, plan_for
 from cluster.provisioning import provisioning_backend
 from cluster.services import slurm_cli
+from plans.catalog import plan_for
+from plans.slurm_limits import association_terms
 
 # Names that already belong to the system inside the cluster; never hand them out.
 RESERVED_NAMES = {
@@ -99,12 +100,13 @@ def provision(profile_id: int, preferred_name: str | None = None, *, adopt_exist
     backend = provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(), settings.SLURM_ACCOUNT)
     derive_around = backend.user_exists if settings.PROVISIONING_BACKEND == "local" else None
     name = assign_cluster_username(profile, preferred_name, derive_around)
-    plan = plan_for(profile.plan)
+    terms = association_terms(plan_for(profile.user), is_admin=profile.role == "admin")
     try:
         identity = backend.ensure_user(
             name,
-            ALL_QOS if profile.role == "admin" else [plan.qos],
-            plan.qos,
+            terms.qos,
+            terms.default_qos,
+            **terms.as_kwargs(),
             expected_uid=profile.cluster_uid,
             adopt_existing=adopt_existing,
         )

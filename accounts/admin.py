@@ -25,8 +25,8 @@ class _NamesTheActor:
 
 @admin.register(Profile)
 class ProfileAdmin(_NamesTheActor, admin.ModelAdmin):
-    list_display = ("user", "role", "plan", "cluster_username", "provisioned_at")
-    list_filter = ("role", "plan")
+    list_display = ("user", "role", "cluster_username", "provisioned_at")
+    list_filter = ("role",)
     search_fields = ("user__username", "cluster_username")
 
 

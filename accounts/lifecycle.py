@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.dispatch import Signal
 
 from accounts.models import Profile
 from audit.log import record
+from plans import subscriptions
+from plans.models import Plan, Subscription
 
 log = logging.getLogger(__name__)
 
@@ -104,15 +107,49 @@ def before_deletion(user, actor=None) -> None:
 
 
 def after_profile_change(profile: Profile, before: dict, actor=None) -> None:
-    """A plan or role change: Slurm must enforce the new one (a downgraded user must not
-    keep `premium`), so the association is provisioned again."""
+    """A role change: admins hold every plan's QOS, users their plan's, so Slurm must be
+    told (accounts/signals.py calls this on save)."""
+    after = profile.current_terms()
+    record(actor, "account.change", f"user:{profile.user.username}", before=before, after=after)
+    _reprovision_on_commit(profile.pk)
+
+
+def start_default_subscription(user) -> None:
+    """A new account is on the default plan (settings.DEFAULT_PLAN) from its first moment."""
+    plan = Plan.objects.filter(code=settings.DEFAULT_PLAN).first()
+    if plan is None:
+        log.error("the default plan %r does not exist; %s has no subscription", settings.DEFAULT_PLAN, user)
+        return
+    subscriptions.change(user, plan)
+
+
+def change_plan(user, plan_code: str, *, actor=None, status: str = Subscription.Status.ACTIVE, reason: str = ""):
+    """Subscribe `user` to a plan (or pause/resume/cancel with `status`): a new history row,
+    an audit entry, and the association provisioned again on commit so Slurm enforces the
+    new plan's QOS and limits. Raises Plan.DoesNotExist or SubscriptionError."""
+    plan = Plan.objects.get(code=plan_code)
+    with transaction.atomic():
+        changed = subscriptions.change(user, plan, status)
+        if changed is None:
+            return None  # already so: no entry, no Slurm change
+        ended = changed.ended
+        record(
+            actor,
+            "subscription.change",
+            f"user:{user.get_username()}",
+            before={"plan": ended.plan.code, "status": ended.status} if ended else {},
+            after={"plan": plan.code, "status": status},
+            reason=reason,
+        )
+        _reprovision_on_commit(Profile.objects.get(user=user).pk)
+    return changed.started
+
+
+def _reprovision_on_commit(profile_id: int) -> None:
     from accounts.tasks import provision_user
 
-    after = {"plan": profile.plan, "role": profile.role}
-    record(actor, "account.change", f"user:{profile.user.username}", before=before, after=after)
-    profile = Profile.objects.select_related("user").get(pk=profile.pk)  # the saved instance may be stale
+    profile = Profile.objects.select_related("user").get(pk=profile_id)
     if profile.cluster_username and profile.user.is_active:
-        profile_id = profile.pk
         transaction.on_commit(lambda: _enqueue(provision_user, profile_id))
 
 

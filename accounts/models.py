@@ -4,8 +4,6 @@ import secrets
 from django.conf import settings
 from django.db import models, transaction
 
-from billing.plans import PLAN_CHOICES
-
 
 class Role(models.TextChoices):
     USER = "user", "User"
@@ -14,11 +12,11 @@ class Role(models.TextChoices):
 
 
 class Profile(models.Model):
-    """A portal user's role, plan and identity on the cluster."""
+    """A portal user's role and identity on the cluster (the plan is a subscription:
+    plans.catalog.plan_for)."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.USER)
-    plan = models.CharField(max_length=16, choices=PLAN_CHOICES, default="free")
     # The Unix/Slurm user the portal acts as for this person; set once, never reused.
     cluster_username = models.CharField(max_length=32, unique=True, null=True, blank=True)
     cluster_uid = models.IntegerField(null=True, blank=True)
@@ -27,21 +25,21 @@ class Profile(models.Model):
     provisioning_error = models.TextField(blank=True)
 
     def __str__(self):
-        return f"{self.user.username} ({self.role}, {self.plan})"
+        return f"{self.user.username} ({self.role})"
 
-    # The plan and role as read from the database, so a save can tell that they changed
+    # The role as read from the database, so a save can tell that it changed
     # (accounts/signals.py re-provisions the association then).
     loaded_terms: dict | None = None
 
     @classmethod
     def from_db(cls, db, field_names, values):
         instance = super().from_db(db, field_names, values)
-        if {"plan", "role"} <= set(field_names):
+        if "role" in field_names:
             instance.loaded_terms = instance.current_terms()
         return instance
 
     def current_terms(self) -> dict:
-        return {"plan": self.plan, "role": self.role}
+        return {"role": self.role}
 
     @property
     def is_admin(self) -> bool:

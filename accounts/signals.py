@@ -13,9 +13,10 @@ from accounts.models import Profile
 
 
 @receiver(post_save, sender=settings.AUTH_USER_MODEL)
-def create_profile(sender, instance, created, **kwargs):
-    if created:
+def create_profile(sender, instance, created, raw=False, **kwargs):
+    if created and not raw:
         Profile.objects.get_or_create(user=instance)
+        lifecycle.start_default_subscription(instance)
 
 
 @receiver(user_signed_up)
@@ -51,7 +52,7 @@ def follow_deletion(sender, instance, **kwargs):
 
 
 @receiver(post_save, sender=Profile)
-def follow_plan_or_role_change(sender, instance, created, raw=False, **kwargs):
+def follow_role_change(sender, instance, created, raw=False, **kwargs):
     before = instance.loaded_terms
     instance.loaded_terms = instance.current_terms()
     if created or raw or before is None or before == instance.loaded_terms:

@@ -44,10 +44,11 @@ def make_user(username: str, plan: str = "enterprise", provision: bool = True):
     from django.contrib.auth import get_user_model
 
     from accounts import actions
+    from plans import subscriptions
+    from plans.models import Plan
 
     user = get_user_model().objects.create_user(username=username, password="bench-" + username)
-    user.profile.plan = plan
-    user.profile.save()
+    subscriptions.change(user, Plan.objects.get(code=plan))
     if provision:
         actions.provision(user.profile.pk, preferred_name=f"bench{os.getpid() % 10000}{username}"[:30])
         user.profile.refresh_from_db()

@@ -18,6 +18,14 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from cluster.errors import SlurmCommandError, SlurmTransientError
+from cluster.limits import (
+    ASSOCIATION_FORMAT,
+    QOS_FORMAT,
+    AssociationLimits,
+    QosLimits,
+    parse_association_lines,
+    parse_qos_lines,
+)
 from cluster.types import Reservation
 
 log = logging.getLogger(__name__)
@@ -99,21 +107,45 @@ class SlurmCli:
             check=False,
         )
 
-    def set_user_qos(self, user: str, qos: list[str], default_qos: str) -> CommandResult:
+    # --- limits Slurm enforces (cluster/limits.py) -------------------------------------------
+    def set_association_limits(self, limits: AssociationLimits) -> CommandResult:
+        """QOS, default QOS, GPU-minute budget and submit hold of one user's association.
+        (MaxSubmitJobs=-1 also lifts the hold `hold_user_submissions` puts on an account.)"""
         return self.run(
-            "sacctmgr",
-            "-i",
-            "modify",
-            "user",
-            "where",
-            f"name={user}",
-            "set",
-            f"QOS={','.join(qos)}",
-            f"DefaultQOS={default_qos}",
-            # Lifts the hold `hold_user_submissions` puts on a deactivated account.
-            "MaxSubmitJobs=-1",
-            check=False,
-        )
+            "sacctmgr", "-i", "modify", "user", "where", f"name={limits.user}", f"account={limits.account}", "set",
+            *limits.set_arguments(), check=False,
+        )  # fmt: skip
+
+    def show_association_limits(self, user: str) -> dict[tuple[str, str], AssociationLimits]:
+        shown = self.run("sacctmgr", "-n", "-P", "show", "assoc", f"users={user}", ASSOCIATION_FORMAT)
+        return parse_association_lines(shown.stdout)
+
+    def show_all_association_limits(self, account: str) -> dict[tuple[str, str], AssociationLimits]:
+        shown = self.run("sacctmgr", "-n", "-P", "show", "assoc", f"accounts={account}", ASSOCIATION_FORMAT)
+        return parse_association_lines(shown.stdout)
+
+    def reset_user_usage(self, user: str, account: str) -> CommandResult:
+        """Zero the association's recorded usage (the monthly GPU-minute budget starts again).
+        Alone in its command: together with a limit change sacctmgr reset the usage but
+        silently dropped the limit (seen on 26.05)."""
+        return self.run("sacctmgr", "-i", "modify", "user", "where", f"name={user}", f"account={account}", "set",
+                        "RawUsage=0")  # fmt: skip
+
+    def ensure_qos(self, limits: QosLimits, *, exists: bool | None = None) -> CommandResult:
+        """Create the QOS when missing, then set its limits (`add` fails for an existing QOS).
+        `exists` saves the read when the caller knows (and lets a noop run say the truth)."""
+        if exists is None:
+            exists = limits.name in self.show_qos([limits.name])
+        if not exists:
+            self.run("sacctmgr", "-i", "add", "qos", limits.name)
+        return self.run("sacctmgr", "-i", "modify", "qos", "where", f"name={limits.name}", "set",
+                        *limits.set_arguments())  # fmt: skip
+
+    def show_qos(self, names: list[str] | None = None) -> dict[str, QosLimits]:
+        where = ["where", f"name={','.join(names)}"] if names else []
+        if self.noop:
+            return {}
+        return parse_qos_lines(self.run("sacctmgr", "-n", "-P", "show", "qos", *where, QOS_FORMAT).stdout)
 
     def hold_user_submissions(self, user: str) -> CommandResult:
         """Slurm refuses every new job of the user from now on, from any submit host."""

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from cluster.cli import SlurmCli
 from cluster.errors import SlurmCommandError, SlurmTransientError
+from cluster.limits import AssociationLimits
 
 _USERNAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 # How long removal waits for cancelled jobs to leave before giving the caller a retry.
@@ -34,7 +35,15 @@ class ProvisioningBackend(Protocol):
     def user_exists(self, username: str) -> bool: ...
 
     def ensure_user(
-        self, username: str, qos: list[str], default_qos: str, *, expected_uid: int | None, adopt_existing: bool
+        self,
+        username: str,
+        qos: list[str],
+        default_qos: str,
+        *,
+        gpu_minutes: int | None = None,
+        max_submit_jobs: int | None = None,
+        expected_uid: int | None = None,
+        adopt_existing: bool = False,
     ) -> ClusterIdentity: ...
 
     def remove_user(self, username: str) -> None: ...
@@ -73,22 +82,31 @@ class _AssociationMixin:
         entry = self.cli.run("getent", "passwd", username).stdout.strip().split(":")
         return ClusterIdentity(username, int(entry[2]), int(entry[3]))
 
-    def _ensure_association(self, username: str, qos: list[str], default_qos: str) -> None:
+    def _ensure_association(self, limits: AssociationLimits) -> None:
         # `add user` fails for an existing association and `modify` fails when nothing
         # changes, so neither exit code means much: the association read back decides.
-        added = self.cli.add_association(username, self.account, qos, default_qos)
-        self.cli.set_user_qos(username, qos, default_qos)
+        added = self.cli.add_association(limits.user, self.account, list(limits.qos), limits.default_qos)
+        self.cli.set_association_limits(limits)
         if self.cli.noop:
             return
-        expected = f"{username}|{self.account}|{','.join(sorted(qos))}|{default_qos}"
-        shown = self.cli.show_association(username).stdout.strip().splitlines()
-        if expected not in shown:
+        shown = self.cli.show_association_limits(limits.user).get((limits.user, self.account))
+        differences = limits.differences(shown)
+        if differences:
             detail = (added.stderr or added.stdout).strip()
             raise SlurmCommandError(
-                f"association for {username} in account {self.account} with QOS {','.join(qos)} "
-                f"was not created: {detail or shown}"
+                f"association for {limits.user} in account {self.account} was not set as asked: "
+                f"{'; '.join(differences)}{f' ({detail})' if detail else ''}"
             )
 
+    def _limits(self, username, qos, default_qos, gpu_minutes, max_submit_jobs) -> AssociationLimits:
+        return AssociationLimits(
+            user=username,
+            account=self.account,
+            qos=tuple(sorted(qos)),
+            default_qos=default_qos,
+            gpu_minutes=gpu_minutes,
+            max_submit_jobs=max_submit_jobs,
+        )
 
     def _remove_association(self, username: str) -> None:
         """Hold new submissions at once, cancel what runs, then delete the association.
@@ -122,7 +140,15 @@ class LocalProvisioner(_AssociationMixin):
         return self.cli.run("getent", "passwd", username, check=False).returncode == 0
 
     def ensure_user(
-        self, username: str, qos: list[str], default_qos: str, *, expected_uid=None, adopt_existing=False
+        self,
+        username: str,
+        qos: list[str],
+        default_qos: str,
+        *,
+        gpu_minutes=None,
+        max_submit_jobs=None,
+        expected_uid=None,
+        adopt_existing=False,
     ) -> ClusterIdentity:
         _check_name(username)
         if self.cli.noop or not self.user_exists(username):
@@ -131,7 +157,7 @@ class LocalProvisioner(_AssociationMixin):
             self._check_ownership(username, expected_uid, adopt_existing)
             # Re-activate an account that remove_user locked.
             self.cli.run("usermod", "--expiredate", "-1", "--shell", "/bin/bash", username, check=False)
-        self._ensure_association(username, qos, default_qos)
+        self._ensure_association(self._limits(username, qos, default_qos, gpu_minutes, max_submit_jobs))
         return self._identity(username)
 
     def remove_user(self, username: str) -> None:
@@ -157,14 +183,22 @@ class ExternalDirectoryProvisioner(_AssociationMixin):
         return self.cli.run("id", username, check=False).returncode == 0
 
     def ensure_user(
-        self, username: str, qos: list[str], default_qos: str, *, expected_uid=None, adopt_existing=False
+        self,
+        username: str,
+        qos: list[str],
+        default_qos: str,
+        *,
+        gpu_minutes=None,
+        max_submit_jobs=None,
+        expected_uid=None,
+        adopt_existing=False,
     ) -> ClusterIdentity:
         _check_name(username)
         if not self.cli.noop and not self.user_exists(username):
             raise SlurmCommandError(f"user {username} does not exist in the directory; create it there first")
         # Every directory user already exists: the mapping must come from an admin.
         self._check_ownership(username, expected_uid, adopt_existing)
-        self._ensure_association(username, qos, default_qos)
+        self._ensure_association(self._limits(username, qos, default_qos, gpu_minutes, max_submit_jobs))
         return self._identity(username)
 
     def remove_user(self, username: str) -> None:

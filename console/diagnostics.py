@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 
-from billing.plans import plan_for
 from cluster.errors import SlurmError
 from console.models import DiagnosticRun
 from console.pinned_jobs import submit_pinned_job
 from gpupool.ratelimit import hit
 from jobs.logs import local_log_path, read_tail
 from jobs.models import FINAL_STATES
+from plans.catalog import plan_for
 
 NO_NVIDIA_SMI = "GPUPOOL_DIAGNOSTIC_NO_NVIDIA_SMI"
 SCRIPT = """#!/bin/bash
@@ -38,7 +38,7 @@ def start_diagnostic(user, node: str, index: int, gpu_type: str) -> DiagnosticRu
     if not profile.cluster_username or not profile.provisioned_at:
         raise DiagnosticRefused("Your cluster account is not ready yet.")
     if profile.role != "admin":
-        if gpu_type not in plan_for(profile.plan).gpu_quota:
+        if gpu_type not in plan_for(user).gpu_quota:
             raise DiagnosticRefused(f"Your plan does not include {gpu_type} GPUs.")
         unfinished = DiagnosticRun.objects.filter(requested_by=user, job__isnull=False).exclude(
             job__state__in=FINAL_STATES

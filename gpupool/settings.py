@@ -5,7 +5,6 @@ development portal: SQLite, Redis on localhost and the dev cluster built by
 `make cluster-up`.
 """
 
-import json
 import shlex
 from datetime import timedelta
 from pathlib import Path
@@ -14,6 +13,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from gpupool.env import env_bool, env_float, env_int, env_list, env_path, env_secret, env_str
+from gpupool.gpu_types import DEFAULT_GPU_TYPES_FILE, load_gpu_types
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("GPUPOOL_VAR_DIR", BASE_DIR / "var")
@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "channels",
     "audit",
+    "plans",
     "accounts",
     "cluster",
     "jobs",
@@ -240,20 +241,14 @@ PROVISIONING_BACKEND = env_str("PROVISIONING_BACKEND", "local")
 GPU_SHARD_GB = env_int("GPU_SHARD_GB", 4, minimum=1)
 
 # --- Jobs ---------------------------------------------------------------------------------
-# GPU types of the pool: memory per GPU, most GPUs of the type on one node, shards per GPU
-# (gres.conf). The dev cluster's figures; a deployment sets GPU_TYPES_JSON to its own.
-GPU_TYPES = json.loads(
-    env_str(
-        "GPU_TYPES_JSON",
-        json.dumps(
-            {
-                "rtx4090": {"memory_gb": 24, "per_node": 4, "shards_per_gpu": 6},
-                "a100": {"memory_gb": 40, "per_node": 4, "shards_per_gpu": 10},
-                "h100": {"memory_gb": 80, "per_node": 2, "shards_per_gpu": 20},
-            }
-        ),
-    )
-)
+# GPU types of the pool, defined once in a file (gpupool/gpu_types.py; the dev cluster is
+# generated from the same file): {type: {label, memory_gb, shards_per_gpu, per_node, power_w}}.
+# A bad file stops the process here.
+GPU_TYPES_FILE = env_path("GPU_TYPES_FILE", DEFAULT_GPU_TYPES_FILE)
+if env_str("GPU_TYPES_JSON"):
+    # Refused rather than ignored, so a deployment that set it learns where its types go now.
+    raise ImproperlyConfigured("GPU_TYPES_JSON is no longer read: put the GPU types in a file and set GPU_TYPES_FILE")
+GPU_TYPES = load_gpu_types(GPU_TYPES_FILE).settings_dict()
 # Image repositories the free plan may use (PRODUCT.md: official PyTorch/TensorFlow only).
 OFFICIAL_IMAGES = env_list(
     "OFFICIAL_IMAGES",
@@ -284,6 +279,10 @@ MAX_JOB_TEMPLATES_PER_USER = env_int("MAX_JOB_TEMPLATES_PER_USER", 50, minimum=1
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 512 * 1024, minimum=1024)
 # Log reads (API logs and downloads) per user per minute: each opens files and runs the analyser.
 API_LOG_READS_PER_MINUTE = env_int("API_LOG_READS_PER_MINUTE", 60, minimum=1)
+# --- Plans --------------------------------------------------------------------------------
+# The plan a new account subscribes to (and the one a user without a subscription is on).
+DEFAULT_PLAN = env_str("DEFAULT_PLAN", "free")
+
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # JSON only, as the schema says: one body type, with a size cap (jobs/api/parsers.py).

@@ -10,14 +10,14 @@ from django.conf import settings
 from django.db import transaction
 
 from accounts.models import Profile
-from billing.plans import plan_for
 from cluster import jobfs
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.services import job_paths, rest_client
 from jobs.events import publish_job_update
 from jobs.models import FINAL_STATES, Job, JobState
-from jobs.quota import check_quota
+from jobs.quota import QuotaExceeded, check_quota
 from jobs.spec import JobSpec
+from plans.catalog import plan_for
 
 log = logging.getLogger(__name__)
 COMMENT_PREFIX = "gpupool:"
@@ -52,7 +52,9 @@ def submit(user, spec: JobSpec) -> Job:
                 "Your cluster account is not ready yet"
                 + ("; setting it up failed and an admin can see why." if profile.provisioning_error else ".")
             )
-        plan = plan_for(profile.plan)
+        plan = plan_for(user)
+        if plan.is_paused:
+            raise QuotaExceeded(f"Your {plan.name} subscription is paused; resume it to submit jobs.")
         quota_gpus = spec.gpu.count or 1
         check_quota(user, plan, spec.gpu.gpu_type, quota_gpus)
         job = Job.objects.create(

@@ -7,12 +7,11 @@ from typing import Any
 
 from django.conf import settings
 
-from accounts.models import Profile
-from billing.plans import plan_for
 from gpupool.ratelimit import client_ip, hit, refund
 from jobs import actions
 from jobs.models import Job
 from jobs.spec import SpecPolicy, parse_job_spec
+from plans.catalog import plan_for
 
 
 class RateLimited(Exception):
@@ -28,8 +27,7 @@ def accept(request, data: Mapping[str, Any]) -> Job:
     The limit keys on the user (behind a proxy every user shares one address) and, more
     loosely, on the address (one address with many accounts). Only submissions that pass
     validation count, and one refused for quota gives its count back."""
-    profile = Profile.objects.get(user=request.user)
-    spec = parse_job_spec(data, plan=plan_for(profile.plan), policy=SpecPolicy.from_settings())
+    spec = parse_job_spec(data, plan=plan_for(request.user), policy=SpecPolicy.from_settings())
     counted = _count_submission(request)
     try:
         return actions.submit(request.user, spec)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from django.db.models import F, Sum
 from django.utils import timezone
 
-from billing.plans import Plan
 from jobs.models import FINAL_STATES, Job
+from plans.catalog import PlanSnapshot
 
 
 class QuotaExceeded(Exception):
@@ -52,7 +52,7 @@ def usage_of(user) -> GpuUsage:
     return GpuUsage({row["gpu_type"]: row["gpus"] or 0 for row in active}, int(finished) + running)
 
 
-def check_quota(user, plan: Plan, gpu_type: str, gpus: int) -> None:
+def check_quota(user, plan: PlanSnapshot, gpu_type: str, gpus: int) -> None:
     allowed = plan.gpu_quota.get(gpu_type, 0)
     if allowed <= 0:
         raise QuotaExceeded(f"The {plan.name} plan does not include {gpu_type} GPUs.")

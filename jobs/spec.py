@@ -28,18 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from billing.plans import Plan
+from gpupool.gpu_types import GpuType, gpu_types_from_mapping
+from plans.catalog import PlanSnapshot as Plan
 
-# Until Plan carries it: the longest time limit a plan's jobs may ask for (minutes).
-PLAN_MAX_TIME_MINUTES: dict[str, int] = {"free": 240, "pro": 24 * 60, "enterprise": 7 * 24 * 60}
-DEFAULT_MAX_TIME_MINUTES = 24 * 60
-
-# The dev cluster (deploy/devcluster/README.md); used when settings do not say.
-DEFAULT_GPU_TYPES: dict[str, dict[str, int]] = {
-    "rtx4090": {"memory_gb": 24, "per_node": 4, "shards_per_gpu": 6},
-    "a100": {"memory_gb": 40, "per_node": 4, "shards_per_gpu": 10},
-    "h100": {"memory_gb": 80, "per_node": 2, "shards_per_gpu": 20},
-}
 DEFAULT_OFFICIAL_IMAGES = (
     "nvcr.io/nvidia/pytorch",
     "nvcr.io/nvidia/tensorflow",
@@ -114,25 +105,8 @@ _MAX_INT_DIGITS = 18
 _DIGITS_RE = re.compile(r"[0-9]+", re.ASCII)
 
 
-@dataclass(frozen=True)
-class GpuTypeInfo:
-    name: str
-    memory_gb: int
-    per_node: int
-    shards_per_gpu: int
-
-    @property
-    def shard_gb(self) -> int:
-        """GPU memory per shard (GB), the portal's convention (4 GB on the dev cluster)."""
-        return self.memory_gb // self.shards_per_gpu
-
-    def shards_for(self, memory_gb: int) -> int:
-        """Shards of one GPU that hold `memory_gb`: ceil(memory_gb / (memory_gb_of_type / shards_per_gpu)).
-
-        Exact integer arithmetic, so asking for the whole GPU's memory never needs more
-        than `shards_per_gpu` shards even where memory_gb does not divide evenly.
-        """
-        return -(-memory_gb * self.shards_per_gpu // self.memory_gb)
+# The spec's name for a GPU type (gpupool/gpu_types.py): memory, most per node, shards per GPU.
+GpuTypeInfo = GpuType
 
 
 @dataclass(frozen=True)
@@ -148,26 +122,16 @@ class SpecPolicy:
     def from_settings(cls) -> SpecPolicy:
         """The deployment's policy: GPU_TYPES, OFFICIAL_IMAGES, REQUIRE_IMAGE_DIGEST, DATA_MOUNT_ROOTS.
 
-        Missing settings fall back to the dev cluster's values (and a digest is then
-        required unless DEBUG); malformed ones stop with ImproperlyConfigured.
+        GPU_TYPES is always set (from GPU_TYPES_FILE); other missing settings fall back to the
+        dev cluster's values (and a digest is then required unless DEBUG); malformed ones stop
+        with ImproperlyConfigured.
         """
         from django.conf import settings
         from django.core.exceptions import ImproperlyConfigured
 
-        raw_types = getattr(settings, "GPU_TYPES", DEFAULT_GPU_TYPES)
-        gpu_types: dict[str, GpuTypeInfo] = {}
-        for name, info in dict(raw_types).items():
-            try:
-                values = {key: info[key] for key in ("memory_gb", "per_node", "shards_per_gpu")}
-            except (KeyError, TypeError):
-                raise ImproperlyConfigured(
-                    f"GPU_TYPES[{name!r}] needs memory_gb, per_node and shards_per_gpu"
-                ) from None
-            if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_]{1,32}", name):
-                raise ImproperlyConfigured(f"GPU_TYPES: {name!r} is not a GPU type name ([a-z0-9_], 1-32)")
-            if any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values.values()):
-                raise ImproperlyConfigured(f"GPU_TYPES[{name!r}]: every value must be a positive integer")
-            gpu_types[name] = GpuTypeInfo(name=name, **values)
+        # Checked at start-up already (settings load the file); checked again because tests and
+        # callers may override settings.GPU_TYPES.
+        gpu_types = dict(gpu_types_from_mapping(settings.GPU_TYPES))
 
         roots = tuple(getattr(settings, "DATA_MOUNT_ROOTS", DEFAULT_DATA_MOUNT_ROOTS))
         for root in roots:
@@ -253,7 +217,7 @@ def is_reserved_env_name(name: str) -> bool:
 
 
 def plan_max_time_minutes(plan: Plan) -> int:
-    return PLAN_MAX_TIME_MINUTES.get(plan.code, DEFAULT_MAX_TIME_MINUTES)
+    return plan.max_job_minutes
 
 
 def parse_job_spec(data: Mapping[str, Any], *, plan: Plan, policy: SpecPolicy) -> JobSpec:

@@ -16,6 +16,7 @@ from jobs.models import Job, JobTemplate
 from jobs.quota import QuotaExceeded
 from jobs.reasons import explain_reason
 from jobs.spec import SpecError
+from plans.catalog import plan_for
 
 
 @login_required
@@ -66,9 +67,7 @@ def job_status(request):
 
 
 def _gpu_types(request):
-    from billing.plans import plan_for
-
-    plan = plan_for(request.user.profile.plan)
+    plan = plan_for(request.user)
     return [(name, info) for name, info in settings.GPU_TYPES.items() if name in plan.gpu_quota]
 
 

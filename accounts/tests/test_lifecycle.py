@@ -7,7 +7,6 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from accounts import lifecycle
-from accounts.models import Profile
 from audit.models import AuditLog
 from cluster.errors import SlurmError
 from cluster.services import slurm_cli
@@ -103,14 +102,12 @@ def test_deleting_a_user_locks_their_cluster_account(alice, provision, slurm, ea
 def test_a_plan_change_is_enforced_by_slurm(alice, provision, slurm, eager_tasks):
     name = provision(alice).cluster_username
     assert _association(name).endswith("|pro|pro")
-    profile = Profile.objects.get(user=alice)
-    profile.plan = "free"
-    profile.save()
+    lifecycle.change_plan(alice, "free", actor=None)
     assert _association(name) == f"{name}|{settings.SLURM_ACCOUNT}|free|free"
     # Slurm now refuses the QOS the old plan had.
     with pytest.raises(SlurmError):
         slurm.as_user(name).submit_job(submission("true", qos="premium"))
-    entry = AuditLog.objects.filter(action="account.change").first()  # the newest
+    entry = AuditLog.objects.get(action="subscription.change")
     assert entry.before["plan"] == "pro" and entry.after["plan"] == "free"
 
 

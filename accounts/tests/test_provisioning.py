@@ -7,6 +7,7 @@ from accounts import actions
 from accounts.models import Profile
 from cluster.provisioning import provisioning_backend
 from cluster.services import slurm_cli
+from conftest import subscribe
 from testing.slurm import unique_cluster_name
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +33,7 @@ def test_noop_provisioning_runs_nothing_but_records_the_commands(alice, settings
 @pytest.mark.slurm
 def test_local_backend_creates_the_unix_user_and_an_association_with_the_plan_qos(alice):
     name = unique_cluster_name("ptp")
-    Profile.objects.filter(pk=alice.profile.pk).update(plan="free")
+    subscribe(alice, "free")
     try:
         profile = actions.provision(alice.profile.pk, preferred_name=name)
         assert profile.cluster_username == name and profile.provisioning_error == ""
@@ -44,7 +45,7 @@ def test_local_backend_creates_the_unix_user_and_an_association_with_the_plan_qo
         assert cli.show_association(name).stdout.strip() == f"{name}|{settings.SLURM_ACCOUNT}|free|free"
 
         # A plan change is applied by provisioning again.
-        Profile.objects.filter(pk=alice.profile.pk).update(plan="pro")
+        subscribe(alice, "pro")
         actions.provision(alice.profile.pk)
         assert cli.show_association(name).stdout.strip() == f"{name}|{settings.SLURM_ACCOUNT}|pro|pro"
     finally:

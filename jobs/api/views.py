@@ -243,10 +243,10 @@ def log_download(request, pk: int, stream: str):
 def resource_usage(request):
     """The caller's own aggregates: GPUs held by type, GPU time this month, jobs by state.
     Nothing about nodes."""
-    from billing.plans import plan_for
+    from plans.catalog import plan_for
 
     usage = usage_of(request.user)
-    plan = plan_for(request.user.profile.plan)
+    plan = plan_for(request.user)
     # One GROUP BY, however many jobs the user has.
     by_state = dict(Job.objects.filter(owner=request.user).order_by().values_list("state").annotate(jobs=Count("id")))
     return Response(

@@ -5,6 +5,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from accounts.models import ApiToken
+from conftest import subscribe
 from jobs.models import Job
 from jobs.tests.conftest import GOOD_SPEC
 
@@ -58,7 +59,7 @@ def test_create_api_token_prints_a_working_token(alice, capsys):
 
 
 def _ready(user, plan="pro"):
-    user.profile.plan = plan
+    subscribe(user, plan)
     user.profile.cluster_username = user.username
     user.profile.provisioned_at = "2026-01-01T00:00:00Z"
     user.profile.save()
@@ -100,29 +101,7 @@ def test_the_free_plan_monthly_hours_are_enforced(alice, api_client_for):
     assert "10 GPU hours" in response.json()["detail"]
 
 
-def test_the_sixth_submission_in_a_minute_is_a_429_with_retry_after(alice, api_client_for, settings, monkeypatch):
-    import redis
-
-    # One fixed moment: a minute boundary falling between the posts would reset the window.
-    monkeypatch.setattr("gpupool.ratelimit._clock", lambda: 1_800_000_010.0)
-
-    settings.SUBMIT_RATE_LIMIT_PER_MINUTE = 5
-    _ready(alice, "enterprise")
-    client = api_client_for(alice)
-    address = "192.0.2.55"  # a documentation address: only a string in REMOTE_ADDR, no traffic
-    store = redis.Redis.from_url(settings.REDIS_URL)
-    for key in store.keys(f"*{address}*"):
-        store.delete(key)
-    statuses = [
-        client.post("/api/v1/jobs/", {**GOOD_SPEC, "gpu_type": "rtx4090"}, format="json", REMOTE_ADDR=address)
-        for _ in range(6)
-    ]
-    # The plan allows 4 rtx4090 at once, so the fifth is refused for quota: still counted.
-    assert [r.status_code for r in statuses[:5]] == [201, 201, 201, 201, 403]
-    assert statuses[5].status_code == 429
-    assert 1 <= int(statuses[5]["Retry-After"]) <= 60
-    other = client.post("/api/v1/jobs/", {**GOOD_SPEC, "gpu_type": "rtx4090"}, format="json", REMOTE_ADDR="192.0.2.56")
-    assert other.status_code != 429
+# The submit rate limit has its own tests: jobs/tests/test_rate_limit.py.
 
 
 def test_clone_submits_a_copy_with_overrides(alices_job, alice, api_client_for):

@@ -4,6 +4,7 @@ looser per address, and only submissions that pass validation and quota use it u
 import pytest
 import redis
 
+from conftest import subscribe
 from jobs.models import Job
 from jobs.tests.conftest import GOOD_SPEC
 
@@ -24,8 +25,9 @@ def _fixed_window(monkeypatch, settings):
 
 
 def _ready(user, plan="enterprise"):
+    subscribe(user, plan)
     profile = user.profile
-    profile.plan, profile.cluster_username, profile.provisioned_at = plan, user.username, "2026-01-01T00:00:00Z"
+    profile.cluster_username, profile.provisioned_at = user.username, "2026-01-01T00:00:00Z"
     profile.save()
     return user
 

@@ -9,11 +9,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from billing.plans import PLANS, Plan
 from jobs.spec import (
-    DEFAULT_MAX_TIME_MINUTES,
     IMAGE_RE,
-    PLAN_MAX_TIME_MINUTES,
     GpuRequest,
     GpuTypeInfo,
     JobSpec,
@@ -22,8 +19,10 @@ from jobs.spec import (
     job_spec_from_dict,
     parse_job_spec,
 )
+from plans.catalog import PlanSnapshot as Plan
+from plans.product_plans import product_plan
 
-FREE, PRO, ENTERPRISE = PLANS["free"], PLANS["pro"], PLANS["enterprise"]
+FREE, PRO, ENTERPRISE = product_plan("free"), product_plan("pro"), product_plan("enterprise")
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 GPU_TYPES = {
     "rtx4090": GpuTypeInfo("rtx4090", memory_gb=24, per_node=4, shards_per_gpu=6),
@@ -482,7 +481,7 @@ def test_gpu_types_not_on_the_plan_are_refused(plan, gpu_type):
 
 
 def test_a_zero_quota_means_not_on_the_plan():
-    plan = Plan("custom", "Custom", qos="pro", gpu_quota={"a100": 0})
+    plan = product_plan("pro", code="custom", name="Custom", gpu_quota={"a100": 0})
     assert "not available on your plan" in refused("gpu_type", plan=plan)
 
 
@@ -502,15 +501,15 @@ def test_tres_per_node_refuses_an_empty_or_odd_request():
 
 
 def test_plan_maximum_time_limits():
-    assert PLAN_MAX_TIME_MINUTES == {"free": 240, "pro": 1440, "enterprise": 10080}
-    assert DEFAULT_MAX_TIME_MINUTES == 1440
+    # The plan rows carry their maximum (PRODUCT.md's plans as seeded).
+    assert (FREE.max_job_minutes, PRO.max_job_minutes, ENTERPRISE.max_job_minutes) == (240, 1440, 10080)
     assert parse(plan=FREE, gpu_type="rtx4090", time_limit_minutes=240).time_limit_minutes == 240
     assert "between 1 and 240" in refused("time_limit_minutes", plan=FREE, gpu_type="rtx4090", time_limit_minutes=241)
     assert parse(plan=PRO, time_limit_minutes=1440).time_limit_minutes == 1440
     refused("time_limit_minutes", plan=PRO, time_limit_minutes=1441)
     assert parse(plan=ENTERPRISE, time_limit_minutes=10080).time_limit_minutes == 10080
     refused("time_limit_minutes", plan=ENTERPRISE, time_limit_minutes=10081)
-    other = Plan("custom", "Custom", qos="pro", gpu_quota={"a100": 1})
+    other = product_plan("pro", code="custom", name="Custom", gpu_quota={"a100": 1})
     assert parse(plan=other, time_limit_minutes=1440).time_limit_minutes == 1440
     refused("time_limit_minutes", plan=other, time_limit_minutes=1441)
 
@@ -768,7 +767,7 @@ def test_any_input_gives_a_spec_or_a_spec_error(data, plan):
         return
     assert IMAGE_RE.fullmatch(spec.image)
     assert spec.gpu.gpu_type in plan.gpu_quota
-    assert 1 <= spec.time_limit_minutes <= PLAN_MAX_TIME_MINUTES[plan.code]
+    assert 1 <= spec.time_limit_minutes <= plan.max_job_minutes
     assert spec.gpu.tres_per_node().startswith(("gres/gpu:", "gres/shard:"))
 
 
@@ -776,13 +775,13 @@ def test_any_input_gives_a_spec_or_a_spec_error(data, plan):
 
 
 def test_policy_from_settings(settings):
-    settings.GPU_TYPES = {"a100": {"memory_gb": 40, "per_node": 4, "shards_per_gpu": 10}}
+    settings.GPU_TYPES = {"a100": {"label": "NVIDIA A100", "memory_gb": 40, "per_node": 4, "shards_per_gpu": 10}}
     settings.OFFICIAL_IMAGES = ["pytorch/pytorch"]
     settings.REQUIRE_IMAGE_DIGEST = True
     settings.DATA_MOUNT_ROOTS = ["/mnt/nvme", "/scratch"]
     pol = SpecPolicy.from_settings()
     assert pol == SpecPolicy(
-        gpu_types={"a100": GpuTypeInfo("a100", 40, 4, 10)},
+        gpu_types={"a100": GpuTypeInfo("a100", 40, 4, 10, label="NVIDIA A100")},
         official_images=("pytorch/pytorch",),
         require_digest=True,
         data_roots=("/mnt/nvme", "/scratch"),
@@ -790,11 +789,16 @@ def test_policy_from_settings(settings):
 
 
 def test_policy_defaults_are_the_dev_cluster(settings):
-    for name in ("GPU_TYPES", "OFFICIAL_IMAGES", "REQUIRE_IMAGE_DIGEST", "DATA_MOUNT_ROOTS"):
+    # GPU_TYPES is always set (read from deploy/gpu_types.json); the tests here rely on its figures.
+    for name in ("OFFICIAL_IMAGES", "REQUIRE_IMAGE_DIGEST", "DATA_MOUNT_ROOTS"):
         delattr(settings, name)
     settings.DEBUG = True
     pol = SpecPolicy.from_settings()
-    assert pol.gpu_types == GPU_TYPES
+
+    def figures(types):
+        return {name: (t.memory_gb, t.per_node, t.shards_per_gpu) for name, t in types.items()}
+
+    assert figures(pol.gpu_types) == figures(GPU_TYPES)
     assert pol.official_images == OFFICIAL
     assert pol.data_roots == ("/mnt/nvme",)
     assert pol.require_digest is False
@@ -805,11 +809,13 @@ def test_policy_defaults_are_the_dev_cluster(settings):
 @pytest.mark.parametrize(
     "name, value",
     [
-        ("GPU_TYPES", {"a100": {"memory_gb": 40, "per_node": 4}}),
-        ("GPU_TYPES", {"a100": {"memory_gb": 0, "per_node": 4, "shards_per_gpu": 10}}),
-        ("GPU_TYPES", {"a100": {"memory_gb": "40", "per_node": 4, "shards_per_gpu": 10}}),
-        ("GPU_TYPES", {"A 100": {"memory_gb": 40, "per_node": 4, "shards_per_gpu": 10}}),
+        ("GPU_TYPES", {"a100": {"label": "A100", "memory_gb": 40, "per_node": 4}}),
+        ("GPU_TYPES", {"a100": {"label": "A100", "memory_gb": 0, "per_node": 4, "shards_per_gpu": 10}}),
+        ("GPU_TYPES", {"a100": {"label": "A100", "memory_gb": "40", "per_node": 4, "shards_per_gpu": 10}}),
+        ("GPU_TYPES", {"A 100": {"label": "A100", "memory_gb": 40, "per_node": 4, "shards_per_gpu": 10}}),
+        ("GPU_TYPES", {"a100": {"memory_gb": 40, "per_node": 4, "shards_per_gpu": 10}}),
         ("GPU_TYPES", {"a100": 40}),
+        ("GPU_TYPES", {}),
         ("DATA_MOUNT_ROOTS", ["relative"]),
         ("DATA_MOUNT_ROOTS", ["/mnt/nvme/"]),
         ("DATA_MOUNT_ROOTS", ["/"]),

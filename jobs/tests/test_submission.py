@@ -13,9 +13,9 @@ pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 
 
 def _spec(user, **changes):
-    from billing.plans import plan_for
+    from plans.catalog import plan_for
 
-    return parse_job_spec({**GOOD_SPEC, **changes}, plan=plan_for(user.profile.plan), policy=SpecPolicy.from_settings())
+    return parse_job_spec({**GOOD_SPEC, **changes}, plan=plan_for(user), policy=SpecPolicy.from_settings())
 
 
 def _slurm_jobs_with_comment(slurm, job):

@@ -11,6 +11,9 @@ from django.db import transaction
 from accounts import actions
 from accounts.models import Profile, Role
 from cluster.errors import SlurmError
+from plans import enforcement, subscriptions
+from plans.catalog import plan_for
+from plans.models import Plan
 
 DEMO_USERS = [
     # username, role, plan
@@ -40,6 +43,12 @@ class Command(BaseCommand):
         return dict(line.split(":", 1) for line in path.read_text().splitlines() if ":" in line)
 
     def handle(self, *args, jobs: int = 3, **options):
+        try:
+            # The plans' QOS must exist in Slurm before any account can use them.
+            commands = enforcement.sync()
+            self.stdout.write(f"  Slurm limits of the plans written ({len(commands)} sacctmgr commands)")
+        except SlurmError as exc:
+            self.stdout.write(f"  Slurm limits NOT written: {exc.message} (run `manage.py slurm_limits --sync`)")
         passwords = self._known_passwords()
         User = get_user_model()
         for username, role, plan in DEMO_USERS:
@@ -52,7 +61,8 @@ class Command(BaseCommand):
                     user.set_password(passwords[username])
                 user.is_staff = user.is_superuser = role == Role.ADMIN
                 user.save()
-                Profile.objects.filter(user=user).update(role=role, plan=plan)
+                Profile.objects.filter(user=user).update(role=role)
+                subscriptions.change(user, Plan.objects.get(code=plan))
             try:
                 profile = actions.provision(
                     user.profile.pk,
@@ -74,7 +84,6 @@ class Command(BaseCommand):
     def _submit_demo_jobs(self, count: int) -> None:
         """Through the portal's own path: validated, quota-checked, recorded as SUBMITTING,
         then submitted by the worker once `make dev` starts it."""
-        from billing.plans import plan_for
         from jobs import actions
         from jobs.quota import QuotaExceeded
         from jobs.spec import SpecError, SpecPolicy, parse_job_spec
@@ -98,7 +107,7 @@ class Command(BaseCommand):
                 "time_limit_minutes": 10,
             }
             try:
-                spec = parse_job_spec(data, plan=plan_for(user.profile.plan), policy=SpecPolicy.from_settings())
+                spec = parse_job_spec(data, plan=plan_for(user), policy=SpecPolicy.from_settings())
                 job = actions.submit(user, spec)
             except (SpecError, QuotaExceeded) as exc:
                 self.stdout.write(f"  demo job {name} not accepted: {exc}")

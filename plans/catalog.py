@@ -1,0 +1,96 @@
+"""The one read path for plans: `plan_for(user)` -> a frozen snapshot of the user's plan
+and subscription, which callers may keep and pass around without touching the database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from types import MappingProxyType
+
+from django.conf import settings
+
+from plans.models import Plan, Subscription
+
+
+@dataclass(frozen=True)
+class PlanSnapshot:
+    code: str
+    name: str
+    qos: str
+    priority: int
+    monthly_price: Decimal
+    max_job_minutes: int
+    official_images_only: bool
+    # GPUs by type a user may hold or queue at once; a type missing may not be used.
+    gpu_quota: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    included_gpu_hours: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    rates_per_second: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    included_hours_are_a_cap: bool = False
+    included_nvme_gb: int = 0
+    # The subscription's state: a paused plan's jobs are refused (PRODUCT.md, Pro).
+    status: str = Subscription.Status.ACTIVE
+
+    @property
+    def monthly_gpu_hours(self) -> int | None:
+        """The month's GPU-hours when they are a hard cap (free), else None."""
+        return sum(self.included_gpu_hours.values()) if self.included_hours_are_a_cap else None
+
+    @property
+    def monthly_gpu_minutes_cap(self) -> int | None:
+        hours = self.monthly_gpu_hours
+        return None if hours is None else hours * 60
+
+    @property
+    def is_paused(self) -> bool:
+        return self.status == Subscription.Status.PAUSED
+
+
+def snapshot(plan: Plan, status: str = Subscription.Status.ACTIVE) -> PlanSnapshot:
+    rows = list(plan.gpu_types.all())
+    return PlanSnapshot(
+        code=plan.code,
+        name=plan.name,
+        qos=plan.qos,
+        priority=plan.priority,
+        monthly_price=plan.monthly_price,
+        max_job_minutes=plan.max_job_minutes,
+        official_images_only=plan.official_images_only,
+        gpu_quota=MappingProxyType({row.gpu_type: row.max_concurrent for row in rows}),
+        included_gpu_hours=MappingProxyType({row.gpu_type: row.included_hours for row in rows if row.included_hours}),
+        rates_per_second=MappingProxyType(
+            {row.gpu_type: row.rate_per_second for row in rows if row.rate_per_second is not None}
+        ),
+        included_hours_are_a_cap=plan.included_hours_are_a_cap,
+        included_nvme_gb=plan.included_nvme_gb,
+        status=status,
+    )
+
+
+def current_subscription(user) -> Subscription | None:
+    return (
+        Subscription.objects.filter(user=user, ended_at__isnull=True)
+        .select_related("plan")
+        .prefetch_related("plan__gpu_types")
+        .first()
+    )
+
+
+def plan_for(user) -> PlanSnapshot:
+    """The user's current plan. Without a subscription (a user made before plans, or by a
+    script) it is the default plan, which is what sign-up subscribes to."""
+    subscription = current_subscription(user)
+    if subscription is not None and subscription.status != Subscription.Status.CANCELLED:
+        return snapshot(subscription.plan, subscription.status)
+    return snapshot(default_plan())
+
+
+def plan_by_code(code: str) -> PlanSnapshot:
+    return snapshot(Plan.objects.prefetch_related("gpu_types").get(code=code))
+
+
+def default_plan() -> Plan:
+    return Plan.objects.prefetch_related("gpu_types").get(code=settings.DEFAULT_PLAN)
+
+
+def all_qos_names() -> list[str]:
+    return sorted(set(Plan.objects.values_list("qos", flat=True)))

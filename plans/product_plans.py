@@ -1,0 +1,66 @@
+"""The three plans of PRODUCT.md ("Plans") as data: the seed of the plan catalogue (migration
+0002) and, as snapshots, the plans of tests that need no database."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from types import MappingProxyType
+
+from plans.catalog import PlanSnapshot
+
+PRODUCT_PLANS = [
+    {
+        "code": "free",
+        "name": "Free",
+        "qos": "free",
+        "priority": 1000,
+        "monthly_price": Decimal("0.00"),
+        "max_job_minutes": 4 * 60,
+        "official_images_only": True,
+        # 10 hours of RTX 4090 a month, all there is: Slurm enforces it (GrpTRESMins).
+        "included_hours_are_a_cap": True,
+        "included_nvme_gb": 0,
+        # (GPU type, at once, included hours a month, price per second)
+        "gpu_types": [("rtx4090", 1, 10, None)],
+    },
+    {
+        "code": "pro",
+        "name": "Pro",
+        "qos": "pro",
+        "priority": 5000,
+        "monthly_price": Decimal("299.00"),
+        "max_job_minutes": 24 * 60,
+        "official_images_only": False,
+        # 100 A100-hours included; use beyond is billed at list prices (the billing issue).
+        "included_hours_are_a_cap": False,
+        "included_nvme_gb": 500,
+        "gpu_types": [("rtx4090", 2, 0, None), ("a100", 2, 100, None)],
+    },
+    {
+        "code": "enterprise",
+        "name": "Enterprise",
+        "qos": "premium",
+        "priority": 10000,
+        "monthly_price": Decimal("0.00"),
+        "max_job_minutes": 7 * 24 * 60,
+        "official_images_only": False,
+        "included_hours_are_a_cap": False,
+        "included_nvme_gb": 0,
+        # Pay per second: A100 $0.0025/s, H100 $0.004/s. PRODUCT.md prices no RTX 4090 here.
+        "gpu_types": [("rtx4090", 4, 0, None), ("a100", 4, 0, Decimal("0.0025")), ("h100", 2, 0, Decimal("0.004"))],
+    },
+]
+
+
+def product_plan(base: str, **changes) -> PlanSnapshot:
+    """A snapshot of one of the plans above, without the database (`changes` override fields)."""
+    spec = next(plan for plan in PRODUCT_PLANS if plan["code"] == base)
+    fields = {key: value for key, value in spec.items() if key != "gpu_types"}
+    rows = spec["gpu_types"]
+    fields["gpu_quota"] = {gpu_type: n for gpu_type, n, _hours, _rate in rows}
+    fields["included_gpu_hours"] = {gpu_type: hours for gpu_type, _n, hours, _rate in rows if hours}
+    fields["rates_per_second"] = {gpu_type: rate for gpu_type, _n, _h, rate in rows if rate is not None}
+    fields.update(changes)
+    for name in ("gpu_quota", "included_gpu_hours", "rates_per_second"):
+        fields[name] = MappingProxyType(dict(fields[name]))
+    return PlanSnapshot(**fields)
