@@ -140,3 +140,13 @@ def api_client_for():
         return client
 
     return _client
+
+
+@pytest.fixture
+def eager_tasks():
+    """Tasks enqueued on commit run at once, as a worker would run them."""
+    from gpupool.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False

@@ -99,6 +99,20 @@ def shard_totals(gres: str | None, gres_used: str | None) -> tuple[int, int]:
     return total, used
 
 
+def requested_gpus(tres_per_node: str | None) -> tuple[str, int]:
+    """The GPU type and whole GPUs a job asks for per node: ("a100", 2) for
+    "gres/gpu:a100:2". A shard request counts as one GPU of its type (the portal's quota
+    convention); ("", 0) when no typed GPU is asked for."""
+    items = parse_gres(",".join(part.strip().removeprefix("gres/") for part in (tres_per_node or "").split(",")))
+    for item in items:
+        if item.name == "gpu" and item.gres_type:
+            return item.gres_type, item.count
+    for item in items:
+        if item.name == "shard" and item.gres_type and item.count:
+            return item.gres_type, 1
+    return "", 0
+
+
 def parse_tres(text: str | None) -> dict[str, int]:
     """'cpu=2,mem=2000M,gres/gpu=1' -> {'cpu': 2, 'mem': 2000, 'gres/gpu': 1} (memory in MB)."""
     result: dict[str, int] = {}

@@ -23,6 +23,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from cluster.errors import SlurmNotFound
+from cluster.gres import requested_gpus
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import TERMINAL_JOB_STATES
 from cluster.types import Job as SlurmJob
@@ -149,7 +150,16 @@ def apply_slurm_job(job: SlurmJob) -> bool:
     if row is None:
         try:
             with transaction.atomic():
-                created = Job.objects.create(slurm_job_id=job.job_id, owner_id=_owner_id_for(job.user_name), **fields)
+                # A job from outside the portal (sbatch on a login node, a job's own
+                # sbatch) counts toward its owner's quota like the portal's own.
+                gpu_type, gpus = requested_gpus(job.tres_per_node)
+                created = Job.objects.create(
+                    slurm_job_id=job.job_id,
+                    owner_id=_owner_id_for(job.user_name),
+                    gpu_type=gpu_type,
+                    quota_gpus=gpus,
+                    **fields,
+                )
         except IntegrityError:
             # Another pass created it first; fall through to the conditional update.
             row = _row(slurm_job_id=job.job_id)

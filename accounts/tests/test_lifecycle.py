@@ -10,21 +10,12 @@ from accounts import lifecycle
 from audit.models import AuditLog
 from cluster.errors import SlurmError
 from cluster.services import slurm_cli
-from gpupool.celery import app as celery_app
 from jobs.models import Job, JobState
 from jobs.receivers import DEACTIVATED_MESSAGE
 from jobs.tasks import reconcile_submissions, submit_to_slurm
 from testing.slurm import submission, unique_cluster_name, wait_for_state
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def eager_tasks():
-    """Tasks enqueued on commit run at once, as a worker would run them."""
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = False
 
 
 def _association(name: str) -> str:
