@@ -3,14 +3,11 @@
 Pure functions over `cluster.types.AccountingRecord` lists (tested without Slurm), plus
 `load_records` (the one call to slurmrestd) and `gpu_inventory` (the Node mirror).
 
-Conventions, from what slurmdbd really records (seen on the 24.11 dev cluster):
-- Each record is one run: a requeued job has one record per run, under the same id, so
-  records are never merged by job id.
-- A job that never started (pending then cancelled, refused at submit) has no start, or
-  the "unset" start 2106-02-07 (4294967294) with nodes "None assigned": it holds no GPU
-  and has no queue wait. A requeued run can even keep the GPUs it asked for in its
-  allocated TRES, so "did it run" is decided by times and nodes, never by TRES.
-- Only whole GPUs (`gres/gpu`) count; GPU shards (`gres/shard`) are not GPU-seconds here.
+What a run used (its interval, GPUs by type, GPU-seconds clipped to a window, in integer
+seconds) is `cluster.accounting`, the one place billing meters from too; this module
+cuts the period into buckets and adds runs up against the pool. Only whole GPUs
+(`gres/gpu`) count here; GPU shards (`gres/shard`) are not GPU-seconds. A job that never
+started holds no GPU and has no queue wait.
 """
 
 from __future__ import annotations
@@ -21,10 +18,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
+from cluster.accounting import gpus_by_type, run_interval, seconds_between, seconds_in_window
 from cluster.types import AccountingRecord
 
 BUCKETS = {"day": timedelta(days=1), "week": timedelta(weeks=1)}
-_NOT_STARTED_NODES = {"", "None assigned"}
 
 
 # --- buckets ---------------------------------------------------------------------------
@@ -49,41 +46,10 @@ def bucket_bounds(start: datetime, end: datetime, bucket: str) -> list[tuple[dat
     return bounds
 
 
-def _seconds(earlier: datetime, later: datetime) -> float:
-    # timestamp() rather than `later - earlier`: two datetimes of one zoneinfo subtract
-    # in wall-clock time, an hour off across a DST change.
-    return later.timestamp() - earlier.timestamp()
-
-
-def run_interval(record: AccountingRecord, now: datetime) -> tuple[datetime, datetime] | None:
-    """When this run held its allocation: [start, end or now], or None if it never ran."""
-    started = record.start_time
-    if started is None or record.nodes in _NOT_STARTED_NODES or started > now:
-        return None
-    ended = min(record.end_time or now, now)
-    if ended < started:
-        return None
-    return started, ended
-
-
-def gpus_by_type(record: AccountingRecord) -> dict[str, int]:
-    """The run's whole GPUs by type ("gres/gpu:a100": 2 -> {"a100": 2}); GPUs Slurm
-    recorded without a type are under ""."""
-    typed = {
-        key.removeprefix("gres/gpu:"): count
-        for key, count in record.allocated_tres.items()
-        if key.startswith("gres/gpu:") and count > 0
-    }
-    untyped = record.gpu_count - sum(typed.values())
-    if untyped > 0:
-        typed[""] = untyped
-    return typed
-
-
 @dataclass(frozen=True)
 class TypeUsage:
-    allocated_gpu_seconds: float
-    available_gpu_seconds: float
+    allocated_gpu_seconds: int
+    available_gpu_seconds: int
 
     @property
     def utilisation(self) -> float | None:
@@ -94,8 +60,8 @@ class TypeUsage:
 class UtilisationBucket:
     start: datetime
     end: datetime
-    allocated_gpu_seconds: float
-    available_gpu_seconds: float
+    allocated_gpu_seconds: int
+    available_gpu_seconds: int
     # GPU type -> its share of the above; empty when the inventory was a bare number.
     by_type: dict[str, TypeUsage] = field(default_factory=dict)
 
@@ -125,32 +91,28 @@ def pool_utilisation(
     bounds = bucket_bounds(start, end, bucket)
     inventory = dict(gpu_inventory) if isinstance(gpu_inventory, Mapping) else None
     total_gpus = sum(inventory.values()) if inventory is not None else int(gpu_inventory)
-    allocated = [0.0] * len(bounds)
-    allocated_by_type: list[dict[str, float]] = [{} for _ in bounds]
+    allocated = [0] * len(bounds)
+    allocated_by_type: list[dict[str, int]] = [{} for _ in bounds]
     for record in records:
         if record.gpu_count <= 0:
             continue
-        interval = run_interval(record, now)
-        if interval is None:
-            continue
-        run_start, run_end = interval
         types = gpus_by_type(record)
         for index, (bucket_start, bucket_end) in enumerate(bounds):
-            overlap = _seconds(max(run_start, bucket_start), min(run_end, bucket_end))
+            overlap = seconds_in_window(record, bucket_start, bucket_end, now=now)
             if overlap <= 0:
                 continue
             allocated[index] += record.gpu_count * overlap
             for gpu_type, count in types.items():
                 per_type = allocated_by_type[index]
-                per_type[gpu_type] = per_type.get(gpu_type, 0.0) + count * overlap
+                per_type[gpu_type] = per_type.get(gpu_type, 0) + count * overlap
     result = []
     for index, (bucket_start, bucket_end) in enumerate(bounds):
-        seconds = _seconds(bucket_start, bucket_end)
+        seconds = seconds_between(bucket_start, bucket_end)
         by_type = {}
         if inventory is not None:
             for gpu_type in sorted(set(inventory) | set(allocated_by_type[index])):
                 by_type[gpu_type] = TypeUsage(
-                    allocated_gpu_seconds=allocated_by_type[index].get(gpu_type, 0.0),
+                    allocated_gpu_seconds=allocated_by_type[index].get(gpu_type, 0),
                     available_gpu_seconds=inventory.get(gpu_type, 0) * seconds,
                 )
         result.append(
@@ -163,21 +125,6 @@ def pool_utilisation(
             )
         )
     return result
-
-
-def gpus_allocated_at(records: Iterable[AccountingRecord], moment: datetime) -> dict[str, int]:
-    """Whole GPUs held at `moment`, by type ("" for untyped): the runs that had started by
-    then and had not ended (a running job has no end yet). What "busy now" means, whatever
-    the period's average says."""
-    held: dict[str, int] = {}
-    for record in records:
-        if record.gpu_count <= 0 or run_interval(record, moment) is None:
-            continue
-        if record.end_time is not None and record.end_time <= moment:
-            continue
-        for gpu_type, count in gpus_by_type(record).items():
-            held[gpu_type] = held.get(gpu_type, 0) + count
-    return dict(sorted(held.items()))
 
 
 @dataclass(frozen=True)
@@ -213,7 +160,7 @@ def queue_wait(
     """
     now = now or datetime.now(UTC)
     bounds = bucket_bounds(start, end, bucket)
-    waits: list[list[float]] = [[] for _ in bounds]
+    waits: list[list[int]] = [[] for _ in bounds]
     for record in records:
         interval = run_interval(record, now)
         if interval is None or record.submit_time is None:
@@ -221,7 +168,7 @@ def queue_wait(
         run_start = interval[0]
         for index, (bucket_start, bucket_end) in enumerate(bounds):
             if bucket_start <= run_start < bucket_end:
-                waits[index].append(max(0.0, _seconds(record.submit_time, run_start)))
+                waits[index].append(max(0, seconds_between(record.submit_time, run_start)))
                 break
     return [
         WaitBucket(
@@ -239,11 +186,11 @@ def overall_wait(records: Iterable[AccountingRecord], start: datetime, end: date
     """The whole period as one bucket (for the summary figures)."""
     now = now or datetime.now(UTC)
     bucket = WaitBucket(start, end, 0, None, None)
-    span = _seconds(start, end)
+    span = seconds_between(start, end)
     if span <= 0:
         return bucket
     waits = [
-        max(0.0, _seconds(record.submit_time, interval[0]))
+        max(0, seconds_between(record.submit_time, interval[0]))
         for record in records
         if record.submit_time is not None
         and (interval := run_interval(record, now)) is not None

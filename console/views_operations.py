@@ -14,6 +14,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from accounts.models import Role
+from cluster.accounting import gpus_allocated_at
 from cluster.errors import SlurmError
 from cluster.services import rest_client
 from console import operations as ops
@@ -167,7 +168,7 @@ def _figures(records, inventory: dict[str, int], start: datetime, end: datetime,
     }
     percents = [_percent(row.utilisation) for row in utilisation]
     highest = max([value for series in [percents, *by_type.values()] for value in series if value is not None] or [0])
-    held_now = ops.gpus_allocated_at(records, now)
+    held_now = gpus_allocated_at(records, now)
     gpus_now, total_gpus = sum(held_now.values()), sum(inventory.values())
     chart = {
         # Every bucket of the period is a label, data or not: the x axis is always the whole period.

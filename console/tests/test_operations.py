@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.urls import path
 
+from cluster.accounting import gpus_allocated_at
 from cluster.errors import SlurmAuthError, SlurmTransientError
 from cluster.models import Node
 from cluster.slurmrest.client import SlurmRestClient
@@ -147,9 +148,9 @@ def test_gpus_allocated_now_are_the_runs_that_started_and_have_not_ended():
         record(6, start=DAY1, end=None, gpus=1, states=("RUNNING",), tres={"node": 1, "gres/gpu": 1}),
         record(7, start=DAY1, end=None, gpus=0, states=("RUNNING",), tres={"node": 1, "gres/shard": 3}),
     ]
-    assert ops.gpus_allocated_at(jobs, now) == {"": 1, "a100": 2, "h100": 1}
-    assert ops.gpus_allocated_at(jobs, DAY1 + timedelta(hours=8, minutes=30)) == {"": 1, "a100": 6}
-    assert ops.gpus_allocated_at([], now) == {}
+    assert gpus_allocated_at(jobs, now) == {"": 1, "a100": 2, "h100": 1}
+    assert gpus_allocated_at(jobs, DAY1 + timedelta(hours=8, minutes=30)) == {"": 1, "a100": 6}
+    assert gpus_allocated_at([], now) == {}
 
 
 def test_a_job_running_before_the_window_counts_only_inside_it():
