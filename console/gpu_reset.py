@@ -9,10 +9,12 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from audit.log import record
+from cluster.cli import NOW
 from cluster.errors import SlurmError
 from cluster.services import rest_client, slurm_cli
 from cluster.types import TERMINAL_JOB_STATES
-from console.models import AuditLog, GpuReset
+from console.models import GpuReset
 from console.pinned_jobs import submit_pinned_job
 from jobs.logs import local_log_path, read_tail
 
@@ -30,14 +32,18 @@ exec sudo -n nvidia-smi --gpu-reset -i {index}
 """
 
 
-def _audit(reset: GpuReset, action: str, succeeded: bool, result: str) -> None:
-    AuditLog.objects.create(
-        actor=reset.requested_by,
-        action=action,
-        target=f"{reset.node}/gpu{reset.index}",
+def _audit(
+    reset: GpuReset, action: str, succeeded: bool, result: str, *, before: dict | None = None, after: dict | None = None
+) -> None:
+    record(
+        reset.requested_by,
+        action,
+        f"{reset.node}/gpu{reset.index}",
+        before=before,
+        after=after,
         parameters={"reset": reset.pk, "reservation": reset.reservation},
         succeeded=succeeded,
-        result=result[:2000],
+        result=result,
     )
 
 
@@ -49,7 +55,7 @@ def _fail(reset: GpuReset, action: str, message: str) -> None:
     GpuReset.objects.filter(pk=reset.pk).exclude(step=GpuReset.Step.DONE).update(
         step=GpuReset.Step.FAILED, result=message
     )
-    _audit(reset, action, False, message)
+    _audit(reset, action, False, message, after={"step": GpuReset.Step.FAILED.value})
 
 
 def reserve_and_submit(reset: GpuReset) -> None:
@@ -57,23 +63,27 @@ def reserve_and_submit(reset: GpuReset) -> None:
     name = f"gpureset_{reset.pk}"
     cli = slurm_cli()
     try:
-        cli.run(
-            "scontrol",
-            "create",
-            "reservation",
-            f"ReservationName={name}",
-            "StartTime=now",
-            f"Duration={HOLD_MINUTES}",
-            f"Users={admin.cluster_username}",
-            f"Nodes={reset.node}",
-            "Flags=MAINT,IGNORE_JOBS",
+        cli.create_node_reservation(
+            name,
+            nodes=[reset.node],
+            users=[admin.cluster_username],
+            start=NOW,
+            duration_minutes=HOLD_MINUTES,
+            flags=("MAINT", "IGNORE_JOBS"),
         )
     except (SlurmError, ValueError) as exc:
         _fail(reset, "gpu_reset.hold", str(exc))
         return
     GpuReset.objects.filter(pk=reset.pk).update(reservation=name)
     reset.reservation = name
-    _audit(reset, "gpu_reset.hold", True, f"reservation {name} holds {reset.node}")
+    _audit(
+        reset,
+        "gpu_reset.hold",
+        True,
+        f"reservation {name} holds {reset.node}",
+        before={"reservation": ""},
+        after={"reservation": name},
+    )
     try:
         job = _submit_reset_job(reset, name)
     except SlurmError as exc:
@@ -84,7 +94,14 @@ def reserve_and_submit(reset: GpuReset) -> None:
         release(reset, failed_because=f"the reset could not start: {exc}")
         raise
     _advance(reset, GpuReset.Step.RESERVING, GpuReset.Step.RESETTING, job=job)
-    _audit(reset, "gpu_reset.job", True, f"reset job {job.slurm_job_id} submitted")
+    _audit(
+        reset,
+        "gpu_reset.job",
+        True,
+        f"reset job {job.slurm_job_id} submitted",
+        before={"step": GpuReset.Step.RESERVING.value},
+        after={"step": GpuReset.Step.RESETTING.value, "job": job.slurm_job_id},
+    )
 
 
 def past_deadline(reset: GpuReset) -> bool:
@@ -145,14 +162,28 @@ def release(reset: GpuReset, *, outcome: str = "", succeeded: bool = False, fail
         return
     try:
         if reset.reservation:
-            slurm_cli().run("scontrol", "delete", f"ReservationName={reset.reservation}")
+            slurm_cli().delete_reservation(reset.reservation)
     except (SlurmError, ValueError) as exc:
         _fail(reset, "gpu_reset.release", f"could not release {reset.node}: {exc}")
         return
-    _audit(reset, "gpu_reset.release", True, f"reservation {reset.reservation} deleted")
+    _audit(
+        reset,
+        "gpu_reset.release",
+        True,
+        f"reservation {reset.reservation} deleted",
+        before={"reservation": reset.reservation},
+        after={"reservation": ""},
+    )
     final = GpuReset.Step.DONE if not failed_because else GpuReset.Step.FAILED
     message = failed_because or outcome
     GpuReset.objects.filter(pk=reset.pk).exclude(step__in=[GpuReset.Step.DONE, GpuReset.Step.FAILED]).update(
         step=final, result=message
     )
-    _audit(reset, "gpu_reset", succeeded and not failed_because, message)
+    _audit(
+        reset,
+        "gpu_reset",
+        succeeded and not failed_because,
+        message,
+        before={"step": reset.step},
+        after={"step": final.value},
+    )

@@ -1,35 +1,46 @@
 """Admin actions on nodes, carried out in Slurm and recorded in the audit log whatever
-their outcome."""
+their outcome, with the node's state before and after."""
 
 from __future__ import annotations
 
+from audit.log import record
+from audit.models import AuditLog
 from cluster.errors import SlurmError
 from cluster.mirror import mirror_nodes
+from cluster.models import Node
 from cluster.services import rest_client, slurm_cli
-from console.models import AuditLog
 
 
-def _audited(actor, action: str, target: str, parameters: dict, operation) -> AuditLog:
-    entry = AuditLog(actor=actor, action=action, target=target, parameters=parameters)
+def _refresh_mirror() -> None:
+    try:
+        mirror_nodes(rest_client())
+    except SlurmError:
+        pass  # the mirror's last copy stands; the next pass retries
+
+
+def node_state(name: str) -> dict:
+    """The node as the mirror holds it: {"state", "flags", "reason"}, {} for an unknown node."""
+    row = Node.objects.filter(name=name).values("state", "state_flags", "reason").first()
+    return {"state": row["state"], "flags": row["state_flags"], "reason": row["reason"]} if row else {}
+
+
+def _audited(actor, action: str, node: str, operation, *, reason: str = "") -> AuditLog:
+    # The state Slurm has now, not the mirror's copy of up to one pass ago.
+    _refresh_mirror()
+    before = node_state(node)
     try:
         result = operation()
-        entry.succeeded = True
-        entry.result = (result.stdout or "done").strip()[:2000] if hasattr(result, "stdout") else "done"
     except (SlurmError, ValueError) as exc:
-        entry.result = str(exc)[:2000]
-    entry.save()
-    if entry.succeeded:
-        try:
-            mirror_nodes(rest_client())  # show the new state now, not at the next pass
-        except SlurmError:
-            pass
-    return entry
+        return record(actor, action, node, before=before, after=before, reason=reason, succeeded=False, result=str(exc))
+    _refresh_mirror()  # show the new state now, not at the next pass
+    outcome = (getattr(result, "stdout", "") or "done").strip() or "done"
+    return record(actor, action, node, before=before, after=node_state(node), reason=reason, result=outcome)
 
 
 def drain(actor, node: str, reason: str) -> AuditLog:
     reason = reason.strip()
-    return _audited(actor, "drain", node, {"reason": reason}, lambda: slurm_cli().drain_node(node, reason))
+    return _audited(actor, "drain", node, lambda: slurm_cli().drain_node(node, reason), reason=reason)
 
 
 def resume(actor, node: str) -> AuditLog:
-    return _audited(actor, "resume", node, {}, lambda: slurm_cli().resume_node(node))
+    return _audited(actor, "resume", node, lambda: slurm_cli().resume_node(node))

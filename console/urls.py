@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console import views, views_cluster, views_operations
+from console import views, views_audit, views_cluster, views_operations
 
 app_name = "console"
 urlpatterns = [
@@ -16,7 +16,7 @@ urlpatterns = [
     path("console/nodes/<str:name>/gpus/<int:index>/diagnose", views_cluster.gpu_diagnose, name="gpu_diagnose"),
     path("console/nodes/<str:name>/gpus/<int:index>/reset", views_cluster.gpu_reset_view, name="gpu_reset"),
     path("console/alerts/", views_cluster.alerts, name="alerts"),
-    path("console/audit/", views_cluster.audit_log, name="audit"),
+    path("console/audit/", views_audit.audit_log, name="audit"),
     path("console/telemetry/", views_cluster.telemetry_status, name="telemetry"),
     path("console/operations/", views_operations.operations, name="operations"),
     path("console/jobs/", views.all_jobs, name="all_jobs"),

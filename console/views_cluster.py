@@ -13,11 +13,12 @@ from django.views.decorators.http import require_POST
 
 from accounts.models import Role
 from alerts.models import Alert
+from audit.models import AuditLog
 from cluster.models import Node, SyncRun
 from console import node_actions
 from console.access import role_required, user_role
 from console.heatmap import heatmap_payload
-from console.models import AuditLog, GpuReset
+from console.models import GpuReset
 from jobs.models import Job
 from telemetry.models import GpuLatest, GpuMinute, GpuSampleRaw
 from telemetry.storage import table_sizes
@@ -54,6 +55,14 @@ def heatmap_data(request):
 
 def _node_or_404(name: str) -> Node:
     return get_object_or_404(Node, name=name)
+
+
+# Node and GPU pages show this many of the newest audit entries for them (admins only).
+RECENT_ACTIONS = 10
+
+
+def recent_actions(target: str) -> list[AuditLog]:
+    return list(AuditLog.objects.filter(target=target)[:RECENT_ACTIONS])
 
 
 # A node page lists at most this many of the node's running jobs and counts the rest: a node
@@ -101,7 +110,7 @@ def node_detail(request, name: str):
         "jobs": visible_jobs,
         "more_jobs": hidden_count,
         "is_admin": admin,
-        "audit": AuditLog.objects.filter(target=name)[:10] if admin else [],
+        "audit": recent_actions(name) if admin else [],
     }
     return render(request, "console/node_detail.html", context)
 
@@ -114,14 +123,18 @@ def gpu_detail(request, name: str, index: int):
     gpu_type = node.gpus[0]["type"] if node.gpus else ""
     from console.diagnostics import latest_diagnostic
 
+    admin = _is_admin(request)
+    target = f"{name}/gpu{index}"  # as console.gpu_reset writes it
     context = {
         "node": node,
         "index": index,
         "gpu_type": gpu_type,
         "sample": GpuLatest.objects.filter(node=name, index=index).first(),
         "diagnostic": latest_diagnostic(request.user, name, index),
-        "is_admin": _is_admin(request),
-        "resets": GpuReset.objects.filter(node=name, index=index)[:5] if _is_admin(request) else [],
+        "is_admin": admin,
+        "resets": GpuReset.objects.filter(node=name, index=index)[:5] if admin else [],
+        "audit_target": target,
+        "audit": recent_actions(target) if admin else [],
     }
     return render(request, "console/gpu_detail.html", context)
 
@@ -188,11 +201,6 @@ def node_resume(request, name: str):
     entry = node_actions.resume(request.user, name)
     (messages.success if entry.succeeded else messages.error)(request, f"Resume {name}: {entry.result}")
     return redirect("console:node_detail", name=name)
-
-
-@role_required(Role.ADMIN)
-def audit_log(request):
-    return render(request, "console/audit.html", {"entries": AuditLog.objects.select_related("actor")[:300]})
 
 
 @role_required(Role.ADMIN)

@@ -5,12 +5,12 @@ from django.conf import settings
 from django.test import Client
 from django.utils import timezone
 
+from audit.models import AuditLog
 from cluster.mirror import mirror_nodes
 from cluster.services import rest_client, slurm_cli
 from cluster.tasks import run_sync
 from console.diagnostics import parse_nvidia_smi_query
 from console.heatmap import HIDDEN, heatmap_payload
-from console.models import AuditLog
 from jobs.models import Job
 from telemetry.emulator import emulated_samples
 from telemetry.storage import store_samples
@@ -58,17 +58,18 @@ def test_drain_and_resume_show_up_in_slurm(admin_user):
         shown = slurm_cli().run("scontrol", "show", "node", node).stdout
         assert "DRAIN" in shown and "Reason=fan noise, check bearings" in shown
         entry = AuditLog.objects.get(action="drain")
-        assert (
-            entry.succeeded
-            and entry.actor == admin_user
-            and entry.parameters == {"reason": "fan noise, check bearings"}
-        )
+        assert entry.succeeded and entry.actor == admin_user and entry.actor_name == admin_user.username
+        assert entry.target == node and entry.reason == "fan noise, check bearings"
+        # The node as Slurm had it either side of the drain (read back through the mirror).
+        assert "DRAIN" not in entry.before["flags"] and entry.before["reason"] == ""
+        assert "DRAIN" in entry.after["flags"] and entry.after["reason"] == "fan noise, check bearings"
         assert "DRAIN" in browser.get(f"/console/nodes/{node}/").content.decode()
     finally:
         browser.post(f"/console/nodes/{node}/resume")
     shown = slurm_cli().run("scontrol", "show", "node", node).stdout
     assert "DRAIN" not in shown.split("State=")[1].split()[0]
-    assert AuditLog.objects.filter(action="resume", succeeded=True).count() == 1
+    resumed = AuditLog.objects.get(action="resume", succeeded=True)
+    assert "DRAIN" in resumed.before["flags"] and "DRAIN" not in resumed.after["flags"]
 
 
 def test_a_failed_action_is_audited_with_its_error(admin_user):
@@ -198,6 +199,9 @@ def _reset_flow(reset, gpu_reset, slurm):
     actions = list(AuditLog.objects.order_by("created_at").values_list("action", flat=True))
     assert actions == ["gpu_reset.hold", "gpu_reset.job", "gpu_reset.release", "gpu_reset"]
     assert AuditLog.objects.get(action="gpu_reset").succeeded is False  # nothing was reset on emulated GPUs
+    hold = AuditLog.objects.get(action="gpu_reset.hold")
+    assert hold.target == "gpu-h100-01/gpu1" and hold.after == {"reservation": reset.reservation}
+    assert AuditLog.objects.get(action="gpu_reset").after == {"step": "done"}
 
 
 def test_gpu_reset_is_admin_only(alice):
