@@ -5,7 +5,7 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
-from cluster.gres import parse_gres, parse_tres
+from cluster.gres import parse_tres, requested_gpus
 from jobs.models import Job
 from jobs.reasons import explain_reason
 from jobs.spec import IMAGE_RE, MAX_IMAGE_CHARS, NAME_RE
@@ -16,34 +16,17 @@ def gpus_of(job: Job) -> int:
 
     Slurm's allocated TRES count whole GPUs once the job runs; slurmdbd's figure
     (`Job.gpu_count`) arrives only after it ends; before either, the request
-    (`tres_per_node`, "gres/gpu:a100:2") is what the job will hold. A job of shards
-    ("gres/shard:a100:3") sits on one GPU's memory, counted as one as the quota does."""
+    (`tres_per_node`, "gres/gpu:a100:2") is what the job will hold. Shards sit on part of
+    a GPU and count as one, as the quota counts them."""
     allocated = parse_tres(job.allocated_tres)
     if allocated.get("gres/gpu"):
         return allocated["gres/gpu"]
     if job.gpu_count:
         return job.gpu_count
-    whole, shards = 0, 0
-    for item in parse_gres(",".join(_without_gres_prefix(part) for part in job.tres_per_node.split(","))):
-        if item.name == "gpu":
-            whole += item.count
-        elif item.name == "shard":
-            shards += item.count
-    if whole:
-        return whole
-    if shards or allocated.get("gres/shard"):
+    if allocated.get("gres/shard"):
         held = {(node, index) for node, indexes in (job.gpu_allocation or {}).items() for index in indexes}
         return max(1, len(held))
-    return 0
-
-
-def _without_gres_prefix(item: str) -> str:
-    # 24.11 writes "gres/gpu:a100:1"; older versions "gres:gpu:a100:1".
-    item = item.strip()
-    for prefix in ("gres/", "gres:"):
-        if item.startswith(prefix):
-            return item[len(prefix) :]
-    return item
+    return requested_gpus(job.tres_per_node)[1]
 
 
 class JobSerializer(serializers.ModelSerializer):
