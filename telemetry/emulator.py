@@ -17,8 +17,9 @@ from cluster.models import Node
 from jobs.models import Job
 from telemetry.samples import GpuSample
 
-# Board power in watts (idle, max) by GPU type; memory comes from settings.GPU_TYPES.
-POWER_W = {"rtx4090": (20, 450), "a100": (50, 400), "h100": (70, 700)}
+# Memory and board power (idle, max watts) come from settings.GPU_TYPES (deploy/gpu_types.json);
+# a type the file does not know (a node of an older layout) draws with these.
+UNKNOWN_TYPE = {"memory_gb": 16, "power_w": {"idle": 30, "max": 300}}
 
 
 def _noise(*parts) -> float:
@@ -38,9 +39,10 @@ def emulated_samples(now: datetime) -> list[GpuSample]:
     for node in Node.objects.all():
         position = 0
         for group in node.gpus:
-            info = settings.GPU_TYPES.get(group["type"], {"memory_gb": 16})
+            info = settings.GPU_TYPES.get(group["type"], UNKNOWN_TYPE)
             total_mb = int(info["memory_gb"] * 1024)
-            idle_w, max_w = POWER_W.get(group["type"], (30, 300))
+            power = info.get("power_w") or UNKNOWN_TYPE["power_w"]
+            idle_w, max_w = power["idle"], power["max"]
             for _ in range(group["count"]):
                 index = position
                 position += 1

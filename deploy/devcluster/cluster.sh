@@ -38,14 +38,10 @@ READY_TIMEOUT="${DEVCLUSTER_READY_TIMEOUT:-90}"              # seconds, per wait
 PACKAGES=(slurmctld slurmd slurmdbd slurmrestd slurm-client slurm-wlm-basic-plugins
           slurm-wlm-mysql-plugin slurm-wlm-jwt-plugin munge mariadb-server)
 
-# Nodes: name -> GPU type, GPUs per node. Shards are 4 GB of GPU memory each
-# (the portal's convention; Slurm does not enforce memory per shard).
-NODES=(gpu-4090-01 gpu-4090-02 gpu-a100-01 gpu-a100-02 gpu-h100-01)
-declare -A NODE_GPU_TYPE=([gpu-4090-01]=rtx4090 [gpu-4090-02]=rtx4090
-                          [gpu-a100-01]=a100 [gpu-a100-02]=a100 [gpu-h100-01]=h100)
-declare -A NODE_GPU_COUNT=([gpu-4090-01]=4 [gpu-4090-02]=4
-                           [gpu-a100-01]=4 [gpu-a100-02]=4 [gpu-h100-01]=2)
-declare -A SHARDS_PER_GPU=([rtx4090]=6 [a100]=10 [h100]=20)   # 24/40/80 GB / 4 GB
+# Nodes, their GPU types and shards come from the GPU types file the portal reads too
+# (GPU_TYPES_FILE, the same variable as the portal's setting): load_gpu_layout below
+# sets NODES, NODE_GPU_TYPE, NODE_GPU_COUNT and the generated config lines.
+GPU_TYPES_FILE="${GPU_TYPES_FILE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/gpu_types.json}"
 NODE_CPUS=16
 NODE_MEMORY_MB=64000
 
@@ -72,6 +68,7 @@ source "$DEVCLUSTER_LIB/root.sh"
 source "$DEVCLUSTER_LIB/configs.sh"
 # shellcheck source=lib/daemons.sh
 source "$DEVCLUSTER_LIB/daemons.sh"
+load_gpu_layout
 
 # ---------------------------------------------------------------------------
 # Subcommands
