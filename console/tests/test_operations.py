@@ -509,8 +509,9 @@ def test_a_gpu_job_on_the_dev_cluster_shows_in_accounting_and_in_utilisation(slu
         pool = ops.pool_utilisation(records, inventory, window_start, window_end, "day", now=window_end)
         assert sum(b.allocated_gpu_seconds for b in pool) >= job_seconds > 0
         assert sum(b.by_type["a100"].allocated_gpu_seconds for b in pool) >= job_seconds
-        seconds = (window_end - window_start).total_seconds()
-        assert sum(b.available_gpu_seconds for b in pool) == pytest.approx(sum(inventory.values()) * seconds)
+        # Whole seconds between the window's ends, each rounded down (cluster.accounting's unit).
+        seconds = int(window_end.timestamp()) - int(window_start.timestamp())
+        assert sum(b.available_gpu_seconds for b in pool) == sum(inventory.values()) * seconds
         waits = ops.queue_wait([mine], window_start, window_end, "day", now=window_end)
         assert sum(w.jobs for w in waits) == 1 and all(
             w.average_wait_seconds is None or w.average_wait_seconds >= 0 for w in waits
