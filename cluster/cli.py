@@ -174,6 +174,9 @@ class SlurmCli:
     #   reservations hold its 4 GPUs) and takes every free core of it: shown as
     #   `Nodes=gpu-a100-01 CoreCnt=16 ... TRES=cpu=16,gres/gpu:a100=2,gres/gpu=2`. Asking for
     #   fewer cores (`TRES=cpu=2,gres/gpu:a100=2` or `CoreCnt=2`) still takes all 16.
+    #   "Free" is judged when the reservation is made, even for a window months ahead: with a
+    #   3-core job running on the node it took `CoreIDs=3-15` (13). Two GPU reservations may
+    #   share a node's cores (both showed CoreIDs=0-15) as long as GPUs are left.
     #   `TRES=gres/gpu:a100=6` spans gpu-a100-[01-02] (32 cores).
     # - When no node has the GPUs left in that window: "Error creating the reservation:
     #   Requested nodes are busy"; a taken name: "Duplicate reservation name"; a user without
