@@ -61,6 +61,22 @@ def _close_stray_test_database_sessions(django_db_setup, django_db_blocker):
         )
 
 
+@pytest.fixture(autouse=True)
+def _product_plans(request):
+    """Transactional tests empty every table when they end, the seeded plan catalogue too:
+    put PRODUCT.md's plans back before each test that uses the database."""
+    uses_database = request.node.get_closest_marker("django_db") is not None or bool(
+        {"db", "transactional_db"} & set(request.fixturenames)
+    )
+    if not uses_database:
+        return
+    request.getfixturevalue("_django_db_helper")
+    from plans.models import Plan, PlanGpuType
+    from plans.seed import seed_product_plans
+
+    seed_product_plans(Plan, PlanGpuType)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _empty_test_redis():
     """Start from an empty Redis database: no task or rate-limit count of an earlier run."""
@@ -89,16 +105,21 @@ def slurm(slurm_limits):
 
 
 @pytest.fixture(scope="session")
-def slurm_limits(django_db_setup, django_db_blocker):
-    """The plans' QOS and limits written into the dev cluster's slurmdbd, as `make dev` does."""
+def slurm_limits():
+    """The QOS of PRODUCT.md's plans written into the dev cluster's slurmdbd, as `make dev`
+    does (from the plan rows there; here from the same seed, since a session may have no
+    database). Tests that change plans sync again themselves."""
     from cluster.errors import SlurmError
-    from plans import enforcement
+    from cluster.services import slurm_cli
+    from plans.product_plans import PRODUCT_PLANS, product_plan
+    from plans.slurm_limits import qos_limits
 
-    with django_db_blocker.unblock():
-        try:
-            enforcement.sync()
-        except SlurmError as exc:
-            pytest.fail(f"the plans' limits could not be written into the dev cluster: {exc}")
+    cli = slurm_cli()
+    try:
+        for plan in PRODUCT_PLANS:
+            cli.ensure_qos(qos_limits(product_plan(plan["code"])))
+    except SlurmError as exc:
+        pytest.fail(f"the plans' limits could not be written into the dev cluster: {exc}")
 
 
 @pytest.fixture

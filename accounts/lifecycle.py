@@ -17,6 +17,7 @@ from django.db import transaction
 from django.dispatch import Signal
 
 from accounts.models import Profile
+from accounts.tasks import lock_cluster_account, lock_cluster_user, provision_user
 from audit.log import record
 from plans import subscriptions
 from plans.models import Plan, Subscription
@@ -49,8 +50,6 @@ def reactivate(user, actor=None, reason: str = "") -> bool:
 
 
 def after_deactivation(user_id: int, actor, reason: str = "") -> None:
-    from accounts.tasks import lock_cluster_account
-
     profile = Profile.objects.select_related("user").get(user_id=user_id)
     record(
         actor,
@@ -68,8 +67,6 @@ def after_deactivation(user_id: int, actor, reason: str = "") -> None:
 
 
 def after_reactivation(user_id: int, actor, reason: str = "") -> None:
-    from accounts.tasks import provision_user
-
     profile = Profile.objects.select_related("user").get(user_id=user_id)
     record(
         actor,
@@ -88,8 +85,6 @@ def after_reactivation(user_id: int, actor, reason: str = "") -> None:
 def before_deletion(user, actor=None) -> None:
     """The user row is about to go (jobs keep their rows, ownerless): stop what runs now and
     lock the cluster account by name, since no row will be left to re-read."""
-    from accounts.tasks import lock_cluster_user
-
     profile = Profile.objects.filter(user_id=user.pk).first()
     cluster_user = profile.cluster_username if profile else None
     record(
@@ -146,8 +141,6 @@ def change_plan(user, plan_code: str, *, actor=None, status: str = Subscription.
 
 
 def _reprovision_on_commit(profile_id: int) -> None:
-    from accounts.tasks import provision_user
-
     profile = Profile.objects.select_related("user").get(pk=profile_id)
     if profile.cluster_username and profile.user.is_active:
         transaction.on_commit(lambda: _enqueue(provision_user, profile_id))

@@ -10,6 +10,7 @@ from django.dispatch import receiver
 
 from accounts import lifecycle
 from accounts.models import Profile
+from accounts.tasks import provision_user
 
 
 @receiver(post_save, sender=settings.AUTH_USER_MODEL)
@@ -21,8 +22,6 @@ def create_profile(sender, instance, created, raw=False, **kwargs):
 
 @receiver(user_signed_up)
 def provision_new_user(sender, request, user, **kwargs):
-    from accounts.tasks import provision_user
-
     profile_id = user.profile.pk
     transaction.on_commit(lambda: provision_user.delay(profile_id))
 

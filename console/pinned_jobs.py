@@ -6,7 +6,7 @@ record them twice."""
 from __future__ import annotations
 
 from cluster.errors import SlurmError, SlurmRequestError
-from jobs import actions
+from jobs import actions, protocol
 from jobs.models import Job, JobState
 from jobs.tasks import submit_claimed
 
@@ -23,7 +23,7 @@ def submit_pinned_job(
     try:
         submit_claimed(job.pk)
     except SlurmError as exc:  # transient: give up here, the caller reports it
-        actions.fail_submission(job.pk, f"Slurm could not take the job: {exc.public_message}", detail=exc.message)
+        protocol.fail_submission(job.pk, f"Slurm could not take the job: {exc.public_message}", detail=exc.message)
         raise
     job.refresh_from_db()
     if job.state == JobState.SUBMIT_FAILED:

@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "channels",
+    "gpupool",
     "audit",
     "plans",
     "accounts",
@@ -176,13 +177,13 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CLUSTER_SYNC_INTERVAL_SECONDS = env_float("CLUSTER_SYNC_INTERVAL_SECONDS", 2.0)
 CELERY_BEAT_SCHEDULE = {
     "mirror-cluster": {
-        "task": "cluster.tasks.sync_cluster",
+        "task": "jobs.tasks.sync_cluster",
         "schedule": CLUSTER_SYNC_INTERVAL_SECONDS,
         # A sync that waited longer than its own interval is stale: the next one replaces it.
         "options": {"expires": CLUSTER_SYNC_INTERVAL_SECONDS},
     },
     "record-accounting": {
-        "task": "cluster.tasks.sync_accounting",
+        "task": "jobs.tasks.sync_accounting",
         "schedule": 5.0,
         "options": {"expires": 5.0},
     },

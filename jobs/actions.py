@@ -10,17 +10,17 @@ from django.conf import settings
 from django.db import transaction
 
 from accounts.models import Profile
-from cluster import jobfs
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.services import job_paths, rest_client
 from jobs.events import publish_job_update
+from jobs.mirror import apply_slurm_job
 from jobs.models import FINAL_STATES, Job, JobState
 from jobs.quota import QuotaExceeded, check_quota
 from jobs.spec import JobSpec
+from jobs.tasks import enqueue_submission
 from plans.catalog import plan_for
 
 log = logging.getLogger(__name__)
-COMMENT_PREFIX = "gpupool:"
 
 
 class NotProvisioned(Exception):
@@ -29,15 +29,6 @@ class NotProvisioned(Exception):
 
 class CancelRefused(Exception):
     pass
-
-
-def slurm_comment(job: Job) -> str:
-    return f"{COMMENT_PREFIX}{job.uuid}"
-
-
-def job_directory(job: Job):
-    """Where Slurm writes this job's files: <job root>/<cluster user>/<job uuid>."""
-    return job_paths().job_dir(job.cluster_user) / str(job.uuid)
 
 
 def submit(user, spec: JobSpec) -> Job:
@@ -78,55 +69,6 @@ def submit(user, spec: JobSpec) -> Job:
     return job
 
 
-def enqueue_submission(job_pk: int) -> None:
-    from jobs.tasks import submit_to_slurm
-
-    try:
-        submit_to_slurm.delay(job_pk)
-    except Exception as exc:  # Redis down: the row waits in SUBMITTING for the reconciler
-        log.warning("could not enqueue the submission of job %s (the reconciler will): %s", job_pk, exc)
-        Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING).update(
-            error="Queued for submission; the task queue is unavailable. It will be retried.",
-            error_detail=str(exc)[:4000],
-        )
-
-
-def make_user_directory(cluster_user: str, name: str, uid: int | None, gid: int | None):
-    """<job root>/<cluster user>/<name>, created and owned by that user, before Slurm opens
-    the logs in it. Returns the path as Slurm sees it. Raises OSError (jobfs.UnsafePath)
-    when either directory is a symlink, not a directory, or another user's: the user's
-    own jobs can write in the job root and plant one there."""
-    paths = job_paths()
-    directory = paths.job_dir(cluster_user) / name
-    jobfs.make_owned_directory(paths.user_directory(cluster_user, name), uid=uid, gid=gid)
-    return directory
-
-
-def prepare_job_directory(job: Job, uid: int | None, gid: int | None) -> None:
-    make_user_directory(job.cluster_user, str(job.uuid), uid, gid)
-
-
-def attach_slurm_job(job_pk: int, slurm_job_id: int) -> bool:
-    """Record that Slurm accepted the submission. Conditional on the row still waiting, so a
-    worker and the mirror attaching the same job do it once."""
-    updated = Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True).update(
-        slurm_job_id=slurm_job_id, state=JobState.PENDING, slurm_states="", error="", error_detail=""
-    )
-    if updated:
-        transaction.on_commit(lambda: publish_job_update(job_pk))
-    return bool(updated)
-
-
-def fail_submission(job_pk: int, message: str, detail: str = "") -> bool:
-    """`message` is shown to the owner; `detail` (paths, Slurm's internals) to admins only."""
-    updated = Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING).update(
-        state=JobState.SUBMIT_FAILED, error=message[:4000], error_detail=detail[:4000], submit_claimed_until=None
-    )
-    if updated:
-        transaction.on_commit(lambda: publish_job_update(job_pk))
-    return bool(updated)
-
-
 def cancel(job: Job) -> None:
     """Cancel a job of the caller's. A job not yet in Slurm is cancelled here; the worker
     that may be submitting it right now sees the state and cancels what it submitted."""
@@ -150,8 +92,6 @@ def cancel(job: Job) -> None:
     except SlurmError as exc:
         raise CancelRefused(f"Slurm did not cancel the job: {exc.public_message}") from exc
     # Show the new state at once instead of at the mirror's next pass.
-    from jobs.mirror import apply_slurm_job
-
     try:
         apply_slurm_job(client.get_job(job.slurm_job_id))
     except SlurmError:

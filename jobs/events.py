@@ -11,6 +11,7 @@ import logging
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from jobs.models import Job
 from jobs.reasons import explain_reason
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,6 @@ def job_payload(job) -> dict:
 
 
 def publish_job_update(job_id: int) -> None:
-    from jobs.models import Job
-
     job = Job.objects.filter(pk=job_id).first()
     if job is None or job.owner_id is None:
         return

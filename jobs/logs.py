@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from accounts.models import Profile
 from cluster import jobfs
 from cluster.services import job_paths
+from jobs.diagnosis import diagnose
 
 
 @dataclass(frozen=True)
@@ -36,8 +38,6 @@ class LogPath:
 
 
 def _owner_uid(cluster_user: str) -> int | None:
-    from accounts.models import Profile
-
     return (
         Profile.objects.filter(cluster_username=cluster_user)
         .exclude(cluster_uid=None)
@@ -105,8 +105,6 @@ def read_tail(path: LogPath | None, max_bytes: int) -> LogTail:
 
 def job_logs(job, max_bytes: int) -> dict:
     """The tails of a job's stdout and stderr, and what the analyser recognises in them."""
-    from jobs.diagnosis import diagnose
-
     owner_uid = _owner_uid(job.cluster_user) if job.cluster_user else None
     stdout = read_tail(_log_path(job.standard_output, job.cluster_user, owner_uid), max_bytes)
     stderr = (

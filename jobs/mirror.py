@@ -22,14 +22,15 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from cluster.errors import SlurmNotFound
+from cluster.errors import SlurmError, SlurmNotFound
 from cluster.gres import requested_gpus
+from cluster.services import rest_client
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import TERMINAL_JOB_STATES
 from cluster.types import Job as SlurmJob
-from jobs.actions import COMMENT_PREFIX
 from jobs.events import publish_job_update
 from jobs.models import FINAL_STATES, Job, JobState
+from jobs.protocol import COMMENT_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +49,6 @@ class MirrorResult:
 
 
 def _cancel_orphan(job: SlurmJob) -> None:
-    from cluster.errors import SlurmError
-    from cluster.services import rest_client
-
     try:
         rest_client(job.user_name).cancel_job(job.job_id)
     except SlurmError as exc:

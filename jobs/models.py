@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from cluster.types import TERMINAL_JOB_STATES
+from jobs.reasons import explain_reason
 
 
 class JobState(models.TextChoices):
@@ -101,7 +102,6 @@ class Job(models.Model):
 
     @property
     def reason_text(self) -> str:
-        from jobs.reasons import explain_reason
 
         return explain_reason(self.state_reason)
 

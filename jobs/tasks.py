@@ -15,9 +15,11 @@ from django.utils import timezone
 from accounts.models import Profile
 from cluster.errors import SlurmError, SlurmTransientError
 from cluster.services import rest_client
+from cluster.sync import record_run, single_flight, sync_nodes_if_due
 from cluster.types import JobSubmission
-from jobs import actions
+from jobs import protocol
 from jobs.batch_script import render_batch_script
+from jobs.mirror import mirror_jobs, record_missing_accounting
 from jobs.models import Job, JobState
 from jobs.spec import job_spec_from_dict
 
@@ -36,7 +38,7 @@ def _claim(job_pk: int) -> bool:
 
 
 def _submission(job: Job) -> JobSubmission:
-    directory = actions.job_directory(job)
+    directory = protocol.job_directory(job)
     if job.pinned:
         # An operational job: the portal's own script on one node (jobs.actions.create_pinned_job).
         return JobSubmission(
@@ -51,7 +53,7 @@ def _submission(job: Job) -> JobSubmission:
             tres_per_node=job.tres_per_node,
             required_nodes=(job.pinned["node"],),
             reservation=job.pinned.get("reservation", ""),
-            comment=actions.slurm_comment(job),
+            comment=protocol.slurm_comment(job),
             requeue=False,
         )
     # As accepted (validated then, under the plan of then): not re-validated against today's plan.
@@ -67,13 +69,13 @@ def _submission(job: Job) -> JobSubmission:
         qos=job.qos,
         time_limit_minutes=job.time_limit_minutes,
         tres_per_node=job.tres_per_node,
-        comment=actions.slurm_comment(job),
+        comment=protocol.slurm_comment(job),
         requeue=True,
     )
 
 
 def _record_accepted(job: Job, slurm_job_id: int, client) -> str:
-    if actions.attach_slurm_job(job.pk, slurm_job_id):
+    if protocol.attach_slurm_job(job.pk, slurm_job_id):
         return "submitted"
     job.refresh_from_db()
     if job.slurm_job_id == slurm_job_id:
@@ -95,26 +97,26 @@ def submit_claimed(job_pk: int) -> str:
         return "not-claimable"  # submitted already, cancelled, or another worker holds it
     job = Job.objects.select_related("owner").get(pk=job_pk)
     if job.owner is None or not job.owner.is_active:
-        actions.fail_submission(job_pk, "The account was deactivated before the job reached Slurm.")
+        protocol.fail_submission(job_pk, "The account was deactivated before the job reached Slurm.")
         return "owner-inactive"
     client = rest_client(job.cluster_user)
     try:
         if job.submit_attempts > 1:
             # An earlier try may have reached Slurm and lost the answer: never submit twice.
-            existing = client.find_job_by_comment(actions.slurm_comment(job))
+            existing = client.find_job_by_comment(protocol.slurm_comment(job))
             if existing is not None:
                 return _record_accepted(job, existing.job_id, client)
         profile = Profile.objects.get(user_id=job.owner_id)
-        actions.prepare_job_directory(job, profile.cluster_uid, profile.cluster_gid)
+        protocol.prepare_job_directory(job, profile.cluster_uid, profile.cluster_gid)
         slurm_job_id = client.submit_job(_submission(job))
         return _record_accepted(job, slurm_job_id, client)
     except SlurmTransientError:
         raise
     except SlurmError as exc:
-        actions.fail_submission(job_pk, f"Slurm refused the job: {exc.public_message}", detail=exc.message)
+        protocol.fail_submission(job_pk, f"Slurm refused the job: {exc.public_message}", detail=exc.message)
         return "failed"
     except (OSError, ValueError) as exc:
-        actions.fail_submission(job_pk, "The job's directory could not be prepared.", detail=str(exc))
+        protocol.fail_submission(job_pk, "The job's directory could not be prepared.", detail=str(exc))
         return "failed"
 
 
@@ -145,6 +147,58 @@ def reconcile_submissions() -> int:
     ).filter(Q(submit_claimed_until__isnull=True) | Q(submit_claimed_until__lt=now))
     count = 0
     for job_pk in stale.values_list("pk", flat=True)[:200]:
-        actions.enqueue_submission(job_pk)
+        enqueue_submission(job_pk)
         count += 1
     return count
+
+
+def enqueue_submission(job_pk: int) -> None:
+    try:
+        submit_to_slurm.delay(job_pk)
+    except Exception as exc:  # Redis down: the row waits in SUBMITTING for the reconciler
+        log.warning("could not enqueue the submission of job %s (the reconciler will): %s", job_pk, exc)
+        Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING).update(
+            error="Queued for submission; the task queue is unavailable. It will be retried.",
+            error_detail=str(exc)[:4000],
+        )
+
+
+# --- the mirror: Slurm's jobs copied into the portal ------------------------------------------
+def run_sync() -> dict:
+    """One mirror pass (jobs, then nodes when due); what the beat task and `manage.py
+    cluster_sync` run."""
+    client = rest_client()
+    outcome: dict = {}
+    started = timezone.now()
+    try:
+        result = mirror_jobs(client)
+        outcome["jobs"] = result.__dict__
+        record_run("jobs", started, summary=f"{result.seen} jobs in Slurm, {result.changed} changed")
+    except SlurmError as exc:
+        log.warning("job mirror failed: %s", exc)
+        record_run("jobs", started, error=str(exc))
+        outcome["jobs_error"] = str(exc)
+    outcome.update(sync_nodes_if_due(client, started))
+    return outcome
+
+
+@shared_task(ignore_result=True)
+def sync_cluster() -> dict | None:
+    with single_flight("sync_cluster") as acquired:
+        if not acquired:
+            return None
+        return run_sync()
+
+
+@shared_task(ignore_result=True)
+def sync_accounting() -> int | None:
+    """Copy slurmdbd's figures onto finished jobs. Its own task: slurmdbd answers in tenths
+    of a second, and the state mirror must not wait for it."""
+    with single_flight("sync_accounting", timeout=300) as acquired:
+        if not acquired:
+            return None
+        try:
+            return record_missing_accounting(rest_client())
+        except SlurmError as exc:
+            log.warning("accounting sync failed: %s", exc)
+            return None

@@ -1,10 +1,13 @@
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
 from telemetry import storage
+from telemetry.dcgm import scrape_exporter
+from telemetry.emulator import emulated_samples
 
 log = logging.getLogger(__name__)
 
@@ -14,8 +17,6 @@ def emulate_telemetry() -> int:
     """Dev cluster only (TELEMETRY_EMULATOR=1): samples derived from real allocations."""
     if not settings.TELEMETRY_EMULATOR:
         return 0
-    from telemetry.emulator import emulated_samples
-
     return storage.store_samples(emulated_samples(timezone.now()), source="emulator")
 
 
@@ -29,10 +30,6 @@ def scrape_dcgm() -> int:
     exporters = settings.DCGM_EXPORTER_URLS
     if not exporters:
         return 0
-    from concurrent.futures import ThreadPoolExecutor
-
-    from telemetry.dcgm import scrape_exporter
-
     now = timezone.now()
     with ThreadPoolExecutor(max_workers=min(16, len(exporters)), thread_name_prefix="dcgm") as pool:
         batches = list(pool.map(lambda item: scrape_exporter(item[0], item[1], now), exporters.items()))

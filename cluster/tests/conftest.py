@@ -14,7 +14,7 @@ def cluster_users(slurm):
     backend = LocalProvisioner(cli, settings.SLURM_ACCOUNT)
     names = [unique_cluster_name("pta"), unique_cluster_name("ptb")]
     for name in names:
-        backend.ensure_user(name, ["pro"], "pro")
+        backend.ensure_user(name, ["normal", "pro"], "pro")
     yield names
     for name in names:
         cli.run("scancel", "-u", name, check=False)

@@ -55,7 +55,9 @@ def test_node_list_shows_three_gpu_types_with_their_counts(slurm):
 
 def test_constraint_routes_to_an_rtx4090_node(slurm, cluster_users):
     client = slurm.as_user(cluster_users[0])
-    job_id = client.submit_job(submission("hostname", tres_per_node="gres/gpu:1", constraints="gpu_type:rtx4090"))
+    job_id = client.submit_job(
+        submission("hostname", tres_per_node="gres/gpu:rtx4090:1", constraints="gpu_type:rtx4090")
+    )
     job = wait_for_state(client, job_id, FINISHED)
     assert job.state == "COMPLETED"
     assert job.nodes.startswith("gpu-4090-"), job.nodes
@@ -77,7 +79,8 @@ def test_more_gpus_than_any_node_has_is_a_clear_permanent_error(slurm, cluster_u
 
     before = jobs_of_user()
     with pytest.raises(SlurmRequestError) as caught:
-        client.submit_job(submission("true", tres_per_node="gres/gpu:a100:9"))
+        # QOS `normal` has no GPU limits: a plan's QOS would refuse 9 GPUs first (2050).
+        client.submit_job(submission("true", tres_per_node="gres/gpu:a100:9", qos="normal"))
     assert not caught.value.transient
     assert caught.value.error_number == 2014
     assert "configuration is not available" in caught.value.message.lower()
@@ -85,6 +88,16 @@ def test_more_gpus_than_any_node_has_is_a_clear_permanent_error(slurm, cluster_u
     # what matters is that nothing of it ever waits for or holds GPUs.
     new = [job for job_id, job in jobs_of_user().items() if job_id not in before]
     assert all(job.state == "FAILED" and job.state_reason == "BadConstraints" for job in new), new
+
+
+def test_a_gpu_request_without_a_type_is_refused(slurm, cluster_users):
+    """Typed GPU limits bind only typed requests, so the cluster's job_submit.lua refuses
+    untyped ones (deploy/devcluster/README.md); over REST that is error 2072."""
+    client = slurm.as_user(cluster_users[0])
+    for untyped in ("gres/gpu:1", "gres/shard:2"):
+        with pytest.raises(SlurmRequestError) as caught:
+            client.submit_job(submission("true", tres_per_node=untyped))
+        assert caught.value.error_number == 2072, untyped
 
 
 def test_a_bad_token_raises_an_authentication_error(slurm, tmp_path):

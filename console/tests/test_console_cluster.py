@@ -8,10 +8,10 @@ from django.utils import timezone
 from audit.models import AuditLog
 from cluster.mirror import mirror_nodes
 from cluster.services import rest_client, slurm_cli
-from cluster.tasks import run_sync
 from console.diagnostics import parse_nvidia_smi_query
 from console.heatmap import HIDDEN, heatmap_payload
 from jobs.models import Job
+from jobs.tasks import run_sync
 from telemetry.emulator import emulated_samples
 from telemetry.storage import store_samples
 from testing.slurm import submission, wait_for, wait_for_state

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from cluster.mirror import mirror_nodes
 from cluster.services import rest_client
-from cluster.tasks import run_sync
 from jobs.models import Job
+from jobs.tasks import run_sync
 from telemetry.emulator import emulated_samples
 from telemetry.storage import store_samples
 from testing.browser import chromium_page, log_in

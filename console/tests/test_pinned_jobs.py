@@ -5,7 +5,7 @@ import pytest
 
 from cluster.services import rest_client
 from console.pinned_jobs import submit_pinned_job
-from jobs import actions
+from jobs import actions, protocol
 from jobs.mirror import mirror_jobs
 from jobs.models import Job, JobState
 from jobs.tasks import _submission, submit_claimed
@@ -22,7 +22,7 @@ def test_a_pinned_job_carries_the_comment_and_runs_on_its_node(alice, provision,
     )
     assert job.state == JobState.PENDING and job.slurm_job_id
     in_slurm = slurm.get_job(job.slurm_job_id)
-    assert in_slurm.comment == actions.slurm_comment(job)
+    assert in_slurm.comment == protocol.slurm_comment(job)
     done = wait_for_state(slurm, job.slurm_job_id, {"COMPLETED"})
     assert done.nodes == "gpu-4090-02"
     assert job.spec == {} and job.pinned["node"] == "gpu-4090-02"  # never offered as a clone
@@ -34,7 +34,7 @@ def test_the_mirror_seeing_it_first_attaches_it_once(alice, provision, slurm):
         alice, name="pinned-race", script=SCRIPT, node="gpu-4090-01", tres_per_node="gres/gpu:rtx4090:1", minutes=2
     )
     # The worker's submission reached Slurm, and the mirror ran before it recorded the id.
-    actions.prepare_job_directory(job, profile.cluster_uid, profile.cluster_gid)
+    protocol.prepare_job_directory(job, profile.cluster_uid, profile.cluster_gid)
     slurm_job_id = slurm.as_user(job.cluster_user).submit_job(_submission(job))
     mirror_jobs(rest_client())
     job.refresh_from_db()
@@ -42,7 +42,7 @@ def test_the_mirror_seeing_it_first_attaches_it_once(alice, provision, slurm):
     assert Job.objects.filter(slurm_job_id=slurm_job_id).count() == 1
     # The worker's late attempt neither fails nor submits again.
     assert submit_claimed(job.pk) == "not-claimable"
-    assert [j.job_id for j in slurm.list_jobs() if j.comment == actions.slurm_comment(job)] == [slurm_job_id]
+    assert [j.job_id for j in slurm.list_jobs() if j.comment == protocol.slurm_comment(job)] == [slurm_job_id]
 
 
 def test_a_refused_pinned_job_raises_and_records_why(alice, provision):

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.test import Client
 from websockets.sync.client import connect
 
-from jobs import actions
+from jobs import protocol
 from jobs.models import Job
 from jobs.tests.conftest import GOOD_SPEC
 from testing.servers import portal_stack
@@ -90,7 +90,7 @@ def test_a_submission_waits_while_slurmrestd_is_down_and_is_submitted_exactly_on
             timeout=120,
             what="the job to be submitted and complete",
         )
-    comment = actions.slurm_comment(job)
+    comment = protocol.slurm_comment(job)
     assert [j.job_id for j in slurm.list_jobs() if j.comment == comment] == [job.slurm_job_id]
 
 

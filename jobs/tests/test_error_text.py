@@ -4,7 +4,7 @@ import pytest
 from celery.exceptions import Retry
 
 from cluster.errors import SlurmTransientError
-from jobs import actions
+from jobs import protocol
 from jobs.models import Job, JobState
 from jobs.tasks import submit_to_slurm
 from jobs.tests.conftest import GOOD_SPEC
@@ -66,6 +66,6 @@ def test_a_refusal_keeps_slurms_words_but_not_the_daemons_path():
 
 def test_fail_submission_keeps_the_detail_apart(alice):
     job = Job.objects.create(owner=alice, cluster_user="alice", state=JobState.SUBMITTING)
-    actions.fail_submission(job.pk, "The job's directory could not be prepared.", detail="[Errno 13] /srv/x")
+    protocol.fail_submission(job.pk, "The job's directory could not be prepared.", detail="[Errno 13] /srv/x")
     job.refresh_from_db()
     assert job.error == "The job's directory could not be prepared." and job.error_detail == "[Errno 13] /srv/x"

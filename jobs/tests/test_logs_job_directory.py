@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from jobs import actions
+from jobs import protocol
 from jobs.models import Job
 
 OWNER = 4242  # the cluster uid; need not exist on this host
@@ -27,12 +27,12 @@ def _owner(path):
 
 
 def test_the_directory_is_made_for_the_user_and_named_as_slurm_sees_it(job_root):
-    directory = actions.make_user_directory("u", "j1", OWNER, OWNER + 1)
+    directory = protocol.make_user_directory("u", "j1", OWNER, OWNER + 1)
     assert str(directory) == "/srv/gpupool/jobs/u/j1"
     assert _owner(job_root / "u") == (OWNER, OWNER + 1)
     assert _owner(job_root / "u" / "j1") == (OWNER, OWNER + 1)
     # A retry after a failed submission finds its own directories and goes on.
-    assert actions.make_user_directory("u", "j1", OWNER, OWNER + 1) == directory
+    assert protocol.make_user_directory("u", "j1", OWNER, OWNER + 1) == directory
 
 
 @pytest.mark.django_db
@@ -44,7 +44,7 @@ def test_a_symlink_planted_at_the_jobs_directory_is_refused_and_its_target_untou
     os.chown(job_root / "u", OWNER, OWNER)
     (job_root / "u" / str(job.uuid)).symlink_to(victim)  # the job UUID is in the API's answers
     with pytest.raises(OSError):
-        actions.prepare_job_directory(job, OWNER, OWNER)
+        protocol.prepare_job_directory(job, OWNER, OWNER)
     assert _owner(victim) == (0, 0)
 
 
@@ -53,7 +53,7 @@ def test_a_symlink_planted_at_the_users_directory_is_refused(job_root, tmp_path)
     victim.mkdir(mode=0o700)
     (job_root / "u").symlink_to(victim)  # before the user's first job: the root is 1777 on the dev cluster
     with pytest.raises(OSError):
-        actions.make_user_directory("u", uuid.uuid4().hex, OWNER, OWNER)
+        protocol.make_user_directory("u", uuid.uuid4().hex, OWNER, OWNER)
     assert _owner(victim) == (0, 0)
     assert os.listdir(victim) == []
 
@@ -62,7 +62,7 @@ def test_another_users_directory_is_not_adopted(job_root):
     (job_root / "u").mkdir()
     os.chown(job_root / "u", OWNER + 7, OWNER + 7)  # someone else's job got there first
     with pytest.raises(OSError):
-        actions.make_user_directory("u", "j1", OWNER, OWNER)
+        protocol.make_user_directory("u", "j1", OWNER, OWNER)
     assert _owner(job_root / "u") == (OWNER + 7, OWNER + 7)
     assert not (job_root / "u" / "j1").exists()
 

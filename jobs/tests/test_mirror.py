@@ -9,10 +9,10 @@ from channels.layers import get_channel_layer
 
 from accounts import actions
 from cluster.services import rest_client
-from cluster.tasks import run_sync
 from jobs.events import user_group
 from jobs.mirror import apply_slurm_job, mirror_jobs, record_missing_accounting
 from jobs.models import Job
+from jobs.tasks import run_sync
 from testing.slurm import submission, unique_cluster_name, wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
@@ -127,7 +127,7 @@ def test_a_copied_comment_does_not_bind_another_users_job(alice):
 
     from cluster.slurmrest.v0041 import V0041Adapter
     from cluster.tests.test_v0041_adapter import captured
-    from jobs.actions import slurm_comment
+    from jobs.protocol import slurm_comment
 
     waiting = Job.objects.create(owner=alice, cluster_user="alicex", state="SUBMITTING", name="mine")
     forged = replace(
@@ -143,7 +143,7 @@ def test_a_copied_comment_does_not_bind_another_users_job(alice):
 
 
 def test_a_job_cancelled_while_submitting_is_cancelled_in_slurm_by_the_mirror(provisioned_alice):
-    from jobs.actions import slurm_comment
+    from jobs.protocol import slurm_comment
 
     cancelled = Job.objects.create(
         owner_id=provisioned_alice.user_id, cluster_user=provisioned_alice.cluster_username, state="CANCELLED"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from jobs import actions
+from jobs import actions, protocol
 from jobs.models import Job
 from jobs.spec import SpecPolicy, parse_job_spec
 from jobs.tasks import reconcile_submissions, submit_to_slurm
@@ -19,7 +19,7 @@ def _spec(user, **changes):
 
 
 def _slurm_jobs_with_comment(slurm, job):
-    return [j for j in slurm.list_jobs() if j.comment == actions.slurm_comment(job)]
+    return [j for j in slurm.list_jobs() if j.comment == protocol.slurm_comment(job)]
 
 
 def test_the_task_submits_once_and_a_second_delivery_does_nothing(alice, provision, slurm):
@@ -44,7 +44,7 @@ def test_a_lost_answer_is_found_in_slurm_instead_of_submitting_again(alice, prov
     from jobs.tasks import _submission
 
     client = slurm.as_user(job.cluster_user)
-    actions.prepare_job_directory(job, alice.profile.cluster_uid, alice.profile.cluster_gid)
+    protocol.prepare_job_directory(job, alice.profile.cluster_uid, alice.profile.cluster_gid)
     first_id = client.submit_job(_submission(job))
     Job.objects.filter(pk=job.pk).update(submit_attempts=1)
 

@@ -37,7 +37,9 @@ def sbatch(user: str, *options: str):
 
 
 def refused(result) -> bool:
-    return result.returncode != 0 and "policy" in (result.stderr + result.stdout)
+    """Refused by Slurm's accounting: over a QOS or association limit, or a QOS not granted."""
+    said = result.stderr + result.stdout
+    return result.returncode != 0 and ("policy" in said or "Invalid qos" in said)
 
 
 @pytest.fixture

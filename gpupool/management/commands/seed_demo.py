@@ -11,6 +11,9 @@ from django.db import transaction
 from accounts import actions
 from accounts.models import Profile, Role
 from cluster.errors import SlurmError
+from jobs import actions as job_actions
+from jobs.quota import QuotaExceeded
+from jobs.spec import SpecError, SpecPolicy, parse_job_spec
 from plans import enforcement, subscriptions
 from plans.catalog import plan_for
 from plans.models import Plan
@@ -84,9 +87,6 @@ class Command(BaseCommand):
     def _submit_demo_jobs(self, count: int) -> None:
         """Through the portal's own path: validated, quota-checked, recorded as SUBMITTING,
         then submitted by the worker once `make dev` starts it."""
-        from jobs import actions
-        from jobs.quota import QuotaExceeded
-        from jobs.spec import SpecError, SpecPolicy, parse_job_spec
 
         user = get_user_model().objects.get(username="demo")
         if not user.profile.provisioned_at:
@@ -108,7 +108,7 @@ class Command(BaseCommand):
             }
             try:
                 spec = parse_job_spec(data, plan=plan_for(user), policy=SpecPolicy.from_settings())
-                job = actions.submit(user, spec)
+                job = job_actions.submit(user, spec)
             except (SpecError, QuotaExceeded) as exc:
                 self.stdout.write(f"  demo job {name} not accepted: {exc}")
                 continue

@@ -2,7 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from cluster.tasks import run_sync
+from jobs.tasks import run_sync
 
 
 class Command(BaseCommand):

@@ -1,0 +1,59 @@
+"""How a portal job and a Slurm job are tied together, for every writer below the actions
+(the submitting task, the mirror): the comment that names the portal job, the job's
+directory, and the conditional UPDATEs that attach a Slurm id or fail a submission."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from cluster import jobfs
+from cluster.services import job_paths
+from jobs.events import publish_job_update
+from jobs.models import Job, JobState
+
+COMMENT_PREFIX = "gpupool:"
+
+
+def slurm_comment(job: Job) -> str:
+    return f"{COMMENT_PREFIX}{job.uuid}"
+
+
+def job_directory(job: Job):
+    """Where Slurm writes this job's files: <job root>/<cluster user>/<job uuid>."""
+    return job_paths().job_dir(job.cluster_user) / str(job.uuid)
+
+
+def make_user_directory(cluster_user: str, name: str, uid: int | None, gid: int | None):
+    """<job root>/<cluster user>/<name>, created and owned by that user, before Slurm opens
+    the logs in it. Returns the path as Slurm sees it. Raises OSError (jobfs.UnsafePath)
+    when either directory is a symlink, not a directory, or another user's: the user's
+    own jobs can write in the job root and plant one there."""
+    paths = job_paths()
+    directory = paths.job_dir(cluster_user) / name
+    jobfs.make_owned_directory(paths.user_directory(cluster_user, name), uid=uid, gid=gid)
+    return directory
+
+
+def prepare_job_directory(job: Job, uid: int | None, gid: int | None) -> None:
+    make_user_directory(job.cluster_user, str(job.uuid), uid, gid)
+
+
+def attach_slurm_job(job_pk: int, slurm_job_id: int) -> bool:
+    """Record that Slurm accepted the submission. Conditional on the row still waiting, so a
+    worker and the mirror attaching the same job do it once."""
+    updated = Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True).update(
+        slurm_job_id=slurm_job_id, state=JobState.PENDING, slurm_states="", error="", error_detail=""
+    )
+    if updated:
+        transaction.on_commit(lambda: publish_job_update(job_pk))
+    return bool(updated)
+
+
+def fail_submission(job_pk: int, message: str, detail: str = "") -> bool:
+    """`message` is shown to the owner; `detail` (paths, Slurm's internals) to admins only."""
+    updated = Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING).update(
+        state=JobState.SUBMIT_FAILED, error=message[:4000], error_detail=detail[:4000], submit_claimed_until=None
+    )
+    if updated:
+        transaction.on_commit(lambda: publish_job_update(job_pk))
+    return bool(updated)
