@@ -203,6 +203,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(ALERT_EVALUATION_SECONDS),
         "options": {"expires": float(ALERT_EVALUATION_SECONDS)},
     },
+    # Hourly; acts once, on the 1st of the month (plans/tasks.py).
+    "plans-monthly-usage-reset": {"task": "plans.tasks.reset_monthly_usage", "schedule": 3600.0},
     "reconcile-submissions": {
         "task": "jobs.tasks.reconcile_submissions",
         "schedule": 15.0,

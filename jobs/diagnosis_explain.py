@@ -9,11 +9,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from django.conf import settings
+
 # (match, evidence line) -> (cause, fix), or None for the rule's own texts.
 Explain = Callable[[re.Match[str], str], tuple[str, str] | None]
 
+def _larger_gpus() -> str:
+    """The pool's GPU types by memory, largest last (deploy/gpu_types.json)."""
+    by_memory = sorted(settings.GPU_TYPES.items(), key=lambda item: item[1]["memory_gb"])
+    return ", ".join(f"{name} {info['memory_gb']} GB" for name, info in by_memory)
+
+
 GPU_MEMORY_HINT = (
-    "request a GPU with more memory (a100 40 GB, h100 80 GB) or set a higher GPU memory (GB) in the job form"
+    f"request a GPU with more memory ({_larger_gpus()}) or set a higher GPU memory (GB) in the job form"
 )
 
 

@@ -90,7 +90,8 @@ def _fields_from_slurm(job: SlurmJob) -> dict:
         "start_time": job.start_time,
         "end_time": job.end_time,
         "time_limit_minutes": job.time_limit_minutes,
-        "exit_code": job.exit_code,
+        # Slurm says 0 for a job still running: that is no exit code yet.
+        "exit_code": job.exit_code if job.is_terminal else None,
         "standard_output": job.standard_output[:500],
         "standard_error": job.standard_error[:500],
     }

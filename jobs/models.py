@@ -3,6 +3,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from cluster.gres import parse_tres, requested_gpus
 from cluster.types import TERMINAL_JOB_STATES
 from jobs.reasons import explain_reason
 
@@ -95,6 +96,24 @@ class Job(models.Model):
 
     def __str__(self):
         return f"job {self.slurm_job_id or self.uuid} ({self.state})"
+
+    @property
+    def gpus(self) -> int:
+        """The GPUs a job holds, or asked for while it holds none yet; 0 for a job without GPUs.
+
+        Slurm's allocated TRES count whole GPUs once the job runs; slurmdbd's figure
+        (`Job.gpu_count`) arrives only after it ends; before either, the request
+        (`tres_per_node`, "gres/gpu:a100:2") is what the job will hold. Shards sit on part of
+        a GPU and count as one, as the quota counts them."""
+        allocated = parse_tres(self.allocated_tres)
+        if allocated.get("gres/gpu"):
+            return allocated["gres/gpu"]
+        if self.gpu_count:
+            return self.gpu_count
+        if allocated.get("gres/shard"):
+            held = {(node, index) for node, indexes in (self.gpu_allocation or {}).items() for index in indexes}
+            return max(1, len(held))
+        return requested_gpus(self.tres_per_node)[1]
 
     @property
     def is_final(self) -> bool:

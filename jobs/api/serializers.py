@@ -5,28 +5,9 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
-from cluster.gres import parse_tres, requested_gpus
 from jobs.models import Job
 from jobs.reasons import explain_reason
 from jobs.spec import IMAGE_RE, MAX_IMAGE_CHARS, NAME_RE
-
-
-def gpus_of(job: Job) -> int:
-    """The GPUs a job holds, or asked for while it holds none yet; 0 for a job without GPUs.
-
-    Slurm's allocated TRES count whole GPUs once the job runs; slurmdbd's figure
-    (`Job.gpu_count`) arrives only after it ends; before either, the request
-    (`tres_per_node`, "gres/gpu:a100:2") is what the job will hold. Shards sit on part of
-    a GPU and count as one, as the quota counts them."""
-    allocated = parse_tres(job.allocated_tres)
-    if allocated.get("gres/gpu"):
-        return allocated["gres/gpu"]
-    if job.gpu_count:
-        return job.gpu_count
-    if allocated.get("gres/shard"):
-        held = {(node, index) for node, indexes in (job.gpu_allocation or {}).items() for index in indexes}
-        return max(1, len(held))
-    return requested_gpus(job.tres_per_node)[1]
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -96,19 +77,19 @@ class JobSerializer(serializers.ModelSerializer):
         return job.exit_code if job.is_final else None
 
     def get_gpu_count(self, job) -> int:
-        return gpus_of(job)
+        return job.gpus
 
 
 def _gpu_types() -> list[str]:
-    return sorted(settings.GPU_TYPES)
+    return list(settings.GPU_TYPES)  # the order of deploy/gpu_types.json
 
 
 def _most_gpus_per_node() -> int:
-    return max((info.get("per_node", 1) for info in settings.GPU_TYPES.values()), default=1)
+    return max((info["per_node"] for info in settings.GPU_TYPES.values()), default=1)
 
 
 def _most_gpu_memory_gb() -> int:
-    return max((info.get("memory_gb", 1) for info in settings.GPU_TYPES.values()), default=1)
+    return max((info["memory_gb"] for info in settings.GPU_TYPES.values()), default=1)
 
 
 def _json_schema_pattern(regex: re.Pattern) -> str:
@@ -159,6 +140,9 @@ class JobSpecInputSerializer(serializers.Serializer):
         super().__init__(*args, **kwargs)
         # The pool's GPU types are a setting: read them when the schema is made, not at import.
         self.fields["gpu_type"].choices = _gpu_types()
+        self.fields["gpu_type"].help_text = "A GPU type of the pool, as the plan allows: " + ", ".join(
+            f"{name} ({info['label']}, {info['memory_gb']} GB)" for name, info in settings.GPU_TYPES.items()
+        )
         self.fields["gpu_count"].max_value = _most_gpus_per_node()
         self.fields["gpu_memory_gb"].max_value = _most_gpu_memory_gb()
 

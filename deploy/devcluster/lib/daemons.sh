@@ -145,40 +145,26 @@ nodes_ready() {
 declare -A RESUMED=()
 
 # ---------------------------------------------------------------------------
-# Accounting (idempotent): cluster, QOS, account `portal`
+# Accounting (idempotent): cluster and account `portal`. The QOS are the portal's plans:
+# `manage.py slurm_limits --sync` (run by `make dev` and the test suite) creates them with
+# their limits, so their names and priorities live in one place (the plan catalogue).
 # ---------------------------------------------------------------------------
 sacctmgr_q() { timeout 30 chroot "$ROOT" sacctmgr -n -P "$@"; }
 
 setup_accounting() {
-    local changed=0
+    local changed=0 have
     have=$(sacctmgr_q show cluster format=cluster)
     if ! grep -qx "$CLUSTER_NAME" <<<"$have"; then
         in_root sacctmgr -i add cluster "$CLUSTER_NAME" >/dev/null; changed=1
     fi
-    local qos prio have
-    local -A want=([free]=1000 [pro]=5000 [premium]=10000)
-    for qos in free pro premium; do
-        prio=${want[$qos]}
-        have=$(sacctmgr_q show qos where name="$qos" format=priority)
-        if [[ -z "$have" ]]; then
-            in_root sacctmgr -i add qos "$qos" priority="$prio" >/dev/null; changed=1
-        elif [[ "$have" != "$prio" ]]; then
-            in_root sacctmgr -i modify qos where name="$qos" set priority="$prio" >/dev/null; changed=1
-        fi
-    done
-    # The account's own association (user field empty).
-    have=$(sacctmgr_q show assoc where cluster="$CLUSTER_NAME" account=portal format=user,qos,defaultqos |
-           awk -F'|' '$1 == "" && !done { print $2 "|" $3; done = 1 }')
+    # The account's own association (user field empty); users get their plan's QOS.
+    have=$(sacctmgr_q show assoc where cluster="$CLUSTER_NAME" account=portal format=user |
+           awk -F'|' '$1 == "" { print "yes"; exit }')
     if [[ -z "$have" ]]; then
         in_root sacctmgr -i add account portal cluster="$CLUSTER_NAME" \
-            description="GPU pool portal users" organization=gpupool \
-            qos=free,pro,premium defaultqos=free >/dev/null
-        changed=1
-    elif [[ "$(tr ',' '\n' <<<"${have%%|*}" | sort | paste -sd,)|${have#*|}" != "free,premium,pro|free" ]]; then
-        in_root sacctmgr -i modify account where name=portal cluster="$CLUSTER_NAME" \
-            set qos=free,pro,premium defaultqos=free >/dev/null
+            description="GPU pool portal users" organization=gpupool >/dev/null
         changed=1
     fi
-    ((changed)) && log "accounting set up: cluster $CLUSTER_NAME, QOS free/pro/premium, account portal"
+    ((changed)) && log "accounting set up: cluster $CLUSTER_NAME, account portal"
     return 0
 }
