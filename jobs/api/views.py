@@ -23,6 +23,7 @@ from jobs.logs import job_logs, local_log_path, open_log
 from jobs.models import Job
 from jobs.quota import QuotaExceeded, usage_of
 from jobs.spec import SpecError
+from plans.catalog import plan_for
 
 INVALID_SPEC = "The job spec is invalid."
 
@@ -243,8 +244,6 @@ def log_download(request, pk: int, stream: str):
 def resource_usage(request):
     """The caller's own aggregates: GPUs held by type, GPU time this month, jobs by state.
     Nothing about nodes."""
-    from plans.catalog import plan_for
-
     usage = usage_of(request.user)
     plan = plan_for(request.user)
     # One GROUP BY, however many jobs the user has.
