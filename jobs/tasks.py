@@ -39,37 +39,33 @@ def _claim(job_pk: int) -> bool:
 
 def _submission(job: Job) -> JobSubmission:
     directory = protocol.job_directory(job)
+    common = {
+        "name": job.name,
+        "working_directory": str(directory),
+        "standard_output": f"{directory}/stdout.log",
+        "partition": job.partition,
+        "account": job.account,
+        "time_limit_minutes": job.time_limit_minutes,
+        "tres_per_node": job.tres_per_node,
+        "comment": protocol.slurm_comment(job),
+    }
     if job.pinned:
         # An operational job: the portal's own script on one node (jobs.actions.create_pinned_job).
         return JobSubmission(
-            name=job.name,
+            **common,
             script=job.pinned["script"],
-            working_directory=str(directory),
-            standard_output=f"{directory}/stdout.log",
             standard_error=f"{directory}/stdout.log",
-            partition=job.partition,
-            account=job.account,
-            time_limit_minutes=job.time_limit_minutes,
-            tres_per_node=job.tres_per_node,
             required_nodes=(job.pinned["node"],),
             reservation=job.pinned.get("reservation", ""),
-            comment=protocol.slurm_comment(job),
             requeue=False,
         )
     # As accepted (validated then, under the plan of then): not re-validated against today's plan.
     spec = job_spec_from_dict(job.spec)
     return JobSubmission(
-        name=job.name,
+        **common,
         script=render_batch_script(spec, job_uuid=str(job.uuid), runtime=settings.JOB_RUNTIME),
-        working_directory=str(directory),
-        standard_output=f"{directory}/stdout.log",
         standard_error=f"{directory}/stderr.log",
-        partition=job.partition,
-        account=job.account,
         qos=job.qos,
-        time_limit_minutes=job.time_limit_minutes,
-        tres_per_node=job.tres_per_node,
-        comment=protocol.slurm_comment(job),
         requeue=True,
     )
 
