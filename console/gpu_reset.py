@@ -12,6 +12,7 @@ from django.utils import timezone
 from audit.log import record
 from cluster.cli import NOW
 from cluster.errors import SlurmError
+from cluster.models import Node
 from cluster.services import rest_client, slurm_cli
 from cluster.types import TERMINAL_JOB_STATES
 from console.models import GpuReset
@@ -118,8 +119,6 @@ def give_up(reset: GpuReset) -> None:
 
 
 def _submit_reset_job(reset: GpuReset, reservation: str):
-    from cluster.models import Node
-
     node = Node.objects.get(name=reset.node)
     gpu_type, count = node.gpus[0]["type"], node.gpu_total
     return submit_pinned_job(

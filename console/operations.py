@@ -300,6 +300,7 @@ def load_records(client, start: datetime, end: datetime) -> list[AccountingRecor
 def gpu_inventory() -> dict[str, int]:
     """GPUs in the pool by type, from the Node mirror (every node, drained ones included:
     utilisation is measured against the pool that was bought)."""
+    # Imported here: the rest of this module is a pure core, tested without the database.
     from cluster.models import Node
 
     totals: dict[str, int] = {}

@@ -2,8 +2,10 @@
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.db.models import Q
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -17,8 +19,10 @@ from audit.models import AuditLog
 from cluster.models import Node, SyncRun
 from console import node_actions
 from console.access import role_required, user_role
+from console.diagnostics import DiagnosticRefused, latest_diagnostic, start_diagnostic
 from console.heatmap import heatmap_payload
 from console.models import GpuReset
+from console.tasks import run_gpu_reset
 from jobs.models import Job
 from telemetry.models import GpuLatest, GpuMinute, GpuSampleRaw
 from telemetry.storage import table_sizes
@@ -121,8 +125,6 @@ def gpu_detail(request, name: str, index: int):
     if index >= node.gpu_total:
         raise Http404("No such GPU on this node.")
     gpu_type = node.gpus[0]["type"] if node.gpus else ""
-    from console.diagnostics import latest_diagnostic
-
     admin = _is_admin(request)
     target = f"{name}/gpu{index}"  # as console.gpu_reset writes it
     context = {
@@ -205,8 +207,6 @@ def node_resume(request, name: str):
 
 @role_required(Role.ADMIN)
 def telemetry_status(request):
-    from django.conf import settings
-
     context = {
         "sizes": table_sizes(),
         "raw_retention": settings.TELEMETRY_RAW_RETENTION,
@@ -223,8 +223,6 @@ def telemetry_status(request):
 @login_required
 @require_POST
 def gpu_diagnose(request, name: str, index: int):
-    from console.diagnostics import DiagnosticRefused, start_diagnostic
-
     node = _node_or_404(name)
     if index >= node.gpu_total:
         raise Http404("No such GPU on this node.")
@@ -243,11 +241,6 @@ def gpu_diagnose(request, name: str, index: int):
 @role_required(Role.ADMIN)
 @require_POST
 def gpu_reset_view(request, name: str, index: int):
-    from django.db import transaction
-
-    from console.models import GpuReset
-    from console.tasks import run_gpu_reset
-
     node = _node_or_404(name)
     if index >= node.gpu_total:
         raise Http404("No such GPU on this node.")

@@ -35,7 +35,7 @@ class Command(BaseCommand):
         cli = slurm_cli()
         backend = LocalProvisioner(cli, settings.SLURM_ACCOUNT)
         for name in (CAPTURE_USER, OTHER_USER):
-            backend.ensure_user(name, ["pro"], "pro", adopt_existing=True)  # our own capture users
+            backend.ensure_user(name, ["normal", "pro"], "pro", adopt_existing=True)  # our own capture users
         user = service.as_user(CAPTURE_USER)
 
         def save(name, client, method, path, body=None):
@@ -62,28 +62,26 @@ class Command(BaseCommand):
         other = service.as_user(OTHER_USER)
         save("cancel_refused", other, "DELETE", adapter.slurm_path("jobs/"), {"jobs": [str(gpu_job)]})
 
-        start = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S")
-        cli.run(
-            "scontrol",
-            "create",
-            "reservation",
-            "ReservationName=capture_resv",
-            f"StartTime={start}",
-            "Duration=120",
-            f"Users={CAPTURE_USER}",
-            "TRES=gres/gpu:a100=2",
+        cli.create_gpu_reservation(
+            "capture_resv",
+            gpu_type="a100",
+            count=2,
+            users=[CAPTURE_USER],
+            start=datetime.now(UTC) + timedelta(days=1),
+            duration_minutes=120,
         )
         try:
             save("reservations", service, "GET", adapter.slurm_path("reservations/"))
         finally:
-            cli.run("scontrol", "delete", "ReservationName=capture_resv")
+            cli.delete_reservation("capture_resv", check=False)
 
         save(
             "submit_too_many_gpus",
             user,
             "POST",
             adapter.slurm_path("job/submit"),
-            adapter.encode_submission(submission("true", tres_per_node="gres/gpu:a100:9")),
+            # QOS `normal` has no GPU limits, so Slurm's own node check answers (2014).
+            adapter.encode_submission(submission("true", tres_per_node="gres/gpu:a100:9", qos="normal")),
         )
         save("job_missing", service, "GET", adapter.slurm_path("job/999999999"))
         wrong_key = PAYLOAD_DIR / ".wrong.key"
