@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from cluster.gres import parse_tres
+
 # sacctmgr prints "unset" as an empty field and takes -1 to clear a limit.
 CLEAR = -1
 
@@ -22,14 +24,6 @@ CLEAR = -1
 def format_tres(tres: dict[str, int]) -> str:
     """{"gres/gpu:a100": 2} -> "gres/gpu:a100=2", sorted so equal maps print alike."""
     return ",".join(f"{name}={int(count)}" for name, count in sorted(tres.items()))
-
-
-def parse_tres(text: str) -> dict[str, int]:
-    tres = {}
-    for part in filter(None, (piece.strip() for piece in text.split(","))):
-        name, _, count = part.partition("=")
-        tres[name] = int(count)
-    return tres
 
 
 _WALL = re.compile(r"(?:(?P<days>\d+)-)?(?:(?P<hours>\d+):)?(?P<minutes>\d+):(?P<seconds>\d+)")

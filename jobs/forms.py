@@ -3,7 +3,10 @@ shared with the API, so the browser and the API refuse exactly the same things."
 
 from __future__ import annotations
 
-FIELDS = ["name", "image", "gpu_type", "gpu_count", "gpu_memory_gb", "command", "time_limit_minutes", "data_mount"]
+from jobs.spec import FIELDS as SPEC_FIELDS
+
+# The spec's fields, but the environment, which the form takes as NAME=value lines.
+FIELDS = [field for field in SPEC_FIELDS if field != "environment"]
 
 
 def form_data_from_post(post) -> dict:
