@@ -4,7 +4,7 @@ PY := .venv/bin/python
 CLUSTER := deploy/devcluster/cluster.sh
 export PORT ?= 8000
 
-.PHONY: dev test system-deps venv dev-env services cluster-up cluster-down cluster-status migrate seed serve lint bench
+.PHONY: dev test test-fast system-deps venv dev-env services cluster-up cluster-down cluster-status migrate seed serve lint bench
 
 dev: system-deps venv services cluster-up dev-env migrate seed serve
 
@@ -12,6 +12,11 @@ test: system-deps venv
 	scripts/services.sh --postgres
 	$(CLUSTER) up
 	scripts/test.sh
+
+# Tests that need only the database: no dev cluster, no browser (seconds to start, ~2 min).
+test-fast: system-deps venv
+	scripts/services.sh --postgres
+	scripts/test.sh -m "not slurm and not browser"
 
 system-deps:
 	scripts/install-system-deps.sh

@@ -15,7 +15,8 @@ from jobs.receivers import DEACTIVATED_MESSAGE
 from jobs.tasks import reconcile_submissions, submit_to_slurm
 from testing.slurm import submission, unique_cluster_name, wait_for_state
 
-pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
+# Each test that needs the dev cluster says so (`slurm`); the others run without it.
 
 
 def _association(name: str) -> str:
@@ -30,6 +31,7 @@ def _waiting_row(user, cluster_user: str) -> Job:
     return Job.objects.create(owner=user, cluster_user=cluster_user, state=JobState.SUBMITTING, name="waiting")
 
 
+@pytest.mark.slurm
 def test_deactivation_stops_everything_and_reactivation_restores_it(alice, admin_user, provision, slurm, eager_tasks):
     profile = provision(alice)
     name = profile.cluster_username
@@ -72,6 +74,7 @@ def test_deactivation_stops_everything_and_reactivation_restores_it(alice, admin
     assert AuditLog.objects.filter(action="account.reactivate", actor=admin_user).count() == 1
 
 
+@pytest.mark.slurm
 def test_saving_an_inactive_user_in_the_admin_takes_the_same_path(alice, provision, slurm, eager_tasks):
     name = provision(alice).cluster_username
     alice.is_active = False
@@ -80,6 +83,7 @@ def test_saving_an_inactive_user_in_the_admin_takes_the_same_path(alice, provisi
     assert AuditLog.objects.filter(action="account.deactivate", target=f"user:{alice.username}").exists()
 
 
+@pytest.mark.slurm
 def test_deleting_a_user_locks_their_cluster_account(alice, provision, slurm, eager_tasks):
     name = provision(alice).cluster_username
     running_id = slurm.as_user(name).submit_job(submission("sleep 300"))
@@ -90,6 +94,7 @@ def test_deleting_a_user_locks_their_cluster_account(alice, provision, slurm, ea
     assert AuditLog.objects.get(action="account.delete").parameters == {"cluster_user": name}
 
 
+@pytest.mark.slurm
 def test_a_plan_change_is_enforced_by_slurm(alice, provision, slurm, eager_tasks):
     name = provision(alice).cluster_username
     assert _association(name).endswith("|pro|pro")
@@ -110,6 +115,7 @@ def test_provision_user_refuses_system_accounts_by_name(alice, system_name):
     assert alice.profile.cluster_username is None
 
 
+@pytest.mark.slurm
 def test_provision_user_refuses_a_system_uid_even_when_adopting(alice):
     cli = slurm_cli()
     name = unique_cluster_name("sys")

@@ -9,10 +9,11 @@ from cluster.slurmrest.client import SlurmRestClient
 from cluster.tokens import TokenMinter
 from testing.slurm import read_output, submission, wait_for, wait_for_state
 
-pytestmark = pytest.mark.slurm
+# Each test that needs the dev cluster says so (`slurm`); the others run without it.
 FINISHED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}
 
 
+@pytest.mark.slurm
 def test_gpu_job_runs_as_its_user_with_a_gpu_and_is_accounted(slurm, cluster_users):
     user = cluster_users[0]
     client = slurm.as_user(user)
@@ -41,6 +42,7 @@ def test_gpu_job_runs_as_its_user_with_a_gpu_and_is_accounted(slurm, cluster_use
     assert record.gpu_seconds == record.elapsed_seconds
 
 
+@pytest.mark.slurm
 def test_node_list_shows_three_gpu_types_with_their_counts(slurm):
     nodes = {node.name: node for node in slurm.list_nodes()}
     totals: dict[str, int] = {}
@@ -53,6 +55,7 @@ def test_node_list_shows_three_gpu_types_with_their_counts(slurm):
     assert all(node.shards_total > 0 for node in nodes.values())
 
 
+@pytest.mark.slurm
 def test_constraint_routes_to_an_rtx4090_node(slurm, cluster_users):
     client = slurm.as_user(cluster_users[0])
     job_id = client.submit_job(
@@ -63,6 +66,7 @@ def test_constraint_routes_to_an_rtx4090_node(slurm, cluster_users):
     assert job.nodes.startswith("gpu-4090-"), job.nodes
 
 
+@pytest.mark.slurm
 def test_shard_request_runs_with_its_shard_count(slurm, cluster_users):
     client = slurm.as_user(cluster_users[0])
     job_id = client.submit_job(submission('echo "SHARDS=$SLURM_SHARDS_ON_NODE"', tres_per_node="gres/shard:a100:3"))
@@ -71,6 +75,7 @@ def test_shard_request_runs_with_its_shard_count(slurm, cluster_users):
     assert "SHARDS=3" in read_output(job)
 
 
+@pytest.mark.slurm
 def test_more_gpus_than_any_node_has_is_a_clear_permanent_error(slurm, cluster_users):
     client = slurm.as_user(cluster_users[0])
 
@@ -90,6 +95,7 @@ def test_more_gpus_than_any_node_has_is_a_clear_permanent_error(slurm, cluster_u
     assert all(job.state == "FAILED" and job.state_reason == "BadConstraints" for job in new), new
 
 
+@pytest.mark.slurm
 def test_a_gpu_request_without_a_type_is_refused(slurm, cluster_users):
     """Typed GPU limits bind only typed requests, so the cluster's job_submit.lua refuses
     untyped ones (deploy/devcluster/README.md); over REST that is error 2072."""
@@ -100,6 +106,7 @@ def test_a_gpu_request_without_a_type_is_refused(slurm, cluster_users):
         assert caught.value.error_number == 2072, untyped
 
 
+@pytest.mark.slurm
 def test_a_bad_token_raises_an_authentication_error(slurm, tmp_path):
     wrong_key = tmp_path / "wrong.key"
     wrong_key.write_bytes(b"not-the-cluster-key-0123456789ab")
@@ -110,6 +117,7 @@ def test_a_bad_token_raises_an_authentication_error(slurm, tmp_path):
         client.list_job_states()
 
 
+@pytest.mark.slurm
 def test_a_refused_cancel_is_reported_as_refused(slurm, cluster_users):
     owner, other = (slurm.as_user(name) for name in cluster_users)
     job_id = owner.submit_job(submission("sleep 120"))
@@ -121,6 +129,7 @@ def test_a_refused_cancel_is_reported_as_refused(slurm, cluster_users):
     assert wait_for_state(owner, job_id, {"CANCELLED"}).state == "CANCELLED"
 
 
+@pytest.mark.slurm
 def test_cluster_check_lists_nodes_and_rejects_a_bad_token(slurm, settings, tmp_path, capsys):
     call_command("cluster_check")
     out = capsys.readouterr().out

@@ -17,13 +17,15 @@ from telemetry.emulator import emulated_samples
 from telemetry.storage import store_samples
 from testing.slurm import submission, wait_for, wait_for_state
 
-pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
+# Each test that needs the dev cluster says so (`slurm`); the others run without it.
 
 
 def _gpu_cells(payload, node_name):
     return next(node for node in payload["nodes"] if node["n"] == node_name)["g"]
 
 
+@pytest.mark.slurm
 def test_the_heatmap_shows_a_jobs_gpus_to_its_owner_and_only_in_use_to_others(alice, bob, admin_user, provision):
     subscribe(alice, "enterprise")  # Slurm itself refuses h100 jobs of the pro plan
     profile = provision(alice)
@@ -49,6 +51,7 @@ def test_the_heatmap_shows_a_jobs_gpus_to_its_owner_and_only_in_use_to_others(al
     client.cancel_job(job_id)
 
 
+@pytest.mark.slurm
 def test_drain_and_resume_show_up_in_slurm(admin_user):
     run_sync()
     browser = Client()
@@ -74,6 +77,7 @@ def test_drain_and_resume_show_up_in_slurm(admin_user):
     assert "DRAIN" in resumed.before["flags"] and "DRAIN" not in resumed.after["flags"]
 
 
+@pytest.mark.slurm
 def test_a_failed_action_is_audited_with_its_error(admin_user):
     run_sync()
     browser = Client()
@@ -83,6 +87,7 @@ def test_a_failed_action_is_audited_with_its_error(admin_user):
     assert not entry.succeeded and "reason" in entry.result
 
 
+@pytest.mark.slurm
 def test_diagnose_runs_a_job_on_that_node_and_says_plainly_that_nvidia_smi_is_missing(alice, provision):
     provision(alice)
     mirror_nodes(rest_client())
@@ -148,6 +153,7 @@ def test_nvidia_smi_query_output_is_parsed_by_section():
         ("post", "/console/nodes/gpu-4090-01/resume"),
     ],
 )
+@pytest.mark.slurm
 def test_a_non_admin_gets_403_on_every_admin_page_and_action(alice, marketer, method, path):
     run_sync()
     for person in (alice, marketer):
@@ -165,6 +171,7 @@ def test_settings_point_the_emulator_at_the_dev_cluster_only():
     assert settings.TELEMETRY_EMULATOR is False  # production default: off
 
 
+@pytest.mark.slurm
 def test_gpu_reset_holds_the_node_runs_the_reset_job_in_it_and_releases_it(admin_user, provision, slurm):
     from console import gpu_reset
     from console.models import GpuReset
@@ -218,6 +225,7 @@ def test_gpu_reset_is_admin_only(alice):
     assert GpuReset.objects.count() == 0
 
 
+@pytest.mark.slurm
 def test_diagnostics_respect_the_plan_and_one_at_a_time(alice, provision):
     from console.models import DiagnosticRun
 

@@ -15,7 +15,8 @@ from jobs.models import Job
 from jobs.tasks import run_sync
 from testing.slurm import submission, unique_cluster_name, wait_for
 
-pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
+# Each test that needs the dev cluster says so (`slurm`); the others run without it.
 
 
 @pytest.fixture
@@ -33,6 +34,7 @@ def provisioned_alice(alice):
     )
 
 
+@pytest.mark.slurm
 def test_mirror_follows_a_job_to_completion_and_records_accounting(provisioned_alice):
     client = rest_client(provisioned_alice.cluster_username)
     run_sync()  # the first pass of a fresh database catches up on the cluster's history
@@ -59,6 +61,7 @@ def test_mirror_follows_a_job_to_completion_and_records_accounting(provisioned_a
     assert result.changed == 0
 
 
+@pytest.mark.slurm
 def test_state_changes_are_pushed_to_the_owners_group_only(provisioned_alice, bob):
     client = rest_client(provisioned_alice.cluster_username)
 
@@ -142,6 +145,7 @@ def test_a_copied_comment_does_not_bind_another_users_job(alice):
     assert Job.objects.get(slurm_job_id=990003).owner_id is None
 
 
+@pytest.mark.slurm
 def test_a_job_cancelled_while_submitting_is_cancelled_in_slurm_by_the_mirror(provisioned_alice):
     from jobs.protocol import slurm_comment
 
