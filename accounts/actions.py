@@ -12,6 +12,7 @@ from accounts.models import Profile
 from cluster.provisioning import provisioning_backend
 from cluster.services import slurm_cli
 from plans.catalog import plan_for
+from plans.enforcement import ensure_qos_exist
 from plans.slurm_limits import association_terms
 
 # Names that already belong to the system inside the cluster; never hand them out.
@@ -102,6 +103,8 @@ def provision(profile_id: int, preferred_name: str | None = None, *, adopt_exist
     name = assign_cluster_username(profile, preferred_name, derive_around)
     terms = association_terms(plan_for(profile.user), is_admin=profile.role == "admin")
     try:
+        # A QOS the association names must exist first (on a cluster nobody synced yet).
+        ensure_qos_exist(terms.qos, backend.cli)
         identity = backend.ensure_user(
             name,
             terms.qos,

@@ -48,6 +48,18 @@ def drift(cli: SlurmCli | None = None) -> list[str]:
     return found
 
 
+def ensure_qos_exist(names: list[str], cli: SlurmCli) -> list[str]:
+    """Create, with their plans' limits, the QOS of `names` that slurmdbd lacks (a cluster
+    where `slurm_limits --sync` never ran); returns the names created. One read when all exist."""
+    missing = set(names) - set(cli.show_qos(list(names)))
+    if cli.noop or not missing:
+        return []
+    for limits in all_qos_limits():
+        if limits.name in missing:
+            cli.ensure_qos(limits, exists=False)
+    return sorted(missing)
+
+
 def sync(*, noop: bool = False, cli: SlurmCli | None = None) -> list[list[str]]:
     """Write every plan's QOS, then every subscriber's association; returns the commands."""
     reader = cli or slurm_cli()

@@ -15,7 +15,9 @@ from conftest import subscribe
 from jobs.mirror import mirror_jobs
 from jobs.models import Job
 from plans import enforcement
-from plans.models import PlanGpuType
+from plans.catalog import plan_by_code
+from plans.models import Plan, PlanGpuType
+from plans.slurm_limits import qos_limits
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 
@@ -105,3 +107,32 @@ def test_jobs_from_outside_the_portal_count_toward_its_quota(alice, provision, a
     assert outside.count() == 2 and sum(outside.values_list("quota_gpus", flat=True)) == 2
     response = api_client_for(alice).post("/api/v1/jobs/", {**GOOD_SPEC, "gpu_type": "rtx4090"}, format="json")
     assert response.status_code == 403 and "Over quota" in response.json()["detail"]
+
+
+def test_a_plan_change_while_slurm_cannot_be_reached_is_kept_and_synced_later(alice, free_alice, settings, eager_tasks):
+    from accounts.models import Profile
+
+    reachable = settings.SLURM_CLI_PREFIX
+    settings.SLURM_CLI_PREFIX = ["/nonexistent/slurm-login"]
+    lifecycle.change_plan(alice, "enterprise")  # the provisioning task fails inside
+    profile = Profile.objects.get(user=alice)
+    assert "cannot run" in profile.provisioning_error
+    assert profile.user.subscriptions.get(ended_at__isnull=True).plan.code == "enterprise"  # nothing lost
+    settings.SLURM_CLI_PREFIX = reachable
+    with pytest.raises(CommandError, match="difference"):
+        call_command("slurm_limits", "--check")  # Slurm still holds the free plan's limits
+    call_command("slurm_limits", "--sync")
+    assert not refused(sbatch(free_alice, "--qos=premium", "--gres=gpu:h100:1", "--time=10"))
+
+
+def test_provisioning_creates_a_missing_qos_with_its_plans_limits(alice, provision):
+    qos = f"zq{secrets.token_hex(3)}"
+    plan = Plan.objects.create(code="trial", name="Trial", qos=qos, priority=1500, max_job_minutes=30)
+    PlanGpuType.objects.create(plan=plan, gpu_type="rtx4090", max_concurrent=1)
+    subscribe(alice, "trial")
+    cli = slurm_cli()
+    try:
+        provision(alice)  # the QOS does not exist in Slurm yet
+        assert cli.show_qos([qos])[qos] == qos_limits(plan_by_code("trial"))
+    finally:
+        cli.run("sacctmgr", "-i", "delete", "qos", qos, check=False)
