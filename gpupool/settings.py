@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "audit",
     "plans",
     "accounts",
+    "reservations",
     "cluster",
     "jobs",
     "console",
@@ -203,6 +204,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(ALERT_EVALUATION_SECONDS),
         "options": {"expires": float(ALERT_EVALUATION_SECONDS)},
     },
+    "reservations-advance": {"task": "reservations.tasks.advance_reservations", "schedule": 30.0},
+    "reservations-check": {"task": "reservations.tasks.check_reservations", "schedule": 300.0},
     # Hourly; acts once, on the 1st of the month (plans/tasks.py).
     "plans-monthly-usage-reset": {"task": "plans.tasks.reset_monthly_usage", "schedule": 3600.0},
     "reconcile-submissions": {
@@ -282,6 +285,13 @@ MAX_JOB_TEMPLATES_PER_USER = env_int("MAX_JOB_TEMPLATES_PER_USER", 50, minimum=1
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 512 * 1024, minimum=1024)
 # Log reads (API logs and downloads) per user per minute: each opens files and runs the analyser.
 API_LOG_READS_PER_MINUTE = env_int("API_LOG_READS_PER_MINUTE", 60, minimum=1)
+# --- Reservations -------------------------------------------------------------------------
+# Slurm reservations the portal makes are named <prefix><id>; others are never touched.
+RESERVATION_NAME_PREFIX = env_str("RESERVATION_NAME_PREFIX", "gpupool_r")
+# Starts fall on this grid (minutes), at most this many days ahead.
+RESERVATION_GRID_MINUTES = env_int("RESERVATION_GRID_MINUTES", 15, minimum=1)
+RESERVATION_HORIZON_DAYS = env_int("RESERVATION_HORIZON_DAYS", 30, minimum=1)
+
 # --- Plans --------------------------------------------------------------------------------
 # The plan a new account subscribes to (and the one a user without a subscription is on).
 DEFAULT_PLAN = env_str("DEFAULT_PLAN", "free")

@@ -27,6 +27,7 @@ class PlanSnapshot:
     rates_per_second: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     included_hours_are_a_cap: bool = False
     included_nvme_gb: int = 0
+    max_reservation_minutes: int = 0
     # The subscription's state: a paused plan's jobs are refused (PRODUCT.md, Pro).
     status: str = Subscription.Status.ACTIVE
 
@@ -62,6 +63,7 @@ def snapshot(plan: Plan, status: str = Subscription.Status.ACTIVE) -> PlanSnapsh
         ),
         included_hours_are_a_cap=plan.included_hours_are_a_cap,
         included_nvme_gb=plan.included_nvme_gb,
+        max_reservation_minutes=plan.max_reservation_minutes,
         status=status,
     )
 

@@ -28,6 +28,8 @@ class Plan(models.Model):
     # True: the included hours are all there is (free). False: use beyond them is billed (pro).
     included_hours_are_a_cap = models.BooleanField(default=False)
     included_nvme_gb = models.PositiveIntegerField(default=0)
+    # The longest GPU reservation a subscriber may request; 0: the plan may not reserve.
+    max_reservation_minutes = models.PositiveIntegerField(default=0)
     # Offered for new subscriptions; an old plan stays for the subscriptions that name it.
     available = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)

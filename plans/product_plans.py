@@ -20,6 +20,7 @@ PRODUCT_PLANS = [
         # 10 hours of RTX 4090 a month, all there is: Slurm enforces it (GrpTRESMins).
         "included_hours_are_a_cap": True,
         "included_nvme_gb": 0,
+        "max_reservation_minutes": 0,  # the free plan may not reserve GPUs
         # (GPU type, at once, included hours a month, price per second)
         "gpu_types": [("rtx4090", 1, 10, None)],
     },
@@ -34,6 +35,7 @@ PRODUCT_PLANS = [
         # 100 A100-hours included; use beyond is billed at list prices (the billing issue).
         "included_hours_are_a_cap": False,
         "included_nvme_gb": 500,
+        "max_reservation_minutes": 8 * 60,
         "gpu_types": [("rtx4090", 2, 0, None), ("a100", 2, 100, None)],
     },
     {
@@ -46,6 +48,7 @@ PRODUCT_PLANS = [
         "official_images_only": False,
         "included_hours_are_a_cap": False,
         "included_nvme_gb": 0,
+        "max_reservation_minutes": 7 * 24 * 60,
         # Pay per second: A100 $0.0025/s, H100 $0.004/s. PRODUCT.md prices no RTX 4090 here.
         "gpu_types": [("rtx4090", 4, 0, None), ("a100", 4, 0, Decimal("0.0025")), ("h100", 2, 0, Decimal("0.004"))],
     },

@@ -21,14 +21,14 @@ LAYERS = {
     "audit": 2,
     "plans": 3,
     "accounts": 4,
-    "jobs": 5,
-    "telemetry": 6,
-    "alerts": 7,
-    "billing": 8,
-    "credits": 8,
-    "reservations": 8,
-    "console": 9,
-    "gpupool": 10,
+    "reservations": 5,
+    "jobs": 6,
+    "telemetry": 7,
+    "alerts": 8,
+    "billing": 9,
+    "credits": 9,
+    "console": 10,
+    "gpupool": 11,
 }
 GPUPOOL_BASE = {"gpupool.env", "gpupool.envfile", "gpupool.gpu_types", "gpupool.ratelimit"}
 # Function-level imports that need no reason: Django's way of registering signal receivers.

@@ -1,0 +1,32 @@
+"""Beat tasks: the clock moving reservations on, and the drift check shown to admins."""
+
+from celery import shared_task
+from django.utils import timezone
+
+from cluster.errors import SlurmError
+from cluster.sync import record_run, single_flight
+from reservations import actions, reconcile
+
+
+@shared_task(ignore_result=True)
+def advance_reservations() -> int:
+    return actions.advance()
+
+
+@shared_task(ignore_result=True)
+def check_reservations() -> int | None:
+    """Record the drift on the SyncRun row "reservations" (the console shows failures)."""
+    with single_flight("check_reservations", timeout=120) as acquired:
+        if not acquired:
+            return None
+        started = timezone.now()
+        try:
+            drift = reconcile.check()
+        except SlurmError as exc:
+            record_run("reservations", started, error=f"Slurm: {exc.message}")
+            return None
+        if drift:
+            record_run("reservations", started, error="drift: " + "; ".join(str(item) for item in drift))
+        else:
+            record_run("reservations", started, summary="portal and Slurm agree")
+        return len(drift)
