@@ -298,9 +298,9 @@ DEFAULT_PLAN = env_str("DEFAULT_PLAN", "free")
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    # JSON only, as the schema says: one body type, with a size cap (jobs/api/parsers.py).
-    "DEFAULT_PARSER_CLASSES": ["jobs.api.parsers.CappedJSONParser"],
-    "EXCEPTION_HANDLER": "jobs.api.exceptions.api_exception_handler",
+    # JSON only, as the schema says: one body type, with a size cap (gpupool/api/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["gpupool.api.parsers.CappedJSONParser"],
+    "EXCEPTION_HANDLER": "gpupool.api.exceptions.api_exception_handler",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "accounts.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",

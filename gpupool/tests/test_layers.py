@@ -30,7 +30,7 @@ LAYERS = {
     "console": 10,
     "gpupool": 11,
 }
-GPUPOOL_BASE = {"gpupool.env", "gpupool.envfile", "gpupool.gpu_types", "gpupool.ratelimit"}
+GPUPOOL_BASE = {"gpupool.env", "gpupool.envfile", "gpupool.gpu_types", "gpupool.ratelimit", "gpupool.api"}
 # Function-level imports that need no reason: Django's way of registering signal receivers.
 READY_FUNCTIONS = {"ready"}
 
@@ -49,7 +49,8 @@ def _modules() -> dict[str, Path]:
 
 def _layer(module: str) -> int:
     if module.split(".")[0] == "gpupool":
-        return LAYERS["gpupool.base"] if module in GPUPOOL_BASE else LAYERS["gpupool"]
+        base = module in GPUPOOL_BASE or module.startswith("gpupool.api.")
+        return LAYERS["gpupool.base"] if base else LAYERS["gpupool"]
     return LAYERS[module.split(".")[0]]
 
 

@@ -10,11 +10,10 @@ import re
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import OpenApiResponse
 from drf_spectacular.views import SpectacularAPIView
 
-from jobs.api.serializers import ErrorSerializer
+from gpupool.api.errors import RETRY_AFTER, error_responses  # noqa: F401  (RETRY_AFTER: the job views')
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
@@ -40,18 +39,8 @@ ERROR_DESCRIPTIONS = {
 
 
 def errors(*codes: int) -> dict[int, OpenApiResponse]:
-    """`responses` entries for the refusals an operation can answer, each with its body."""
-    return {code: OpenApiResponse(ErrorSerializer, description=ERROR_DESCRIPTIONS[code]) for code in codes}
-
-
-RETRY_AFTER = OpenApiParameter(
-    "Retry-After",
-    OpenApiTypes.INT,
-    location=OpenApiParameter.HEADER,
-    response=[429],
-    required=True,
-    description="Seconds until a request may succeed again",
-)
+    """`responses` entries for the refusals a job operation can answer, each with its body."""
+    return error_responses(ERROR_DESCRIPTIONS, *codes)
 
 # Bodies that list their fields completely: anything else is refused as "unknown field".
 CLOSED_BODIES = ("JobSpecInput", "JobCloneInput")

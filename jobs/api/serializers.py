@@ -5,6 +5,7 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
+from gpupool.api.errors import ErrorSerializer  # noqa: F401  (re-exported: the API's error body)
 from jobs.models import Job
 from jobs.reasons import explain_reason
 from jobs.spec import IMAGE_RE, MAX_IMAGE_CHARS, NAME_RE
@@ -195,14 +196,3 @@ class UsageSerializer(serializers.Serializer):
     gpu_seconds_this_month = serializers.IntegerField()
     monthly_gpu_hours = serializers.IntegerField(allow_null=True, help_text="null: no monthly limit")
     jobs_by_state = serializers.DictField(child=serializers.IntegerField())
-
-
-class ErrorSerializer(serializers.Serializer):
-    """Every refusal: a sentence, and for a bad submission the messages by field."""
-
-    detail = serializers.CharField()
-    errors = serializers.DictField(
-        child=serializers.ListField(child=serializers.CharField()),
-        required=False,
-        help_text="Field name -> messages (bad submissions only)",
-    )

@@ -1,4 +1,4 @@
-"""Every refusal of the API has one shape (jobs.api.serializers.ErrorSerializer):
+"""Every refusal of the API has one shape (gpupool.api.errors.ErrorSerializer):
 {"detail": "...", "errors": {"field": ["message", ...]}}, `errors` only for bad input."""
 
 from rest_framework.views import exception_handler
