@@ -16,9 +16,10 @@ from jobs.events import publish_job_update
 from jobs.mirror import apply_slurm_job
 from jobs.models import FINAL_STATES, Job, JobState
 from jobs.quota import QuotaExceeded, check_quota
-from jobs.spec import JobSpec
+from jobs.spec import JobSpec, SpecError
 from jobs.tasks import enqueue_submission
 from plans.catalog import plan_for
+from reservations.actions import ReservationError, usable_for_job
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +32,10 @@ class CancelRefused(Exception):
     pass
 
 
-def submit(user, spec: JobSpec) -> Job:
-    """Accept a job: check the plan, record it as SUBMITTING, and hand it to a worker once
-    the row is committed. Raises QuotaExceeded or NotProvisioned; changes nothing then."""
+def submit(user, spec: JobSpec, *, reservation_id=None) -> Job:
+    """Accept a job: check the plan (and the reservation it should run in), record it as
+    SUBMITTING, and hand it to a worker once the row is committed. Raises QuotaExceeded,
+    NotProvisioned or SpecError (on `reservation`); changes nothing then."""
     with transaction.atomic():
         # The lock serialises one user's submissions, so the quota check sees every job.
         profile = Profile.objects.select_for_update().get(user=user)
@@ -47,6 +49,18 @@ def submit(user, spec: JobSpec) -> Job:
         if plan.is_paused:
             raise QuotaExceeded(f"Your {plan.name} subscription is paused; resume it to submit jobs.")
         quota_gpus = spec.gpu.count or 1
+        reservation = None
+        if reservation_id not in (None, ""):
+            try:
+                reservation = usable_for_job(
+                    user,
+                    reservation_id,
+                    gpu_type=spec.gpu.gpu_type,
+                    gpus=quota_gpus,
+                    time_limit_minutes=spec.time_limit_minutes,
+                )
+            except ReservationError as exc:
+                raise SpecError(exc.errors) from exc
         check_quota(user, plan, spec.gpu.gpu_type, quota_gpus)
         job = Job.objects.create(
             owner=user,
@@ -61,6 +75,7 @@ def submit(user, spec: JobSpec) -> Job:
             partition=settings.SLURM_PARTITION,
             account=settings.SLURM_ACCOUNT,
             qos=plan.qos,
+            reservation=reservation,
             state=JobState.SUBMITTING,
         )
         job_pk = job.pk

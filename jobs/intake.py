@@ -27,10 +27,13 @@ def accept(request, data: Mapping[str, Any]) -> Job:
     The limit keys on the user (behind a proxy every user shares one address) and, more
     loosely, on the address (one address with many accounts). Only submissions that pass
     validation count, and one refused for quota gives its count back."""
+    data = dict(data)
+    # Where the job runs is not part of its spec (a clone runs wherever its new form says).
+    reservation_id = data.pop("reservation", None)
     spec = parse_job_spec(data, plan=plan_for(request.user), policy=SpecPolicy.from_settings())
     counted = _count_submission(request)
     try:
-        return actions.submit(request.user, spec)
+        return actions.submit(request.user, spec, reservation_id=reservation_id)
     except Exception:
         for scope, key in counted:
             refund(scope, key)

@@ -70,6 +70,10 @@ class Job(models.Model):
     accounting_attempts = models.PositiveSmallIntegerField(default=0)
     # What the user asked for (jobs.spec.JobSpec.to_dict()); empty for jobs seen only in Slurm.
     spec = models.JSONField(default=dict, blank=True)
+    # The GPU reservation the job runs in (jobs.actions.submit checks it is the owner's).
+    reservation = models.ForeignKey(
+        "reservations.Reservation", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
     # An operational job's own script and placement (GPU diagnostics and resets): written by
     # the portal's code, never from user input; such a job has no `spec` and is never cloned.
     pinned = models.JSONField(default=dict, blank=True)

@@ -66,6 +66,8 @@ def _submission(job: Job) -> JobSubmission:
         script=render_batch_script(spec, job_uuid=str(job.uuid), runtime=settings.JOB_RUNTIME),
         standard_error=f"{directory}/stderr.log",
         qos=job.qos,
+        # In the owner's reservation (jobs.actions.submit checked it) it starts on its GPUs.
+        reservation=job.reservation.slurm_name if job.reservation_id else "",
         requeue=True,
     )
 
@@ -91,7 +93,7 @@ def submit_claimed(job_pk: int) -> str:
     SlurmTransientError is raised for the caller to retry (or give up on)."""
     if not _claim(job_pk):
         return "not-claimable"  # submitted already, cancelled, or another worker holds it
-    job = Job.objects.select_related("owner").get(pk=job_pk)
+    job = Job.objects.select_related("owner", "reservation").get(pk=job_pk)
     if job.owner is None or not job.owner.is_active:
         protocol.fail_submission(job_pk, "The account was deactivated before the job reached Slurm.")
         return "owner-inactive"

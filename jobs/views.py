@@ -17,6 +17,7 @@ from jobs.quota import QuotaExceeded
 from jobs.reasons import explain_reason
 from jobs.spec import SpecError
 from plans.catalog import plan_for
+from reservations.queries import usable_reservations
 
 
 @login_required
@@ -83,6 +84,8 @@ def job_new(request):
     values = {"time_limit_minutes": 60, "gpu_count": 1, "command": "", "environment": ""}
     if request.method == "POST":
         data = form_data_from_post(request.POST)
+        if request.POST.get("reservation"):
+            data["reservation"] = request.POST["reservation"]
         values = {**values, **request.POST.dict()}
         try:
             job = intake.accept(request, data)
@@ -112,6 +115,7 @@ def job_new(request):
         "errors": errors,
         "gpu_types": _gpu_types(request),
         "templates": JobTemplate.objects.filter(owner=request.user),
+        "reservations": usable_reservations(request.user),
         "is_clone": "clone" in request.GET,
     }
     return render(request, "jobs/new.html", context, status=400 if errors else 200)

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Profile
@@ -283,3 +284,32 @@ def notify(reservation_id: int, state: str, reason: str) -> None:
         send_mail(f"Reservation #{reservation.pk}: {state}", "\n".join(lines), None, [reservation.user.email])
     except Exception:
         log.exception("could not e-mail the owner of reservation %s", reservation_id)
+
+
+def usable_for_job(user, reservation_id, *, gpu_type: str, gpus: int, time_limit_minutes: int) -> Reservation:
+    """The reservation a job of `user` may run in, or ReservationError on the `reservation`
+    field: the user's own or shared with them, approved or active, the same GPU type, no more
+    GPUs than it holds, and a time limit that ends with it (Slurm ends a running job when its
+    reservation ends, ResvOverRun=0, so a longer limit would only be cut short)."""
+    def refused(message: str) -> ReservationError:
+        return ReservationError({"reservation": [message]})
+
+    if isinstance(reservation_id, bool) or not str(reservation_id).isdigit():
+        raise refused("Give the number of one of your reservations.")
+    reservation = (
+        Reservation.objects.filter(pk=int(reservation_id))
+        .filter(Q(user=user) | Q(members=user))
+        .distinct()
+        .first()
+    )
+    if reservation is None:
+        raise refused("No such reservation of yours.")
+    now = timezone.now()
+    if reservation.state not in (State.APPROVED, State.ACTIVE) or reservation.end <= now:
+        raise refused(f"Reservation #{reservation.pk} is {reservation.state}; jobs run only in an approved one.")
+    if reservation.gpu_type != gpu_type or gpus > reservation.gpu_count:
+        raise refused(f"Reservation #{reservation.pk} holds {reservation.gpu_count} x {reservation.gpu_type}.")
+    left = int((reservation.end - max(now, reservation.start)).total_seconds() // 60)
+    if time_limit_minutes > left:
+        raise refused(f"Reservation #{reservation.pk} ends at {reservation.end:%H:%M} UTC: at most {left} minutes.")
+    return reservation

@@ -136,6 +136,12 @@ class JobSpecInputSerializer(serializers.Serializer):
     environment = serializers.DictField(
         child=serializers.CharField(allow_blank=True), required=False, allow_null=True, help_text="NAME: value"
     )
+    reservation = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        help_text="Run in this approved reservation of yours (same GPU type; the time limit ends with it)",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
