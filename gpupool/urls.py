@@ -7,6 +7,7 @@ from telemetry import views as telemetry_views
 urlpatterns = [
     path("", include("console.urls")),
     path("jobs/", include("jobs.urls")),
+    path("reservations/", include("reservations.urls")),
     path("accounts/", include("allauth.urls")),
     path("settings/", include("accounts.urls")),
     path("django-admin/", admin.site.urls),
