@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slurm, pytest.mark.django_db(tran
 ZONE = "Asia/Kolkata"
 
 
-def test_request_approve_and_see_it_active(alice, admin_user, provision, slurm):
+def test_request_approve_and_see_it_active(alice, admin_user, provision, slurm, tmp_path):
     mirror_nodes(slurm)  # capacity comes from the node mirror
     cluster_name = provision(alice).cluster_username
     # Three days ahead at 08:30 in the user's zone: on the grid, in the future, within the horizon.
@@ -54,6 +54,7 @@ def test_request_approve_and_see_it_active(alice, admin_user, provision, slurm):
                 page.fill("#id_purpose", "a browser test's reservation")
                 expect(page.locator("[data-availability-text]")).to_contain_text("Free:", timeout=15000)
                 expect(page.locator("[data-checking]")).to_be_hidden()
+                page.screenshot(path=str(tmp_path / "request-phone.png"), full_page=True)
                 page.click("[data-submit]")
                 page.wait_for_url(re.compile(r".*/reservations/\d+/$"))
                 reservation = Reservation.objects.get(user=alice)
@@ -67,6 +68,7 @@ def test_request_approve_and_see_it_active(alice, admin_user, provision, slurm):
                 admin.goto(f"{base_url}/reservations/queue/")
                 item = admin.locator(f'[data-reservation="{reservation.pk}"]')
                 expect(item.locator("[data-capacity]")).to_contain_text("of 8 free")
+                admin.screenshot(path=str(tmp_path / "queue-phone.png"), full_page=True)
                 item.locator("[data-approve]").click()
                 admin.wait_for_url(re.compile(r".*/reservations/queue/$"))
                 expect(admin.locator(".messages")).to_contain_text(f"Reservation #{reservation.pk} approved")
@@ -84,6 +86,9 @@ def test_request_approve_and_see_it_active(alice, admin_user, provision, slurm):
                 page.goto(f"{base_url}/reservations/{reservation.pk}/")
                 expect(page.locator("h1 [data-state]")).to_have_text("active")
                 expect(page.locator(".events")).to_contain_text("by the clock")
+                page.goto(f"{base_url}/reservations/calendar/?gpu_type=rtx4090&week={expected_start.date()}")
+                expect(page.locator(".cal-days [data-kind=own]").first).to_contain_text(f"#{reservation.pk}")
+                page.screenshot(path=str(tmp_path / "calendar-phone.png"), full_page=True)
                 assert errors == []
             finally:
                 browser.close()
