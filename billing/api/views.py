@@ -1,0 +1,117 @@
+"""POST /api/v1/billing/quote: what a job would cost, line by line, at the prices in force."""
+
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework.decorators import api_view
+from rest_framework.response import Response
+
+from billing.api.serializers import QuoteInputSerializer, QuoteSerializer
+from billing.pricing import PricingError, format_amount, format_quantity, quote
+from billing.rates import NoRateCard, rates_for_plan
+from gpupool.api.errors import error_responses
+from plans.catalog import plan_by_code, plan_for
+from plans.models import Plan
+
+ERROR_DESCRIPTIONS = {
+    400: "Bad input: `errors` names each field and what is wrong with it",
+    401: "No credentials, or an unknown or revoked token",
+    403: "With the session cookie: no CSRF token",
+    404: "No plan with that code (`errors.plan`)",
+    409: "No rate card in force, or the card has no price for this GPU type (`errors.gpu_type`)",
+    413: "The body is larger than the API accepts",
+    415: "The body is not JSON",
+}
+
+
+def _quote_body(result, plan_code: str, gpu_count: int, seconds: int) -> dict:
+    rates = result.rates
+    return {
+        "gpu_type": result.gpu_type,
+        "gpu_count": gpu_count,
+        "seconds": seconds,
+        "plan": plan_code,
+        "currency": "USD",
+        "lines": [
+            {
+                "kind": line.kind,
+                "description": line.description,
+                "quantity": format_quantity(line.quantity),
+                "unit": line.unit,
+                "unit_price": format_quantity(line.unit_price),
+                "amount": format_amount(line.amount),
+                "amount_rounded": format_amount(line.amount_rounded),
+            }
+            for line in result.lines
+        ],
+        "total": format_amount(result.total),
+        "total_rounded": format_amount(result.total_rounded),
+        "rates": {
+            "card": rates.card,
+            "name": rates.name,
+            "effective_from": rates.effective_from,
+            "gpu_price_per_second": format_quantity(rates.gpu_price(result.gpu_type)),
+            "gpu_price_from": rates.gpu_price_source(result.gpu_type),
+            "gpu_memory_price_per_gb_second": format_quantity(rates.gpu_memory_gb_second),
+            "nvme_price_per_gb_hour": format_quantity(rates.nvme_gb_hour),
+        },
+    }
+
+
+@extend_schema(
+    operation_id="billing_quote",
+    summary="What a job would cost: lines and total as decimal strings, at the prices in force now",
+    description=(
+        "Charge = GPU-seconds x GPU price + GPU-memory GB-seconds x memory price + NVMe GB-hours x NVMe price. "
+        "Amounts are exact; `amount_rounded` and `total_rounded` round each line half-up to the cent, as an "
+        "invoice does. Prices: the list rate card, with the plan's own per-second GPU prices where it has "
+        "them (Enterprise: A100, H100). Included plan hours and credits are not applied here."
+    ),
+    request=QuoteInputSerializer,
+    responses={200: QuoteSerializer, **error_responses(ERROR_DESCRIPTIONS, 400, 401, 403, 404, 409, 413, 415)},
+    examples=[
+        OpenApiExample(
+            "The article's example (1 A100, 30 min, 24 GB, 500 GB NVMe; list prices: $8.564)",
+            request_only=True,
+            value={
+                "gpu_type": "a100",
+                "gpu_count": 1,
+                "seconds": 1800,
+                "gpu_memory_gb": 24,
+                "nvme_gb": 500,
+                "plan": "pro",
+            },
+        )
+    ],
+    tags=["billing"],
+)
+@api_view(["POST"])
+def billing_quote(request):
+    data = QuoteInputSerializer(data=request.data)
+    if not data.is_valid():
+        return Response({"detail": "The quote's input is invalid.", "errors": data.errors}, status=400)
+    values = data.validated_data
+    code = values.get("plan")
+    if code:
+        try:
+            plan = plan_by_code(code)
+        except Plan.DoesNotExist:
+            return Response(
+                {"detail": f"There is no plan {code!r}.", "errors": {"plan": ["no plan with this code"]}}, status=404
+            )
+    else:
+        plan = plan_for(request.user)
+    try:
+        rates = rates_for_plan(plan)
+        result = quote(
+            values["gpu_type"],
+            values["gpu_count"],
+            values["seconds"],
+            values["gpu_memory_gb"],
+            values["nvme_gb"],
+            rates=rates,
+        )
+    except NoRateCard as exc:
+        return Response({"detail": f"Prices are not set: {exc}."}, status=409)
+    except PricingError as exc:
+        return Response({"detail": str(exc), "errors": {exc.field: [exc.message]}}, status=409)
+    body = _quote_body(result, plan.code, values["gpu_count"], values["seconds"])
+    return Response(QuoteSerializer(body).data)
