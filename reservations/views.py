@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 from functools import wraps
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
@@ -121,6 +122,8 @@ def reservation_new(request):
     }
     errors: dict[str, list[str]] = {}
     suggestions = []
+    if request.method == "GET":
+        values.update(_prefill_from_calendar(request.GET))
     if request.method == "POST":
         values = {**values, **request.POST.dict()}
         data, errors = forms.request_data(request.POST, placeholder_start=_placeholder_start())
@@ -150,6 +153,21 @@ def reservation_new(request):
         "may_reserve": plan.max_reservation_minutes > 0,
     }
     return render(request, "reservations/new.html", context, status=400 if errors else 200)
+
+
+def _prefill_from_calendar(params) -> dict:
+    """A calendar slot's link: the type and the start (UTC, shown in the browser's zone by the
+    page's script). Anything unreadable is ignored: the form keeps its defaults."""
+    prefill = {}
+    if params.get("gpu_type") in settings.GPU_TYPES:
+        prefill["gpu_type"] = params["gpu_type"]
+    try:
+        start = forms.parse_start(params.get("start", ""))
+    except ValueError:
+        return prefill
+    prefill.update(start_date=start.date().isoformat(), start_time=start.strftime("%H:%M"), tz="UTC",
+                   start_utc=start.isoformat())  # fmt: skip
+    return prefill
 
 
 @login_required
@@ -305,6 +323,9 @@ def calendar(request):
     per_node = capacity.gpus_per_node(gpu_type)
     total = sum(per_node.values())
     is_admin = _is_admin(request.user)
+    now, new_url = timezone.now(), reverse("reservations:new")
+    plan = plan_for(request.user)
+    may_reserve = plan.max_reservation_minutes > 0 and plan.gpu_quota.get(gpu_type, 0) > 0
 
     rows = (
         Reservation.objects.filter(gpu_type=gpu_type, start__lt=week_end, end__gt=week_start)
@@ -359,7 +380,13 @@ def calendar(request):
             slot_end = slot_start + timedelta(hours=1)
             items = [block for block in blocks if block["start"] < slot_end and block["end"] > slot_start]
             held = sum(block["holds"] for block in items)
-            hours.append({"start": slot_start, "items": items, "free": max(total - held, 0)})
+            free = max(total - held, 0)
+            hours.append({
+                "start": slot_start, "items": items, "free": free,
+                # A free slot ahead links to the request form with its type and start filled in.
+                "reserve_url": f"{new_url}?{urlencode({'gpu_type': gpu_type, 'start': slot_start.isoformat()})}"
+                if free and slot_start > now and may_reserve else "",
+            })  # fmt: skip
         items = [block for block in blocks if block["start"] < day_end and block["end"] > day_start]
         days.append({"date": day_start.date(), "hours": hours, "items": items})
     hour_rows = [{"hour": hour, "cells": [day["hours"][hour] for day in days]} for hour in range(24)]

@@ -4,6 +4,7 @@ GPUs), the user sees it approved and, once the clock reaches its start, active."
 
 import re
 from datetime import UTC, datetime, time, timedelta
+from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -43,13 +44,21 @@ def test_request_approve_and_see_it_active(alice, admin_user, provision, slurm, 
                 page.on("pageerror", lambda error: errors.append(error))
                 log_in(page, base_url, "alice", "pw-alice")
 
-                page.goto(f"{base_url}/reservations/new/")
+                # The request starts on the calendar: a free hour's link fills in type and start
+                # (the week's table is for wider screens; phones get a list per day).
+                page.set_viewport_size({"width": 1280, "height": 900})
+                page.goto(f"{base_url}/reservations/calendar/?gpu_type=rtx4090&week={expected_start.date()}")
+                slot = expected_start.replace(minute=0).isoformat()
+                page.locator(f'a[data-reserve-slot][href*="{quote(slot)}"]').click()
+                page.wait_for_url(re.compile(r".*/reservations/new/\?.*"))
+                page.set_viewport_size(phone)
                 # Chromium's ICU names the zone by its older alias.
                 expect(page.locator("[data-tz-label]")).to_have_text(re.compile(r"Asia/(Kolkata|Calcutta)"))
-                page.select_option("#id_gpu_type", "rtx4090")
+                assert page.input_value("#id_gpu_type") == "rtx4090"
+                # The slot's UTC hour (03:00), shown in the user's zone (UTC+05:30).
+                assert page.input_value("#id_start_date") == local_day.isoformat()
+                assert page.input_value("#id_start_time") == "08:30"
                 page.fill("#id_gpu_count", "1")
-                page.fill("#id_start_date", local_day.isoformat())
-                page.fill("#id_start_time", "08:30")
                 page.fill("#id_duration_minutes", "60")
                 page.fill("#id_purpose", "a browser test's reservation")
                 expect(page.locator("[data-availability-text]")).to_contain_text("Free:", timeout=15000)

@@ -26,6 +26,12 @@
     day: `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`,
     time: `${pad(date.getHours())}:${pad(date.getMinutes())}`,
   });
+  // Opened from a calendar slot: the server filled the start in UTC; show it in this zone.
+  if (form.dataset.startUtc && field("tz").value === zone) {
+    const parts = localParts(new Date(form.dataset.startUtc));
+    field("start_date").value = parts.day;
+    field("start_time").value = parts.time;
+  }
   const label = (date) => date.toLocaleString([], { weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
 
   // The typed wall-clock time as a moment. The browser parses "YYYY-MM-DDTHH:MM" in its own
