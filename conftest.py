@@ -63,18 +63,21 @@ def _close_stray_test_database_sessions(django_db_setup, django_db_blocker):
 
 @pytest.fixture(autouse=True)
 def _product_plans(request):
-    """Transactional tests empty every table when they end, the seeded plan catalogue too:
-    put PRODUCT.md's plans back before each test that uses the database."""
+    """Transactional tests empty every table when they end, the seeded catalogues too: put
+    PRODUCT.md's plans and the seeded rate cards back before each test that uses the database."""
     uses_database = request.node.get_closest_marker("django_db") is not None or bool(
         {"db", "transactional_db"} & set(request.fixturenames)
     )
     if not uses_database:
         return
     request.getfixturevalue("_django_db_helper")
+    from billing.models import RateCard, RateCardGpuPrice
+    from billing.seed import seed_rate_cards
     from plans.models import Plan, PlanGpuType
     from plans.seed import seed_product_plans
 
     seed_product_plans(Plan, PlanGpuType)
+    seed_rate_cards(RateCard, RateCardGpuPrice)
 
 
 @pytest.fixture(scope="session", autouse=True)

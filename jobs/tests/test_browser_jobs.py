@@ -33,6 +33,8 @@ def test_submit_watch_read_logs_and_clone(alice, provision, tmp_path, width, hei
         page.fill("#id_gpu_count", "1")
         page.fill("#id_command", "sleep 8\necho browser says hi")
         page.fill("#id_time_limit_minutes", "5")
+        # The most the job can cost for its time limit, from the billing quote API.
+        expect(page.locator("[data-job-quote]")).to_contain_text("$", timeout=15000)
         page.click("[data-submit]")
         page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
         page.evaluate("window.__marker = 'no reload'")
