@@ -123,8 +123,10 @@ def request(user, data: RequestData) -> Reservation:
     members = validate(user, data)
     end = data.start + timedelta(minutes=data.duration_minutes)
     holds = maintenance_holds()
-    if availability(data.gpu_type, data.start, end, maintenance=holds).free < data.gpu_count:
-        suggestions = nearest_free_starts(
+    found = availability(data.gpu_type, data.start, end, maintenance=holds)
+    if found.free < data.gpu_count:
+        # More than the pool has is never free: no point scanning a week for it.
+        suggestions = [] if data.gpu_count > found.capacity else nearest_free_starts(
             data.gpu_type, data.gpu_count, data.start, end - data.start,
             step=timedelta(minutes=settings.RESERVATION_GRID_MINUTES), horizon=timedelta(days=7), maintenance=holds,
         )  # fmt: skip
@@ -177,7 +179,13 @@ def approve(reservation_id: int, admin) -> Reservation:
             )
         except (SlurmError, ValueError) as exc:
             return _fail(reservation, admin, f"Slurm refused the reservation: {getattr(exc, 'message', exc)}")
-        held = cli.show_reservation(name)
+        try:
+            held = cli.show_reservation(name)
+        except SlurmError as exc:
+            # Slurm holds the GPUs already: the approval stands; the nodes are filled in by
+            # nobody, and capacity then counts it on the nodes with most room.
+            log.warning("reservation %s made, but not read back: %s", name, exc)
+            held = None
         Reservation.objects.filter(pk=reservation.pk).update(
             state=State.APPROVED, slurm_name=name, nodes=held.nodes if held else "", error=""
         )
@@ -206,6 +214,8 @@ def cancel(reservation_id: int, user) -> Reservation:
     """The owner cancels before the start; an approved reservation leaves Slurm first, so a
     cancelled row never leaves GPUs held."""
     reservation = Reservation.objects.get(pk=reservation_id)
+    if reservation.user_id != user.pk:
+        raise StateError("Only the reservation's owner can cancel it.")
     if reservation.state not in CANCELLABLE or reservation.start <= timezone.now():
         raise StateError("Only a reservation that has not started can be cancelled.")
     if reservation.state == State.APPROVED:
