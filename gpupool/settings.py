@@ -320,6 +320,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": [],
     "SERVE_INCLUDE_SCHEMA": False,
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "jobs.api.schema.postprocess"],
+    # Jobs and reservations both have a `state`: name each enum, so neither name depends on
+    # which app's operations are in the schema (generated clients import them by name).
+    "ENUM_NAME_OVERRIDES": {
+        "JobStateEnum": "jobs.models.JobState",
+        "ReservationStateEnum": "reservations.models.State",
+    },
 }
 
 LOGGING = {

@@ -86,12 +86,12 @@ def test_a_generated_client_submits_reads_and_cancels_a_job(alice, provision, cl
             client=client, body=spec(name="generated-client", command="echo started; sleep 300")
         )
         assert isinstance(submitted, models.Job), submitted
-        assert submitted.state == models.StateEnum.SUBMITTING
+        assert submitted.state == models.JobStateEnum.SUBMITTING
         assert submitted.slurm_job_id is None and submitted.expected_start is None  # null, read as None
 
         def running():
             job = jobs["jobs_retrieve"].sync(client=client, id=submitted.id)
-            return job if job.state == models.StateEnum.RUNNING else None
+            return job if job.state == models.JobStateEnum.RUNNING else None
 
         job = wait_for(running, timeout=120, what="the job to run")
         assert job.slurm_job_id and job.start_time is not None
@@ -112,7 +112,7 @@ def test_a_generated_client_submits_reads_and_cancels_a_job(alice, provision, cl
 
         def ended():
             found = jobs["jobs_retrieve"].sync(client=client, id=job.id)
-            return found if found.state == models.StateEnum.CANCELLED else None
+            return found if found.state == models.JobStateEnum.CANCELLED else None
 
         final = wait_for(ended, timeout=60, what="the job to be cancelled")
         assert final.end_time is not None and final.expected_end is None
