@@ -29,8 +29,7 @@ def hit(scope: str, key: str, *, limit: int, window_seconds: int = 60) -> RateDe
     If Redis is unreachable the request is allowed: losing the limit for a minute is
     better than refusing every submission while Redis restarts."""
     now = _clock()
-    window = int(now) // window_seconds
-    name = f"gpupool:rl:{scope}:{key}:{window}"
+    name = _counter(scope, key, now, window_seconds)
     try:
         with _client().pipeline() as pipe:
             pipe.incr(name)
@@ -46,11 +45,16 @@ def hit(scope: str, key: str, *, limit: int, window_seconds: int = 60) -> RateDe
 
 def refund(scope: str, key: str, *, window_seconds: int = 60) -> None:
     """Give back one count of the current window (a request that turned out not to count)."""
-    name = f"gpupool:rl:{scope}:{key}:{int(_clock()) // window_seconds}"
+    name = _counter(scope, key, _clock(), window_seconds)
     try:
         _client().decr(name)
     except redis.RedisError as exc:
         log.warning("rate limit count not refunded, Redis unavailable: %s", exc)
+
+
+def _counter(scope: str, key: str, now: float, window_seconds: int) -> str:
+    """The Redis key counting `key`'s requests in the window `now` falls in."""
+    return f"gpupool:rl:{scope}:{key}:{int(now) // window_seconds}"
 
 
 def client_ip(request) -> str:

@@ -45,8 +45,9 @@ def _differences(row: Reservation, held: SlurmReservation) -> list[str]:
         found.append(f"GPUs {held.tres} instead of gres/gpu:{row.gpu_type}={row.gpu_count}")
     if held.start_time != row.start or held.end_time != row.end:
         found.append(f"window {held.start_time}..{held.end_time} instead of {row.start}..{row.end}")
-    if sorted(held.users) != cluster_users(row):
-        found.append(f"users {','.join(held.users)} instead of {','.join(cluster_users(row))}")
+    users = cluster_users(row)
+    if sorted(held.users) != users:
+        found.append(f"users {','.join(held.users)} instead of {','.join(users)}")
     return found
 
 

@@ -1,23 +1,6 @@
 import pytest
 
 
-@pytest.fixture(autouse=True)
-def _product_rate_cards(request):
-    """Transactional tests empty every table when they end, the seeded rate cards too: put
-    them back before each billing test that uses the database (as the root conftest does
-    for plans)."""
-    uses_database = request.node.get_closest_marker("django_db") is not None or bool(
-        {"db", "transactional_db"} & set(request.fixturenames)
-    )
-    if not uses_database:
-        return
-    request.getfixturevalue("_django_db_helper")
-    from billing.models import RateCard, RateCardGpuPrice
-    from billing.seed import seed_rate_cards
-
-    seed_rate_cards(RateCard, RateCardGpuPrice)
-
-
 @pytest.fixture
 def make_card(db):
     """make_card(code, effective_from, {gpu_type: price}, memory=..., nvme=...) -> RateCard,

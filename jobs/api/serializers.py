@@ -5,7 +5,6 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
-from gpupool.api.errors import ErrorSerializer  # noqa: F401  (re-exported: the API's error body)
 from jobs.models import Job
 from jobs.reasons import explain_reason
 from jobs.spec import IMAGE_RE, MAX_IMAGE_CHARS, NAME_RE

@@ -8,8 +8,9 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action, api_view
 from rest_framework.response import Response
 
+from gpupool.api.errors import RETRY_AFTER
 from jobs import actions, intake
-from jobs.api.schema import RETRY_AFTER, errors
+from jobs.api.schema import errors
 from jobs.api.serializers import (
     JobCloneInputSerializer,
     JobSerializer,

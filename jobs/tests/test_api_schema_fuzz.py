@@ -5,7 +5,6 @@ In-process over WSGI on the test database: a submission is recorded as SUBMITTIN
 task is enqueued on commit, which never comes inside the test's transaction, so nothing
 reaches Slurm."""
 
-from contextlib import contextmanager
 
 import pytest
 import schemathesis
@@ -17,6 +16,7 @@ from accounts.models import ApiToken
 from gpupool.wsgi import application
 from jobs.models import Job
 from jobs.tests.conftest import GOOD_SPEC
+from testing.api import one_connection, rolled_back
 
 pytestmark = pytest.mark.django_db
 
@@ -50,27 +50,10 @@ CONFIG = schemathesis.Config.from_dict(
 )
 
 
-@contextmanager
-def rolled_back():
-    savepoint = transaction.savepoint()
-    try:
-        yield
-    finally:
-        transaction.savepoint_rollback(savepoint)
-
-
 @pytest.fixture
 def _one_connection():
-    """The WSGI handler closes the database connection after each request, as Django's test
-    client does not: inside the test's transaction that would lose it. Do as the client does."""
-    from django.core import signals
-    from django.db import close_old_connections
-
-    signals.request_started.disconnect(close_old_connections)
-    signals.request_finished.disconnect(close_old_connections)
-    yield
-    signals.request_started.connect(close_old_connections)
-    signals.request_finished.connect(close_old_connections)
+    with one_connection():
+        yield
 
 
 @pytest.fixture

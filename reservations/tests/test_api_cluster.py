@@ -17,14 +17,6 @@ pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 URL = "/api/v1/reservations/"
 
 
-@pytest.fixture
-def cleanup():
-    """Slurm reservations a failed assertion would leave behind, deleted after the test."""
-    names = []
-    yield names
-    cli = slurm_cli()
-    for name in names:
-        cli.delete_reservation(name, check=False)
 
 
 def test_an_approval_over_the_api_holds_the_gpus_and_a_cancel_releases_them(

@@ -7,12 +7,10 @@ reject and cancel answer with their 200s, 400s and 409s, each checked against th
 Slurm is a stand-in here (every example is rolled back; a real reservation would not be):
 the real approval is test_api_cluster.py's."""
 
-from contextlib import contextmanager
 from datetime import UTC, datetime, time, timedelta
 
 import pytest
 import schemathesis
-from django.db import transaction
 from django.utils import timezone
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
@@ -22,6 +20,7 @@ from cluster.models import Node
 from gpupool.wsgi import application
 from reservations import actions
 from reservations.models import Reservation
+from testing.api import one_connection, rolled_back
 
 pytestmark = pytest.mark.django_db
 
@@ -65,24 +64,8 @@ class StandInSlurm:
         return None
 
 
-@contextmanager
-def rolled_back():
-    savepoint = transaction.savepoint()
-    try:
-        yield
-    finally:
-        transaction.savepoint_rollback(savepoint)
-
-
 @pytest.fixture
 def fuzz_admin(admin_user, alice, monkeypatch):
-    from django.core import signals
-    from django.db import close_old_connections
-
-    # The WSGI handler closes the connection after each request; inside the test's
-    # transaction that would lose it (as in jobs' fuzz test).
-    signals.request_started.disconnect(close_old_connections)
-    signals.request_finished.disconnect(close_old_connections)
     monkeypatch.setattr(actions, "slurm_cli", StandInSlurm)
     monkeypatch.setattr(actions, "maintenance_holds", lambda: [])
     for name in ("gpu-a100-01", "gpu-a100-02"):
@@ -95,9 +78,8 @@ def fuzz_admin(admin_user, alice, monkeypatch):
         )
         for user in (admin_user, alice)
     ]
-    yield [row.pk for row in rows]
-    signals.request_started.connect(close_old_connections)
-    signals.request_finished.connect(close_old_connections)
+    with one_connection():
+        yield [row.pk for row in rows]
 
 
 @schema.parametrize()

@@ -40,13 +40,6 @@ def _row(user, *, start, minutes=120, gpu_type="a100", count=2) -> Reservation:
     )  # fmt: skip
 
 
-@pytest.fixture
-def cleanup():
-    names = []
-    yield names
-    cli = slurm_cli()
-    for name in names:
-        cli.delete_reservation(name, check=False)
 
 
 @pytest.fixture

@@ -1,0 +1,14 @@
+import pytest
+
+
+@pytest.fixture
+def cleanup():
+    """Names of Slurm reservations a test made (or a failed assertion would leave behind),
+    deleted after it."""
+    from cluster.services import slurm_cli
+
+    names = []
+    yield names
+    cli = slurm_cli()
+    for name in names:
+        cli.delete_reservation(name, check=False)
