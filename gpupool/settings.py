@@ -243,8 +243,6 @@ SLURM_JOB_ROOT_LOCAL = env_path("SLURM_JOB_ROOT_LOCAL", DEVCLUSTER_DIR / "root/s
 # "local" creates Unix users and associations in the dev cluster; "external" expects a
 # directory service (LDAP, FreeIPA) to have created them and only checks.
 PROVISIONING_BACKEND = env_str("PROVISIONING_BACKEND", "local")
-# GPU memory per shard (GB): the portal's convention, matching gres.conf shard counts.
-GPU_SHARD_GB = env_int("GPU_SHARD_GB", 4, minimum=1)
 
 # --- Jobs ---------------------------------------------------------------------------------
 # GPU types of the pool, defined once in a file (gpupool/gpu_types.py; the dev cluster is
