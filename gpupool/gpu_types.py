@@ -37,7 +37,7 @@ LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 .,()/+-]{0,63}", re.ASCII)
 _TOP_KEYS = {"comment", "gpu_types", "dev_nodes"}
 _TYPE_KEYS = {"label", "memory_gb", "shards_per_gpu", "per_node", "power_w"}
 _REQUIRED_TYPE_KEYS = ("label", "memory_gb", "shards_per_gpu", "per_node")
-_NODE_KEYS = {"name", "gpu_type", "gpus"}
+_NODE_KEYS = {"name", "gpu_type", "gpus", "nvme_gb"}
 
 
 class GpuTypesError(_ConfigError):
@@ -88,6 +88,9 @@ class DevNode:
     name: str
     gpu_type: str
     gpus: int
+    # NVMe cache the node offers, in GB: a count-only GRES `nvme` (0: none), so Slurm
+    # schedules it and slurmdbd records it (`gres/nvme`) for billing.
+    nvme_gb: int = 0
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,8 @@ def _dev_nodes(raw: Any, types: Mapping[str, GpuType], source: str) -> tuple[Dev
             # per_node is what the portal lets one job ask for: a node with more would never be filled.
             most = types[gpu_type].per_node
             _fail(source, f"{where}.gpus ({gpus}) is more than gpu_types.{gpu_type}.per_node ({most})")
-        nodes.append(DevNode(name=name, gpu_type=gpu_type, gpus=gpus))
+        nvme_gb = _positive_int(source, f"{where}.nvme_gb", entry["nvme_gb"]) if "nvme_gb" in entry else 0
+        nodes.append(DevNode(name=name, gpu_type=gpu_type, gpus=gpus, nvme_gb=nvme_gb))
     return tuple(nodes)
 
 

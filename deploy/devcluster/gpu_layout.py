@@ -50,13 +50,17 @@ def used_types(catalog) -> list[str]:
 
 
 def accounting_tres(catalog) -> str:
-    """AccountingStorageTRES: gres/gpu and gres/shard, untyped and for every type.
+    """AccountingStorageTRES: gres/gpu and gres/shard, untyped and for every type, and gres/nvme.
 
     Every type of the file, not only those with dev nodes: a plan's typed limit
-    (gres/gpu:h100=0) can only be set on a TRES that slurmdbd knows.
+    (gres/gpu:h100=0) can only be set on a TRES that slurmdbd knows. Without gres/nvme
+    listed, Slurm still schedules the NVMe cache but slurmdbd does not record it (billing
+    meters it from there).
     """
     names = list(catalog.types)
-    return ",".join(["gres/gpu", *(f"gres/gpu:{n}" for n in names), "gres/shard", *(f"gres/shard:{n}" for n in names)])
+    return ",".join(
+        ["gres/gpu", *(f"gres/gpu:{n}" for n in names), "gres/shard", *(f"gres/shard:{n}" for n in names), "gres/nvme"]
+    )
 
 
 def node_lines(catalog, *, base_port: int, cpus: int, memory_mb: int) -> list[str]:
@@ -66,22 +70,28 @@ def node_lines(catalog, *, base_port: int, cpus: int, memory_mb: int) -> list[st
     for offset, node in enumerate(catalog.dev_nodes):
         gpu_type = catalog.types[node.gpu_type]
         shards = node.gpus * gpu_type.shards_per_gpu
+        # NVMe in plain GB: Slurm reads a K/M/G suffix as powers of 1024.
+        nvme = f",nvme:{node.nvme_gb}" if node.nvme_gb else ""
         lines.append(
             f"NodeName={node.name} NodeAddr=127.0.0.1 Port={base_port + offset} CPUs={cpus} RealMemory={memory_mb} "
-            f"Gres=gpu:{node.gpu_type}:{node.gpus},shard:{node.gpu_type}:{shards} "
+            f"Gres=gpu:{node.gpu_type}:{node.gpus},shard:{node.gpu_type}:{shards}{nvme} "
             f"Features=gpu_type:{node.gpu_type} State=UNKNOWN"
         )
     return lines
 
 
 def gres_conf_lines(catalog) -> list[str]:
-    """gres.conf: a fake device per GPU, and one shard line per GPU (a shard job is bound to one GPU)."""
+    """gres.conf: a fake device per GPU, one shard line per GPU (a shard job is bound to one GPU),
+    and the node's NVMe cache as a count-only GRES."""
     lines = []
     for node in catalog.dev_nodes:
         devices = [f"/dev/fakegpu/{node.name}/nvidia{i}" for i in range(node.gpus)]
         shards = catalog.types[node.gpu_type].shards_per_gpu
         lines += [f"NodeName={node.name} Name=gpu Type={node.gpu_type} File={dev}" for dev in devices]
         lines += [f"NodeName={node.name} Name=shard Type={node.gpu_type} Count={shards} File={dev}" for dev in devices]
+        if node.nvme_gb:
+            # Count-only: no device file; Slurm counts GB, the prolog enforces the quota on disk.
+            lines.append(f"NodeName={node.name} Name=nvme Count={node.nvme_gb} Flags=CountOnly")
     return lines
 
 

@@ -39,7 +39,7 @@ OTHER = {
     },
     "dev_nodes": [
         {"name": "gpu-l40s-01", "gpu_type": "l40s", "gpus": 2},
-        {"name": "gpu-a100-07", "gpu_type": "a100", "gpus": 3},
+        {"name": "gpu-a100-07", "gpu_type": "a100", "gpus": 3, "nvme_gb": 1800},
     ],
 }
 
@@ -208,7 +208,7 @@ def test_generated_slurm_lines_come_from_the_file(tmp_path):
         "NodeName=gpu-l40s-01 NodeAddr=127.0.0.1 Port=20000 CPUs=8 RealMemory=32000 "
         "Gres=gpu:l40s:2,shard:l40s:24 Features=gpu_type:l40s State=UNKNOWN",
         "NodeName=gpu-a100-07 NodeAddr=127.0.0.1 Port=20001 CPUs=8 RealMemory=32000 "
-        "Gres=gpu:a100:3,shard:a100:60 Features=gpu_type:a100 State=UNKNOWN",
+        "Gres=gpu:a100:3,shard:a100:60,nvme:1800 Features=gpu_type:a100 State=UNKNOWN",
     ]
     gres = layout.gres_conf_lines(catalog)
     assert gres[:2] == [
@@ -216,10 +216,13 @@ def test_generated_slurm_lines_come_from_the_file(tmp_path):
         "NodeName=gpu-l40s-01 Name=gpu Type=l40s File=/dev/fakegpu/gpu-l40s-01/nvidia1",
     ]
     assert gres.count("NodeName=gpu-a100-07 Name=shard Type=a100 Count=20 File=/dev/fakegpu/gpu-a100-07/nvidia2") == 1
-    assert len(gres) == 2 * (2 + 3)
+    # The NVMe cache: count-only, on the node that has one.
+    assert gres[-1] == "NodeName=gpu-a100-07 Name=nvme Count=1800 Flags=CountOnly"
+    assert len(gres) == 2 * (2 + 3) + 1
     # Every type of the file, also mi300x without dev nodes: a plan may limit it.
     assert layout.accounting_tres(catalog) == (
         "gres/gpu,gres/gpu:l40s,gres/gpu:a100,gres/gpu:mi300x,gres/shard,gres/shard:l40s,gres/shard:a100,gres/shard:mi300x"
+        ",gres/nvme"
     )
     lua = layout.job_submit_lua(catalog)
     assert 'local GPU_TYPES = "l40s, a100"' in lua and 'local EXAMPLE_TYPE = "l40s"' in lua

@@ -91,7 +91,8 @@ AccountingStorageTRES=$ACCOUNTING_TRES
 # without a type (--gres=gpu:1, --gpus=1, --gres=shard:2).
 JobSubmitPlugins=lua
 
-GresTypes=gpu,shard
+# nvme: the NVMe cache in GB, a count-only GRES (gres.conf Flags=CountOnly).
+GresTypes=gpu,shard,nvme
 $SLURM_NODE_LINES
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=7-00:00:00 DefaultTime=60 State=UP
 EOF
