@@ -1,7 +1,7 @@
 from django.conf import settings
 from rest_framework import serializers
 
-from billing.models import SLUG
+from billing.models.rate_cards import SLUG
 
 # Bounds that keep a quote's arithmetic small; far beyond any job the pool can run.
 MOST_GPUS = 1024

@@ -1,0 +1,19 @@
+"""Billing's tables: rate cards (prices), usage records (what Slurm says each run used, and what
+it came to), invoices with their lines and payments, and budgets."""
+
+from billing.models.budgets import Budget
+from billing.models.invoices import Invoice, InvoiceLine, InvoiceNumber, Payment
+from billing.models.rate_cards import CardInForce, RateCard, RateCardGpuPrice
+from billing.models.usage import UsageRecord
+
+__all__ = [
+    "Budget",
+    "CardInForce",
+    "Invoice",
+    "InvoiceLine",
+    "InvoiceNumber",
+    "Payment",
+    "RateCard",
+    "RateCardGpuPrice",
+    "UsageRecord",
+]
