@@ -1,0 +1,71 @@
+"""Which invoice a moment's usage goes on, and the lock that orders one user's month.
+
+Billing months are calendar months in `settings.BILLING_TIME_ZONE` (default: TIME_ZONE). A
+record is charged to the draft of the month its run ended in; when that month's invoice has
+already been issued (slurmdbd was late, or the month was closed early), to the next month
+that still has a draft or none yet. Charging and closing both hold the draft's row lock, so
+on PostgreSQL a record is either on the invoice being issued or on a later draft, never both
+and never neither.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from billing.models import Invoice
+
+
+def billing_zone() -> ZoneInfo:
+    return ZoneInfo(getattr(settings, "BILLING_TIME_ZONE", "") or settings.TIME_ZONE)
+
+
+def month_of(moment: datetime) -> date:
+    """The first day of the billing month `moment` (aware) falls in."""
+    if moment.tzinfo is None:
+        raise ValueError("moment must be timezone-aware")
+    local = moment.astimezone(billing_zone())
+    return date(local.year, local.month, 1)
+
+
+def next_month(period: date) -> date:
+    return date(period.year + period.month // 12, period.month % 12 + 1, 1)
+
+
+def month_bounds(period: date) -> tuple[datetime, datetime]:
+    """[start, end) of a billing month as aware datetimes."""
+    zone = billing_zone()
+    following = next_month(period)
+    return (
+        datetime(period.year, period.month, 1, tzinfo=zone),
+        datetime(following.year, following.month, 1, tzinfo=zone),
+    )
+
+
+def open_draft(user_id: int, moment: datetime) -> Invoice:
+    """The draft that usage of `moment` goes on, locked (SELECT ... FOR UPDATE) until the
+    caller's transaction ends: the month of `moment`, or the first later month not yet issued.
+    Created when missing. Must be called inside `transaction.atomic()`."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("open_draft holds a row lock: call it inside transaction.atomic()")
+    period = month_of(moment)
+    while True:
+        live = (
+            Invoice.objects.select_for_update()
+            .filter(user_id=user_id, period=period)
+            .exclude(status=Invoice.Status.VOID)
+            .first()
+        )
+        if live is None:
+            try:
+                with transaction.atomic():  # a savepoint: another worker may create it first
+                    Invoice.objects.create(user_id=user_id, period=period)
+            except IntegrityError:
+                pass
+            continue  # read it again, now under the lock
+        if live.status == Invoice.Status.DRAFT:
+            return live
+        period = next_month(period)
