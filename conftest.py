@@ -93,6 +93,20 @@ def _empty_test_redis():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _fresh_heatmap(request):
+    """The heatmap's shared picture lives in Redis for seconds: each test that uses the
+    database starts without the last test's."""
+    if request.node.get_closest_marker("django_db") is None and "db" not in request.fixturenames:
+        return
+    from django.conf import settings
+    from django.core.cache import caches
+
+    from console.heatmap import CACHE_KEY
+
+    caches[settings.HEATMAP_CACHE].delete(CACHE_KEY)
+
+
 @pytest.fixture(scope="session")
 def slurm(slurm_limits):
     """The service client of the real dev cluster; fails (never skips) when it is down."""

@@ -20,7 +20,7 @@ from cluster.models import Node, SyncRun
 from console import node_actions
 from console.access import role_required, user_role
 from console.diagnostics import DiagnosticRefused, latest_diagnostic, start_diagnostic
-from console.heatmap import heatmap_payload
+from console.heatmap import heatmap_payload, shared_heatmap
 from console.models import GpuReset
 from console.tasks import run_gpu_reset
 from jobs.models import Job
@@ -54,7 +54,7 @@ def heatmap(request):
 @login_required
 @gzip_page  # ~400 KB of JSON at 10,000 GPUs compresses about tenfold
 def heatmap_data(request):
-    return JsonResponse(heatmap_payload(request.user, is_admin=_is_admin(request)))
+    return JsonResponse(heatmap_payload(request.user, is_admin=_is_admin(request), shared=shared_heatmap()))
 
 
 def _node_or_404(name: str) -> Node:

@@ -119,8 +119,18 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # The worker, beat and web processes share one file: wait for locks instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # The worker, beat, emulator and web processes share one file. WAL lets readers go on
+    # while one writes; a writer waits up to 20 s for the lock instead of failing; and
+    # IMMEDIATE transactions take the write lock when they begin, so a transaction never
+    # fails half-way with "database is locked" when it first writes after reading (a
+    # deferred one cannot wait for that lock: SQLite would deadlock, so it refuses at once).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -220,6 +230,15 @@ CHANNEL_LAYERS = {
         "CONFIG": {"hosts": [REDIS_URL]},
     }
 }
+# "default" stays in-process (allauth's rate limits live there); "shared" is Redis, for what
+# every process should build once: the heatmap's picture (console/heatmap.py).
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "shared": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL},
+}
+HEATMAP_CACHE = "shared"
+# The heatmap page refreshes every 10 s: a picture at most 5 s old, built once per 5 s.
+HEATMAP_CACHE_SECONDS = env_int("HEATMAP_CACHE_SECONDS", 5, minimum=1)
 
 # --- Slurm ------------------------------------------------------------------------------
 DEVCLUSTER_DIR = env_path("DEVCLUSTER_DIR", "/var/lib/gpupool/devcluster")
