@@ -162,6 +162,14 @@ def enqueue_submission(job_pk: int) -> None:
 
 
 # --- the mirror: Slurm's jobs copied into the portal ------------------------------------------
+def record_run_safely(name: str, started, *, error: str) -> None:
+    """record_run for a failed pass; what made the pass fail (the database) may fail this too."""
+    try:
+        record_run(name, started, error=error)
+    except Exception:
+        log.exception("could not record the failure of the %s pass", name)
+
+
 def run_sync() -> dict:
     """One mirror pass (jobs, then nodes when due); what the beat task and `manage.py
     cluster_sync` run."""
@@ -174,9 +182,21 @@ def run_sync() -> dict:
         record_run("jobs", started, summary=f"{result.seen} jobs in Slurm, {result.changed} changed")
     except SlurmError as exc:
         log.warning("job mirror failed: %s", exc)
-        record_run("jobs", started, error=str(exc))
+        record_run_safely("jobs", started, error=str(exc))
         outcome["jobs_error"] = str(exc)
-    outcome.update(sync_nodes_if_due(client, started))
+    except Exception as exc:
+        # Not only Slurm fails: a locked database or a bug stops a pass too, and admins must
+        # see it on the console, not only in the worker's log. The next pass tries again.
+        log.exception("job mirror pass failed")
+        error = f"{type(exc).__name__}: {exc}"
+        record_run_safely("jobs", started, error=error)
+        outcome["jobs_error"] = error
+    try:
+        outcome.update(sync_nodes_if_due(client, started))
+    except Exception as exc:
+        log.exception("node mirror pass failed")
+        record_run_safely("nodes", started, error=f"{type(exc).__name__}: {exc}")
+        outcome["nodes_error"] = str(exc)
     return outcome
 
 
@@ -195,8 +215,16 @@ def sync_accounting() -> int | None:
     with single_flight("sync_accounting", timeout=300) as acquired:
         if not acquired:
             return None
+        started = timezone.now()
         try:
-            return record_missing_accounting(rest_client())
+            recorded = record_missing_accounting(rest_client())
         except SlurmError as exc:
             log.warning("accounting sync failed: %s", exc)
+            record_run_safely("accounting", started, error=str(exc))
             return None
+        except Exception as exc:
+            log.exception("accounting sync failed")
+            record_run_safely("accounting", started, error=f"{type(exc).__name__}: {exc}")
+            return None
+        record_run("accounting", started, summary=f"{recorded} finished jobs given their accounting")
+        return recorded
