@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# deploy/devcluster/cluster.sh -- a real Slurm 24.11 cluster for development,
-# running inside a Debian 13 "trixie" root (debootstrap) on this one machine.
+# deploy/devcluster/cluster.sh -- a real Slurm cluster for development, in one of two
+# generations, each in its own Debian root (debootstrap) on this one machine.
 #
 #   cluster.sh up      build the root if needed, write configs, start what is not
 #                      running, wait until REST answers and all nodes are up
 #   cluster.sh down    stop everything (by saved PIDs), unmount what `up` mounted
 #   cluster.sh status  daemons + node table; exit 1 if slurmctld is not reachable
 #   cluster.sh token [USER] [SECONDS]   print an HS256 JWT for USER (default slurm)
+#   SLURM_RELEASE=26.05 cluster.sh ...  the same for the other generation (default 24.11)
 #
-# Why a root: the host is Debian 12 (Slurm 22.05, REST v0.0.38, gone upstream);
-# trixie ships Slurm 24.11 with the REST API the portal speaks (v0.0.41).
+# Generations (SLURM_RELEASE): 24.11 in a Debian 13 "trixie" root (REST v0.0.40-42), and
+# 26.05 in a Debian "forky" root (REST v0.0.42-45, no v0.0.41). Each has its own state
+# directory and ports, so both run side by side. Why a root: the host is Debian 12
+# (Slurm 22.05, REST v0.0.38, gone upstream).
 # Why not systemd/containers: the host has neither. Every daemon runs in the
 # foreground via `setsid chroot ... &`, so `$!` is the daemon's own PID.
 #
@@ -21,17 +24,40 @@ set -euo pipefail
 # ---------------------------------------------------------------------------
 # Interface (the Django side depends on these defaults)
 # ---------------------------------------------------------------------------
-DEVCLUSTER_DIR="${DEVCLUSTER_DIR:-/var/lib/gpupool/devcluster}"
+# The generation picks the defaults; any of them can still be overridden one by one.
+# 24.11's values must stay as they are: other checkouts' tests use that cluster.
+SLURM_RELEASE="${SLURM_RELEASE:-24.11}"
+case "$SLURM_RELEASE" in
+    24.11)
+        default_dir=/var/lib/gpupool/devcluster; default_suite=trixie; port_base=16000
+        # debootstrap's own script for the suite.
+        DEBOOTSTRAP_SCRIPT=""
+        # The version rest_ready probes with (one the generation serves).
+        REST_PROBE_VERSION=v0.0.41
+        MYSQL_EXTRA="" ;;
+    26.05)
+        default_dir=/var/lib/gpupool/devcluster-26.05; default_suite=forky; port_base=17000
+        # Debian 12's debootstrap has no forky script; sid's builds it.
+        DEBOOTSTRAP_SCRIPT=/usr/share/debootstrap/scripts/sid
+        REST_PROBE_VERSION=v0.0.42
+        # MariaDB 11.8 in forky: with snapshot isolation on, slurmdbd 26.05 warns it will
+        # fatal on a write conflict.
+        MYSQL_EXTRA="innodb_snapshot_isolation=OFF" ;;
+    *)
+        echo "SLURM_RELEASE must be 24.11 or 26.05, not '$SLURM_RELEASE'" >&2
+        exit 2 ;;
+esac
+DEVCLUSTER_DIR="${DEVCLUSTER_DIR:-$default_dir}"
 ROOT="$DEVCLUSTER_DIR/root"
 PIDDIR="$DEVCLUSTER_DIR/pids"
-SUITE="${DEVCLUSTER_SUITE:-trixie}"
+SUITE="${DEVCLUSTER_SUITE:-$default_suite}"
 CLUSTER_NAME="${DEVCLUSTER_CLUSTER_NAME:-gpupool}"
-SLURMCTLD_PORT="${DEVCLUSTER_SLURMCTLD_PORT:-16817}"
-SLURMDBD_PORT="${DEVCLUSTER_SLURMDBD_PORT:-16819}"
+SLURMCTLD_PORT="${DEVCLUSTER_SLURMCTLD_PORT:-$((port_base + 817))}"
+SLURMDBD_PORT="${DEVCLUSTER_SLURMDBD_PORT:-$((port_base + 819))}"
 REST_ADDR="${DEVCLUSTER_REST_ADDR:-127.0.0.1}"
-REST_PORT="${DEVCLUSTER_REST_PORT:-16820}"
-SLURMD_BASE_PORT="${DEVCLUSTER_SLURMD_BASE_PORT:-16901}"
-MYSQL_PORT="${DEVCLUSTER_MYSQL_PORT:-16306}"
+REST_PORT="${DEVCLUSTER_REST_PORT:-$((port_base + 820))}"
+SLURMD_BASE_PORT="${DEVCLUSTER_SLURMD_BASE_PORT:-$((port_base + 901))}"
+MYSQL_PORT="${DEVCLUSTER_MYSQL_PORT:-$((port_base + 306))}"
 JOBS_DIR="${DEVCLUSTER_JOBS_DIR:-/srv/gpupool/jobs}"        # path inside the root
 READY_TIMEOUT="${DEVCLUSTER_READY_TIMEOUT:-90}"              # seconds, per wait
 
@@ -111,10 +137,11 @@ cmd_up() {
 
 summary() {
     cat <<EOF
-Slurm devcluster '$CLUSTER_NAME' is up.
+Slurm $SLURM_RELEASE devcluster '$CLUSTER_NAME' is up.
   root:        $ROOT
   clients:     chroot $ROOT sinfo | scontrol | sacctmgr | sbatch ...
-  REST:        http://$REST_ADDR:$REST_PORT/slurm/v0.0.41/  (JWT, X-SLURM-USER-NAME / X-SLURM-USER-TOKEN)
+  release:     Slurm $SLURM_RELEASE ($(installed_slurm_version))
+  REST:        http://$REST_ADDR:$REST_PORT/slurm/$REST_PROBE_VERSION/  (JWT, X-SLURM-USER-NAME / X-SLURM-USER-TOKEN)
   JWT key:     $ROOT$JWT_KEY
   jobs dir:    $JOBS_DIR in the root = $ROOT$JOBS_DIR on the host
   logs:        $ROOT/var/log/{slurm,munge,mysql,devcluster}/
@@ -215,7 +242,7 @@ cmd_token() {
 }
 
 usage() {
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 }
 

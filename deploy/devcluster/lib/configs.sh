@@ -149,6 +149,10 @@ innodb_flush_log_at_trx_commit=2
 innodb_lock_wait_timeout=900
 max_allowed_packet=16M
 EOF
+    # Release-specific server settings; none for 24.11, whose file must not change.
+    if [[ -n "$MYSQL_EXTRA" ]]; then
+        echo "$MYSQL_EXTRA"
+    fi
 }
 
 hosts_file() {

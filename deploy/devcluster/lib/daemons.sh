@@ -92,7 +92,7 @@ EOF
 # An authenticated request (never /ping: it answers 200 even with a bad token).
 rest_ready() {
     local token; token=$(mint_token slurm 300)
-    "$PYTHON" - "http://$REST_ADDR:$REST_PORT/slurm/v0.0.41/partitions" "$token" <<'EOF'
+    "$PYTHON" - "http://$REST_ADDR:$REST_PORT/slurm/$REST_PROBE_VERSION/partitions" "$token" <<'EOF'
 import json, sys, urllib.request
 req = urllib.request.Request(sys.argv[1], headers={
     "X-SLURM-USER-NAME": "slurm", "X-SLURM-USER-TOKEN": sys.argv[2]})

@@ -1,5 +1,5 @@
 # deploy/devcluster/lib/root.sh -- sourced by cluster.sh, not run on its own.
-# The Debian 13 root: mounts, debootstrap, packages, users, keys, fake GPU devices.
+# The Debian root: mounts, debootstrap, packages, users, keys, fake GPU devices.
 # shellcheck shell=bash
 
 # ---------------------------------------------------------------------------
@@ -76,9 +76,13 @@ build_root() {
     fi
     ensure_debootstrap
     local mirror; mirror=$(debian_mirror)
-    log "debootstrap --variant=minbase $SUITE from $mirror (takes ~30 s)"
+    log "debootstrap --variant=minbase $SUITE from $mirror ${DEBOOTSTRAP_SCRIPT:+with $DEBOOTSTRAP_SCRIPT }(takes ~30 s)"
     mkdir -p "$ROOT"
-    debootstrap --variant=minbase "$SUITE" "$ROOT" "$mirror" >"$DEVCLUSTER_DIR/debootstrap.log" 2>&1 \
+    # A suite newer than the host's debootstrap (forky on Debian 12) is built with another
+    # suite's script as the 4th argument.
+    local -a script=()
+    [[ -n "$DEBOOTSTRAP_SCRIPT" ]] && script=("$DEBOOTSTRAP_SCRIPT")
+    debootstrap --variant=minbase "$SUITE" "$ROOT" "$mirror" "${script[@]}" >"$DEVCLUSTER_DIR/debootstrap.log" 2>&1 \
         || die "debootstrap failed, see $DEVCLUSTER_DIR/debootstrap.log"
 
     # No init system in the root: keep package scripts from starting daemons.
@@ -98,8 +102,17 @@ build_root() {
     } >"$DEVCLUSTER_DIR/apt.log" 2>&1 || die "package install failed, see $DEVCLUSTER_DIR/apt.log"
     # Package scripts must not have left anything running (policy-rc.d), but be sure.
     kill_processes_in_root
+    # The suite follows Debian, not us: refuse a root whose Slurm is not the release asked for.
+    local version; version=$(installed_slurm_version)
+    [[ "$version" == "$SLURM_RELEASE".* ]] ||
+        die "$SUITE ships Slurm $version, not $SLURM_RELEASE: set DEVCLUSTER_SUITE or DEBIAN_MIRROR (a snapshot)"
     touch "$BUILT_MARKER"
-    log "root built in $(since "$t0") s ($(du -sh --one-file-system "$ROOT" | cut -f1))"
+    log "root built in $(since "$t0") s ($(du -sh --one-file-system "$ROOT" | cut -f1), Slurm $version)"
+}
+
+# The Slurm version installed in the root, e.g. 26.05.5 (from the Debian package version).
+installed_slurm_version() {
+    in_root dpkg-query -W -f '${Version}' slurmctld 2>/dev/null | sed 's/-[^-]*$//; s/^[0-9]*://'
 }
 
 # ---------------------------------------------------------------------------
