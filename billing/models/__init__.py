@@ -2,7 +2,7 @@
 it came to), invoices with their lines and payments, and budgets."""
 
 from billing.models.budgets import Budget
-from billing.models.invoices import Invoice, InvoiceLine, InvoiceNumber, Payment
+from billing.models.invoices import Invoice, InvoiceFrozen, InvoiceLine, InvoiceNumber, Payment
 from billing.models.rate_cards import CardInForce, RateCard, RateCardGpuPrice
 from billing.models.usage import UsageRecord
 
@@ -10,6 +10,7 @@ __all__ = [
     "Budget",
     "CardInForce",
     "Invoice",
+    "InvoiceFrozen",
     "InvoiceLine",
     "InvoiceNumber",
     "Payment",

@@ -22,6 +22,31 @@ from django.db.models import Q
 # Invoice amounts: cents (lines are rounded half-up to the cent; pricing.to_cents).
 CENTS = {"max_digits": 14, "decimal_places": 2, "default": Decimal(0)}
 
+# What may still change on an invoice once it is issued: its status moving forward and the
+# facts of that move. Everything else (lines, amounts, number, period, owner) is frozen.
+MUTABLE_ONCE_ISSUED = frozenset({"status", "paid_at", "voided_at", "void_reason"})
+
+
+class InvoiceFrozen(Exception):
+    """A change to an issued, paid or void invoice (or its lines) other than its status."""
+
+
+class InvoiceQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        frozen = set(kwargs) - MUTABLE_ONCE_ISSUED
+        if not frozen:
+            # Status moves are conditional UPDATEs by their callers (filter on the status read).
+            return super().update(**kwargs)
+        if self.exclude(status=Invoice.Status.DRAFT).exists():
+            raise InvoiceFrozen(f"an issued invoice never changes {', '.join(sorted(frozen))}")
+        # The WHERE keeps it to drafts even if one is issued between the check and the UPDATE.
+        return super(InvoiceQuerySet, self.filter(status=Invoice.Status.DRAFT)).update(**kwargs)
+
+    def delete(self):
+        if self.exclude(status=Invoice.Status.DRAFT).exists():
+            raise InvoiceFrozen("an issued invoice is never deleted (void it instead)")
+        return super().delete()
+
 
 class Invoice(models.Model):
     class Status(models.TextChoices):
@@ -46,6 +71,8 @@ class Invoice(models.Model):
     voided_at = models.DateTimeField(null=True, blank=True)
     void_reason = models.CharField(max_length=200, blank=True)
 
+    objects = InvoiceQuerySet.as_manager()
+
     class Meta:
         ordering = ["-period", "-id"]
         constraints = [
@@ -63,9 +90,51 @@ class Invoice(models.Model):
     def __str__(self):
         return self.number or f"draft {self.user} {self.period:%Y-%m}"
 
+    def save(self, *args, **kwargs):
+        stored = Invoice.objects.filter(pk=self.pk).first() if self.pk is not None else None
+        if stored is not None and stored.status != self.Status.DRAFT:
+            changed = [
+                field.attname
+                for field in self._meta.concrete_fields
+                if field.attname not in MUTABLE_ONCE_ISSUED
+                and getattr(stored, field.attname) != getattr(self, field.attname)
+            ]
+            if changed:
+                raise InvoiceFrozen(f"{stored} is {stored.status}: {', '.join(changed)} no longer change")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        stored = Invoice.objects.filter(pk=self.pk).first() if self.pk is not None else None
+        if stored is not None and stored.status != self.Status.DRAFT:
+            raise InvoiceFrozen(f"{stored} is {stored.status} and is never deleted (void it instead)")
+        return super().delete(*args, **kwargs)
+
     @property
     def is_draft(self) -> bool:
         return self.status == self.Status.DRAFT
+
+
+class InvoiceLineQuerySet(models.QuerySet):
+    """Lines are written by billing.invoicing while their invoice is a draft, never after."""
+
+    def _refuse_issued(self):
+        if self.exclude(invoice__status=Invoice.Status.DRAFT).exists():
+            raise InvoiceFrozen("the lines of an issued invoice never change")
+
+    def update(self, **kwargs):
+        self._refuse_issued()
+        return super(InvoiceLineQuerySet, self.filter(invoice__status=Invoice.Status.DRAFT)).update(**kwargs)
+
+    def delete(self):
+        self._refuse_issued()
+        return super().delete()
+
+    def bulk_create(self, objs, *args, **kwargs):
+        objs = list(objs)
+        invoice_ids = {line.invoice_id for line in objs}
+        if Invoice.objects.filter(pk__in=invoice_ids).exclude(status=Invoice.Status.DRAFT).exists():
+            raise InvoiceFrozen("lines are added to drafts only")
+        return super().bulk_create(objs, *args, **kwargs)
 
 
 class InvoiceLine(models.Model):
@@ -84,6 +153,8 @@ class InvoiceLine(models.Model):
     position = models.PositiveIntegerField()
     kind = models.CharField(max_length=16, choices=Kind.choices)
     gpu_type = models.CharField(max_length=32, blank=True)
+    # The plan the line bills for (the fee's plan; the plan usage was charged under): revenue by plan.
+    plan = models.CharField(max_length=32, blank=True)
     description = models.CharField(max_length=200)
     quantity = models.DecimalField(max_digits=24, decimal_places=12, default=Decimal(0))
     unit = models.CharField(max_length=16, blank=True)  # "GPU-s", "GB-s", "GB-h", "month", "day"
@@ -92,12 +163,24 @@ class InvoiceLine(models.Model):
     # Credits ledger entries a "credits" line stands for (ids: the seam for the credits issue).
     credit_entry_ids = models.JSONField(default=list, blank=True)
 
+    objects = InvoiceLineQuerySet.as_manager()
+
     class Meta:
         ordering = ["invoice", "position"]
         constraints = [models.UniqueConstraint(fields=["invoice", "position"], name="one_line_per_position")]
 
     def __str__(self):
-        return f"{self.invoice} #{self.position} {self.kind} {self.amount}"
+        return f"{self.invoice_id} #{self.position} {self.kind} {self.amount}"
+
+    def save(self, *args, **kwargs):
+        if Invoice.objects.filter(pk=self.invoice_id).exclude(status=Invoice.Status.DRAFT).exists():
+            raise InvoiceFrozen("the lines of an issued invoice never change")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if Invoice.objects.filter(pk=self.invoice_id).exclude(status=Invoice.Status.DRAFT).exists():
+            raise InvoiceFrozen("the lines of an issued invoice never change")
+        return super().delete(*args, **kwargs)
 
 
 class InvoiceNumber(models.Model):
