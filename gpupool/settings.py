@@ -241,9 +241,20 @@ HEATMAP_CACHE = "shared"
 HEATMAP_CACHE_SECONDS = env_int("HEATMAP_CACHE_SECONDS", 5, minimum=1)
 
 # --- Slurm ------------------------------------------------------------------------------
-DEVCLUSTER_DIR = env_path("DEVCLUSTER_DIR", "/var/lib/gpupool/devcluster")
-SLURMRESTD_URL = env_str("SLURMRESTD_URL", "http://127.0.0.1:16820")
-SLURM_API_VERSION = env_str("SLURM_API_VERSION", "v0.0.41")
+# Which generation of the dev cluster the defaults below point at (deploy/devcluster/cluster.sh
+# with the same variable): 24.11 or 26.05, each with its own directory and REST port.
+DEVCLUSTER_RELEASES = {
+    "24.11": ("/var/lib/gpupool/devcluster", "http://127.0.0.1:16820"),
+    "26.05": ("/var/lib/gpupool/devcluster-26.05", "http://127.0.0.1:17820"),
+}
+SLURM_RELEASE = env_str("SLURM_RELEASE", "24.11")
+if SLURM_RELEASE not in DEVCLUSTER_RELEASES:
+    raise ImproperlyConfigured(f"SLURM_RELEASE must be one of {', '.join(DEVCLUSTER_RELEASES)}, not {SLURM_RELEASE!r}")
+DEVCLUSTER_DIR = env_path("DEVCLUSTER_DIR", DEVCLUSTER_RELEASES[SLURM_RELEASE][0])
+SLURMRESTD_URL = env_str("SLURMRESTD_URL", DEVCLUSTER_RELEASES[SLURM_RELEASE][1])
+# A data_parser version (v0.0.41, v0.0.42, v0.0.45), or `auto`: the newest the daemon serves
+# that the portal speaks (cluster/slurmrest/registry.py), asked once per process.
+SLURM_API_VERSION = env_str("SLURM_API_VERSION", "auto")
 SLURM_JWT_KEY_FILE = env_path("SLURM_JWT_KEY_FILE", DEVCLUSTER_DIR / "root/etc/slurm/jwt_hs256.key")
 SLURM_JWT_LIFETIME_SECONDS = env_int("SLURM_JWT_LIFETIME_SECONDS", 600, minimum=60)
 # The Slurm user whose token reads the whole cluster (nodes, every job) for the mirror.
