@@ -9,6 +9,7 @@ the caller whether to retry.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,7 +23,7 @@ from cluster.errors import (
     SlurmRequestError,
     SlurmTransientError,
 )
-from cluster.slurmrest.base import ApiAdapter, Json
+from cluster.slurmrest.base import ApiAdapter, Json, ServedApi, parse_openapi
 from cluster.tokens import TokenMinter
 from cluster.types import (
     TERMINAL_JOB_STATES,
@@ -54,6 +55,8 @@ _AUTH_ERRORS = {
 }
 _ACCESS_DENIED = 2002  # ESLURM_ACCESS_DENIED
 _INVALID_JOB_ID = 2017  # ESLURM_INVALID_JOB_ID
+_ALREADY_DONE = 2021  # ESLURM_ALREADY_DONE: the job ended before the cancel reached it
+_INVALID_RESERVATION = 2053  # ESLURM_RESERVATION_INVALID
 _AUTH_STATUSES = {401, 403, 511}
 
 
@@ -61,7 +64,7 @@ class SlurmRestClient:
     def __init__(
         self,
         base_url: str,
-        adapter: ApiAdapter,
+        adapter: ApiAdapter | Callable[[], ApiAdapter],
         minter: TokenMinter,
         *,
         user_name: str,
@@ -69,17 +72,25 @@ class SlurmRestClient:
         session: requests.Session | None = None,
     ):
         self.base_url = base_url.rstrip("/")
-        self.adapter = adapter
+        # An adapter, or a function that picks one on first use (version detection asks the
+        # daemon, so building a client never fails; its first call does, as any call may).
+        self._adapter = adapter
         self.minter = minter
         self.user_name = user_name
         self.timeout = timeout
         self._session = session or requests.Session()
 
+    @property
+    def adapter(self) -> ApiAdapter:
+        if not isinstance(self._adapter, ApiAdapter):
+            self._adapter = self._adapter()
+        return self._adapter
+
     def as_user(self, user_name: str) -> SlurmRestClient:
         """The same daemon, acting as another Slurm user (a job submitted so runs as them)."""
         return SlurmRestClient(
             self.base_url,
-            self.adapter,
+            self._adapter,
             self.minter,
             user_name=user_name,
             timeout=self.timeout,
@@ -156,21 +167,13 @@ class SlurmRestClient:
         and then read the job back to be sure.
         """
         payload = self._request("DELETE", self.adapter.slurm_path("jobs/"), body={"jobs": [str(int(job_id))]})
-        for status in payload.get("status", []):
-            error = status.get("error") or {}
-            code = int(error.get("code", 0) or 0)
+        for code, words in self.adapter.decode_cancel_refusals(payload):
             if code == _ACCESS_DENIED:
-                raise SlurmPermissionDenied(
-                    f"Slurm refused to cancel job {job_id}: {error.get('message') or error.get('string')}",
-                    error_number=code,
-                )
+                raise SlurmPermissionDenied(f"Slurm refused to cancel job {job_id}: {words}", error_number=code)
             if code == _INVALID_JOB_ID:
                 raise SlurmNotFound(f"job {job_id} does not exist", error_number=code)
-            if code:
-                raise SlurmRequestError(
-                    f"Slurm could not cancel job {job_id}: {error.get('message') or error.get('string')}",
-                    error_number=code,
-                )
+            if code != _ALREADY_DONE:
+                raise SlurmRequestError(f"Slurm could not cancel job {job_id}: {words}", error_number=code)
         job = self.get_job(job_id)
         if job.state not in TERMINAL_JOB_STATES and "CANCELLED" not in job.states and "COMPLETING" not in job.states:
             raise SlurmPermissionDenied(f"job {job_id} is still {job.state} after the cancel request")
@@ -184,6 +187,39 @@ class SlurmRestClient:
 
     def list_reservations(self) -> list[Reservation]:
         return self.adapter.decode_reservations(self._request("GET", self.adapter.slurm_path("reservations/")))
+
+    def create_gpu_reservation(
+        self,
+        name: str,
+        *,
+        gpu_type: str,
+        count: int,
+        users: Sequence[str],
+        start: datetime,
+        duration_minutes: int,
+        flags: Sequence[str] = (),
+    ) -> None:
+        """v0.0.43+ only (`adapter.reservation_writes`), and only as the SlurmUser: a user's
+        token is refused (422 / 2010)."""
+        body = self.adapter.encode_gpu_reservation(
+            name,
+            gpu_type=gpu_type,
+            count=count,
+            users=users,
+            start=start,
+            duration_minutes=duration_minutes,
+            flags=flags,
+        )
+        self._request("POST", self.adapter.slurm_path("reservation"), body=body)
+
+    def delete_reservation(self, name: str) -> None:
+        """Raises SlurmNotFound for a reservation Slurm does not hold (422 / 2053)."""
+        try:
+            self._request("DELETE", self.adapter.slurm_path(f"reservation/{name}"))
+        except SlurmRequestError as exc:
+            if exc.error_number == _INVALID_RESERVATION and not isinstance(exc, SlurmNotFound):
+                raise SlurmNotFound(exc.message, error_number=exc.error_number, status=exc.status) from exc
+            raise
 
     # --- accounting (slurmdbd) ----------------------------------------------------------
     def get_accounting(self, job_id: int) -> AccountingRecord:
@@ -213,13 +249,33 @@ class SlurmRestClient:
         params = {"start_time": wire(start, ceil=False), "end_time": wire(end, ceil=True)}
         return self.adapter.decode_accounting(self._request("GET", self.adapter.slurmdb_path("jobs/"), params=params))
 
-    def ping(self) -> Json:
-        """Reachability only: ping answers 200 even for a bad token, so never use it to test auth."""
-        return self._request("GET", self.adapter.slurm_path("ping/"))
+    def ping(self) -> bool:
+        """Whether slurmctld answers slurmrestd. Reachability only: ping answers 200 even for a
+        bad token, so never use it to test auth."""
+        return self.adapter.decode_controller_responding(self._request("GET", self.adapter.slurm_path("ping/")))
 
     def check_access(self) -> list[Node]:
         """An authenticated read (nodes): fails with SlurmAuthError on a rejected token."""
         return self.list_nodes()
+
+
+def discover(base_url: str, minter: TokenMinter, *, user_name: str, timeout: float = 10.0, session=None) -> ServedApi:
+    """The release and data_parser versions the daemon at `base_url` serves (`GET /openapi/v3`,
+    ~1.6 MB: read once per process, see cluster.services)."""
+    headers = {"X-SLURM-USER-NAME": user_name, "X-SLURM-USER-TOKEN": minter.token_for(user_name)}
+    what = "GET /openapi/v3"
+    try:
+        response = (session or requests).get(base_url.rstrip("/") + "/openapi/v3", headers=headers, timeout=timeout)
+    except requests.Timeout as exc:
+        raise SlurmTransientError(f"slurmrestd did not answer within {timeout}s ({what})") from exc
+    except requests.ConnectionError as exc:
+        raise SlurmTransientError(f"cannot reach slurmrestd at {base_url}: {exc}") from exc
+    try:
+        payload = response.json()
+    except ValueError:
+        payload = None
+    _raise_for_response(response.status_code, payload, what, response.text[:300])
+    return parse_openapi(payload)
 
 
 def _raise_for_response(status: int, payload: Any, what: str, text: str) -> None:

@@ -198,6 +198,9 @@ class V0041Adapter(ApiAdapter):
             for item in payload.get("reservations", [])
         ]
 
+    def decode_controller_responding(self, payload: Json) -> bool:
+        return any(item.get("pinged") == "UP" for item in payload.get("pings", []))
+
     def decode_accounting(self, payload: Json) -> list[AccountingRecord]:
         records = []
         for item in payload.get("jobs", []):

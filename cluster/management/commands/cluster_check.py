@@ -2,7 +2,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from cluster.errors import SlurmAuthError, SlurmError
-from cluster.services import rest_client
+from cluster.services import rest_client, served_api
 
 
 def format_gpus(node) -> str:
@@ -23,7 +23,12 @@ class Command(BaseCommand):
             raise CommandError(f"slurmrestd at {settings.SLURMRESTD_URL} rejected the token: {exc}") from exc
         except SlurmError as exc:
             raise CommandError(f"slurmrestd at {settings.SLURMRESTD_URL} cannot be used: {exc}") from exc
-        self.stdout.write(f"slurmrestd {settings.SLURMRESTD_URL} ({client.adapter.version}) as {client.user_name}: OK")
+        served = served_api()  # read once by the first call above; cached for the process
+        self.stdout.write(f"slurmrestd {settings.SLURMRESTD_URL} as {client.user_name}: OK")
+        self.stdout.write(
+            f"Slurm {served.release or '(release not reported)'}; API versions served: {', '.join(served.versions)}; "
+            f"in use: {client.adapter.version} (SLURM_API_VERSION={settings.SLURM_API_VERSION})"
+        )
         width = max((len(node.name) for node in nodes), default=4)
         self.stdout.write(f"{'NODE'.ljust(width)}  {'STATE':<22}  GPUS")
         by_type: dict[str, list[int]] = {}
