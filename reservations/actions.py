@@ -18,7 +18,8 @@ from django.utils import timezone
 from accounts.models import Profile
 from audit.log import record
 from cluster.errors import SlurmError
-from cluster.services import rest_client, slurm_cli
+from cluster.reservation_gateway import reservation_gateway
+from cluster.services import rest_client
 from plans.catalog import plan_for
 from reservations.capacity import availability, nearest_free_starts
 from reservations.models import CANCELLABLE, CapacityLock, Reservation, ReservationEvent, State
@@ -107,9 +108,7 @@ def _members(user, usernames, errors) -> list:
         errors.setdefault("members", []).append(f"At most {MAX_MEMBERS} members.")
         return []
     found = list(
-        get_user_model().objects.filter(
-            username__in=names, is_active=True, profile__cluster_username__isnull=False
-        )
+        get_user_model().objects.filter(username__in=names, is_active=True, profile__cluster_username__isnull=False)
     )
     missing = sorted(set(names) - {member.get_username() for member in found})
     if missing:
@@ -167,7 +166,8 @@ def approve(reservation_id: int, admin) -> Reservation:
         if free < reservation.gpu_count:
             return _fail(reservation, admin, f"Only {free} {reservation.gpu_type} GPUs are free in that window now.")
         name = reservation.slurm_reservation_name()
-        cli = slurm_cli()
+        # Over REST on Slurm 26.05, with scontrol on 24.11: the same call.
+        cli = reservation_gateway()
         try:
             cli.create_gpu_reservation(
                 name,
@@ -220,7 +220,7 @@ def cancel(reservation_id: int, user) -> Reservation:
         raise StateError("Only a reservation that has not started can be cancelled.")
     if reservation.state == State.APPROVED:
         try:
-            slurm_cli().delete_reservation(reservation.slurm_name)
+            reservation_gateway().delete_reservation(reservation.slurm_name)
         except SlurmError as exc:
             if "not found" not in exc.message and "invalid" not in exc.message.lower():
                 raise StateError(f"Slurm did not release the GPUs: {exc.public_message}") from exc
@@ -301,16 +301,14 @@ def usable_for_job(user, reservation_id, *, gpu_type: str, gpus: int, time_limit
     field: the user's own or shared with them, approved or active, the same GPU type, no more
     GPUs than it holds, and a time limit that ends with it (Slurm ends a running job when its
     reservation ends, ResvOverRun=0, so a longer limit would only be cut short)."""
+
     def refused(message: str) -> ReservationError:
         return ReservationError({"reservation": [message]})
 
     if isinstance(reservation_id, bool) or not str(reservation_id).isdigit():
         raise refused("Give the number of one of your reservations.")
     reservation = (
-        Reservation.objects.filter(pk=int(reservation_id))
-        .filter(Q(user=user) | Q(members=user))
-        .distinct()
-        .first()
+        Reservation.objects.filter(pk=int(reservation_id)).filter(Q(user=user) | Q(members=user)).distinct().first()
     )
     if reservation is None:
         raise refused("No such reservation of yours.")

@@ -328,7 +328,7 @@ def test_an_approval_slurm_refuses_answers_the_failed_reservation(alice, admin_u
         def create_gpu_reservation(self, name, **kwargs):
             raise SlurmCommandError("Requested nodes are busy")
 
-    monkeypatch.setattr(actions, "slurm_cli", lambda: RefusingCli())
+    monkeypatch.setattr(actions, "reservation_gateway", lambda: RefusingCli())
     reservation = row(alice)
 
     response = post(api_client_for(admin_user), f"{URL}{reservation.pk}/approve")

@@ -66,7 +66,7 @@ class StandInSlurm:
 
 @pytest.fixture
 def fuzz_admin(admin_user, alice, monkeypatch):
-    monkeypatch.setattr(actions, "slurm_cli", StandInSlurm)
+    monkeypatch.setattr(actions, "reservation_gateway", StandInSlurm)
     monkeypatch.setattr(actions, "maintenance_holds", lambda: [])
     for name in ("gpu-a100-01", "gpu-a100-02"):
         Node.objects.create(name=name, state="IDLE", gpus=[{"type": "a100", "count": 4, "used_indexes": []}])
