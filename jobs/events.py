@@ -13,6 +13,7 @@ from channels.layers import get_channel_layer
 
 from jobs.models import Job
 from jobs.reasons import explain_reason
+from jobs.signals import job_changed
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,9 @@ def publish_job_update(job_id: int) -> None:
     job = Job.objects.filter(pk=job_id).first()
     if job is None or job.owner_id is None:
         return
+    for receiver, outcome in job_changed.send_robust(sender=Job, job=job):
+        if isinstance(outcome, Exception):
+            log.error("receiver %s of job %s's change failed", receiver, job_id, exc_info=outcome)
     layer = get_channel_layer()
     try:
         async_to_sync(layer.group_send)(user_group(job.owner_id), {"type": "job.update", "job": job_payload(job)})
