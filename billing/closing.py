@@ -1,0 +1,119 @@
+"""Closing a month: every draft of the month is issued once the month is over.
+
+The beat task `close_month` runs hourly. A month is closed once it has ended in the billing
+zone and `BILLING_CLOSE_GRACE` (default 2 h, for slurmdbd's late records) has passed. Then:
+1. users who owe a plan fee for the month but have no invoice for it yet (no usage) get a
+   draft, so they are invoiced too;
+2. every draft of that month or earlier is issued (`invoicing.issue_invoice`), one
+   transaction each, under its row lock.
+Safe to run twice: the second run finds no drafts (issuing skips what is already issued), and
+a user whose invoice of the month exists (even void) gets no second one from the closer.
+Usage charged after its month was issued goes on the next month's draft (billing.drafts).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from billing import invoicing
+from billing.drafts import month_bounds, month_of
+from billing.models import Invoice
+from plans.models import Subscription
+
+log = logging.getLogger(__name__)
+
+
+def grace() -> timedelta:
+    return getattr(settings, "BILLING_CLOSE_GRACE", timedelta(hours=2))
+
+
+def previous_month(period: date) -> date:
+    return date(period.year - 1, 12, 1) if period.month == 1 else date(period.year, period.month - 1, 1)
+
+
+def closable_month(now: datetime) -> date:
+    """The latest month whose end, plus the grace period, is not after `now`."""
+    return previous_month(month_of(now - grace()))
+
+
+@dataclass(frozen=True)
+class Closing:
+    period: date
+    drafts_created: int
+    issued: list[str]
+
+
+def fee_payers_without_invoice(period: date) -> list[int]:
+    """Users with a charged plan-fee day in the month and no invoice of the month at all."""
+    invoiced = Invoice.objects.filter(period=period).values("user_id")
+    candidates = (
+        invoicing.month_subscriptions(period)
+        .filter(plan__monthly_price__gt=0, status=Subscription.Status.ACTIVE)
+        .exclude(user_id__in=invoiced)
+        .values("user_id")
+    )
+    rows = list(invoicing.month_subscriptions(period, candidates))
+    by_user: dict[int, list] = {}
+    for row in rows:
+        by_user.setdefault(row.user_id, []).append(row)
+    return sorted(
+        user_id
+        for user_id, user_rows in by_user.items()
+        if invoicing.charged_stretches(invoicing.day_stretches(user_rows, period))
+    )
+
+
+def _create_draft(user_id: int, period: date) -> bool:
+    try:
+        with transaction.atomic():
+            if Invoice.objects.filter(user_id=user_id, period=period).exists():
+                return False
+            Invoice.objects.create(user_id=user_id, period=period)
+    except IntegrityError:
+        return False  # charging made it meanwhile: it is issued below all the same
+    return True
+
+
+def close(period: date, *, now: datetime | None = None) -> Closing:
+    """Issue every draft of `period` and earlier; refused (ValueError) before the month may close."""
+    now = now or timezone.now()
+    if month_bounds(period)[1] + grace() > now:
+        raise ValueError(f"{period:%Y-%m} cannot close before {month_bounds(period)[1] + grace():%Y-%m-%d %H:%M %Z}")
+    created = sum(_create_draft(user_id, period) for user_id in fee_payers_without_invoice(period))
+    issued = []
+    drafts = Invoice.objects.filter(status=Invoice.Status.DRAFT, period__lte=period).order_by("period", "id")
+    for invoice_id in drafts.values_list("pk", flat=True):
+        invoice = invoicing.issue_invoice(invoice_id)
+        issued.append(invoice.number)
+    return Closing(period=period, drafts_created=created, issued=issued)
+
+
+@shared_task
+def close_month(period: str | None = None) -> str:
+    """Beat, hourly: close the latest month that may close (or `period`, "YYYY-MM")."""
+    if period:
+        year, month = (int(part) for part in period.split("-"))
+        target = date(year, month, 1)
+    else:
+        target = closable_month(timezone.now())
+    result = close(target)
+    if result.issued:
+        log.info("closed %s: %d invoices issued", f"{target:%Y-%m}", len(result.issued))
+    return f"{target:%Y-%m}: {result.drafts_created} drafts created, {len(result.issued)} issued"
+
+
+@shared_task
+def refresh_drafts() -> int:
+    """Beat: rebuild the lines of drafts with usage charged since they were last built."""
+    count = 0
+    for invoice_id in invoicing.stale_drafts().values_list("pk", flat=True):
+        invoicing.refresh_draft(invoice_id)
+        count += 1
+    return count

@@ -1,0 +1,602 @@
+"""Invoice lines from usage records and subscriptions; issuing, voiding.
+
+A draft's lines are rebuilt from scratch (`refresh_draft`) from two sources, under the draft's
+row lock, and frozen with the totals and a number when it is issued (`issue_invoice`).
+
+**Days** (plan fees). Billing months are calendar months in the billing zone
+(`billing.drafts.billing_zone`). A day belongs to the subscription row that held it at the
+start of the day, 00:00 in the billing zone: a plan changed, paused or resumed at 14:00 takes
+effect for fees the next day; a subscription started at 10:00 on the 5th pays from the 6th.
+Consecutive days held by the same plan in the same state form a *stretch*:
+- an active stretch of a plan with a monthly price is one fee line: price x days / days of the
+  month (`pricing.pro_rata`); a whole month is the price itself. An upgrade or downgrade
+  mid-month gives two stretches, so two fee lines, one per plan; a pause and resume gives two
+  stretches of the same plan;
+- a paused stretch is not charged; it is shown as a note line (amount 0);
+- cancelled stretches, days without a subscription and free plans are not charged.
+The fee is the plan's monthly price when the lines are built (frozen at issue).
+
+**Usage** (one aggregate query over the invoice's usage records, grouped by plan, GPU type and
+prices; each record was priced and split when it was charged, see billing/models/usage.py):
+- included: GPU-seconds covered by the plan's included hours, amount 0;
+- GPU time: billable + credit-covered GPU-seconds x the GPU price. Under a plan with a monthly
+  fee (Pro) this is an *overage* line: use beyond the plan at list prices; otherwise (Enterprise,
+  pay per second) a GPU-time line;
+- GPU memory (GB-s) and NVMe cache (GB-h) of the billable share, at their prices (the quantity
+  shown is the records' amount / price; the amount is the records' exact amount);
+- credits applied: minus the credit-covered GPU-seconds x the GPU price, one line per GPU-time
+  line, naming the credits ledger's spend entries (`credit_entry_ids`: the seam for the credits
+  issue); a line per group keeps each group's net at 0 or more after rounding;
+- "GPU-seconds only: no telemetry": a note where whole-GPU runs had no GPU-memory samples and
+  were charged for GPU-seconds only;
+- volume discount (plans in `VOLUME_DISCOUNT_PLANS`, i.e. Enterprise): `pricing.volume_discount`
+  of that plan's month: its rounded usage lines net of its credits (>= $5,000: 5 %, >= $10,000:
+  10 % of the whole), a negative line.
+The free plan bills nothing: its usage shows as included, its fee is 0.
+
+**Rounding** (pricing's one rule): every line's exact amount is rounded half-up to the cent on
+its own (`pricing.to_cents`); subtotal = the fee and usage lines, discount and credits = their
+lines, total = the sum of all rounded lines. Lines of quantity and amount 0 are left out.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Count, DecimalField, F, Q, Sum
+from django.utils import timezone
+
+from audit.log import record
+from billing.drafts import billing_zone, month_bounds
+from billing.models import Invoice, InvoiceLine, InvoiceNumber, UsageRecord
+from billing.pricing import days_in_month, pro_rata, to_cents, volume_discount
+from plans.models import Plan, Subscription
+
+Kind = InvoiceLine.Kind
+ZERO = Decimal(0)
+# Plans whose month of usage earns PRODUCT.md's volume discount.
+VOLUME_DISCOUNT_PLANS = frozenset({"enterprise"})
+NUMBER_FORMAT = "GP-{year}-{number:06d}"
+SUMMARY_KINDS = {Kind.DISCOUNT: "discount", Kind.CREDITS: "credits"}
+
+
+class InvoiceStateError(Exception):
+    """The invoice is not in a state that allows this (e.g. voiding a draft)."""
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """Consecutive days of one month held by one plan in one state (see the docstring)."""
+
+    plan_code: str
+    plan_name: str
+    monthly_price: Decimal
+    status: str
+    first_day: date
+    last_day: date
+
+    @property
+    def days(self) -> int:
+        return (self.last_day - self.first_day).days + 1
+
+
+@dataclass(frozen=True)
+class DraftLine:
+    kind: str
+    description: str
+    quantity: Decimal
+    unit: str
+    unit_price: Decimal
+    amount: Decimal  # rounded to the cent
+    gpu_type: str = ""
+    plan: str = ""
+    credit_entry_ids: tuple[int, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class UsageGroup:
+    """The invoice's usage records of one plan, GPU type and set of prices, summed in SQL."""
+
+    plan: str
+    gpu_type: str
+    gpu_price: Decimal
+    memory_price: Decimal
+    nvme_price: Decimal
+    runs: int
+    included_gpu_seconds: int
+    credit_gpu_seconds: int
+    billable_gpu_seconds: int
+    amount_gpu: Decimal
+    amount_memory: Decimal
+    amount_nvme: Decimal
+    credit_value: Decimal
+    runs_without_telemetry: int
+    gpu_seconds_without_telemetry: int
+
+    @property
+    def key(self) -> tuple:
+        return (self.plan, self.gpu_type, self.gpu_price)
+
+
+@dataclass(frozen=True)
+class PlanFacts:
+    name: str
+    monthly_price: Decimal
+    included_hours: dict[str, int]
+
+
+# --- days ------------------------------------------------------------------------------------
+
+
+def day_stretches(rows, period: date) -> list[Stretch]:
+    """The month's stretches from subscription rows (any iterable of objects with `plan`,
+    `status`, `started_at`, `ended_at`): each day goes to the row holding its 00:00 in the
+    billing zone; days no row holds are left out."""
+    zone = billing_zone()
+    rows = sorted(rows, key=lambda row: row.started_at)
+    stretches: list[Stretch] = []
+    current = None  # (row key, first day, last day, row)
+    for day_number in range(1, days_in_month(period.year, period.month) + 1):
+        day = period.replace(day=day_number)
+        midnight = datetime(day.year, day.month, day.day, tzinfo=zone)
+        holder = next(
+            (
+                row
+                for row in reversed(rows)
+                if row.started_at <= midnight and (row.ended_at is None or row.ended_at > midnight)
+            ),
+            None,
+        )
+        key = None if holder is None else (holder.plan.code, holder.status)
+        if current is not None and current[0] == key:
+            current = (key, current[1], day, current[3])
+            continue
+        if current is not None and current[0] is not None:
+            stretches.append(_stretch(current))
+        current = (key, day, day, holder)
+    if current is not None and current[0] is not None:
+        stretches.append(_stretch(current))
+    return stretches
+
+
+def _stretch(current) -> Stretch:
+    _key, first, last, row = current
+    return Stretch(row.plan.code, row.plan.name, row.plan.monthly_price, row.status, first, last)
+
+
+def month_subscriptions(period: date, user_ids=None):
+    """Subscription rows that overlap the month (of `user_ids`: ids or a subquery), with plans."""
+    start, end = month_bounds(period)
+    rows = Subscription.objects.filter(started_at__lt=end).filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
+    if user_ids is not None:
+        rows = rows.filter(user_id__in=user_ids)
+    return rows.select_related("plan")
+
+
+def charged_stretches(stretches) -> list[Stretch]:
+    return [s for s in stretches if s.status == Subscription.Status.ACTIVE and s.monthly_price > 0]
+
+
+# --- lines (pure) ----------------------------------------------------------------------------
+
+
+def _day_span(stretch: Stretch) -> str:
+    if stretch.first_day == stretch.last_day:
+        return f"{stretch.first_day:%-d %b %Y}"
+    return f"{stretch.first_day:%-d}–{stretch.last_day:%-d %b %Y}"
+
+
+def fee_lines(stretches, period: date) -> list[DraftLine]:
+    month_days = days_in_month(period.year, period.month)
+    lines = []
+    for stretch in stretches:
+        if stretch.monthly_price <= 0:
+            continue
+        if stretch.status == Subscription.Status.ACTIVE:
+            whole = stretch.days == month_days
+            lines.append(
+                DraftLine(
+                    kind=Kind.PLAN_FEE,
+                    description=f"{stretch.plan_name} plan, {_day_span(stretch)}"
+                    + ("" if whole else f" ({stretch.days} of {month_days} days)"),
+                    quantity=pro_rata(Decimal(1), stretch.days, month_days),
+                    unit="month",
+                    unit_price=stretch.monthly_price,
+                    amount=to_cents(pro_rata(stretch.monthly_price, stretch.days, month_days)),
+                    plan=stretch.plan_code,
+                )
+            )
+        elif stretch.status == Subscription.Status.PAUSED:
+            lines.append(
+                DraftLine(
+                    kind=Kind.NOTE,
+                    description=f"{stretch.plan_name} plan paused, {_day_span(stretch)} "
+                    f"({stretch.days} days): not charged",
+                    quantity=Decimal(stretch.days),
+                    unit="day",
+                    unit_price=ZERO,
+                    amount=ZERO,
+                    plan=stretch.plan_code,
+                )
+            )
+    return lines
+
+
+def _hours(seconds: int) -> str:
+    return f"{Decimal(seconds) / 3600:,.2f} h"
+
+
+def _per_unit(amount: Decimal, price: Decimal) -> Decimal:
+    """The billed quantity behind an exact amount at one price (12 places; display only)."""
+    if price <= 0:
+        return ZERO
+    return (amount / price).quantize(Decimal("1e-12"))
+
+
+def usage_lines(groups, plans: dict[str, PlanFacts]) -> list[DraftLine]:
+    lines: list[DraftLine] = []
+    for group in sorted(groups, key=lambda g: (g.gpu_type, g.plan, g.gpu_price, g.memory_price, g.nvme_price)):
+        facts = plans.get(group.plan) or PlanFacts(group.plan or "no plan", ZERO, {})
+        label = group.gpu_type.upper() if group.gpu_type else "No GPU"
+        common = {"gpu_type": group.gpu_type, "plan": group.plan}
+        if group.included_gpu_seconds:
+            allowance = facts.included_hours.get(group.gpu_type)
+            of = f" of {allowance} h included in {facts.name}" if allowance else f" included in {facts.name}"
+            lines.append(
+                DraftLine(
+                    Kind.INCLUDED,
+                    f"{label}: {_hours(group.included_gpu_seconds)}{of}",
+                    Decimal(group.included_gpu_seconds),
+                    "GPU-s",
+                    ZERO,
+                    ZERO,
+                    **common,
+                )
+            )
+        gpu_seconds = group.billable_gpu_seconds + group.credit_gpu_seconds
+        if gpu_seconds or group.amount_gpu:
+            overage = facts.monthly_price > 0
+            lines.append(
+                DraftLine(
+                    Kind.OVERAGE if overage else Kind.GPU,
+                    f"{label} GPU time beyond the {facts.name} plan (list prices)"
+                    if overage
+                    else f"{label} GPU time ({facts.name})",
+                    Decimal(gpu_seconds),
+                    "GPU-s",
+                    group.gpu_price,
+                    to_cents(group.amount_gpu + group.credit_value),
+                    **common,
+                )
+            )
+        if group.amount_memory:
+            lines.append(
+                DraftLine(
+                    Kind.GPU_MEMORY,
+                    f"{label} GPU memory",
+                    _per_unit(group.amount_memory, group.memory_price),
+                    "GB-s",
+                    group.memory_price,
+                    to_cents(group.amount_memory),
+                    **common,
+                )
+            )
+        if group.amount_nvme:
+            lines.append(
+                DraftLine(
+                    Kind.NVME,
+                    f"{label} NVMe cache",
+                    _per_unit(group.amount_nvme, group.nvme_price),
+                    "GB-h",
+                    group.nvme_price,
+                    to_cents(group.amount_nvme),
+                    **common,
+                )
+            )
+        if group.runs_without_telemetry:
+            runs = group.runs_without_telemetry
+            lines.append(
+                DraftLine(
+                    Kind.NOTE,
+                    f"{label}: GPU-seconds only: no telemetry ({runs} run{'s' if runs != 1 else ''}, "
+                    f"{group.gpu_seconds_without_telemetry:,} GPU-s without GPU-memory samples)",
+                    Decimal(group.gpu_seconds_without_telemetry),
+                    "GPU-s",
+                    ZERO,
+                    ZERO,
+                    **common,
+                )
+            )
+    return lines
+
+
+def credit_lines(groups, credit_entries: dict[tuple, list[int]]) -> list[DraftLine]:
+    lines = []
+    for group in sorted(groups, key=lambda g: (g.gpu_type, g.plan, g.gpu_price)):
+        if not group.credit_gpu_seconds:
+            continue
+        label = group.gpu_type.upper() if group.gpu_type else "No GPU"
+        lines.append(
+            DraftLine(
+                Kind.CREDITS,
+                f"Credits applied: {label}, {group.credit_gpu_seconds:,} GPU-seconds",
+                Decimal(group.credit_gpu_seconds),
+                "GPU-s",
+                group.gpu_price,
+                -to_cents(group.credit_value),
+                gpu_type=group.gpu_type,
+                plan=group.plan,
+                credit_entry_ids=tuple(sorted(set(credit_entries.get(group.key, ())))),
+            )
+        )
+    return lines
+
+
+def discount_lines(lines, plans: dict[str, PlanFacts]) -> list[DraftLine]:
+    """The volume discount of each plan in VOLUME_DISCOUNT_PLANS, on its month net of credits."""
+    spend: dict[str, Decimal] = defaultdict(Decimal)
+    for line in lines:
+        if line.plan in VOLUME_DISCOUNT_PLANS and line.kind != Kind.PLAN_FEE:
+            spend[line.plan] += line.amount
+    found = []
+    for plan, month_spend in sorted(spend.items()):
+        discount = volume_discount(max(month_spend, ZERO))
+        if not discount.rate:
+            continue
+        name = plans[plan].name if plan in plans else plan
+        found.append(
+            DraftLine(
+                Kind.DISCOUNT,
+                f"Volume discount: {discount.rate * 100:.0f} % of ${month_spend:,.2f} {name} usage this month",
+                month_spend,
+                "USD",
+                discount.rate,
+                -to_cents(discount.amount),
+                plan=plan,
+            )
+        )
+    return found
+
+
+def build_lines(period, stretches, groups, plans, credit_entries) -> list[DraftLine]:
+    """Every line of an invoice, in order: fees, usage by GPU type, credits, discounts."""
+    lines = fee_lines(stretches, period) + usage_lines(groups, plans)
+    lines += credit_lines(groups, credit_entries)
+    lines += discount_lines(lines, plans)
+    return [line for line in lines if line.quantity or line.amount]
+
+
+@dataclass(frozen=True)
+class Totals:
+    subtotal: Decimal
+    discount: Decimal
+    credits: Decimal
+    total: Decimal
+
+
+def totals(lines) -> Totals:
+    discount = sum((line.amount for line in lines if line.kind == Kind.DISCOUNT), ZERO)
+    credits = sum((line.amount for line in lines if line.kind == Kind.CREDITS), ZERO)
+    total = sum((line.amount for line in lines), ZERO)
+    return Totals(subtotal=total - discount - credits, discount=discount, credits=credits, total=total)
+
+
+# --- reading the database ----------------------------------------------------------------------
+
+
+def usage_groups(invoice_id: int) -> list[UsageGroup]:
+    """The invoice's usage records summed in one query, by plan, GPU type and prices."""
+    money = DecimalField(max_digits=30, decimal_places=12)
+    no_telemetry = Q(gpu_memory_source=UsageRecord.MemorySource.NONE, gpu_seconds__gt=0)
+    rows = (
+        UsageRecord.objects.filter(invoice_id=invoice_id)
+        .values("plan", "gpu_type", "gpu_price", "memory_price", "nvme_price")
+        .annotate(
+            runs=Count("id"),
+            sum_included_gpu_seconds=Sum("included_gpu_seconds"),
+            sum_credit_gpu_seconds=Sum("credit_gpu_seconds"),
+            sum_billable_gpu_seconds=Sum("billable_gpu_seconds"),
+            sum_amount_gpu=Sum("amount_gpu"),
+            sum_amount_memory=Sum("amount_memory"),
+            sum_amount_nvme=Sum("amount_nvme"),
+            sum_credit_value=Sum(F("credit_gpu_seconds") * F("gpu_price"), output_field=money),
+            runs_without_telemetry=Count("id", filter=no_telemetry),
+            sum_gpu_seconds_without_telemetry=Sum("gpu_seconds", filter=no_telemetry),
+        )
+        .order_by("plan", "gpu_type", "gpu_price", "memory_price", "nvme_price")
+    )
+    return [_group(row) for row in rows]
+
+
+def _group(row: dict) -> UsageGroup:
+    def number(name):
+        return row[name] or 0
+
+    def money(name):
+        return Decimal(row[name] or 0)
+
+    return UsageGroup(
+        plan=row["plan"],
+        gpu_type=row["gpu_type"],
+        gpu_price=row["gpu_price"],
+        memory_price=row["memory_price"],
+        nvme_price=row["nvme_price"],
+        runs=row["runs"],
+        included_gpu_seconds=number("sum_included_gpu_seconds"),
+        credit_gpu_seconds=number("sum_credit_gpu_seconds"),
+        billable_gpu_seconds=number("sum_billable_gpu_seconds"),
+        amount_gpu=money("sum_amount_gpu"),
+        amount_memory=money("sum_amount_memory"),
+        amount_nvme=money("sum_amount_nvme"),
+        credit_value=money("sum_credit_value"),
+        runs_without_telemetry=row["runs_without_telemetry"],
+        gpu_seconds_without_telemetry=number("sum_gpu_seconds_without_telemetry"),
+    )
+
+
+def credit_entries(invoice_id: int) -> dict[tuple, list[int]]:
+    entries: dict[tuple, list[int]] = defaultdict(list)
+    rows = (
+        UsageRecord.objects.filter(invoice_id=invoice_id, credit_entry_id__isnull=False)
+        .values_list("plan", "gpu_type", "gpu_price", "credit_entry_id")
+        .distinct()
+    )
+    for plan, gpu_type, gpu_price, entry in rows:
+        entries[(plan, gpu_type, gpu_price)].append(entry)
+    return entries
+
+
+def plan_facts(codes) -> dict[str, PlanFacts]:
+    plans = Plan.objects.filter(code__in=set(codes)).prefetch_related("gpu_types")
+    return {
+        plan.code: PlanFacts(
+            name=plan.name,
+            monthly_price=plan.monthly_price,
+            included_hours={row.gpu_type: row.included_hours for row in plan.gpu_types.all() if row.included_hours},
+        )
+        for plan in plans
+    }
+
+
+def lines_for(invoice: Invoice) -> list[DraftLine]:
+    """The lines the invoice's records and the month's subscriptions give now (no writes)."""
+    stretches = day_stretches(month_subscriptions(invoice.period, [invoice.user_id]), invoice.period)
+    groups = usage_groups(invoice.pk)
+    plans = plan_facts([group.plan for group in groups] + [stretch.plan_code for stretch in stretches])
+    return build_lines(invoice.period, stretches, groups, plans, credit_entries(invoice.pk))
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def _rebuild(invoice: Invoice) -> Totals:
+    """Replace a locked draft's lines and totals."""
+    lines = lines_for(invoice)
+    InvoiceLine.objects.filter(invoice=invoice).delete()
+    InvoiceLine.objects.bulk_create(
+        InvoiceLine(
+            invoice=invoice,
+            position=position,
+            kind=line.kind,
+            gpu_type=line.gpu_type,
+            plan=line.plan,
+            description=line.description[:200],
+            quantity=line.quantity,
+            unit=line.unit,
+            unit_price=line.unit_price,
+            amount=line.amount,
+            credit_entry_ids=list(line.credit_entry_ids),
+        )
+        for position, line in enumerate(lines, start=1)
+    )
+    sums = totals(lines)
+    now = timezone.now()
+    Invoice.objects.filter(pk=invoice.pk, status=Invoice.Status.DRAFT).update(
+        subtotal=sums.subtotal, discount=sums.discount, credits=sums.credits, total=sums.total, refreshed_at=now
+    )
+    invoice.subtotal, invoice.discount, invoice.credits, invoice.total = (
+        sums.subtotal,
+        sums.discount,
+        sums.credits,
+        sums.total,
+    )
+    invoice.refreshed_at = now
+    return sums
+
+
+def _locked(invoice_id: int) -> Invoice:
+    return Invoice.objects.select_for_update().get(pk=invoice_id)
+
+
+def refresh_draft(invoice_id: int) -> Invoice:
+    """Rebuild a draft's lines and totals from its records and the month's subscriptions,
+    under its row lock. An invoice no longer a draft is returned as it is (idempotent)."""
+    with transaction.atomic():
+        invoice = _locked(invoice_id)
+        if invoice.status == Invoice.Status.DRAFT:
+            _rebuild(invoice)
+        return invoice
+
+
+def next_number(year: int) -> str:
+    """The year's next invoice number, gapless: the counter row is locked until the caller's
+    transaction ends, so a rolled-back issue gives its number back."""
+    InvoiceNumber.objects.bulk_create([InvoiceNumber(year=year)], ignore_conflicts=True)
+    counter = InvoiceNumber.objects.select_for_update().get(year=year)
+    counter.last += 1
+    counter.save(update_fields=["last"])
+    return NUMBER_FORMAT.format(year=year, number=counter.last)
+
+
+def invoice_state(invoice: Invoice) -> dict:
+    """An invoice as the audit log keeps it."""
+    return {
+        "number": invoice.number,
+        "user": invoice.user_id,
+        "period": invoice.period.isoformat(),
+        "status": invoice.status,
+        "total": str(invoice.total),
+    }
+
+
+def issue_invoice(invoice_id: int, *, actor=None) -> Invoice:
+    """Refresh, freeze and number a draft (issued); a total of 0 is paid at once. Under the
+    draft's row lock, so a record being charged is on this invoice or on a later draft.
+    An invoice already issued is returned as it is (closing may run twice)."""
+    with transaction.atomic():
+        invoice = _locked(invoice_id)
+        if invoice.status != Invoice.Status.DRAFT:
+            return invoice
+        sums = _rebuild(invoice)
+        now = timezone.now()
+        number = next_number(now.astimezone(billing_zone()).year)
+        paid = sums.total <= 0
+        Invoice.objects.filter(pk=invoice.pk, status=Invoice.Status.DRAFT).update(
+            status=Invoice.Status.PAID if paid else Invoice.Status.ISSUED,
+            number=number,
+            issued_at=now,
+            paid_at=now if paid else None,
+        )
+        invoice.refresh_from_db()
+        record(actor, "invoice.issue", f"invoice:{number}", after=invoice_state(invoice))
+    return invoice
+
+
+def void_invoice(invoice_id: int, actor, reason: str) -> Invoice:
+    """issued -> void, with the reason the owner reads; audited. The number stays used."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValueError("a reason is required to void an invoice")
+    if len(reason) > 200:
+        raise ValueError("the reason is at most 200 characters")
+    with transaction.atomic():
+        invoice = _locked(invoice_id)
+        before = invoice_state(invoice)
+        changed = Invoice.objects.filter(pk=invoice.pk, status=Invoice.Status.ISSUED).update(
+            status=Invoice.Status.VOID, voided_at=timezone.now(), void_reason=reason
+        )
+        if not changed:
+            raise InvoiceStateError(f"only an issued, unpaid invoice can be voided; this one is {invoice.status}")
+        invoice.refresh_from_db()
+        record(
+            actor,
+            "invoice.void",
+            f"invoice:{invoice.number}",
+            before=before,
+            after=invoice_state(invoice),
+            reason=reason,
+        )
+    return invoice
+
+
+def stale_drafts():
+    """Drafts never built, or with records charged since their lines were last built."""
+    return (
+        Invoice.objects.filter(status=Invoice.Status.DRAFT)
+        .filter(Q(refreshed_at__isnull=True) | Q(usage_records__charged_at__gt=F("refreshed_at")))
+        .distinct()
+    )
