@@ -21,8 +21,11 @@ What slurmdbd records (seen on the 24.11 dev cluster), and what follows here:
 - Shard jobs are recorded as `gres/shard=3` without a GPU type; the type is read from a
   `gres/shard:<type>` entry when slurmdbd tracks one, else from the node the run was on
   (`node_types`), else it is "" (unknown).
-- Billing should meter only `record.is_settled` records: slurmdbd may record a run's end
-  before its start and allocation (`settled` below keeps the others out).
+- Billing should meter only `record.run_is_settled` records: slurmdbd may record a run's end
+  before its start and allocation (`settled` below keeps the others out). A requeued job's
+  earlier run is settled for billing (`run_is_settled`) but not `is_settled`: the job is
+  not over.
+- NVMe cache (the count-only GRES `gres/nvme`, in GB per node): GB-seconds = GB x seconds.
 """
 
 from __future__ import annotations
@@ -210,6 +213,11 @@ def gpus_allocated_at(records: Iterable[AccountingRecord], moment: datetime) -> 
         for gpu_type, count in gpus_by_type(record).items():
             held[gpu_type] = held.get(gpu_type, 0) + count
     return dict(sorted(held.items()))
+
+
+def nvme_gb_seconds(record: AccountingRecord, start: datetime, end: datetime, *, now: datetime) -> int:
+    """NVMe cache GB-seconds of the run inside [start, end): GB held x seconds."""
+    return record.nvme_gb * seconds_in_window(record, start, end, now=now)
 
 
 def settled(records: Iterable[AccountingRecord]) -> list[AccountingRecord]:

@@ -149,3 +149,49 @@ def job_gpu_indexes(gres_detail_entry: str) -> tuple[int, ...]:
                 if used.isdigit() and int(used) > 0:
                     indexes.add(position)
     return tuple(sorted(indexes))
+
+
+# A GRES type name as it may appear in a request ("a100", "rtx4090").
+_GRES_TYPE_NAME = re.compile(r"[a-z0-9_]{1,32}")
+
+
+def build_tres_per_node(gpu_type: str, *, gpus: int = 0, shards: int = 0, nvme_gb: int = 0) -> str:
+    """Slurm's `tres_per_node` for a portal job, the one place it is written (every REST
+    adapter version sends `JobSubmission.tres_per_node` as it is): whole GPUs or shards of one
+    GPU type, then the NVMe cache in GB when asked for (a count-only GRES):
+    "gres/gpu:a100:2", "gres/shard:a100:3,gres/nvme:500". The GPU part comes first, so
+    readers that look at the first item see the GPU request."""
+    if not _GRES_TYPE_NAME.fullmatch(gpu_type or ""):
+        raise ValueError(f"not a GPU type name: {gpu_type!r}")
+    for name, value in (("gpus", gpus), ("shards", shards), ("nvme_gb", nvme_gb)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a whole number, 0 or more")
+    if gpus > 0 and shards > 0:
+        raise ValueError("a request is whole GPUs or shards, not both")
+    if gpus > 0:
+        items = [f"gres/gpu:{gpu_type}:{gpus}"]
+    elif shards > 0:
+        items = [f"gres/shard:{gpu_type}:{shards}"]
+    else:
+        raise ValueError("a GPU request needs a GPU count or shards")
+    if nvme_gb > 0:
+        # A plain count: Slurm reads "500G" as 500 x 1024^3.
+        items.append(f"gres/nvme:{nvme_gb}")
+    return ",".join(items)
+
+
+def requested_items(tres_per_node: str | None) -> dict[str, int]:
+    """What a `tres_per_node` asks for per node, by GRES name and type:
+    "gres/shard:a100:3,gres/nvme:500" -> {"shard:a100": 3, "nvme": 500}."""
+    items = parse_gres(",".join(part.strip().removeprefix("gres/") for part in (tres_per_node or "").split(",")))
+    return {f"{item.name}:{item.gres_type}" if item.gres_type else item.name: item.count for item in items}
+
+
+def requested_shards(tres_per_node: str | None) -> int:
+    """The shards a `tres_per_node` asks for per node (0 for whole GPUs)."""
+    return sum(count for key, count in requested_items(tres_per_node).items() if key.split(":")[0] == "shard")
+
+
+def requested_nvme_gb(tres_per_node: str | None) -> int:
+    """The NVMe cache in GB a `tres_per_node` asks for per node (0 when none)."""
+    return requested_items(tres_per_node).get("nvme", 0)

@@ -24,6 +24,9 @@ TERMINAL_JOB_STATES = frozenset(
     }
 )
 
+# The state flag slurmdbd puts on a requeued job's earlier run ("PENDING", "REQUEUED").
+REQUEUED_FLAG = "REQUEUED"
+
 
 @dataclass(frozen=True)
 class GpuGroup:
@@ -157,12 +160,30 @@ class AccountingRecord:
         return self.allocated_tres.get("gres/gpu", 0)
 
     @property
+    def nvme_gb(self) -> int:
+        """GB of NVMe cache the run held (the count-only GRES `gres/nvme`), 0 without one."""
+        return max(0, self.allocated_tres.get("gres/nvme", 0))
+
+    @property
     def is_settled(self) -> bool:
-        """slurmdbd has the whole run. It hears of a job's start and end in separate messages
-        and may record the end first (seen on 24.11 for an 8 s job: COMPLETED with elapsed 0
-        and no allocated TRES, fixed a few seconds later), so an ended run whose elapsed time
-        disagrees with its start and end, or that holds no TRES, is not final yet."""
-        if self.state not in TERMINAL_JOB_STATES or self.end_time is None:
+        """slurmdbd has the whole run of a finished job. It hears of a job's start and end in
+        separate messages and may record the end first (seen on 24.11 for an 8 s job:
+        COMPLETED with elapsed 0 and no allocated TRES, fixed a few seconds later), so an
+        ended run whose elapsed time disagrees with its start and end, or that holds no TRES,
+        is not final yet."""
+        return self.state in TERMINAL_JOB_STATES and self._whole_run_recorded()
+
+    @property
+    def run_is_settled(self) -> bool:
+        """Like `is_settled`, for every run, a requeued job's earlier runs too: what billing
+        meters. slurmdbd keeps a requeued job's earlier run as a record of its own, with its
+        start, end and elapsed time and the states ["PENDING", "REQUEUED"] (seen on 24.11);
+        the next run is another record under the same job id."""
+        run_is_over = self.state in TERMINAL_JOB_STATES or REQUEUED_FLAG in self.states
+        return run_is_over and self._whole_run_recorded()
+
+    def _whole_run_recorded(self) -> bool:
+        if self.end_time is None:
             return False
         if self.start_time is None:
             return True  # ended before it ever ran: nothing was used

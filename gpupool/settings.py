@@ -186,6 +186,8 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CLUSTER_SYNC_INTERVAL_SECONDS = env_float("CLUSTER_SYNC_INTERVAL_SECONDS", 2.0)
+# Changed jobs the mirror fetches from slurmrestd at once (each by id; jobs/mirror.py).
+MIRROR_FETCH_CONCURRENCY = env_int("MIRROR_FETCH_CONCURRENCY", 8, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "mirror-cluster": {
         "task": "jobs.tasks.sync_cluster",
@@ -283,6 +285,23 @@ if env_str("GPU_TYPES_JSON"):
     # Refused rather than ignored, so a deployment that set it learns where its types go now.
     raise ImproperlyConfigured("GPU_TYPES_JSON is no longer read: put the GPU types in a file and set GPU_TYPES_FILE")
 GPU_TYPES = load_gpu_types(GPU_TYPES_FILE).settings_dict()
+# The most NVMe cache (GB, the count-only GRES gres/nvme) one job may ask for: by default the
+# largest dev node's, from the same file; set it to the largest node's in production.
+NVME_MAX_GB = env_int(
+    "NVME_MAX_GB", max((node.nvme_gb for node in load_gpu_types(GPU_TYPES_FILE).dev_nodes), default=0), minimum=0
+)
+
+# --- Metering (billing/metering.py) ------------------------------------------------------------
+# slurmdbd's ClusterName: part of each usage record's identity (cluster, job id, run start).
+SLURM_CLUSTER_NAME = env_str("SLURM_CLUSTER_NAME", "gpupool")
+# Each pass reads the runs that ended in the last this many hours: slurmdbd may be that late.
+METERING_WINDOW_HOURS = env_int("METERING_WINDOW_HOURS", 48, minimum=1)
+METERING_INTERVAL_SECONDS = env_int("METERING_INTERVAL_SECONDS", 60, minimum=5)
+CELERY_BEAT_SCHEDULE["billing-meter-usage"] = {
+    "task": "billing.tasks.meter_usage",
+    "schedule": float(METERING_INTERVAL_SECONDS),
+    "options": {"expires": float(METERING_INTERVAL_SECONDS)},
+}
 # Image repositories the free plan may use (PRODUCT.md: official PyTorch/TensorFlow only).
 OFFICIAL_IMAGES = env_list(
     "OFFICIAL_IMAGES",

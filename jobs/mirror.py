@@ -165,6 +165,10 @@ def apply_slurm_job(job: SlurmJob) -> bool:
         else:
             transaction.on_commit(lambda: publish_job_update(created.pk))
             return True
+    if job.is_terminal and not fields["gpu_allocation"] and row["gpu_allocation"]:
+        # slurmctld forgets which GPUs an ended job held (its gres_detail is empty); billing
+        # attributes those GPUs' telemetry to the run, so the last allocation stays.
+        fields["gpu_allocation"] = row["gpu_allocation"]
     if all(row[name] == fields[name] for name in WATCHED_FIELDS):
         return False
     updated = Job.objects.filter(pk=row["pk"], slurm_states=row["slurm_states"]).update(**fields)

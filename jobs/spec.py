@@ -12,6 +12,8 @@ What is checked (PRODUCT.md, "Jobs" and "Plans"):
   on one node) or GPU memory, mapped to shards of ONE GPU (Slurm never starts a shard
   request larger than one GPU's shards);
 - the time limit is within the plan's maximum;
+- the NVMe cache (`nvme_gb`, GB on the job's node, 0 for none) is at most NVME_MAX_GB (the
+  largest node's); Slurm holds it as the count-only GRES `gres/nvme` and accounts for it;
 - the data mount is a normalised path under one of the data roots;
 - environment variables have plain names, none that steers Slurm, the container
   runtime, the dynamic linker or the portal itself.
@@ -25,9 +27,10 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cluster.gres import build_tres_per_node
 from gpupool.gpu_types import GpuType, gpu_types_from_mapping
 from plans.catalog import PlanSnapshot as Plan
 
@@ -46,6 +49,7 @@ FIELDS = (
     "gpu_type",
     "gpu_count",
     "gpu_memory_gb",
+    "nvme_gb",
     "command",
     "time_limit_minutes",
     "data_mount",
@@ -117,6 +121,8 @@ class SpecPolicy:
     data_roots: tuple[str, ...]
     max_command_bytes: int = 65536
     max_env_vars: int = 64
+    # The most NVMe cache a job may ask for, in GB (0: the pool has none).
+    max_nvme_gb: int = 0
 
     @classmethod
     def from_settings(cls) -> SpecPolicy:
@@ -144,25 +150,24 @@ class SpecPolicy:
             official_images=official,
             require_digest=bool(require_digest),
             data_roots=roots,
+            max_nvme_gb=int(getattr(settings, "NVME_MAX_GB", 0)),
         )
 
 
 @dataclass(frozen=True)
 class GpuRequest:
+    """What the job holds on its node: whole GPUs or GPU memory (shards), and NVMe cache."""
+
     gpu_type: str
     count: int = 0
     memory_gb: int = 0
     shards: int = 0
+    nvme_gb: int = 0
 
     def tres_per_node(self) -> str:
-        """Slurm's `tres_per_node`: "gres/gpu:a100:2" for whole GPUs, "gres/shard:a100:3" for memory."""
-        if not re.fullmatch(r"[a-z0-9_]{1,32}", self.gpu_type):
-            raise ValueError(f"not a GPU type name: {self.gpu_type!r}")
-        if self.count > 0:
-            return f"gres/gpu:{self.gpu_type}:{self.count}"
-        if self.shards > 0:
-            return f"gres/shard:{self.gpu_type}:{self.shards}"
-        raise ValueError("a GPU request needs a GPU count or shards")
+        """Slurm's `tres_per_node` (cluster.gres.build_tres_per_node): "gres/gpu:a100:2" for
+        whole GPUs, "gres/shard:a100:3" for memory, then ",gres/nvme:500" for an NVMe cache."""
+        return build_tres_per_node(self.gpu_type, gpus=self.count, shards=self.shards, nvme_gb=self.nvme_gb)
 
     @property
     def quota_gpus(self) -> int:
@@ -195,6 +200,8 @@ class JobSpec:
             data["gpu_count"] = self.gpu.count
         else:
             data["gpu_memory_gb"] = self.gpu.memory_gb
+        if self.gpu.nvme_gb:
+            data["nvme_gb"] = self.gpu.nvme_gb
         return data
 
 
@@ -240,6 +247,9 @@ def parse_job_spec(data: Mapping[str, Any], *, plan: Plan, policy: SpecPolicy) -
     name = _parse_name(data.get("name"), error)
     image = _parse_image(data.get("image"), plan, policy, error)
     gpu = _parse_gpu(data, plan, policy, error)
+    nvme_gb = _parse_nvme(data.get("nvme_gb"), policy, error)
+    if gpu is not None and nvme_gb:
+        gpu = replace(gpu, nvme_gb=nvme_gb)
     command = _parse_command(data.get("command"), policy, error)
     maximum = plan_max_time_minutes(plan)
     time_limit = _parse_int(
@@ -297,11 +307,14 @@ def job_spec_from_dict(data: Mapping[str, Any], *, policy: SpecPolicy | None = N
         raise ValueError(f"stored job spec: unknown GPU type {gpu_type!r}")
     if ("gpu_count" in data) == ("gpu_memory_gb" in data):
         raise ValueError("stored job spec: needs exactly one of gpu_count and gpu_memory_gb")
+    nvme_gb = data.get("nvme_gb", 0)
+    if isinstance(nvme_gb, bool) or not isinstance(nvme_gb, int) or nvme_gb < 0:
+        raise ValueError("stored job spec: nvme_gb must be a whole number, 0 or more")
     if "gpu_count" in data:
-        gpu = GpuRequest(gpu_type=gpu_type, count=number("gpu_count"))
+        gpu = GpuRequest(gpu_type=gpu_type, count=number("gpu_count"), nvme_gb=nvme_gb)
     else:
         memory = number("gpu_memory_gb")
-        gpu = GpuRequest(gpu_type=gpu_type, memory_gb=memory, shards=info.shards_for(memory))
+        gpu = GpuRequest(gpu_type=gpu_type, memory_gb=memory, shards=info.shards_for(memory), nvme_gb=nvme_gb)
     environment = data.get("environment") or {}
     if not isinstance(environment, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in environment.items()
@@ -460,6 +473,14 @@ def _parse_int(
             error(field_name, f"must be between {minimum} and {maximum}{suffix}")
         return None
     return value
+
+
+def _parse_nvme(value: Any, policy: SpecPolicy, error) -> int:
+    """GB of NVMe cache on the job's node; absent or empty means none."""
+    if _absent(value):
+        return 0
+    unit = "GB (the most one node has)" if policy.max_nvme_gb else "GB (this pool has no NVMe cache)"
+    return _parse_int(value, "nvme_gb", error, 0, policy.max_nvme_gb, unit=unit) or 0
 
 
 def _parse_command(value: Any, policy: SpecPolicy, error) -> str | None:

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from django.conf import settings
 
+from cluster.gres import requested_shards
 from cluster.models import Node
 from jobs.models import Job
 from telemetry.samples import GpuSample
@@ -55,8 +56,8 @@ def emulated_samples(now: datetime) -> list[GpuSample]:
                     # Each job has its own character: some compute-bound, some data-bound.
                     character = _noise("job", job.slurm_job_id)
                     share = 1.0
-                    if job.tres_per_node.startswith("gres/shard"):
-                        shards = int(job.tres_per_node.rsplit(":", 1)[-1] or 1)
+                    shards = requested_shards(job.tres_per_node)
+                    if shards:
                         share = min(1.0, shards / max(1, info.get("shards_per_gpu", 1)))
                     wave = 0.08 * math.sin(step / 3 + index)
                     compute = min(100.0, max(0.0, 100 * (0.35 + 0.6 * character + wave + 0.05 * wobble)))

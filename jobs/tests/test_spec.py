@@ -779,12 +779,14 @@ def test_policy_from_settings(settings):
     settings.OFFICIAL_IMAGES = ["pytorch/pytorch"]
     settings.REQUIRE_IMAGE_DIGEST = True
     settings.DATA_MOUNT_ROOTS = ["/mnt/nvme", "/scratch"]
+    settings.NVME_MAX_GB = 3500
     pol = SpecPolicy.from_settings()
     assert pol == SpecPolicy(
         gpu_types={"a100": GpuTypeInfo("a100", 40, 4, 10, label="NVIDIA A100")},
         official_images=("pytorch/pytorch",),
         require_digest=True,
         data_roots=("/mnt/nvme", "/scratch"),
+        max_nvme_gb=3500,
     )
 
 
