@@ -3,3 +3,13 @@ from django.apps import AppConfig
 
 class BillingConfig(AppConfig):
     name = "billing"
+
+    def ready(self):
+        # jobs/ is a lower layer: it learns of money through the registries it keeps, which
+        # billing fills in here (a job's cost for its page and API; the budget hold at submit).
+        from billing import budgets, costs
+        from jobs.costs import register_cost_provider
+        from jobs.submission_checks import register_submission_check
+
+        register_cost_provider(costs.job_costs)
+        register_submission_check("billing.budget_hold", budgets.hold_at_limit_check)

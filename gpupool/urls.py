@@ -8,6 +8,7 @@ urlpatterns = [
     path("", include("console.urls")),
     path("jobs/", include("jobs.urls")),
     path("reservations/", include("reservations.urls")),
+    path("billing/", include("billing.urls")),
     path("accounts/", include("allauth.urls")),
     path("settings/", include("accounts.urls")),
     path("django-admin/", admin.site.urls),

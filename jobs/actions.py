@@ -17,6 +17,7 @@ from jobs.mirror import apply_slurm_job
 from jobs.models import FINAL_STATES, Job, JobState
 from jobs.quota import QuotaExceeded, check_quota
 from jobs.spec import JobSpec, SpecError
+from jobs.submission_checks import run_submission_checks
 from jobs.tasks import enqueue_submission
 from plans.catalog import plan_for
 from reservations.actions import ReservationError, usable_for_job
@@ -62,6 +63,8 @@ def submit(user, spec: JobSpec, *, reservation_id=None) -> Job:
             except ReservationError as exc:
                 raise SpecError(exc.errors) from exc
         check_quota(user, plan, spec.gpu.gpu_type, quota_gpus)
+        # Higher layers' checks (a held budget: billing.budgets), registered in their ready().
+        run_submission_checks(user, plan)
         job = Job.objects.create(
             owner=user,
             cluster_user=profile.cluster_username,

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_POST
 
 from gpupool.ratelimit import hit
 from jobs import actions, intake
+from jobs.costs import cost_for
 from jobs.events import job_payload
 from jobs.forms import form_data_from_post, initial_from_spec
 from jobs.logs import job_logs
@@ -32,7 +33,9 @@ def job_detail(request, pk: int):
     job = get_object_or_404(Job, pk=pk, owner=request.user)
     logs = job_logs(job, settings.LOG_TAIL_BYTES)
     return render(
-        request, "jobs/detail.html", {"job": job, "logs": logs, "reason_text": explain_reason(job.state_reason)}
+        request,
+        "jobs/detail.html",
+        {"job": job, "logs": logs, "reason_text": explain_reason(job.state_reason), "cost": cost_for(job)},
     )
 
 
@@ -40,7 +43,7 @@ def job_detail(request, pk: int):
 def job_summary(request, pk: int):
     """The state-dependent part of the job page alone: live updates swap it in whole."""
     job = get_object_or_404(Job, pk=pk, owner=request.user)
-    context = {"job": job, "reason_text": explain_reason(job.state_reason)}
+    context = {"job": job, "reason_text": explain_reason(job.state_reason), "cost": cost_for(job)}
     if job.is_final:
         # The diagnosis is part of the summary; logs are read only once the job has ended.
         context["logs"] = {"diagnosis": job_logs(job, settings.LOG_TAIL_BYTES)["diagnosis"]}

@@ -3,11 +3,59 @@ from datetime import datetime
 
 from django.conf import settings
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from jobs.costs import JobCost, cost_for, costs_for, money
 from jobs.models import Job
 from jobs.reasons import explain_reason
 from jobs.spec import IMAGE_RE, MAX_IMAGE_CHARS, NAME_RE
+
+MONEY_HELP = "USD as a decimal string, exact (not rounded to the cent)"
+
+
+class CostDetailSerializer(serializers.Serializer):
+    """How a job's cost comes about (jobs.costs.CostDetail; the rules: billing/costs.py)."""
+
+    basis = serializers.ChoiceField(
+        choices=["metered", "estimate"],
+        help_text="metered: from Slurm's accounting of each run, as charged; estimate: the time so far",
+    )
+    runs = serializers.IntegerField(help_text="Runs metered and charged (a requeued job has one per run)")
+    plan = serializers.CharField(help_text="The plan the usage is priced under")
+    gpu_seconds = serializers.IntegerField()
+    included_gpu_seconds = serializers.IntegerField(help_text="Covered by the plan's included hours")
+    credit_gpu_seconds = serializers.IntegerField(help_text="Covered by credits")
+    billable_gpu_seconds = serializers.IntegerField()
+    amount_gpu = serializers.CharField(help_text=MONEY_HELP)
+    amount_memory = serializers.CharField(help_text=MONEY_HELP)
+    amount_nvme = serializers.CharField(help_text=MONEY_HELP)
+    note = serializers.CharField(allow_blank=True)
+
+    def to_representation(self, detail):
+        return {
+            "basis": detail.basis,
+            "runs": detail.runs,
+            "plan": detail.plan,
+            "gpu_seconds": detail.gpu_seconds,
+            "included_gpu_seconds": detail.included_gpu_seconds,
+            "credit_gpu_seconds": detail.credit_gpu_seconds,
+            "billable_gpu_seconds": detail.billable_gpu_seconds,
+            "amount_gpu": money(detail.amount_gpu),
+            "amount_memory": money(detail.amount_memory),
+            "amount_nvme": money(detail.amount_nvme),
+            "note": detail.note,
+        }
+
+
+class JobListSerializer(serializers.ListSerializer):
+    """Asks for the costs of a page of jobs at once (a fixed number of queries)."""
+
+    def to_representation(self, data):
+        jobs = list(data.all() if hasattr(data, "all") else data)
+        costs = costs_for(jobs)
+        self.child.known_costs = {job.pk: costs.get(job.pk) for job in jobs}
+        return super().to_representation(jobs)
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -21,9 +69,21 @@ class JobSerializer(serializers.ModelSerializer):
     spec = serializers.DictField(
         read_only=True, help_text="What was submitted (the submission's fields); empty for jobs seen only in Slurm"
     )
+    cost = serializers.SerializerMethodField(
+        help_text="What the job cost, USD as an exact decimal string: the sum of its runs' charges, once it has "
+        "ended and every run is metered and charged; null before that"
+    )
+    cost_so_far = serializers.SerializerMethodField(
+        help_text="While it runs: an estimate, USD as a decimal string (runs charged so far plus the run in "
+        "progress at the plan's prices; cost_detail.note says what it leaves out); null otherwise"
+    )
+    cost_detail = serializers.SerializerMethodField(
+        help_text="How cost or cost_so_far comes about (plan hours, credits, billable); null when both are null"
+    )
 
     class Meta:
         model = Job
+        list_serializer_class = JobListSerializer
         fields = [
             "id",
             "uuid",
@@ -48,6 +108,9 @@ class JobSerializer(serializers.ModelSerializer):
             "exit_code",
             "elapsed_seconds",
             "gpu_count",
+            "cost",
+            "cost_so_far",
+            "cost_detail",
             "error",
             "spec",
             "created_at",
@@ -78,6 +141,30 @@ class JobSerializer(serializers.ModelSerializer):
 
     def get_gpu_count(self, job) -> int:
         return job.gpus
+
+    def _cost(self, job) -> JobCost | None:
+        # A list serializer fills known_costs for its page; a single job asks on its own, once.
+        known = getattr(self, "known_costs", None)
+        if known is None:
+            known = self.known_costs = {}
+        if job.pk not in known:
+            known[job.pk] = cost_for(job)
+        return known[job.pk]
+
+    def get_cost(self, job) -> str | None:
+        cost = self._cost(job)
+        return money(cost.cost) if cost else None
+
+    def get_cost_so_far(self, job) -> str | None:
+        cost = self._cost(job)
+        return money(cost.cost_so_far) if cost else None
+
+    @extend_schema_field(CostDetailSerializer(allow_null=True))
+    def get_cost_detail(self, job):
+        cost = self._cost(job)
+        if cost is None or cost.detail is None:
+            return None
+        return CostDetailSerializer(cost.detail).data
 
 
 def _gpu_types() -> list[str]:

@@ -1,0 +1,283 @@
+"""What a job costs, for the job page and `GET /api/v1/jobs/{id}/` (the provider behind
+jobs.costs, registered in billing's AppConfig.ready()).
+
+`cost` (exact): the sum of the `amount` of the job's usage records, one per Slurm run (a
+requeued job has several), given once the job has ended and every record of it has been
+charged. Until then it is null: a record is written by metering when slurmdbd reports the
+run, and its amount is set when it is charged to the month's draft invoice.
+
+`cost_so_far` (an estimate), while the job is RUNNING: the runs already charged (earlier runs
+of a requeued job) plus the run in progress priced as if it ended now:
+- seconds = now - the run's start; whole GPUs: GPU-seconds = seconds x GPUs; a shard job has
+  no GPU-seconds and is priced by its GPU memory (shards x GB per shard) x seconds;
+- the plan's included hours of the job's GPU type left this month (plan hours minus the
+  included GPU-seconds of the records charged to this month's invoice, minus what running jobs
+  of the same user and type that started earlier take first) cover GPU-seconds first; the rest
+  is billable at `rates_for_plan` (pricing.quote): GPU-seconds x the GPU price, and the NVMe
+  cache (the `gres/nvme` it holds) of the billable share at the NVMe price;
+- a free plan's usage is all included ($0): Slurm stops it at the cap;
+- not in the estimate: GPU memory of whole-GPU jobs (charged from telemetry's average when
+  the run is metered), credits (applied at charging), the plan fee and any volume discount
+  (invoice lines). So the charge may differ; the page and the API say it is an estimate.
+
+Amounts are exact `Decimal` (pricing rule 2); a share of a line is carried to 12 places half-up
+like the pricing core's one division. Queries: a fixed number for any number of jobs (one for
+their records, one for the month's included hours, and per distinct owner and plan the plan
+and its rates).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+
+from django.conf import settings
+from django.db.models import Count, Max, Sum
+from django.utils import timezone
+
+from billing.drafts import month_of
+from billing.models import Invoice, UsageRecord
+from billing.pricing import DIVISION_QUANTUM, PricingError, quote
+from billing.rates import NoRateCard, rates_for_plan
+from cluster.gres import parse_gres
+from gpupool.gpu_types import gpu_types_from_mapping
+from jobs.costs import CostDetail, JobCost
+from jobs.models import Job, JobState
+from plans.catalog import PlanSnapshot, plan_for
+
+ZERO = Decimal(0)
+ESTIMATE_NOTE = (
+    "Estimate: the time so far at your plan's prices; GPU memory, credits and discounts are settled "
+    "when Slurm's accounting of the run is charged."
+)
+
+
+@dataclass
+class _Sums:
+    """Charged usage records of one job, added up (a mutable accumulator)."""
+
+    runs: int = 0
+    uncharged: int = 0
+    gpu_seconds: int = 0
+    included: int = 0
+    credit: int = 0
+    billable: int = 0
+    amount_gpu: Decimal = ZERO
+    amount_memory: Decimal = ZERO
+    amount_nvme: Decimal = ZERO
+    amount: Decimal = ZERO
+    plan: str = ""
+
+
+def _share(amount: Decimal, part: int, whole: int) -> Decimal:
+    """amount x part / whole to 12 places, half-up (the pricing core's division rule)."""
+    if whole == 0 or part == whole:
+        return amount
+    with localcontext() as context:
+        context.prec = 60
+        return (amount * part / whole).quantize(DIVISION_QUANTUM, rounding=ROUND_HALF_UP)
+
+
+def included_seconds_used(user_ids, period: date) -> dict[tuple[int, str], int]:
+    """{(user id, GPU type): included GPU-seconds} of the records charged to each user's
+    invoice of `period` (the month whose included hours they used). One query."""
+    rows = (
+        UsageRecord.objects.filter(user_id__in=list(user_ids), invoice__period=period)
+        .exclude(invoice__status=Invoice.Status.VOID)
+        .values("user_id", "gpu_type")
+        .annotate(seconds=Sum("included_gpu_seconds"))
+    )
+    return {(row["user_id"], row["gpu_type"]): int(row["seconds"] or 0) for row in rows}
+
+
+def _record_sums(jobs: Sequence[Job]) -> dict[int, dict[datetime, _Sums]]:
+    """{job id: {run start: sums}}: one query, grouped by run."""
+    rows = (
+        UsageRecord.objects.filter(job_id__in=[job.pk for job in jobs])
+        .values("job_id", "run_start")
+        .annotate(
+            runs=Count("id"),
+            charged=Count("charged_at"),
+            gpu_seconds=Sum("gpu_seconds"),
+            included=Sum("included_gpu_seconds"),
+            credit=Sum("credit_gpu_seconds"),
+            billable=Sum("billable_gpu_seconds"),
+            amount_gpu=Sum("amount_gpu"),
+            amount_memory=Sum("amount_memory"),
+            amount_nvme=Sum("amount_nvme"),
+            amount=Sum("amount"),
+            plan=Max("plan"),
+        )
+        .order_by()
+    )
+    found: dict[int, dict[datetime, _Sums]] = defaultdict(dict)
+    for row in rows:
+        found[row["job_id"]][row["run_start"]] = _Sums(
+            runs=row["runs"],
+            uncharged=row["runs"] - row["charged"],
+            gpu_seconds=int(row["gpu_seconds"] or 0),
+            included=int(row["included"] or 0),
+            credit=int(row["credit"] or 0),
+            billable=int(row["billable"] or 0),
+            amount_gpu=row["amount_gpu"] or ZERO,
+            amount_memory=row["amount_memory"] or ZERO,
+            amount_nvme=row["amount_nvme"] or ZERO,
+            amount=row["amount"] or ZERO,
+            plan=row["plan"] or "",
+        )
+    return found
+
+
+def _add(total: _Sums, more: _Sums) -> _Sums:
+    return _Sums(
+        runs=total.runs + more.runs,
+        uncharged=total.uncharged + more.uncharged,
+        gpu_seconds=total.gpu_seconds + more.gpu_seconds,
+        included=total.included + more.included,
+        credit=total.credit + more.credit,
+        billable=total.billable + more.billable,
+        amount_gpu=total.amount_gpu + more.amount_gpu,
+        amount_memory=total.amount_memory + more.amount_memory,
+        amount_nvme=total.amount_nvme + more.amount_nvme,
+        amount=total.amount + more.amount,
+        plan=more.plan or total.plan,
+    )
+
+
+def _detail(sums: _Sums, basis: str, note: str = "") -> CostDetail:
+    return CostDetail(
+        basis=basis,
+        runs=sums.runs,
+        plan=sums.plan,
+        gpu_seconds=sums.gpu_seconds,
+        included_gpu_seconds=sums.included,
+        credit_gpu_seconds=sums.credit,
+        billable_gpu_seconds=sums.billable,
+        amount_gpu=sums.amount_gpu,
+        amount_memory=sums.amount_memory,
+        amount_nvme=sums.amount_nvme,
+        note=note,
+    )
+
+
+def _held(job: Job) -> tuple[str, int, int, int]:
+    """(GPU type, whole GPUs, shards, NVMe GB) the job holds, from its TRES."""
+    items = parse_gres(",".join(part.strip().removeprefix("gres/") for part in (job.tres_per_node or "").split(",")))
+    gpu_type, shards, nvme = job.gpu_type, 0, 0
+    for item in items:
+        if item.name == "shard":
+            shards, gpu_type = item.count, gpu_type or item.gres_type
+        elif item.name == "gpu" and item.gres_type:
+            gpu_type = gpu_type or item.gres_type
+        elif item.name == "nvme":
+            nvme = item.count
+    whole = 0 if shards else job.gpus
+    return gpu_type, whole, shards, nvme
+
+
+class _Estimator:
+    """Prices runs in progress; caches each owner's plan and each plan's rates, and shares out
+    each user's included hours left between their running jobs, earliest start first."""
+
+    def __init__(self, owners: set[int], now: datetime):
+        self.now = now
+        self.period = month_of(now)
+        self.plans: dict[int, PlanSnapshot] = {}
+        self.rates: dict[str, object] = {}
+        self.included_used = included_seconds_used(owners, self.period) if owners else {}
+        self.gpu_types = gpu_types_from_mapping(settings.GPU_TYPES)
+
+    def _plan(self, job: Job) -> PlanSnapshot:
+        if job.owner_id not in self.plans:
+            self.plans[job.owner_id] = plan_for(job.owner)
+        return self.plans[job.owner_id]
+
+    def _rates(self, plan: PlanSnapshot):
+        if plan.code not in self.rates:
+            try:
+                self.rates[plan.code] = rates_for_plan(plan, self.now)
+            except NoRateCard:
+                self.rates[plan.code] = None
+        return self.rates[plan.code]
+
+    def estimate(self, job: Job) -> _Sums | None:
+        plan = self._plan(job)
+        gpu_type, whole, shards, nvme = _held(job)
+        if not gpu_type or not (whole or shards):
+            return None
+        seconds = max(0, int((self.now - job.start_time).total_seconds()))
+        gpu_seconds = whole * seconds
+        if plan.included_hours_are_a_cap:
+            return _Sums(gpu_seconds=gpu_seconds, included=gpu_seconds, plan=plan.code)
+        rates = self._rates(plan)
+        if rates is None:
+            return None
+        key = (job.owner_id, gpu_type)
+        left = max(0, plan.included_gpu_hours.get(gpu_type, 0) * 3600 - self.included_used.get(key, 0))
+        included = min(left, gpu_seconds)
+        self.included_used[key] = self.included_used.get(key, 0) + included
+        billable = gpu_seconds - included
+        memory_gb = shards * self.gpu_types[gpu_type].shard_gb if shards and gpu_type in self.gpu_types else 0
+        try:
+            lines = {line.kind: line for line in quote(gpu_type, whole, seconds, memory_gb, nvme, rates=rates).lines}
+        except PricingError:
+            return None
+        if whole:
+            amount_gpu = billable * rates.gpu_price(gpu_type)
+            amount_nvme = _share(lines["nvme"].amount, billable, gpu_seconds)
+        else:  # a shard job: no GPU-seconds, so no included hours; all of it is billable
+            amount_gpu, amount_nvme = ZERO, lines["nvme"].amount
+        amount_memory = lines["gpu_memory"].amount
+        return _Sums(
+            gpu_seconds=gpu_seconds,
+            included=included,
+            billable=billable,
+            amount_gpu=amount_gpu,
+            amount_memory=amount_memory,
+            amount_nvme=amount_nvme,
+            amount=amount_gpu + amount_memory + amount_nvme,
+            plan=plan.code,
+        )
+
+
+def job_costs(jobs: Sequence[Job], now: datetime | None = None) -> Mapping[int, JobCost]:
+    """The provider: a JobCost for each job with something to say (see the module's rules)."""
+    now = now or timezone.now()
+    by_run = _record_sums(jobs)
+    running = sorted(
+        (job for job in jobs if job.state == JobState.RUNNING and job.start_time and job.owner_id),
+        key=lambda job: (job.start_time, job.pk),
+    )
+    estimator = _Estimator({job.owner_id for job in running}, now) if running else None
+    result: dict[int, JobCost] = {}
+    for job in running:
+        # Runs charged before this one (a requeued job); the run in progress is not metered yet.
+        earlier = _Sums()
+        for run_start, sums in by_run.get(job.pk, {}).items():
+            if run_start < job.start_time:
+                earlier = _add(earlier, sums)
+        current = estimator.estimate(job)
+        if current is None:
+            continue
+        total = _add(earlier, current)
+        result[job.pk] = JobCost(
+            cost=None,
+            cost_so_far=total.amount,
+            detail=_detail(total, "estimate", ESTIMATE_NOTE),
+            is_estimate=True,
+        )
+    for job in jobs:
+        runs = by_run.get(job.pk)
+        if job.pk in result or not runs or not job.is_final:
+            continue
+        total = _Sums()
+        for sums in runs.values():
+            total = _add(total, sums)
+        if total.uncharged:
+            result[job.pk] = JobCost(cost=None, cost_so_far=None, notes=("Metered; not charged yet.",))
+            continue
+        result[job.pk] = JobCost(cost=total.amount, cost_so_far=None, detail=_detail(total, "metered"))
+    return result
