@@ -3,6 +3,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth import get_user_model
 
 from jobs.events import user_group
+from jobs.models import Job, JobState
+from jobs.watching import watch
 
 
 class JobStatusConsumer(AsyncJsonWebsocketConsumer):
@@ -16,13 +18,26 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
         self.group = user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        await _watch_pending(user.pk)
 
     async def disconnect(self, code):
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
+    async def receive_json(self, content, **kwargs):
+        # The open page says it is still looking every 30 s: its pending jobs' expected
+        # starts stay fresh (jobs/watching.py). Anything else from the browser is ignored.
+        if isinstance(content, dict) and content.get("type") == "watch":
+            await _watch_pending(self.scope["user"].pk)
+
     async def job_update(self, event):
         await self.send_json({"type": "job", "job": event["job"]})
+
+    async def jobs_update(self, event):
+        # Many jobs changed at once (publish_job_updates): the browser hears them one by one,
+        # as it does any update.
+        for job in event["jobs"]:
+            await self.send_json({"type": "job", "job": job})
 
     async def account_closed(self, event):
         # 4403: the account was deactivated; the page's script stops reconnecting.
@@ -32,3 +47,13 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
 @database_sync_to_async
 def _is_active(user_id: int) -> bool:
     return get_user_model().objects.filter(pk=user_id, is_active=True).exists()
+
+
+# A page shows at most this many of a user's jobs.
+WATCHED_PER_USER = 100
+
+
+@database_sync_to_async
+def _watch_pending(user_id: int) -> None:
+    pending = Job.objects.filter(owner_id=user_id, state=JobState.PENDING).order_by("-id")[:WATCHED_PER_USER]
+    watch(pending.values_list("pk", flat=True))

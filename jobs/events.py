@@ -59,6 +59,26 @@ def publish_job_update(job_id: int) -> None:
         log.exception("could not publish the update of job %s", job_id)
 
 
+# One message to a user's sockets carries at most this many jobs.
+JOBS_PER_MESSAGE = 200
+
+
+def publish_job_updates(job_ids: list[int]) -> None:
+    """publish_job_update for many jobs (a mass change): one query, and one message per owner
+    and JOBS_PER_MESSAGE jobs instead of one per job."""
+    by_owner: dict[int, list[dict]] = {}
+    for job in Job.objects.filter(pk__in=job_ids, owner__isnull=False):
+        by_owner.setdefault(job.owner_id, []).append(job_payload(job))
+    layer = get_channel_layer()
+    for owner_id, payloads in by_owner.items():
+        for offset in range(0, len(payloads), JOBS_PER_MESSAGE):
+            chunk = payloads[offset : offset + JOBS_PER_MESSAGE]
+            try:
+                async_to_sync(layer.group_send)(user_group(owner_id), {"type": "jobs.update", "jobs": chunk})
+            except Exception:
+                log.exception("could not publish the updates of %d jobs", len(chunk))
+
+
 def close_user_sockets(user_id: int) -> None:
     """Ends every live socket of a user (deactivated or deleted): they hear nothing more."""
     layer = get_channel_layer()

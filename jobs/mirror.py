@@ -1,8 +1,10 @@
 """Mirror Slurm's jobs into the Job table, cheaply.
 
 Slurm's `jobs/state/` lists ids and states only (~30 ms for 3,000 jobs, where the full
-`/jobs` costs seconds), so every pass reads it and fetches details just for jobs that are
-new or whose state changed. `update_time` cannot narrow this: slurmctld compares it with
+`/jobs` costs seconds and grows slurmrestd by gigabytes), so every pass reads it and fetches
+details, by id and a few at a time, just for jobs that are new or whose state changed; a job
+that ended without ever starting (a mass cancel of pending jobs) is written from the listing
+alone, in bulk. The full list is never read. `update_time` cannot narrow this: slurmctld compares it with
 one global "last change" time, so it returns everything or nothing. Jobs that leave
 slurmctld's memory (MinJobAge) before we saw their end are finished from slurmdbd.
 
@@ -14,9 +16,12 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -28,16 +33,26 @@ from cluster.services import rest_client
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import TERMINAL_JOB_STATES
 from cluster.types import Job as SlurmJob
-from jobs.events import publish_job_update
+from jobs.events import publish_job_update, publish_job_updates
 from jobs.models import FINAL_STATES, Job, JobState
 from jobs.protocol import COMMENT_PREFIX
+from jobs.watching import watched
 
 log = logging.getLogger(__name__)
 
-# Past this many changed jobs, one full /jobs read is cheaper than one request per job.
-FULL_LISTING_THRESHOLD = 300
+# Watched pending jobs (an open page, an API client) have their expected start re-read this
+# often, at most PENDING_REFRESH_PER_PASS a pass; the others every BACKGROUND_PENDING_REFRESH,
+# a few a pass, so an idle pass with thousands queued asks slurmrestd almost nothing.
 PENDING_REFRESH = timedelta(seconds=30)
 PENDING_REFRESH_PER_PASS = 50
+BACKGROUND_PENDING_REFRESH = timedelta(minutes=10)
+BACKGROUND_REFRESH_PER_PASS = 5
+# Changed jobs are fetched and written this many at a time (fetches concurrently).
+FETCH_BATCH = 200
+WRITE_BATCH = 500
+VANISHED_PER_PASS = 200
+# Endings a job can reach without ever running: the listing alone says all there is.
+NEVER_STARTED_ENDINGS = frozenset({"CANCELLED", "FAILED", "DEADLINE", "TIMEOUT", "NODE_FAIL", "BOOT_FAIL"})
 
 
 @dataclass
@@ -196,44 +211,122 @@ def _finish_from_accounting(client: SlurmRestClient, job_pk: int, slurm_job_id: 
     return bool(updated)
 
 
+def _fetch_jobs(client: SlurmRestClient, job_ids: list[int]) -> list[SlurmJob]:
+    """The details of `job_ids`, one request each, FETCH_CONCURRENCY at a time (never the
+    full /jobs list, which grows slurmrestd by gigabytes at thousands of jobs). Jobs purged
+    between the listing and the fetch are left out: the vanished-job pass handles them."""
+
+    def fetch(job_id: int) -> SlurmJob | None:
+        try:
+            return client.get_job(job_id)
+        except SlurmNotFound:
+            return None
+
+    if len(job_ids) <= 1:
+        found = [fetch(job_id) for job_id in job_ids]
+    else:
+        with ThreadPoolExecutor(max_workers=min(settings.MIRROR_FETCH_CONCURRENCY, len(job_ids))) as pool:
+            found = list(pool.map(fetch, job_ids))
+    return [job for job in found if job is not None]
+
+
+def _apply_from_listing(rows: dict[int, dict], live: dict[int, str], job_ids: list[int]) -> list[int]:
+    """Jobs that ended without ever starting (a pending job cancelled, or refused by the
+    scheduler) change nothing but their state: written straight from the state listing, in
+    bulk, without fetching each one. A mass cancel of thousands of pending jobs is a few
+    UPDATEs. Returns the portal ids written; their end time is the pass's (slurmdbd's exact
+    one follows with the accounting)."""
+    now = timezone.now()
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for job_id in job_ids:
+        groups[(rows[job_id]["slurm_states"], live[job_id])].append(rows[job_id]["pk"])
+    written: list[int] = []
+    for (old_signature, new_signature), pks in groups.items():
+        state = _portal_state(new_signature.split(",")[0])
+        for batch in _batches(pks, WRITE_BATCH):
+            # Small transactions: a mass change never holds other rows' updates for long.
+            with transaction.atomic():
+                matched = list(
+                    Job.objects.filter(pk__in=batch, slurm_states=old_signature, start_time__isnull=True)
+                    .select_for_update(skip_locked=True)
+                    .values_list("pk", flat=True)
+                )
+                Job.objects.filter(pk__in=matched).update(
+                    state=state, slurm_states=new_signature[:200], state_reason="", end_time=now, updated_at=now
+                )
+                transaction.on_commit(lambda pks=matched: publish_job_updates(pks))
+            written += matched
+    return written
+
+
+def _batches(items: list, size: int):
+    for offset in range(0, len(items), size):
+        yield items[offset : offset + size]
+
+
+def _pending_due_for_refresh(live: dict[int, str], exclude: set[int]) -> set[int]:
+    """Pending jobs whose expected start is due for a re-read: the ones someone is looking at
+    (jobs/watching.py) every PENDING_REFRESH, the others every BACKGROUND_PENDING_REFRESH, a
+    few per pass. Slurm moves a pending job's estimate without a state change."""
+    now = timezone.now()
+    pending = Job.objects.filter(state=JobState.PENDING, slurm_job_id__isnull=False)
+    watched_ids = watched()
+    due: set[int] = set()
+    if watched_ids:
+        due |= set(
+            pending.filter(pk__in=watched_ids, updated_at__lt=now - PENDING_REFRESH)
+            .order_by("updated_at")
+            .values_list("slurm_job_id", flat=True)[:PENDING_REFRESH_PER_PASS]
+        )
+    due |= set(
+        pending.filter(updated_at__lt=now - BACKGROUND_PENDING_REFRESH)
+        .order_by("updated_at")
+        .values_list("slurm_job_id", flat=True)[:BACKGROUND_REFRESH_PER_PASS]
+    )
+    return {job_id for job_id in due if job_id in live and job_id not in exclude}
+
+
 def mirror_jobs(client: SlurmRestClient) -> MirrorResult:
     result = MirrorResult()
     entries = client.list_job_states()
     result.seen = len(entries)
     live = {entry.job_id: _state_signature(entry.states) for entry in entries}
-    known = dict(Job.objects.filter(slurm_job_id__in=list(live)).values_list("slurm_job_id", "slurm_states"))
-    changed_ids = [job_id for job_id, signature in live.items() if known.get(job_id) != signature]
-    # A pending job's expected start is the scheduler's estimate and moves without a state
-    # change: refresh the longest-unrefreshed pending jobs a few at a time.
-    stale_pending = (
-        Job.objects.filter(state=JobState.PENDING, slurm_job_id__in=list(live))
-        .filter(updated_at__lt=timezone.now() - PENDING_REFRESH)
-        .exclude(slurm_job_id__in=changed_ids)
-        .order_by("updated_at")
-        .values_list("slurm_job_id", flat=True)[:PENDING_REFRESH_PER_PASS]
-    )
-    refreshed = set(stale_pending)
-    changed_ids += list(refreshed)
+    rows = {
+        row["slurm_job_id"]: row
+        for row in Job.objects.filter(slurm_job_id__in=list(live)).values(
+            "pk", "slurm_job_id", "slurm_states", "state", "start_time"
+        )
+    }
+    changed_ids = [
+        job_id for job_id, signature in live.items() if job_id not in rows or rows[job_id]["slurm_states"] != signature
+    ]
+    # Ended without starting, as far as the listing and the row tell: no details needed.
+    from_listing = [
+        job_id
+        for job_id in changed_ids
+        if job_id in rows
+        and rows[job_id]["start_time"] is None
+        and rows[job_id]["state"] in (JobState.PENDING, JobState.SUBMITTING)
+        and live[job_id].split(",")[0] in NEVER_STARTED_ENDINGS
+    ]
+    written = set(_apply_from_listing(rows, live, from_listing)) if from_listing else set()
+    result.changed += len(written)
+    skipped = {job_id for job_id in from_listing if rows[job_id]["pk"] in written}
+    to_fetch = [job_id for job_id in changed_ids if job_id not in skipped]
+    refreshed = _pending_due_for_refresh(live, exclude=set(to_fetch))
+    to_fetch += sorted(refreshed)
 
-    if len(changed_ids) > FULL_LISTING_THRESHOLD:
-        wanted = set(changed_ids)
-        details = [job for job in client.list_jobs() if job.job_id in wanted]
-    else:
-        details = []
-        for job_id in changed_ids:
-            try:
-                details.append(client.get_job(job_id))
-            except SlurmNotFound:
-                continue  # purged between the two calls; the vanished-job pass handles it
-    result.fetched = len(details)
     unchanged = []
-    for job in details:
-        if apply_slurm_job(job):
-            result.changed += 1
-        elif job.job_id in refreshed:
-            unchanged.append(job.job_id)
+    for batch in _batches(to_fetch, FETCH_BATCH):
+        details = _fetch_jobs(client, batch)
+        result.fetched += len(details)
+        for job in details:
+            if apply_slurm_job(job):
+                result.changed += 1
+            elif job.job_id in refreshed:
+                unchanged.append(job.job_id)
     if unchanged:
-        # Checked and still the same: not due again for PENDING_REFRESH.
+        # Checked and still the same: not due again until its next refresh.
         Job.objects.filter(slurm_job_id__in=unchanged).update(updated_at=timezone.now())
 
     # Jobs we last saw unfinished that slurmctld no longer lists: ask slurmdbd how they ended.
@@ -241,7 +334,7 @@ def mirror_jobs(client: SlurmRestClient) -> MirrorResult:
         Job.objects.filter(slurm_job_id__isnull=False)
         .exclude(state__in=FINAL_STATES)
         .exclude(slurm_job_id__in=list(live))
-        .values_list("pk", "slurm_job_id", "slurm_states")
+        .values_list("pk", "slurm_job_id", "slurm_states")[:VANISHED_PER_PASS]
     )
     for job_pk, slurm_job_id, signature in vanished:
         if _finish_from_accounting(client, job_pk, slurm_job_id, signature):

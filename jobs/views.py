@@ -17,13 +17,15 @@ from jobs.models import Job, JobTemplate
 from jobs.quota import QuotaExceeded
 from jobs.reasons import explain_reason
 from jobs.spec import SpecError
+from jobs.watching import watch_pending
 from plans.catalog import plan_for
 from reservations.queries import usable_reservations
 
 
 @login_required
 def job_list(request):
-    jobs = Job.objects.filter(owner=request.user).order_by("-created_at", "-id")[:100]
+    jobs = list(Job.objects.filter(owner=request.user).order_by("-created_at", "-id")[:100])
+    watch_pending(jobs)
     return render(request, "jobs/list.html", {"jobs": jobs})
 
 
@@ -31,6 +33,7 @@ def job_list(request):
 def job_detail(request, pk: int):
     # Another user's job is a 404, not a 403: its existence is not theirs to learn.
     job = get_object_or_404(Job, pk=pk, owner=request.user)
+    watch_pending([job])
     logs = job_logs(job, settings.LOG_TAIL_BYTES)
     return render(
         request,
@@ -43,6 +46,7 @@ def job_detail(request, pk: int):
 def job_summary(request, pk: int):
     """The state-dependent part of the job page alone: live updates swap it in whole."""
     job = get_object_or_404(Job, pk=pk, owner=request.user)
+    watch_pending([job])
     context = {"job": job, "reason_text": explain_reason(job.state_reason), "cost": cost_for(job)}
     if job.is_final:
         # The diagnosis is part of the summary; logs are read only once the job has ended.
@@ -66,7 +70,8 @@ def job_logs_json(request, pk: int):
 @login_required
 def job_status(request):
     """The live pages' polling fallback: the user's latest jobs, as the socket sends them."""
-    jobs = Job.objects.filter(owner=request.user).order_by("-updated_at")[:100]
+    jobs = list(Job.objects.filter(owner=request.user).order_by("-updated_at")[:100])
+    watch_pending(jobs)
     return JsonResponse({"jobs": [job_payload(job) for job in jobs]})
 
 

@@ -24,6 +24,7 @@ from jobs.logs import job_logs, local_log_path, open_log
 from jobs.models import Job
 from jobs.quota import QuotaExceeded, usage_of
 from jobs.spec import SpecError
+from jobs.watching import watch
 from plans.catalog import plan_for
 
 INVALID_SPEC = "The job spec is invalid."
@@ -124,6 +125,18 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             # The schema generator has no user; it needs the model (for the id's type).
             return Job.objects.none()
         return Job.objects.filter(owner=self.request.user)
+
+    def list(self, request, *args, **kwargs):
+        response = super().list(request, *args, **kwargs)
+        # An API client polling its jobs is looking at them: keep their expected starts fresh.
+        watch(row["id"] for row in response.data.get("results", []) if row.get("state") == "PENDING")
+        return response
+
+    def retrieve(self, request, *args, **kwargs):
+        response = super().retrieve(request, *args, **kwargs)
+        if response.data.get("state") == "PENDING":
+            watch([response.data["id"]])
+        return response
 
     @extend_schema(
         operation_id="jobs_create",

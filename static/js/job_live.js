@@ -4,6 +4,8 @@
   "use strict";
   const indicator = document.querySelector("[data-live-indicator]");
   const POLL_MS = 10000;
+  const WATCH_MS = 30000;  // under the server's 60 s watch (jobs/watching.py)
+  let watchTimer = null;
   let socket = null;
   let retryMs = 1000;
   let pollTimer = null;
@@ -99,7 +101,12 @@
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     socket = new WebSocket(`${scheme}://${location.host}/ws/jobs/`);
-    socket.onopen = () => { retryMs = 1000; stopPolling(); setIndicator("Live", true); poll(); };
+    socket.onopen = () => {
+      retryMs = 1000; stopPolling(); setIndicator("Live", true); poll();
+      // Still looking: the portal refreshes the expected start of watched pending jobs often.
+      clearInterval(watchTimer);
+      watchTimer = setInterval(() => { if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({type: "watch"})); }, WATCH_MS);
+    };
     socket.onmessage = (event) => {
       const message = JSON.parse(event.data);
       if (message.type === "job") apply(message.job);
