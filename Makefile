@@ -3,6 +3,11 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 CLUSTER := deploy/devcluster/cluster.sh
 export PORT ?= 8000
+# The dev cluster's Slurm generation (deploy/devcluster/cluster.sh, the portal's settings):
+# `make cluster-up SLURM_RELEASE=26.05`, `make dev SLURM_RELEASE=26.05`.
+export SLURM_RELEASE ?= 24.11
+# `make test` runs the slurm-marked tests once per release listed here.
+export SLURM_RELEASES ?= 24.11,26.05
 
 .PHONY: dev test test-fast system-deps venv dev-env services cluster-up cluster-down cluster-status migrate seed serve lint bench
 
@@ -10,13 +15,13 @@ dev: system-deps venv services cluster-up dev-env migrate seed serve
 
 test: system-deps venv
 	scripts/services.sh --postgres
-	$(CLUSTER) up
+	for release in $$(tr , ' ' <<<"$(SLURM_RELEASES)"); do SLURM_RELEASE=$$release $(CLUSTER) up || exit 1; done
 	scripts/test.sh
 
 # Tests that need only the database: no dev cluster, no browser (seconds to start, ~2 min).
 test-fast: system-deps venv
 	scripts/services.sh --postgres
-	scripts/test.sh -m "not slurm and not browser"
+	SLURM_RELEASES=24.11 scripts/test.sh -m "not slurm and not browser"
 
 system-deps:
 	scripts/install-system-deps.sh

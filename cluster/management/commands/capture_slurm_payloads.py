@@ -1,36 +1,80 @@
-"""Recapture the slurmrestd payloads the adapter tests read (cluster/tests/payloads/).
+"""Recapture the slurmrestd payloads the adapter tests read (cluster/tests/payloads/<version>/).
 
-Run against the dev cluster (`make cluster-up`), then `make test`:
-    python manage.py capture_slurm_payloads
-It creates a throwaway user, runs a GPU job and a shard job, holds a reservation, and
-saves what slurmrestd answered (status and body) for each call, errors included.
+Run against a dev cluster (`make cluster-up [SLURM_RELEASE=26.05]`), then the adapter tests:
+    python manage.py capture_slurm_payloads --release 26.05 --api-version all
+`--release` picks the cluster (as SLURM_RELEASE does); `--api-version` one version the daemon
+serves, or `all` of those the portal has an adapter for (default: the one in use).
+It creates throwaway users, runs a GPU job and a shard job, holds a reservation, and saves
+what slurmrestd answered (status and body) for each call, errors included.
 """
 
 import json
+import os
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from cluster.provisioning import LocalProvisioner
-from cluster.services import rest_client, slurm_cli
+from cluster.services import api_version, rest_client, served_api, slurm_cli
+from cluster.slurmrest.base import version_key
+from cluster.slurmrest.registry import ADAPTERS, adapter_for
 from cluster.tokens import TokenMinter
-from testing.slurm import submission, wait_for_state
+from testing.slurm import new_job_dir, submission, wait_for_state
 
 PAYLOAD_DIR = Path(__file__).resolve().parents[2] / "tests" / "payloads"
 CAPTURE_USER = "ptcapture"
 OTHER_USER = "ptcapture2"
+# Settings that SLURM_RELEASE derives; set by hand they would keep pointing at one cluster.
+_RELEASE_DERIVED = (
+    "DEVCLUSTER_DIR",
+    "SLURMRESTD_URL",
+    "SLURM_JWT_KEY_FILE",
+    "SLURM_CLI_PREFIX",
+    "SLURM_JOB_ROOT_LOCAL",
+    "SLURM_API_VERSION",
+)
 
 
 class Command(BaseCommand):
     help = __doc__.splitlines()[0]
 
-    def handle(self, *args, **options):
-        service = rest_client()
-        adapter = service.adapter
-        out = PAYLOAD_DIR / adapter.version
+    def add_arguments(self, parser):
+        parser.add_argument("--release", help="the dev cluster to capture from (24.11, 26.05); default SLURM_RELEASE")
+        parser.add_argument("--api-version", default="", help="vX.Y.Z, or all (default: the version in use)")
+
+    def handle(self, *args, release=None, **options):
+        requested = options["api_version"]
+        if release and release != settings.SLURM_RELEASE:
+            # Settings are read once per process: start again with the other cluster's.
+            environment = {key: value for key, value in os.environ.items() if key not in _RELEASE_DERIVED}
+            environment["SLURM_RELEASE"] = release
+            os.execve(sys.executable, [sys.executable, *sys.argv], environment)
+        served = served_api()
+        if not requested:
+            versions = [api_version()]
+        elif requested == "all":
+            versions = sorted((v for v in served.versions if v in ADAPTERS), key=version_key)
+        elif requested in served.versions:
+            versions = [requested]
+        else:
+            raise CommandError(f"{requested} is not served by Slurm {served.release} ({', '.join(served.versions)})")
+        # What version detection reads, without the 1.6 MB of schemas.
+        _status, document = rest_client().raw("GET", "/openapi/v3")
+        trimmed = {"info": document["info"], "paths": dict.fromkeys(sorted(document["paths"]), {})}
+        (PAYLOAD_DIR / f"openapi-{settings.SLURM_RELEASE}.json").write_text(json.dumps(trimmed, indent=1))
+        for version in versions:
+            self.stdout.write(f"Slurm {served.release}, {version}:")
+            self.capture(version)
+
+    def capture(self, version: str) -> None:
+        adapter = adapter_for(version)
+        base = rest_client()
+        service = base.__class__(base.base_url, adapter, base.minter, user_name=base.user_name, timeout=base.timeout)
+        out = PAYLOAD_DIR / version
         out.mkdir(parents=True, exist_ok=True)
         cli = slurm_cli()
         backend = LocalProvisioner(cli, settings.SLURM_ACCOUNT)
@@ -46,7 +90,15 @@ class Command(BaseCommand):
             self.stdout.write(f"  {name}: HTTP {status}")
             return payload
 
-        gpu_submission = submission("sleep 20; echo done", tres_per_node="gres/gpu:a100:1", name="capture-gpu")
+        # stderr with a %j pattern: v0.0.45 answers the pattern and the path apart.
+        directory = new_job_dir()
+        gpu_submission = submission(
+            "sleep 20; echo done",
+            directory=directory,
+            tres_per_node="gres/gpu:a100:1",
+            name="capture-gpu",
+            standard_error=f"{directory}/%j.err",
+        )
         submitted = save(
             "submit_ok", user, "POST", adapter.slurm_path("job/submit"), adapter.encode_submission(gpu_submission)
         )
@@ -58,22 +110,31 @@ class Command(BaseCommand):
         save("jobs_state", service, "GET", adapter.slurm_path("jobs/state/"))
         save("nodes_busy", service, "GET", adapter.slurm_path("nodes/"))
         save("partitions", service, "GET", adapter.slurm_path("partitions/"))
+        save("ping", service, "GET", adapter.slurm_path("ping/"))
 
         other = service.as_user(OTHER_USER)
         save("cancel_refused", other, "DELETE", adapter.slurm_path("jobs/"), {"jobs": [str(gpu_job)]})
+        save("cancel_missing", service, "DELETE", adapter.slurm_path("jobs/"), {"jobs": ["999999999"]})
 
+        start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(days=1)
         cli.create_gpu_reservation(
-            "capture_resv",
-            gpu_type="a100",
-            count=2,
-            users=[CAPTURE_USER],
-            start=datetime.now(UTC) + timedelta(days=1),
-            duration_minutes=120,
+            "capture_resv", gpu_type="a100", count=2, users=[CAPTURE_USER], start=start, duration_minutes=120
         )
         try:
             save("reservations", service, "GET", adapter.slurm_path("reservations/"))
         finally:
             cli.delete_reservation("capture_resv", check=False)
+        if adapter.reservation_writes:
+            body = adapter.encode_gpu_reservation(
+                "capture_rest", gpu_type="a100", count=1, users=[CAPTURE_USER], start=start, duration_minutes=60
+            )
+            try:
+                save("reservation_create_as_user", user, "POST", adapter.slurm_path("reservation"), body)
+                save("reservation_create", service, "POST", adapter.slurm_path("reservation"), body)
+                save("reservation_delete", service, "DELETE", adapter.slurm_path("reservation/capture_rest"))
+                save("reservation_delete_missing", service, "DELETE", adapter.slurm_path("reservation/capture_rest"))
+            finally:
+                cli.delete_reservation("capture_rest", check=False)
 
         save(
             "submit_too_many_gpus",
@@ -95,6 +156,7 @@ class Command(BaseCommand):
 
         wait_for_state(user, gpu_job, {"COMPLETED"}, timeout=120)
         save("job_completed", user, "GET", adapter.slurm_path(f"job/{gpu_job}"))
+        save("cancel_done", user, "DELETE", adapter.slurm_path("jobs/"), {"jobs": [str(gpu_job)]})
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             status, payload = service.raw("GET", adapter.slurmdb_path(f"job/{gpu_job}"))
