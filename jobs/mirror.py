@@ -370,8 +370,10 @@ def record_missing_accounting(client: SlurmRestClient, limit: int = 20) -> int:
             continue
         if not record.is_settled:
             continue  # slurmdbd has not heard all of the run yet
+        # slurmdbd's end time too: a job ended from the state listing has the pass's.
+        exact_end = {"end_time": record.end_time} if record.end_time else {}
         if Job.objects.filter(pk=job_pk, elapsed_seconds__isnull=True).update(
-            elapsed_seconds=record.elapsed_seconds, gpu_count=record.gpu_count
+            elapsed_seconds=record.elapsed_seconds, gpu_count=record.gpu_count, **exact_end
         ):
             recorded += 1
             # An open job page shows the accounting as soon as it is here.
