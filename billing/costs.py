@@ -7,23 +7,27 @@ charged. Until then it is null: a record is written by metering when slurmdbd re
 run, and its amount is set when it is charged to the month's draft invoice.
 
 `cost_so_far` (an estimate), while the job is RUNNING: the runs already charged (earlier runs
-of a requeued job) plus the run in progress priced as if it ended now:
-- seconds = now - the run's start; whole GPUs: GPU-seconds = seconds x GPUs; a shard job has
-  no GPU-seconds and is priced by its GPU memory (shards x GB per shard) x seconds;
-- the plan's included hours of the job's GPU type left this month (plan hours minus the
-  included GPU-seconds of the records charged to this month's invoice, minus what running jobs
-  of the same user and type that started earlier take first) cover GPU-seconds first; the rest
-  is billable at `rates_for_plan` (pricing.quote): GPU-seconds x the GPU price, and the NVMe
-  cache (the `gres/nvme` it holds) of the billable share at the NVMe price;
+of a requeued job) plus the run in progress priced as if it ended now, by the rules charging
+applies to a metered run (billing/charging.py), as far as they can be known before metering:
+- seconds = now - the run's start; prices = the list card in force at the run's start with
+  the plan's own GPU prices laid over it (billing.rates.rates_for_plan);
+- GPU-seconds to cover: whole GPUs x seconds; for a shard job, its GPU-second equivalent
+  (shards / shards per GPU x seconds, rounded down), since it holds part of one GPU;
+- the plan's included hours of the job's GPU type left this month cover them first: plan
+  hours x 3600 minus the included GPU-seconds of the records charged to this month's invoice,
+  minus what the user's other running jobs of that type that started earlier take first;
+- the rest is billable: whole GPUs at the GPU price; a shard job's GPU memory (shards x GB
+  per shard x seconds) of the billable share at the memory price; the NVMe cache beyond the
+  plan's included NVMe (the `gres/nvme` GB it holds), of the billable share, per GB-hour;
 - a free plan's usage is all included ($0): Slurm stops it at the cap;
-- not in the estimate: GPU memory of whole-GPU jobs (charged from telemetry's average when
-  the run is metered), credits (applied at charging), the plan fee and any volume discount
-  (invoice lines). So the charge may differ; the page and the API say it is an estimate.
+- not in the estimate: GPU memory of whole-GPU jobs (telemetry's average, known when the run
+  is metered), credits (spent at charging), the plan fee and any volume discount (invoice
+  lines). So the charge may differ; the page and the API say it is an estimate.
 
 Amounts are exact `Decimal` (pricing rule 2); a share of a line is carried to 12 places half-up
 like the pricing core's one division. Queries: a fixed number for any number of jobs (one for
-their records, one for the month's included hours, and per distinct owner and plan the plan
-and its rates).
+their records, one for the month's included hours, two for the list cards, and per distinct
+owner their plan).
 """
 
 from __future__ import annotations
@@ -39,9 +43,9 @@ from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
 from billing.drafts import month_of
-from billing.models import Invoice, UsageRecord
-from billing.pricing import DIVISION_QUANTUM, PricingError, quote
-from billing.rates import NoRateCard, rates_for_plan
+from billing.models import Invoice, RateCard, UsageRecord
+from billing.pricing import DIVISION_QUANTUM, SECONDS_PER_HOUR, PricingError, Rates
+from billing.rates import LIST_CARD, snapshot
 from cluster.gres import parse_gres
 from gpupool.gpu_types import gpu_types_from_mapping
 from jobs.costs import CostDetail, JobCost
@@ -74,7 +78,7 @@ class _Sums:
 
 def _share(amount: Decimal, part: int, whole: int) -> Decimal:
     """amount x part / whole to 12 places, half-up (the pricing core's division rule)."""
-    if whole == 0 or part == whole:
+    if part == whole:
         return amount
     with localcontext() as context:
         context.prec = 60
@@ -179,62 +183,66 @@ def _held(job: Job) -> tuple[str, int, int, int]:
 
 
 class _Estimator:
-    """Prices runs in progress; caches each owner's plan and each plan's rates, and shares out
+    """Prices runs in progress; caches each owner's plan and the list cards, and shares out
     each user's included hours left between their running jobs, earliest start first."""
 
     def __init__(self, owners: set[int], now: datetime):
         self.now = now
         self.period = month_of(now)
         self.plans: dict[int, PlanSnapshot] = {}
-        self.rates: dict[str, object] = {}
         self.included_used = included_seconds_used(owners, self.period) if owners else {}
         self.gpu_types = gpu_types_from_mapping(settings.GPU_TYPES)
+        # Every list card in force by now, newest first (two queries): each run is priced at
+        # the card in force at its start, as rates_for_plan(plan, start) would.
+        self.cards = list(
+            RateCard.objects.filter(code=LIST_CARD, effective_from__lte=now)
+            .order_by("-effective_from")
+            .prefetch_related("gpu_prices")
+        )
 
     def _plan(self, job: Job) -> PlanSnapshot:
         if job.owner_id not in self.plans:
             self.plans[job.owner_id] = plan_for(job.owner)
         return self.plans[job.owner_id]
 
-    def _rates(self, plan: PlanSnapshot):
-        if plan.code not in self.rates:
-            try:
-                self.rates[plan.code] = rates_for_plan(plan, self.now)
-            except NoRateCard:
-                self.rates[plan.code] = None
-        return self.rates[plan.code]
+    def _rates(self, plan: PlanSnapshot, start: datetime) -> Rates | None:
+        card = next((card for card in self.cards if card.effective_from <= start), None)
+        return snapshot(card).with_plan_prices(plan.code, plan.rates_per_second) if card else None
 
     def estimate(self, job: Job) -> _Sums | None:
         plan = self._plan(job)
         gpu_type, whole, shards, nvme = _held(job)
-        if not gpu_type or not (whole or shards):
+        info = self.gpu_types.get(gpu_type)
+        if info is None or not (whole or shards):
             return None
         seconds = max(0, int((self.now - job.start_time).total_seconds()))
         gpu_seconds = whole * seconds
+        to_cover = gpu_seconds if whole else shards * seconds // info.shards_per_gpu
+        key = (job.owner_id, gpu_type)
+        left = max(0, plan.included_gpu_hours.get(gpu_type, 0) * SECONDS_PER_HOUR - self.included_used.get(key, 0))
         if plan.included_hours_are_a_cap:
-            return _Sums(gpu_seconds=gpu_seconds, included=gpu_seconds, plan=plan.code)
-        rates = self._rates(plan)
+            return _Sums(gpu_seconds=gpu_seconds, included=to_cover, plan=plan.code)
+        rates = self._rates(plan, job.start_time)
         if rates is None:
             return None
-        key = (job.owner_id, gpu_type)
-        left = max(0, plan.included_gpu_hours.get(gpu_type, 0) * 3600 - self.included_used.get(key, 0))
-        included = min(left, gpu_seconds)
+        included = min(left, to_cover)
         self.included_used[key] = self.included_used.get(key, 0) + included
-        billable = gpu_seconds - included
-        memory_gb = shards * self.gpu_types[gpu_type].shard_gb if shards and gpu_type in self.gpu_types else 0
+        billable = to_cover - included
         try:
-            lines = {line.kind: line for line in quote(gpu_type, whole, seconds, memory_gb, nvme, rates=rates).lines}
+            amount_gpu = billable * rates.gpu_price(gpu_type) if whole else ZERO
         except PricingError:
             return None
-        if whole:
-            amount_gpu = billable * rates.gpu_price(gpu_type)
-            amount_nvme = _share(lines["nvme"].amount, billable, gpu_seconds)
-        else:  # a shard job: no GPU-seconds, so no included hours; all of it is billable
-            amount_gpu, amount_nvme = ZERO, lines["nvme"].amount
-        amount_memory = lines["gpu_memory"].amount
+        memory = Decimal(shards * info.shard_gb * seconds) * rates.gpu_memory_gb_second
+        nvme_exact = Decimal(max(0, nvme - plan.included_nvme_gb) * seconds) * rates.nvme_gb_hour
+        if to_cover:
+            amount_memory = _share(memory, billable, to_cover)
+            amount_nvme = _share(nvme_exact, billable, to_cover * SECONDS_PER_HOUR)
+        else:
+            amount_memory, amount_nvme = memory, _share(nvme_exact, 1, SECONDS_PER_HOUR)
         return _Sums(
             gpu_seconds=gpu_seconds,
             included=included,
-            billable=billable,
+            billable=billable if whole else 0,
             amount_gpu=amount_gpu,
             amount_memory=amount_memory,
             amount_nvme=amount_nvme,
@@ -247,13 +255,22 @@ def job_costs(jobs: Sequence[Job], now: datetime | None = None) -> Mapping[int, 
     """The provider: a JobCost for each job with something to say (see the module's rules)."""
     now = now or timezone.now()
     by_run = _record_sums(jobs)
-    running = sorted(
-        (job for job in jobs if job.state == JobState.RUNNING and job.start_time and job.owner_id),
-        key=lambda job: (job.start_time, job.pk),
+    asked = {job.pk for job in jobs if job.state == JobState.RUNNING and job.start_time and job.owner_id}
+    owners = {job.owner_id for job in jobs if job.pk in asked}
+    # Their owners' other running jobs too (one query): those that started earlier take the
+    # included hours left first, whether or not they are on this page.
+    others = (
+        Job.objects.filter(owner_id__in=owners, state=JobState.RUNNING, start_time__isnull=False).exclude(pk__in=asked)
+        if owners
+        else []
     )
-    estimator = _Estimator({job.owner_id for job in running}, now) if running else None
+    running = sorted([job for job in jobs if job.pk in asked] + list(others), key=lambda job: (job.start_time, job.pk))
+    estimator = _Estimator(owners, now) if running else None
     result: dict[int, JobCost] = {}
     for job in running:
+        if job.pk not in asked:
+            estimator.estimate(job)  # takes its share of the hours; not asked about
+            continue
         # Runs charged before this one (a requeued job); the run in progress is not metered yet.
         earlier = _Sums()
         for run_start, sums in by_run.get(job.pk, {}).items():

@@ -102,6 +102,12 @@ def test_the_estimate_uses_the_included_hours_left_first(alice, bob, api_client_
     job = _job(alice, "RUNNING", started=NOW - timedelta(seconds=1800), slurm_job_id=5104)
     detail = _get(api_client_for(alice), job)["cost_detail"]
     assert (detail["included_gpu_seconds"], detail["billable_gpu_seconds"]) == (600, 1200)
+    # A later job of hers gets none of those 600 s, asked about alone or in the list.
+    later = _job(alice, "RUNNING", started=NOW - timedelta(seconds=900), slurm_job_id=5114)
+    body = _get(api_client_for(alice), later)
+    assert body["cost_so_far"] == "1.35" and body["cost_detail"]["included_gpu_seconds"] == 0
+    listed = {row["id"]: row for row in api_client_for(alice).get("/api/v1/jobs/").json()["results"]}
+    assert (listed[job.pk]["cost_so_far"], listed[later.pk]["cost_so_far"]) == ("1.80", "1.35")
     # bob has all of his hours: the same run is covered by them.
     bobs = _job(bob, "RUNNING", started=NOW - timedelta(seconds=1800), slurm_job_id=5105)
     body = _get(api_client_for(bob), bobs)
@@ -127,6 +133,20 @@ def test_estimates_for_enterprise_shards_nvme_and_a_requeued_run(alice, api_clie
     body = _get(client, again)
     assert body["cost_so_far"] == "6.00"  # 1.50 charged + 1800 x 0.0025
     assert body["cost_detail"]["runs"] == 1
+
+
+def test_pro_pays_nvme_beyond_its_included_cache_and_shards_draw_on_its_hours(alice, api_client_for):
+    client = api_client_for(alice)
+    started = NOW - timedelta(seconds=3600)
+    # Three A100 shards for an hour take 3/10 x 3600 = 1080 s of the 100 included hours: $0.
+    shards = _job(alice, "RUNNING", tres="gres/shard:a100:3", started=started, slurm_job_id=5120)
+    body = _get(client, shards)
+    assert body["cost_so_far"] == "0.00" and body["cost_detail"]["included_gpu_seconds"] == 1080
+    _use_up_included_hours(alice)
+    # With the hours used up: 1 A100 hour (5.40) and 700 GB of NVMe, of which Pro includes
+    # 500: 200 GB x 1 h x $0.02 = 4.00.
+    nvme = _job(alice, "RUNNING", tres="gres/gpu:a100:1,gres/nvme:700", started=started, slurm_job_id=5121)
+    assert _get(client, nvme)["cost_so_far"] == "9.40"
 
 
 def test_the_free_plan_shows_nothing_billable(alice, api_client_for):
