@@ -302,6 +302,13 @@ CELERY_BEAT_SCHEDULE["billing-meter-usage"] = {
     "schedule": float(METERING_INTERVAL_SECONDS),
     "options": {"expires": float(METERING_INTERVAL_SECONDS)},
 }
+# Budgets (billing/budgets.py): the 80 % and 100 % e-mails, each once a month, whatever path
+# the charges took; metering may also call billing.budgets.check_budget after charging.
+CELERY_BEAT_SCHEDULE["billing-check-budgets"] = {
+    "task": "billing.budgets.check_budgets",
+    "schedule": 300.0,
+    "options": {"expires": 300.0},
+}
 # Image repositories the free plan may use (PRODUCT.md: official PyTorch/TensorFlow only).
 OFFICIAL_IMAGES = env_list(
     "OFFICIAL_IMAGES",
