@@ -15,6 +15,7 @@ urlpatterns = [
     path("api/v1/telemetry/ingest", telemetry_views.ingest, name="telemetry-ingest"),
     path("api/v1/billing/", include("billing.api.urls")),
     path("api/v1/reservations/", include("reservations.api.urls")),
+    path("api/v1/invoices/", include("billing.api.invoice_urls")),
     path("api/v1/", include("jobs.api.urls")),
     path("api/schema/", schema_view, name="api-schema"),
 ]

@@ -1,0 +1,206 @@
+"""/api/v1/invoices/: the caller's own invoices (another user's is a 404, admins included:
+their invoice pages are in the console), each with its lines, and its PDF and CSV.
+
+Amounts are decimal strings in USD, rounded to the cent (the invoice rule); quantities and
+unit prices exact decimal strings."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+
+from billing import documents
+from billing.models import Invoice, InvoiceLine
+from billing.pricing import format_quantity
+from gpupool.api.errors import error_responses
+from gpupool.api.pagination import StrictCursorPagination
+
+ERROR_DESCRIPTIONS = {
+    400: "Bad input: a page_size outside 1-200",
+    401: "No credentials, or an unknown or revoked token",
+    404: "No such invoice among the caller's own (or a cursor that is not one of ours)",
+}
+TAGS = ["invoices"]
+MONEY_HELP = "USD, decimal string, rounded half-up to the cent"
+
+
+class DecimalText(serializers.CharField):
+    def to_representation(self, value):
+        return format_quantity(value)
+
+
+class Cents(serializers.CharField):
+    def to_representation(self, value):
+        return f"{value:.2f}"
+
+
+class InvoiceLineSerializer(serializers.ModelSerializer):
+    kind = serializers.ChoiceField(choices=InvoiceLine.Kind.choices)
+    quantity = DecimalText(help_text="Exact decimal string")
+    unit_price = DecimalText(help_text="USD per unit, decimal string (a discount line: the rate)")
+    amount = Cents(help_text=MONEY_HELP)
+    credit_entry_ids = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Credits ledger entries a credits line stands for"
+    )
+
+    class Meta:
+        model = InvoiceLine
+        fields = [
+            "position",
+            "kind",
+            "plan",
+            "gpu_type",
+            "description",
+            "quantity",
+            "unit",
+            "unit_price",
+            "amount",
+            "credit_entry_ids",
+        ]
+
+
+class InvoiceSummarySerializer(serializers.ModelSerializer):
+    status = serializers.ChoiceField(choices=Invoice.Status.choices)
+    period = serializers.DateField(help_text="The first day of the month billed")
+    subtotal = Cents(help_text=MONEY_HELP)
+    discount = Cents(help_text="Volume discount, 0 or less; " + MONEY_HELP)
+    credits = Cents(help_text="Credits applied, 0 or less; " + MONEY_HELP)
+    total = Cents(help_text="The sum of the rounded lines; " + MONEY_HELP)
+    pdf = serializers.SerializerMethodField()
+    csv = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Invoice
+        fields = [
+            "id",
+            "number",
+            "period",
+            "status",
+            "currency",
+            "subtotal",
+            "discount",
+            "credits",
+            "total",
+            "issued_at",
+            "paid_at",
+            "voided_at",
+            "void_reason",
+            "refreshed_at",
+            "pdf",
+            "csv",
+        ]
+
+    def _url(self, invoice, name) -> str:
+        request = self.context.get("request")
+        path = f"/api/v1/invoices/{invoice.pk}/{name}"
+        return request.build_absolute_uri(path) if request else path
+
+    def get_pdf(self, invoice) -> str:
+        return self._url(invoice, "pdf")
+
+    def get_csv(self, invoice) -> str:
+        return self._url(invoice, "csv")
+
+
+class InvoiceSerializer(InvoiceSummarySerializer):
+    lines = InvoiceLineSerializer(many=True, read_only=True)
+
+    class Meta(InvoiceSummarySerializer.Meta):
+        fields = [*InvoiceSummarySerializer.Meta.fields, "lines"]
+
+
+class _FileRenderer(BaseRenderer):
+    """Lets a client ask for the file type (Accept: application/pdf) without a 406; a refusal
+    still carries the JSON error body."""
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        if isinstance(data, bytes | str):
+            return data
+        return JSONRenderer().render(data)
+
+
+class PdfRenderer(_FileRenderer):
+    media_type = "application/pdf"
+    format = "pdf"
+
+
+class CsvRenderer(_FileRenderer):
+    media_type = "text/csv"
+    format = "csv"
+
+
+class InvoiceCursorPagination(StrictCursorPagination):
+    """Keyset pagination on (period, id), the latest month first."""
+
+    ordering = ("-period", "-id")
+
+
+@extend_schema_view(
+    list=extend_schema(
+        operation_id="invoices_list",
+        summary="The caller's invoices (drafts too), latest month first, without lines",
+        responses={200: InvoiceSummarySerializer(many=True), **error_responses(ERROR_DESCRIPTIONS, 400, 401, 404)},
+        tags=TAGS,
+    ),
+    retrieve=extend_schema(
+        operation_id="invoices_retrieve",
+        summary="One of the caller's invoices with its lines",
+        responses={200: InvoiceSerializer, **error_responses(ERROR_DESCRIPTIONS, 401, 404)},
+        tags=TAGS,
+    ),
+)
+class InvoiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    pagination_class = InvoiceCursorPagination
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Invoice.objects.none()
+        rows = Invoice.objects.filter(user=self.request.user)
+        if self.action == "retrieve":
+            rows = rows.prefetch_related("lines")
+        return rows
+
+    def get_serializer_class(self):
+        return InvoiceSerializer if self.action == "retrieve" else InvoiceSummarySerializer
+
+    def _own(self, pk) -> Invoice:
+        return get_object_or_404(Invoice.objects.select_related("user"), pk=pk, user=self.request.user)
+
+    @extend_schema(
+        operation_id="invoices_pdf",
+        summary="The invoice as a PDF",
+        responses={
+            (200, "application/pdf"): OpenApiResponse(OpenApiTypes.BINARY),
+            **error_responses(ERROR_DESCRIPTIONS, 401, 404),
+        },
+        tags=TAGS,
+    )
+    @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, PdfRenderer])
+    def pdf(self, request, pk=None):
+        invoice = self._own(pk)
+        return _download(documents.invoice_pdf(invoice), "application/pdf", documents.filename(invoice, "pdf"))
+
+    @extend_schema(
+        operation_id="invoices_csv",
+        summary="The invoice's lines as CSV (amounts as decimal strings; subtotal, discount, credits and total last)",
+        responses={
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR),
+            **error_responses(ERROR_DESCRIPTIONS, 401, 404),
+        },
+        tags=TAGS,
+    )
+    @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, CsvRenderer])
+    def csv(self, request, pk=None):
+        invoice = self._own(pk)
+        return _download(documents.invoice_csv(invoice), "text/csv; charset=utf-8", documents.filename(invoice, "csv"))
+
+
+def _download(body, content_type: str, name: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
