@@ -79,6 +79,12 @@ def _divide(numerator: Decimal, denominator: int) -> Decimal:
         return (numerator / Decimal(denominator)).quantize(DIVISION_QUANTUM, rounding=ROUND_HALF_UP)
 
 
+def divide(numerator: Decimal, denominator: int) -> Decimal:
+    """Rule 2's one division, for the share of a line that charging takes (billing/charging.py:
+    a run partly covered by included hours or credits pays that share of its memory and NVMe)."""
+    return _divide(numerator, denominator)
+
+
 def format_amount(amount: Decimal) -> str:
     """A money amount as a decimal string: exact, trailing zeros dropped but at least two
     places ("2.70", "0.864", "5.00", "8.564")."""

@@ -1,0 +1,194 @@
+"""Charging one usage record to its user's draft invoice: what covers it, and what it comes to.
+
+`charge(record_id)` runs right after metering writes a record (billing/metering.py) and is
+idempotent: a record already on an invoice is left alone. Inside one transaction it locks the
+draft of the month the run ended in (billing.drafts.open_draft: a month already issued sends
+it to the next open month), then the record, and sets the plan, the rate card, the prices,
+the split and the amounts once.
+
+Prices: the user's plan now (plans.catalog.plan_for) and the list rate card in force at the
+run's start with the plan's own per-second GPU prices laid over it (Enterprise:
+billing.rates.rates_for_plan).
+
+What covers a run, in this order (its "GPU-seconds to cover": whole GPUs x seconds):
+1. the plan's included hours of the run's GPU type this month: hours x 3600 minus what the
+   records already charged to this draft took of them (the draft's lock orders this);
+2. credits (`apply_credits`, the seam to credits.ledger.spend; idempotency key per record);
+3. the rest is billable.
+Amounts (exact Decimal, billing/pricing.py rule 2): GPU = billable GPU-seconds x the GPU
+price; GPU memory = the memory GB-seconds of the billable share (GB-s x billable / covered
+total) x the memory price; NVMe = the GB above the plan's included NVMe (`included_nvme_gb`,
+a cache size, not a monthly pool) x seconds, of the billable share, x the NVMe price per
+GB-hour / 3600. A share is one division carried to 12 places half-up; a run with nothing
+covered has no division (its amounts are pricing.quote's lines exactly: the article's run
+comes to $8.564).
+
+Shard runs (GPU memory, no whole GPU; gpu_count 0): priced by their memory GB-seconds (shards
+x GB per shard x seconds) at the memory price, recorded as their "GPU price". They draw on
+the plan's included hours only when the plan includes hours of that GPU type, as GPU-second
+equivalents (shards / shards per GPU x seconds, rounded down): a Pro user's 3-shard A100 run
+of an hour takes 1,080 s of the 100 A100-hours, and what the hours do not cover is billed as
+memory. Credits are whole GPU-seconds and are not spent on shard runs.
+
+Free plan (included hours are a cap): nothing is billed, ever; the whole run is recorded as
+included, and a run beyond the cap (slurmdbd late, or Slurm's own limit rounding) says so in
+`note`.
+"""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from billing.drafts import open_draft
+from billing.models import RateCard, UsageRecord
+from billing.pricing import SECONDS_PER_HOUR, PricingError, divide
+from billing.rates import NoRateCard, rates_for_plan
+from plans.catalog import plan_for
+
+log = logging.getLogger(__name__)
+ZERO = Decimal(0)
+
+
+class ChargeError(Exception):
+    """A record that cannot be priced (no rate card, no price for its GPU type): left
+    uncharged, and retried by the next metering pass."""
+
+
+def apply_credits(user_id: int, gpu_type: str, gpu_seconds: int, idempotency_key: str) -> tuple[int, int | None]:
+    """GPU-seconds of `gpu_type` that the user's credits cover, up to `gpu_seconds`, and the
+    credits ledger's spend entry id: (0, None) without credits. The seam to the credits app:
+    `credits.ledger.spend(user_id, gpu_seconds, *, gpu_type, idempotency_key) -> entry or None`
+    when it exists (billing may import credits; credits never imports billing). Runs inside
+    charge()'s transaction, so a charge that fails spends nothing."""
+    if gpu_seconds <= 0:
+        return 0, None
+    try:
+        # Imported here: the credits ledger is optional (another issue), and billing works
+        # without it.
+        from credits import ledger
+    except ImportError:
+        return 0, None
+    spend = getattr(ledger, "spend", None)
+    if spend is None:
+        return 0, None
+    try:
+        entry = spend(user_id, gpu_seconds, gpu_type=gpu_type, idempotency_key=idempotency_key)
+    except LookupError as exc:  # credits.weights.NoBurnWeight: credits do not pay for this type
+        log.info("credits do not cover %s: %s", gpu_type, exc)
+        return 0, None
+    if entry is None:
+        return 0, None
+    covered = int(getattr(entry, "covered_gpu_seconds", None) or 0)
+    return min(max(0, covered), gpu_seconds), entry.pk
+
+
+def _included_left(invoice_id: int, gpu_type: str, included_hours: int) -> int:
+    if included_hours <= 0:
+        return 0
+    used = (
+        UsageRecord.objects.filter(invoice_id=invoice_id, gpu_type=gpu_type).aggregate(
+            used=Sum("included_gpu_seconds")
+        )["used"]
+        or 0
+    )
+    return max(0, included_hours * SECONDS_PER_HOUR - used)
+
+
+def _shard_equivalent_seconds(record: UsageRecord) -> int:
+    shards_per_gpu = int(settings.GPU_TYPES.get(record.gpu_type, {}).get("shards_per_gpu") or 0)
+    if shards_per_gpu <= 0:
+        return 0
+    return record.shards * record.seconds // shards_per_gpu
+
+
+def _share(amount_times_whole: Decimal, part: int, whole: int) -> Decimal:
+    """amount x part / whole: exact when part == whole, else one division to 12 places."""
+    if part == whole:
+        return amount_times_whole
+    return divide(amount_times_whole * part, whole)
+
+
+def charge(record_id: int) -> bool:
+    """Charge one record to its draft (see the module). True when it was charged now; False
+    when it already was. Raises ChargeError, changing nothing, when it cannot be priced."""
+    facts = UsageRecord.objects.filter(pk=record_id).values("user_id", "run_end", "invoice_id").first()
+    if facts is None or facts["invoice_id"] is not None:
+        return False
+    with transaction.atomic():
+        # The draft first, then the record: the order month closing takes them in.
+        invoice = open_draft(facts["user_id"], facts["run_end"])
+        record = UsageRecord.objects.select_for_update(of=("self",)).select_related("user").get(pk=record_id)
+        if record.invoice_id is not None:
+            return False
+        plan = plan_for(record.user)
+        try:
+            rates = rates_for_plan(plan, record.run_start)
+            card = RateCard.objects.get(code=rates.card, effective_from=rates.effective_from)
+            shard_run = record.gpu_count == 0 and record.shards > 0
+            gpu_price = (
+                rates.gpu_memory_gb_second
+                if shard_run
+                else (rates.gpu_price(record.gpu_type) if record.gpu_seconds else ZERO)
+            )
+        except (NoRateCard, PricingError) as exc:
+            raise ChargeError(str(exc)) from exc
+
+        to_cover = _shard_equivalent_seconds(record) if shard_run else record.gpu_seconds
+        included_hours = int(plan.included_gpu_hours.get(record.gpu_type, 0))
+        note = ""
+        if plan.included_hours_are_a_cap:
+            left = _included_left(invoice.pk, record.gpu_type, included_hours)
+            included, credited, credit_entry = to_cover, 0, None
+            if to_cover > left:
+                note = f"beyond the {plan.name} plan's {included_hours} included hours: not billed (free plan)"
+        else:
+            included = min(to_cover, _included_left(invoice.pk, record.gpu_type, included_hours))
+            credited, credit_entry = 0, None
+            if not shard_run:
+                credited, credit_entry = apply_credits(
+                    record.user_id, record.gpu_type, to_cover - included, f"usage-record:{record.pk}"
+                )
+        billable = to_cover - included - credited
+
+        if plan.included_hours_are_a_cap:
+            amount_gpu = amount_memory = amount_nvme = ZERO
+        else:
+            amount_gpu = ZERO if shard_run else billable * gpu_price
+            memory = record.gpu_memory_gb_seconds * rates.gpu_memory_gb_second
+            nvme_gb = max(0, record.nvme_gb - plan.included_nvme_gb)
+            nvme_numerator = nvme_gb * record.seconds * rates.nvme_gb_hour
+            if to_cover:
+                amount_memory = _share(memory, billable, to_cover)
+                amount_nvme = divide(nvme_numerator * billable, SECONDS_PER_HOUR * to_cover)
+            else:  # no GPU time to share out (an NVMe-only run, a very short shard run)
+                amount_memory = memory
+                amount_nvme = divide(nvme_numerator, SECONDS_PER_HOUR)
+        no_telemetry = record.gpu_memory_source == UsageRecord.MemorySource.NONE
+        if record.gpu_seconds and no_telemetry and not plan.included_hours_are_a_cap:
+            note = "no GPU telemetry for this run: GPU-seconds only"
+
+        updated = UsageRecord.objects.filter(pk=record.pk, invoice__isnull=True).update(
+            invoice=invoice,
+            charged_at=timezone.now(),
+            plan=plan.code,
+            rate_card=card,
+            gpu_price=gpu_price,
+            memory_price=rates.gpu_memory_gb_second,
+            nvme_price=rates.nvme_gb_hour,
+            included_gpu_seconds=included,
+            credit_gpu_seconds=credited,
+            credit_entry_id=credit_entry,
+            billable_gpu_seconds=0 if shard_run else billable,
+            amount_gpu=amount_gpu,
+            amount_memory=amount_memory,
+            amount_nvme=amount_nvme,
+            amount=amount_gpu + amount_memory + amount_nvme,
+            note=note[:200],
+        )
+        return bool(updated)
