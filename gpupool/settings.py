@@ -87,6 +87,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "allauth.account.middleware.AccountMiddleware",
+    "credits.middleware.BrowserIdMiddleware",
 ]
 
 ROOT_URLCONF = "gpupool.urls"
@@ -220,6 +221,9 @@ CELERY_BEAT_SCHEDULE = {
     "reservations-check": {"task": "reservations.tasks.check_reservations", "schedule": 300.0},
     # Hourly; acts once, on the 1st of the month (plans/tasks.py).
     "plans-monthly-usage-reset": {"task": "plans.tasks.reset_monthly_usage", "schedule": 3600.0},
+    # Credit past CREDIT_EXPIRY_DAYS becomes expiry entries; missed grants are repaired.
+    "credits-expire": {"task": "credits.tasks.expire_credits", "schedule": 3600.0, "options": {"expires": 3600.0}},
+    "credits-sweep-grants": {"task": "credits.tasks.sweep_grants", "schedule": 300.0, "options": {"expires": 300.0}},
     "reconcile-submissions": {
         "task": "jobs.tasks.reconcile_submissions",
         "schedule": 15.0,
@@ -344,6 +348,12 @@ LOG_TAIL_BYTES = env_int("LOG_TAIL_BYTES", 64 * 1024, minimum=1024)
 # Per-user ceilings on things a user creates, so one account cannot grow a table without end.
 MAX_API_TOKENS_PER_USER = env_int("MAX_API_TOKENS_PER_USER", 20, minimum=1)
 MAX_JOB_TEMPLATES_PER_USER = env_int("MAX_JOB_TEMPLATES_PER_USER", 50, minimum=1)
+
+# --- Credits (credits/) ---------------------------------------------------------------------
+# Granted credit expires this many days after its grant (ledger entries written by a beat task).
+CREDIT_EXPIRY_DAYS = env_int("CREDIT_EXPIRY_DAYS", 90, minimum=1)
+# An invitee seen from the referrer's address or browser within this many days waits for review.
+REFERRAL_SHARED_PLACE_DAYS = env_int("REFERRAL_SHARED_PLACE_DAYS", 30, minimum=1)
 
 # --- API ----------------------------------------------------------------------------------
 # The largest JSON body the API reads. A valid job spec can hold a 64 KiB command and 64
