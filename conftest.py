@@ -45,6 +45,13 @@ def marketer(db):
     return _person("mark", Role.MARKETING, "free")
 
 
+def pytest_report_header(config):
+    from django.conf import settings
+
+    # Which cluster the slurm-marked tests use (scripts/test.sh runs them once per release).
+    return f"Slurm dev cluster: {settings.SLURM_RELEASE} at {settings.SLURMRESTD_URL}"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _close_stray_test_database_sessions(django_db_setup, django_db_blocker):
     """Daphne subprocesses and Channels' worker threads keep PostgreSQL sessions open;
@@ -110,6 +117,8 @@ def _fresh_heatmap(request):
 @pytest.fixture(scope="session")
 def slurm(slurm_limits):
     """The service client of the real dev cluster; fails (never skips) when it is down."""
+    from django.conf import settings
+
     from cluster.errors import SlurmError
     from cluster.services import rest_client
 
@@ -117,7 +126,10 @@ def slurm(slurm_limits):
     try:
         client.check_access()
     except SlurmError as exc:
-        pytest.fail(f"the dev cluster is not usable ({exc}); start it with `make cluster-up`")
+        pytest.fail(
+            f"the Slurm {settings.SLURM_RELEASE} dev cluster is not usable ({exc}); "
+            f"start it with `make cluster-up SLURM_RELEASE={settings.SLURM_RELEASE}`"
+        )
     return client
 
 
