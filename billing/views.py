@@ -1,0 +1,184 @@
+"""Invoice pages: a user's invoices and one invoice (lines a page at a time, so the page costs
+the same queries at 10 lines and at 10,000), its PDF and CSV; the admins' billing pages:
+revenue by month, plan and GPU type, unpaid invoices, one invoice with "record a payment" and
+"void" (both audited by billing.payments / billing.invoicing)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Q, Sum
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts.models import Role
+from billing import documents, invoicing
+from billing.models import Invoice, InvoiceLine
+from billing.payments import PaymentError, provider
+
+LINES_PER_PAGE = 100
+# Revenue counts what was invoiced and stands: issued (owed) and paid, never drafts or void.
+BILLED = Q(invoice__status__in=[Invoice.Status.ISSUED, Invoice.Status.PAID])
+
+
+def admin_required(view):
+    """Admins only (403 to anyone else), as console.access does for the console's pages."""
+
+    @login_required
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        profile = getattr(request.user, "profile", None)
+        if profile is None or profile.role != Role.ADMIN:
+            raise PermissionDenied("This page is not available to your account.")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def _own(request, pk) -> Invoice:
+    # Another user's invoice is a 404: its existence is not theirs to learn.
+    return get_object_or_404(Invoice.objects.select_related("user"), pk=pk, user=request.user)
+
+
+def _invoice_context(request, invoice: Invoice) -> dict:
+    lines = Paginator(InvoiceLine.objects.filter(invoice=invoice).order_by("position"), LINES_PER_PAGE)
+    payments = list(invoice.payments.all())
+    return {
+        "invoice": invoice,
+        "page": lines.get_page(request.GET.get("page")),
+        "payments": payments,
+        "paid": sum((payment.amount for payment in payments), 0),
+    }
+
+
+@login_required
+def invoices(request):
+    rows = Invoice.objects.filter(user=request.user).order_by("-period", "-id")
+    page = Paginator(rows, 24).get_page(request.GET.get("page"))
+    return render(request, "billing/invoices.html", {"page": page})
+
+
+@login_required
+def invoice(request, pk):
+    return render(request, "billing/invoice.html", _invoice_context(request, _own(request, pk)))
+
+
+def _download(body, content_type: str, name: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@login_required
+def invoice_pdf(request, pk):
+    invoice = _own(request, pk)
+    return _download(documents.invoice_pdf(invoice), "application/pdf", documents.filename(invoice, "pdf"))
+
+
+@login_required
+def invoice_csv(request, pk):
+    invoice = _own(request, pk)
+    return _download(documents.invoice_csv(invoice), "text/csv; charset=utf-8", documents.filename(invoice, "csv"))
+
+
+# --- admins ---------------------------------------------------------------------------------
+
+
+def revenue() -> dict:
+    """Invoiced revenue (issued and paid invoices' lines), by month, by plan and by GPU type."""
+    lines = InvoiceLine.objects.filter(BILLED)
+    by_month_plan = list(
+        lines.values("invoice__period", "plan").annotate(amount=Sum("amount")).order_by("invoice__period", "plan")
+    )
+    months = sorted({row["invoice__period"] for row in by_month_plan})
+    plans = sorted({row["plan"] for row in by_month_plan})
+    grid = {(row["invoice__period"], row["plan"]): row["amount"] for row in by_month_plan}
+    chart = [
+        {
+            "type": "bar",
+            "name": plan or "other",
+            "x": [f"{month:%Y-%m}" for month in months],
+            "y": [str(grid.get((month, plan), 0)) for month in months],
+        }
+        for plan in plans
+    ]
+    return {
+        "by_month": [
+            {"period": month, "amount": sum((grid.get((month, plan), 0) for plan in plans), 0)} for month in months
+        ],
+        "by_plan": list(lines.values("plan").annotate(amount=Sum("amount")).order_by("-amount", "plan")),
+        "by_gpu_type": list(
+            lines.exclude(gpu_type="").values("gpu_type").annotate(amount=Sum("amount")).order_by("-amount", "gpu_type")
+        ),
+        "chart": json.dumps(chart),
+    }
+
+
+@admin_required
+def admin_billing(request):
+    unpaid = (
+        Invoice.objects.filter(status=Invoice.Status.ISSUED)
+        .select_related("user")
+        .annotate(paid=Sum("payments__amount"))
+        .order_by("issued_at", "id")
+    )
+    return render(
+        request,
+        "billing/admin_billing.html",
+        {**revenue(), "unpaid": Paginator(unpaid, 50).get_page(request.GET.get("page"))},
+    )
+
+
+@admin_required
+def admin_invoice(request, pk):
+    invoice = get_object_or_404(Invoice.objects.select_related("user"), pk=pk)
+    context = _invoice_context(request, invoice)
+    context.update(
+        admin=True,
+        outstanding=invoice.total - context["paid"],
+        # A fresh key per form shown: a double submit of this form records one payment.
+        idempotency_key=uuid.uuid4().hex,
+    )
+    return render(request, "billing/invoice.html", context)
+
+
+@admin_required
+@require_POST
+def admin_record_payment(request, pk):
+    invoice = get_object_or_404(Invoice, pk=pk)
+    try:
+        result = provider("manual").record_payment(
+            invoice.pk,
+            request.POST.get("amount", ""),
+            idempotency_key=request.POST.get("idempotency_key", ""),
+            reference=request.POST.get("reference", "").strip(),
+            actor=request.user,
+        )
+    except PaymentError as exc:
+        messages.error(request, f"Payment not recorded: {exc.message}")
+    else:
+        if result.created:
+            messages.success(request, f"Payment of ${result.payment.amount} recorded on {invoice.number}.")
+        else:
+            messages.info(request, "That payment was recorded already.")
+    return redirect("billing:admin_invoice", pk=invoice.pk)
+
+
+@admin_required
+@require_POST
+def admin_void(request, pk):
+    invoice = get_object_or_404(Invoice, pk=pk)
+    try:
+        invoicing.void_invoice(invoice.pk, request.user, request.POST.get("reason", ""))
+    except (ValueError, invoicing.InvoiceStateError) as exc:
+        messages.error(request, f"Not voided: {exc}")
+    else:
+        messages.success(request, f"{invoice.number} is void.")
+    return redirect("billing:admin_invoice", pk=invoice.pk)
