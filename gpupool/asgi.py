@@ -12,6 +12,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.urls import path, re_path  # noqa: E402
 
 from gpupool.routing import websocket_urlpatterns  # noqa: E402
+from jobs.asgi_events import events_app  # noqa: E402
 from telemetry.asgi_ingest import ingest_app  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -20,6 +21,8 @@ application = ProtocolTypeRouter(
             [
                 # Node agents' batches skip Django's middleware (telemetry/asgi_ingest.py).
                 path("api/v1/telemetry/ingest", ingest_app),
+                # slurmctld's job events, signed in their headers (jobs/asgi_events.py).
+                path("api/v1/slurm/events", events_app),
                 re_path(r"", django_asgi_app),
             ]
         ),

@@ -211,7 +211,7 @@ def _finish_from_accounting(client: SlurmRestClient, job_pk: int, slurm_job_id: 
     return bool(updated)
 
 
-def _fetch_jobs(client: SlurmRestClient, job_ids: list[int]) -> list[SlurmJob]:
+def fetch_jobs(client: SlurmRestClient, job_ids: list[int]) -> list[SlurmJob]:
     """The details of `job_ids`, one request each, FETCH_CONCURRENCY at a time (never the
     full /jobs list, which grows slurmrestd by gigabytes at thousands of jobs). Jobs purged
     between the listing and the fetch are left out: the vanished-job pass handles them."""
@@ -228,6 +228,20 @@ def _fetch_jobs(client: SlurmRestClient, job_ids: list[int]) -> list[SlurmJob]:
         with ThreadPoolExecutor(max_workers=min(settings.MIRROR_FETCH_CONCURRENCY, len(job_ids))) as pool:
             found = list(pool.map(fetch, job_ids))
     return [job for job in found if job is not None]
+
+
+def finish_vanished_job(client: SlurmRestClient, slurm_job_id: int) -> bool:
+    """A job slurmctld no longer has, if the portal still has it unfinished: its end from
+    slurmdbd. True when the row changed."""
+    row = (
+        Job.objects.filter(slurm_job_id=slurm_job_id)
+        .exclude(state__in=FINAL_STATES)
+        .values_list("pk", "slurm_states")
+        .first()
+    )
+    if row is None:
+        return False
+    return _finish_from_accounting(client, row[0], slurm_job_id, row[1])
 
 
 def _apply_from_listing(rows: dict[int, dict], live: dict[int, str], job_ids: list[int]) -> list[int]:
@@ -318,7 +332,7 @@ def mirror_jobs(client: SlurmRestClient) -> MirrorResult:
 
     unchanged = []
     for batch in _batches(to_fetch, FETCH_BATCH):
-        details = _fetch_jobs(client, batch)
+        details = fetch_jobs(client, batch)
         result.fetched += len(details)
         for job in details:
             if apply_slurm_job(job):
