@@ -189,6 +189,11 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CLUSTER_SYNC_INTERVAL_SECONDS = env_float("CLUSTER_SYNC_INTERVAL_SECONDS", 2.0)
 # Changed jobs the mirror fetches from slurmrestd at once (each by id; jobs/mirror.py).
 MIRROR_FETCH_CONCURRENCY = env_int("MIRROR_FETCH_CONCURRENCY", 8, minimum=1)
+# The secret slurmctld's event hook signs with (deploy/slurm-events/); empty: events off and
+# the polling mirror alone keeps jobs current. From a file in production (mode 600).
+SLURM_EVENTS_SECRET = env_str("SLURM_EVENTS_SECRET", "")
+if not SLURM_EVENTS_SECRET and env_str("SLURM_EVENTS_SECRET_FILE", ""):
+    SLURM_EVENTS_SECRET = Path(env_str("SLURM_EVENTS_SECRET_FILE", "")).read_text().strip()
 CELERY_BEAT_SCHEDULE = {
     "mirror-cluster": {
         "task": "jobs.tasks.sync_cluster",
