@@ -172,14 +172,22 @@ def grant(
         return entry, True
 
 
-def spend(user_id: int, gpu_seconds: int, *, gpu_type: str, idempotency_key: str) -> LedgerEntry | None:
+def job_reference(job_uuid) -> str:
+    """The `reference` that ties a spend to a job (the job page lists spends by it)."""
+    return f"job:{job_uuid}"
+
+
+def spend(
+    user_id: int, gpu_seconds: int, *, gpu_type: str, idempotency_key: str, reference: str = ""
+) -> LedgerEntry | None:
     """Cover up to `gpu_seconds` of `gpu_type` with credits (the contract with billing).
 
     Takes at most the balance, under the account's lock; one entry per idempotency key (a
     retry returns the entry already written). The entry's `covered_gpu_seconds` is what the
     credits paid for; billing charges money for the rest. None when the balance covers not
     one GPU-second of that type (a balance of 0 included). Raises NoBurnWeight for a GPU type
-    without a weight, LedgerError for a negative quantity."""
+    without a weight, LedgerError for a negative quantity. `reference` (optional) names what
+    was paid for: `job_reference(job.uuid)` shows the spend on that job's page."""
     if isinstance(gpu_seconds, bool) or not isinstance(gpu_seconds, int) or gpu_seconds < 0:
         raise LedgerError("gpu_seconds must be a whole number, 0 or more")
     with transaction.atomic():
@@ -206,7 +214,7 @@ def spend(user_id: int, gpu_seconds: int, *, gpu_type: str, idempotency_key: str
             gpu_seconds=gpu_seconds,
             covered_gpu_seconds=taken.covered_gpu_seconds,
             credits_per_gpu_second=weight,
-            reference=idempotency_key,
+            reference=reference[:200] or idempotency_key[:200],
         )
         _consume(account, taken.credits, now, "spent")
         return entry

@@ -30,7 +30,7 @@ def give_new_user_tutorial_and_account(sender, instance, created, raw=False, **k
         ledger.account_for(instance.pk)
 
 
-def _address(request) -> str | None:
+def request_address(request) -> str | None:
     address = client_ip(request) if request is not None else None
     return address if address and address != "unknown" else None
 
@@ -45,7 +45,7 @@ def enroll_new_user(sender, request, user, **kwargs):
         if referral_code:
             account = ledger.CreditAccount.objects.select_related("user").filter(referral_code=referral_code).first()
             referrer = account.user if account else None
-    ip, browser = _address(request), browser_id(request) if request is not None else ""
+    ip, browser = request_address(request), browser_id(request) if request is not None else ""
     grants.enroll(user, campaign=campaign, referrer=referrer, ip=ip, browser_id=browser)
     fraud.record_sighting(user.pk, ip, browser)
 
@@ -58,7 +58,7 @@ def grant_on_verification(sender, request, email_address, **kwargs):
 @receiver(user_logged_in)
 def remember_where_user_signed_in(sender, request, user, **kwargs):
     if request is not None:
-        fraud.record_sighting(user.pk, _address(request), browser_id(request))
+        fraud.record_sighting(user.pk, request_address(request), browser_id(request))
 
 
 @receiver(job_changed)

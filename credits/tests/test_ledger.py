@@ -99,7 +99,10 @@ def test_entries_cannot_be_changed_or_deleted_by_the_model(alice):
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the trigger is PostgreSQL's")
 def test_postgresql_refuses_update_and_delete_of_entries(alice):
     entry = _grant(alice, 100)
-    statements = ("UPDATE credits_ledgerentry SET amount = 9 WHERE id = %s", "DELETE FROM credits_ledgerentry WHERE id = %s")
+    statements = (
+        "UPDATE credits_ledgerentry SET amount = 9 WHERE id = %s",
+        "DELETE FROM credits_ledgerentry WHERE id = %s",
+    )
     for statement in statements:
         with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(statement, [entry.pk])

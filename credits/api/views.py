@@ -1,0 +1,103 @@
+"""GET /api/v1/credits/ (one's own balance and entries); GET/POST /api/v1/campaigns/ (marketing)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import BasePermission
+from rest_framework.response import Response
+
+from credits import ledger
+from credits.api.serializers import CampaignSerializer, CreditsSerializer, EntrySerializer
+from credits.campaigns import create_campaign
+from credits.models import Campaign, LedgerEntry
+from gpupool.api.errors import error_responses
+from gpupool.api.pagination import StrictCursorPagination
+
+ERROR_DESCRIPTIONS = {
+    400: "Bad input: `errors` names each field and what is wrong with it",
+    401: "No credentials, or an unknown or revoked token",
+    403: "Not a marketing account (or, with the session cookie, no CSRF token)",
+    404: "A cursor that is not one of ours",
+    413: "The body is larger than the API accepts",
+    415: "The body is not JSON",
+}
+
+
+class EntryPagination(StrictCursorPagination):
+    ordering = ("-created_at", "-id")
+
+    def get_paginated_response(self, data):
+        return Response(
+            {
+                "balance": self.balance,
+                "next": self.get_next_link(),
+                "previous": self.get_previous_link(),
+                "entries": data,
+            }
+        )
+
+
+@extend_schema_view(
+    list=extend_schema(
+        operation_id="credits_list",
+        summary="The caller's credit balance and ledger entries, newest first",
+        responses={200: CreditsSerializer, **error_responses(ERROR_DESCRIPTIONS, 400, 401, 404)},
+        tags=["credits"],
+    )
+)
+class CreditViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = EntrySerializer
+    pagination_class = EntryPagination
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return LedgerEntry.objects.none()
+        return LedgerEntry.objects.filter(account__user=self.request.user)
+
+    def paginate_queryset(self, queryset):
+        self.paginator.balance = ledger.balance(self.request.user.pk)
+        return super().paginate_queryset(queryset)
+
+
+class IsMarketing(BasePermission):
+    def has_permission(self, request, view):
+        profile = getattr(request.user, "profile", None)
+        if not (profile and profile.is_marketing):
+            raise PermissionDenied("Campaigns are for marketing accounts.")
+        return True
+
+
+class CampaignPagination(StrictCursorPagination):
+    ordering = ("-start", "-id")
+
+
+@extend_schema_view(
+    list=extend_schema(
+        operation_id="campaigns_list",
+        summary="Credit campaigns, latest start first (marketing only)",
+        responses={200: CampaignSerializer(many=True), **error_responses(ERROR_DESCRIPTIONS, 400, 401, 403, 404)},
+        tags=["campaigns"],
+    ),
+    create=extend_schema(
+        operation_id="campaigns_create",
+        summary="Create a credit campaign; the grant amounts default to PRODUCT.md's (marketing only)",
+        request=CampaignSerializer,
+        responses={201: CampaignSerializer, **error_responses(ERROR_DESCRIPTIONS, 400, 401, 403, 413, 415)},
+        tags=["campaigns"],
+    ),
+)
+class CampaignViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
+    serializer_class = CampaignSerializer
+    pagination_class = CampaignPagination
+    permission_classes = [IsMarketing]
+
+    def get_queryset(self):
+        return Campaign.objects.all()
+
+    def create(self, request, *args, **kwargs):
+        body = self.get_serializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        campaign = create_campaign(request.user, body.validated_data)
+        return Response(self.get_serializer(campaign).data, status=status.HTTP_201_CREATED)
