@@ -189,11 +189,6 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CLUSTER_SYNC_INTERVAL_SECONDS = env_float("CLUSTER_SYNC_INTERVAL_SECONDS", 2.0)
 # Changed jobs the mirror fetches from slurmrestd at once (each by id; jobs/mirror.py).
 MIRROR_FETCH_CONCURRENCY = env_int("MIRROR_FETCH_CONCURRENCY", 8, minimum=1)
-# The secret slurmctld's event hook signs with (deploy/slurm-events/); empty: events off and
-# the polling mirror alone keeps jobs current. From a file in production (mode 600).
-SLURM_EVENTS_SECRET = env_str("SLURM_EVENTS_SECRET", "")
-if not SLURM_EVENTS_SECRET and env_str("SLURM_EVENTS_SECRET_FILE", ""):
-    SLURM_EVENTS_SECRET = Path(env_str("SLURM_EVENTS_SECRET_FILE", "")).read_text().strip()
 CELERY_BEAT_SCHEDULE = {
     "mirror-cluster": {
         "task": "jobs.tasks.sync_cluster",
@@ -274,6 +269,13 @@ SLURM_RELEASE = env_str("SLURM_RELEASE", "24.11")
 if SLURM_RELEASE not in DEVCLUSTER_RELEASES:
     raise ImproperlyConfigured(f"SLURM_RELEASE must be one of {', '.join(DEVCLUSTER_RELEASES)}, not {SLURM_RELEASE!r}")
 DEVCLUSTER_DIR = env_path("DEVCLUSTER_DIR", DEVCLUSTER_RELEASES[SLURM_RELEASE][0])
+# The secret slurmctld's event hook signs with (deploy/slurm-events/); empty: events off and
+# the polling mirror alone keeps jobs current. From a file in production (mode 600); the dev
+# cluster makes one in its state directory.
+SLURM_EVENTS_SECRET = env_str("SLURM_EVENTS_SECRET", "")
+_events_secret_file = env_path("SLURM_EVENTS_SECRET_FILE", DEVCLUSTER_DIR / "events.secret")
+if not SLURM_EVENTS_SECRET and _events_secret_file.is_file():
+    SLURM_EVENTS_SECRET = _events_secret_file.read_text().strip()
 SLURMRESTD_URL = env_str("SLURMRESTD_URL", DEVCLUSTER_RELEASES[SLURM_RELEASE][1])
 # A data_parser version (v0.0.41, v0.0.42, v0.0.45), or `auto`: the newest the daemon serves
 # that the portal speaks (cluster/slurmrest/registry.py), asked once per process.

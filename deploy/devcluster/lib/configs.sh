@@ -91,6 +91,14 @@ AccountingStorageTRES=$ACCOUNTING_TRES
 # without a type (--gres=gpu:1, --gpus=1, --gres=shard:2).
 JobSubmitPlugins=lua
 
+# Job events to the portal at once (deploy/slurm-events/): a job starts (PrologSlurmctld),
+# a run ends, requeue included (EpilogSlurmctld), any job ends, a pending one cancelled
+# included (jobcomp/script). The sender forks and returns at once; it never holds a job.
+PrologSlurmctld=$EVENT_SENDER
+EpilogSlurmctld=$EVENT_SENDER
+JobCompType=jobcomp/script
+JobCompLoc=$EVENT_SENDER
+
 # nvme: the NVMe cache in GB, a count-only GRES (gres.conf Flags=CountOnly).
 GresTypes=gpu,shard,nvme
 $SLURM_NODE_LINES
@@ -175,6 +183,19 @@ rpc:            db files
 EOF
 }
 
+# The portal's event endpoint (the dev portal's port) and the secret both sides share; the
+# secret is made once and kept in the state directory, where the portal's dev settings read it.
+EVENT_SENDER=/usr/local/sbin/gpupool-slurm-event
+EVENT_SENDER_SOURCE="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/slurm-events/gpupool-slurm-event"
+events_conf() {
+    local secret_file="$DEVCLUSTER_DIR/events.secret"
+    if [[ ! -s "$secret_file" ]]; then
+        (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$secret_file")
+    fi
+    echo "url=http://127.0.0.1:${PORT:-8000}/api/v1/slurm/events"
+    echo "secret=$(cat "$secret_file")"
+}
+
 write_configs() {
     CHANGED_FILES=()
     write_config /etc/slurm/slurm.conf   "$(slurm_conf)" 644
@@ -188,6 +209,10 @@ write_configs() {
     # server, unreachable here, and about one RPC in ten stalls 5 s on the resolver timeout.
     write_config /etc/hosts "$(hosts_file)" 644
     write_config /etc/nsswitch.conf "$(nsswitch_conf)" 644
+    # slurmctld's job events to the portal (deploy/slurm-events/): the sender, and where it
+    # posts with which secret. Both are read at each run: no restart when they change.
+    write_config "$EVENT_SENDER" "$(cat "$EVENT_SENDER_SOURCE")" 755
+    write_config /etc/slurm/gpupool-events.conf "$(events_conf)" 600 slurm:slurm
     ((${#CHANGED_FILES[@]})) || return 0
     log "config written: ${CHANGED_FILES[*]}"
 
@@ -197,6 +222,7 @@ write_configs() {
     for f in "${CHANGED_FILES[@]}"; do
         case "$f" in
             "$MYSQL_CNF") restart_db=1 ;;
+            "$EVENT_SENDER" | */gpupool-events.conf) ;;
             # slurmctld reloads the script by itself when its mtime changes.
             */job_submit.lua) ;;
             */slurmdbd.conf) restart_dbd=1 ;;
