@@ -10,7 +10,9 @@
 
   function draw(measure) {
     const traces = (data.traces || []).map(function (trace) {
-      return {type: "bar", name: trace.name, x: data.days, y: trace[measure],
+      // A day wide (in ms on a date axis): Plotly would size bars from the spacing of the
+      // days present, and a month with one day of usage would get hairlines.
+      return {type: "bar", name: trace.name, x: data.days, y: trace[measure], width: 0.8 * 86400000,
         hovertemplate: "%{x|%b %d} " + trace.name + ": " + units[measure].hover + "<extra></extra>"};
     });
     const layout = {
