@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from credits import fraud, ledger, tutorial
+from credits.grants import default_campaign
 from credits.middleware import browser_id
 from credits.models import DEFAULT_CAMPAIGN_CODE, BurnWeight, Campaign, CreditAccount, LedgerEntry
 from credits.receivers import SESSION_CAMPAIGN, SESSION_REFERRER, request_address
@@ -54,7 +55,8 @@ def credits_page(request):
 
 
 def landing(request, code: str):
-    campaign = get_object_or_404(Campaign, code=code)
+    # The standing campaign is made when first needed (every user's referral link names it).
+    campaign = default_campaign() if code == DEFAULT_CAMPAIGN_CODE else get_object_or_404(Campaign, code=code)
     closed = campaign.closed_reason()
     referral_code = request.GET.get("ref", "")[:32]
     referrer = CreditAccount.objects.select_related("user").filter(referral_code=referral_code).first()
