@@ -12,7 +12,7 @@ from django.test import Client
 from audit.models import AuditLog
 from credits import ledger
 from credits.models import Campaign, Enrollment, HeldGrant, LedgerEntry
-from credits.tutorial import TUTORIAL_SPEC, TEMPLATE_NAME
+from credits.tutorial import TEMPLATE_NAME, TUTORIAL_SPEC
 from jobs.events import publish_job_update
 from jobs.models import Job, JobState, JobTemplate
 
