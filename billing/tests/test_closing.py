@@ -132,3 +132,77 @@ def test_closing_while_usage_is_charged_loses_and_doubles_nothing(alice, bob, ad
     late = records.filter(run_end__lt=at(2026, 4, 1), invoice__period=APRIL).count()
     on_time = records.filter(run_end__lt=at(2026, 4, 1), invoice__period=MARCH).count()
     assert late + on_time == records.filter(run_end__lt=at(2026, 4, 1)).count()
+
+
+def _uncharged(user, run_end, job_id) -> UsageRecord:
+    return UsageRecord.objects.create(
+        cluster="test",
+        slurm_job_id=job_id,
+        run_start=run_end - timedelta(seconds=600),
+        run_end=run_end,
+        gpu_type="a100",
+        user=user,
+        state="COMPLETED",
+        seconds=600,
+        gpu_count=1,
+        gpu_seconds=600,
+        gpu_memory_gb_seconds=Decimal(6000),
+        gpu_memory_source=UsageRecord.MemorySource.TELEMETRY,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_closing_while_billing_charging_runs_puts_every_record_on_one_invoice(alice, bob):
+    """The same race with the real charging (billing.charging.charge) in the other threads."""
+    from billing import charging
+
+    assert connection.vendor == "postgresql"
+    users = [alice, bob]
+    ids = {}
+    for index, user in enumerate(users):
+        subscription_history(user, ("enterprise", "active", at(2026, 1, 1)))
+        charging.charge(_uncharged(user, at(2026, 3, 2), 900_000 + index).pk)
+        moments = [at(2026, 3, 31, 22) + timedelta(minutes=5 * n) for n in range(40)]
+        ids[user.pk] = [_uncharged(user, moment, 910_000 + 100 * index + n).pk for n, moment in enumerate(moments)]
+    barrier, errors = threading.Barrier(len(users) + 1), []
+
+    def charge_all(record_ids):
+        try:
+            barrier.wait()
+            for record_id in record_ids:
+                charging.charge(record_id)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def close_march():
+        try:
+            barrier.wait()
+            closing.close(MARCH, now=AFTER_MARCH)
+            closing.close(MARCH, now=AFTER_MARCH)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=charge_all, args=(ids[user.pk],)) for user in users]
+    threads.append(threading.Thread(target=close_march))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    assert not UsageRecord.objects.filter(invoice__isnull=True).exists()
+    for invoice in Invoice.objects.filter(status=Invoice.Status.ISSUED):
+        stored = [(line.kind, line.quantity, line.amount) for line in invoice.lines.order_by("position")]
+        assert stored == [(line.kind, line.quantity, line.amount) for line in invoicing.lines_for(invoice)]
+        assert invoice.total == sum(amount for _kind, _quantity, amount in stored)
+    billed = InvoiceLine.objects.filter(kind=InvoiceLine.Kind.GPU, invoice__status=Invoice.Status.ISSUED)
+    drafts = Invoice.objects.filter(status=Invoice.Status.DRAFT)
+    for draft in drafts:
+        invoicing.refresh_draft(draft.pk)
+    all_seconds = sum(InvoiceLine.objects.filter(kind=InvoiceLine.Kind.GPU).values_list("quantity", flat=True))
+    records = UsageRecord.objects.all()
+    assert all_seconds == sum(r.billable_gpu_seconds + r.credit_gpu_seconds for r in records)
+    assert billed.exists()
