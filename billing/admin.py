@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from audit.log import record
-from billing.models import RateCard, RateCardGpuPrice
+from billing.models import Invoice, InvoiceLine, RateCard, RateCardGpuPrice
 from billing.rates import card_state
 
 
@@ -162,3 +162,37 @@ class RateCardAdmin(admin.ModelAdmin):
                 before=before,
             )
         messages.info(request, "The scheduled card was withdrawn; the card in force before it stays in force.")
+
+
+class InvoiceLineInline(admin.TabularInline):
+    model = InvoiceLine
+    extra = 0
+    fields = ("position", "kind", "plan", "gpu_type", "description", "quantity", "unit", "unit_price", "amount")
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Invoice)
+class InvoiceAdmin(admin.ModelAdmin):
+    """Read-only: invoices change only through billing.invoicing and billing.payments (issue,
+    void, payments: on the admins' Billing pages, audited)."""
+
+    list_display = ("__str__", "user", "period", "status", "total", "issued_at", "paid_at")
+    list_filter = ("status", "period")
+    search_fields = ("number", "user__username")
+    inlines = [InvoiceLineInline]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [field.name for field in Invoice._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
