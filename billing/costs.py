@@ -182,6 +182,11 @@ def _held(job: Job) -> tuple[str, int, int, int]:
     return gpu_type, whole, shards, nvme
 
 
+def _priced(job: Job) -> bool:
+    gpu_type, whole, shards, _nvme = _held(job)
+    return bool(gpu_type and (whole or shards))
+
+
 class _Estimator:
     """Prices runs in progress; caches each owner's plan and the list cards, and shares out
     each user's included hours left between their running jobs, earliest start first."""
@@ -255,7 +260,10 @@ def job_costs(jobs: Sequence[Job], now: datetime | None = None) -> Mapping[int, 
     """The provider: a JobCost for each job with something to say (see the module's rules)."""
     now = now or timezone.now()
     by_run = _record_sums(jobs)
-    asked = {job.pk for job in jobs if job.state == JobState.RUNNING and job.start_time and job.owner_id}
+    # Running jobs that hold something to price (no query: from their TRES).
+    asked = {
+        job.pk for job in jobs if job.state == JobState.RUNNING and job.start_time and job.owner_id and _priced(job)
+    }
     owners = {job.owner_id for job in jobs if job.pk in asked}
     # Their owners' other running jobs too (one query): those that started earlier take the
     # included hours left first, whether or not they are on this page.

@@ -29,7 +29,8 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 ERROR_DESCRIPTIONS = {
     400: "Bad input: `errors` names each field and what is wrong with it",
     401: "No credentials, or an unknown or revoked token",
-    403: "Refused: over the plan's quota, or (with the session cookie) no CSRF token",
+    403: "Refused: over the plan's quota, the monthly budget spent with its hold on, or (with the session cookie) "
+    "no CSRF token",
     404: "No such job among the caller's",
     409: "Not possible in the job's state, or the account is not ready",
     413: "The body is larger than the API accepts",
@@ -41,6 +42,7 @@ ERROR_DESCRIPTIONS = {
 def errors(*codes: int) -> dict[int, OpenApiResponse]:
     """`responses` entries for the refusals a job operation can answer, each with its body."""
     return error_responses(ERROR_DESCRIPTIONS, *codes)
+
 
 # Bodies that list their fields completely: anything else is refused as "unknown field".
 CLOSED_BODIES = ("JobSpecInput", "JobCloneInput")
