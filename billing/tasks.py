@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from billing.budgets import check_budgets
 from billing.metering import run_metering
 from cluster.sync import single_flight
 
@@ -17,4 +18,7 @@ def meter_usage() -> str | None:
         if not acquired:
             return None
         result = run_metering()
+        if result and result.charged:
+            # Charges just landed: the budgets' 80/100 % e-mails go now, not at their own beat.
+            check_budgets()
         return result.summary() if result else None
