@@ -9,6 +9,8 @@ import time_machine
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from billing.charging import charge
+from billing.models import UsageRecord
 from billing.tests.usage_records import record
 from conftest import subscribe
 from jobs.models import Job
@@ -212,3 +214,49 @@ def test_the_schema_documents_the_cost_fields(client):
     assert job["cost_detail"]["nullable"] is True
     detail = schema["components"]["schemas"]["CostDetail"]["properties"]
     assert {"included_gpu_seconds", "credit_gpu_seconds", "billable_gpu_seconds", "amount_gpu"} <= set(detail)
+
+
+@pytest.mark.parametrize(
+    "tres, held",
+    [
+        ("gres/gpu:a100:2,gres/nvme:700", {"gpu_count": 2, "nvme_gb": 700}),
+        ("gres/shard:a100:3", {"gpu_count": 0, "shards": 3}),
+    ],
+    ids=["gpus-and-nvme", "shards"],
+)
+def test_the_estimate_is_what_charging_charges_for_the_run_ended_now(alice, api_client_for, tres, held):
+    """Without telemetry or credits, the estimate and the charge follow the same rules: 600 s
+    of included hours left, then GPUs (or shard memory) and NVMe beyond Pro's 500 GB."""
+    _use_up_included_hours(alice, left_seconds=600)
+    started = NOW - timedelta(seconds=2700)
+    job = _job(alice, "RUNNING", tres=tres, started=started, slurm_job_id=5130)
+    estimate = _get(api_client_for(alice), job)
+
+    gpus, shards, nvme = held["gpu_count"], held.get("shards", 0), held.get("nvme_gb", 0)
+    run = UsageRecord.objects.create(
+        cluster="test",
+        slurm_job_id=5130,
+        run_start=started,
+        run_end=NOW,
+        gpu_type="a100",
+        user=alice,
+        job=job,
+        state="COMPLETED",
+        seconds=2700,
+        gpu_count=gpus,
+        gpu_seconds=gpus * 2700,
+        shards=shards,
+        gpu_memory_gb_seconds=Decimal(shards * 4 * 2700),
+        gpu_memory_source=UsageRecord.MemorySource.SHARDS if shards else UsageRecord.MemorySource.NONE,
+        nvme_gb=nvme,
+        nvme_gb_seconds=nvme * 2700,
+    )
+    assert charge(run.pk)
+    run.refresh_from_db()
+    assert Decimal(estimate["cost_so_far"]) == run.amount > 0
+    detail = estimate["cost_detail"]
+    assert (detail["included_gpu_seconds"], detail["billable_gpu_seconds"]) == (
+        run.included_gpu_seconds,
+        run.billable_gpu_seconds,
+    )
+    assert Decimal(detail["amount_nvme"]) == run.amount_nvme and Decimal(detail["amount_memory"]) == run.amount_memory
