@@ -57,10 +57,11 @@ def _stop(processes) -> None:
 
 
 @contextmanager
-def portal_stack(*, worker: bool = False, beat: bool = False, extra_env: dict | None = None):
+def portal_stack(*, worker: bool = False, beat: bool = False, extra_env: dict | None = None, port: int | None = None):
     """Daphne (HTTP + WebSocket), and optionally a Celery worker and beat, all on the test
-    database and the test Redis: the portal as `make dev` runs it. Yields the base URL."""
-    port = _free_port()
+    database and the test Redis: the portal as `make dev` runs it. Yields the base URL.
+    `port`: a fixed one (the dev cluster's job events go to the dev portal's port)."""
+    port = port or _free_port()
     env = {
         **os.environ,
         "DATABASE_URL": _database_url(),
