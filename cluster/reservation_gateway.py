@@ -28,8 +28,9 @@ class ReservationGateway:
 
     @property
     def over_rest(self) -> bool:
-        """Asks the daemon which version it speaks (once per process), so only on first use."""
-        return self.service.adapter.reservation_writes
+        """Asks the daemon which version it speaks (once per process), so only on first use.
+        In noop mode (SLURM_CLI_NOOP) nothing is written: the CLI logs what it would run."""
+        return not self.cli.noop and self.service.adapter.reservation_writes
 
     def create_gpu_reservation(
         self,
