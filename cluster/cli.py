@@ -162,6 +162,12 @@ class SlurmCli:
     def show_association(self, user: str) -> CommandResult:
         return self.run("sacctmgr", "-n", "-P", "show", "assoc", f"users={user}", "format=user,account,qos,defaultqos")
 
+    def requeue_job(self, job_id: int) -> CommandResult:
+        """Put a running job back in the queue: its run so far stays in slurmdbd as a record
+        of its own (billing meters each run). Slurm then holds it back for a while
+        (BeginTime, ~2 min on 24.11) before it runs again."""
+        return self.run("scontrol", "requeue", str(int(job_id)))
+
     # --- reservations ----------------------------------------------------------------------
     # slurmrestd 24.11 only reads reservations; these create, change and delete them with
     # scontrol. Every argument is checked here first (`_reservation_*` below); `run`'s
