@@ -77,16 +77,21 @@ def fill(size: int, label: str):
     return user, campaign
 
 
-def measure(client, url: str, repeat: int):
-    assert client.get(url).status_code == 200, url  # warm up
-    with count_queries() as counter:
-        client.get(url)
-    times = []
+def measure(pairs: dict, repeat: int) -> dict:
+    """Queries of one request and `repeat` timings for each (size -> (client, url)); sizes are
+    requested in turn, so a change in the machine's load falls on both alike."""
+    queries, times = {}, {size: [] for size in pairs}
+    for size, (client, url) in pairs.items():
+        assert client.get(url).status_code == 200, url  # warm up
+        with count_queries() as counter:
+            client.get(url)
+        queries[size] = counter["queries"]
     for _ in range(repeat):
-        started = time.perf_counter()
-        client.get(url)
-        times.append(time.perf_counter() - started)
-    return counter["queries"], times
+        for size, (client, url) in pairs.items():
+            started = time.perf_counter()
+            client.get(url)
+            times[size].append(time.perf_counter() - started)
+    return {size: (queries[size], times[size]) for size in pairs}
 
 
 def main():
@@ -104,26 +109,31 @@ def main():
         marketer = make_user("benchmarketing", plan="free", provision=False)
         marketer.profile.role = Role.MARKETING
         marketer.profile.save()
-        results = {}
-        for size in (1000, args.entries):
+        marketing = Client()
+        marketing.force_login(marketer)
+        sizes = (1000, args.entries)
+        owners, campaigns = {}, {}
+        for size in sizes:
             started = time.perf_counter()
-            user, campaign = fill(size, str(size))
+            user, campaigns[size] = fill(size, str(size))
             assert ledger.balance(user.pk) == ledger.sum_of_entries(user.pk)
             print(f"{size} entries inserted in {time.perf_counter() - started:.1f} s")
-            owner, marketing = Client(), Client()
-            owner.force_login(user)
-            marketing.force_login(marketer)
-            for name, url in PAGES.items():
-                results[(name, size)] = measure(owner, url, args.repeat)
-            for name, url in MARKETING_PAGES.items():
-                results[(name, size)] = measure(marketing, url.format(campaign=campaign.pk), args.repeat)
-            for name in [*PAGES, *MARKETING_PAGES]:
-                queries, times = results[(name, size)]
-                print(f"{size} entries {name}: queries={queries} " + describe("time", times))
-        for name in [*PAGES, *MARKETING_PAGES]:
-            (small_q, small_t), (large_q, large_t) = results[(name, 1000)], results[(name, args.entries)]
-            ratio = statistics.median(large_t) / statistics.median(small_t)
-            print(f"RATIO {name} ({args.entries} / 1000 entries): queries {small_q} -> {large_q}, time {ratio:.2f}")
+            owners[size] = Client()
+            owners[size].force_login(user)
+        for name, url in PAGES.items():
+            report(name, measure({size: (owners[size], url) for size in sizes}, args.repeat), sizes)
+        for name, url in MARKETING_PAGES.items():
+            pairs = {size: (marketing, url.format(campaign=campaigns[size].pk)) for size in sizes}
+            report(name, measure(pairs, args.repeat), sizes)
+
+
+def report(name: str, results: dict, sizes) -> None:
+    for size in sizes:
+        queries, times = results[size]
+        print(f"{size} entries {name}: queries={queries} " + describe("time", times))
+    (small_q, small_t), (large_q, large_t) = results[sizes[0]], results[sizes[1]]
+    ratio = statistics.median(large_t) / statistics.median(small_t)
+    print(f"RATIO {name} ({sizes[1]} / {sizes[0]} entries): queries {small_q} -> {large_q}, time {ratio:.2f}")
 
 
 if __name__ == "__main__":

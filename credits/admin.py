@@ -1,0 +1,105 @@
+"""Django admin: burn weights (a change is a new row from a moment on, audited), the ledger
+read-only, and adjustments with a reason (written through credits.ledger, audited)."""
+
+import secrets
+
+from django import forms
+from django.contrib import admin, messages
+
+from audit.log import record
+from credits import ledger
+from credits.models import BurnWeight, Campaign, CreditAccount, LedgerEntry
+
+
+@admin.register(BurnWeight)
+class BurnWeightAdmin(admin.ModelAdmin):
+    list_display = ("gpu_type", "credits_per_gpu_second", "effective_from", "note")
+    list_filter = ("gpu_type",)
+
+    def has_change_permission(self, request, obj=None):
+        # A weight in force explains past spends: change it by adding a newer row.
+        return obj is None
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        record(
+            request.user,
+            "credits.weight.add",
+            f"burn weight {obj.gpu_type}",
+            after={
+                "credits_per_gpu_second": str(obj.credits_per_gpu_second),
+                "effective_from": obj.effective_from.isoformat(),
+            },
+        )
+
+
+@admin.register(LedgerEntry)
+class LedgerEntryAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "account", "kind", "amount", "grant_kind", "campaign", "idempotency_key")
+    list_filter = ("kind", "grant_kind")
+    search_fields = ("account__user__username", "idempotency_key", "reference")
+    list_select_related = ("account__user", "campaign")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class AdjustmentForm(forms.ModelForm):
+    adjust_by = forms.IntegerField(required=False, help_text="Credits to add (positive) or take back (negative)")
+    reason = forms.CharField(required=False, max_length=500)
+
+    class Meta:
+        model = CreditAccount
+        fields = []
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("adjust_by") and not (cleaned.get("reason") or "").strip():
+            self.add_error("reason", "An adjustment needs a reason.")
+        return cleaned
+
+
+@admin.register(CreditAccount)
+class CreditAccountAdmin(admin.ModelAdmin):
+    form = AdjustmentForm
+    list_display = ("user", "balance", "referral_code")
+    search_fields = ("user__username",)
+    readonly_fields = ("user", "balance", "referral_code")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        amount = form.cleaned_data.get("adjust_by")
+        if not amount:
+            return
+        reason = form.cleaned_data["reason"]
+        try:
+            entry, _ = ledger.adjust(
+                obj.user_id, amount, actor=request.user, reason=reason, key=f"adjustment:{secrets.token_hex(8)}"
+            )
+        except ledger.LedgerError as exc:
+            messages.error(request, str(exc))
+            return
+        record(
+            request.user,
+            "credits.adjust",
+            f"credits of {obj.user}",
+            after={"amount": amount, "entry": entry.pk},
+            reason=reason,
+        )
+
+
+admin.site.register(Campaign)
