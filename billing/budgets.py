@@ -7,13 +7,13 @@ of last month's runs that went on this month's draft count here, as they do on t
 The plan fee is not usage and does not count; a run counts once it is metered and charged,
 so a job still running is not in it (its estimate is on the job page).
 
-E-mails: `check_budget(user_id)` is cheap and idempotent; the metering pass calls it after
-charging, and a beat task (`check_budgets`, every few minutes) calls it for every budget not
-yet warned at 100 % this month. Each warning is claimed by a conditional UPDATE of
-`warned_80_for` / `warned_100_for` to this month's first day, so of two workers only one
-sends; a failed send gives the claim back for the next pass. Reaching 100 % with no 80 %
-e-mail sent yet sends only the 100 % one (and marks both). Changing the amount starts the
-month's warnings afresh (they were about the old amount).
+E-mails: `check_budget(user_id)` is cheap and idempotent. `check_budgets` calls it for every
+budget not yet warned at 100 % this month: the metering task runs it after a pass that charged
+something (billing/tasks.py), and beat every five minutes for charges that came another way.
+Each warning is claimed by a conditional UPDATE of `warned_80_for` / `warned_100_for` to this
+month's first day, so of two workers only one sends; a failed send gives the claim back for
+the next pass. Reaching 100 % with no 80 % e-mail sent yet sends only the 100 % one (and marks
+both). Changing the amount starts the month's warnings afresh (they were about the old amount).
 
 The hold is checked live at every submission (jobs.submission_checks): raising the budget,
 clearing it or turning the hold off lets the next submission through at once.
