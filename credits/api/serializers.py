@@ -14,13 +14,6 @@ class EntrySerializer(serializers.ModelSerializer):
         fields = ["id", "kind", "amount", "created_at", "expires_at", "grant_kind", "gpu_type", "covered_gpu_seconds"]
 
 
-class CreditsSerializer(serializers.Serializer):
-    balance = serializers.IntegerField(help_text="Credits (RTX 4090 GPU-seconds): the sum of every entry")
-    next = serializers.URLField(allow_null=True)
-    previous = serializers.URLField(allow_null=True)
-    entries = EntrySerializer(many=True)
-
-
 class CampaignSerializer(serializers.ModelSerializer):
     link = serializers.SerializerMethodField()
     closed_reason = serializers.SerializerMethodField()

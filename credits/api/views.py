@@ -9,7 +9,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from credits import ledger
-from credits.api.serializers import CampaignSerializer, CreditsSerializer, EntrySerializer
+from credits.api.serializers import CampaignSerializer, EntrySerializer
 from credits.campaigns import create_campaign
 from credits.models import Campaign, LedgerEntry
 from gpupool.api.errors import error_responses
@@ -28,6 +28,20 @@ ERROR_DESCRIPTIONS = {
 class EntryPagination(StrictCursorPagination):
     ordering = ("-created_at", "-id")
 
+    def get_paginated_response_schema(self, schema):
+        page = super().get_paginated_response_schema(schema)
+        properties = page["properties"]
+        return {
+            "type": "object",
+            "required": ["balance", "next", "previous", "entries"],
+            "properties": {
+                "balance": {"type": "integer", "description": "Credits (RTX 4090 GPU-seconds): the sum of every entry"},
+                "next": properties["next"],
+                "previous": properties["previous"],
+                "entries": schema,
+            },
+        }
+
     def get_paginated_response(self, data):
         return Response(
             {
@@ -43,7 +57,7 @@ class EntryPagination(StrictCursorPagination):
     list=extend_schema(
         operation_id="credits_list",
         summary="The caller's credit balance and ledger entries, newest first",
-        responses={200: CreditsSerializer, **error_responses(ERROR_DESCRIPTIONS, 400, 401, 404)},
+        responses={200: EntrySerializer(many=True), **error_responses(ERROR_DESCRIPTIONS, 400, 401, 404)},
         tags=["credits"],
     )
 )
