@@ -47,9 +47,9 @@ from django.utils import timezone
 
 from billing.drafts import open_draft
 from billing.models import RateCard, UsageRecord
-from billing.pricing import SECONDS_PER_HOUR, PricingError, divide
-from billing.rates import NoRateCard, rates_for_plan
-from plans.catalog import plan_for
+from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates, divide
+from billing.rates import LIST_CARD, NoRateCard, snapshot
+from plans.catalog import PlanSnapshot, plan_for
 
 log = logging.getLogger(__name__)
 ZERO = Decimal(0)
@@ -114,9 +114,37 @@ def _share(amount_times_whole: Decimal, part: int, whole: int) -> Decimal:
     return divide(amount_times_whole * part, whole)
 
 
-def charge(record_id: int) -> bool:
+class PriceBook:
+    """Users' plans and the list rate cards, read once for many charges (a metering pass):
+    the same answers as plans.catalog.plan_for and billing.rates.rates_for_plan, without
+    their queries for every record. A plan or card changed during a pass applies from the
+    next pass; a new book per pass."""
+
+    def __init__(self):
+        self._plans: dict[int, PlanSnapshot] = {}
+        self._cards: list[tuple[RateCard, Rates]] | None = None
+
+    def plan(self, user) -> PlanSnapshot:
+        if user.pk not in self._plans:
+            self._plans[user.pk] = plan_for(user)
+        return self._plans[user.pk]
+
+    def rates(self, plan: PlanSnapshot, moment) -> tuple[Rates, RateCard]:
+        """The list card in force at `moment` with the plan's own GPU prices laid over it."""
+        if self._cards is None:
+            cards = RateCard.objects.filter(code=LIST_CARD).prefetch_related("gpu_prices").order_by("-effective_from")
+            self._cards = [(card, snapshot(card)) for card in cards]
+        for card, rates in self._cards:
+            if card.effective_from <= moment:
+                return rates.with_plan_prices(plan.code, plan.rates_per_second), card
+        raise NoRateCard(LIST_CARD, moment)
+
+
+def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
     """Charge one record to its draft (see the module). True when it was charged now; False
-    when it already was. Raises ChargeError, changing nothing, when it cannot be priced."""
+    when it already was. Raises ChargeError, changing nothing, when it cannot be priced.
+    `prices`: a PriceBook shared by the charges of one pass."""
+    prices = prices or PriceBook()
     facts = UsageRecord.objects.filter(pk=record_id).values("user_id", "run_end", "invoice_id").first()
     if facts is None or facts["invoice_id"] is not None:
         return False
@@ -126,10 +154,9 @@ def charge(record_id: int) -> bool:
         record = UsageRecord.objects.select_for_update(of=("self",)).select_related("user").get(pk=record_id)
         if record.invoice_id is not None:
             return False
-        plan = plan_for(record.user)
+        plan = prices.plan(record.user)
         try:
-            rates = rates_for_plan(plan, record.run_start)
-            card = RateCard.objects.get(code=rates.card, effective_from=rates.effective_from)
+            rates, card = prices.rates(plan, record.run_start)
             shard_run = record.gpu_count == 0 and record.shards > 0
             gpu_price = (
                 rates.gpu_memory_gb_second

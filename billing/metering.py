@@ -302,9 +302,10 @@ def charge_pending(limit: int = CHARGES_PER_PASS) -> tuple[int, int]:
         UsageRecord.objects.filter(invoice__isnull=True).order_by("run_end", "id").values_list("pk", flat=True)[:limit]
     )
     charged = left = 0
+    prices = charging.PriceBook()
     for record_id in pending:
         try:
-            if charging.charge(record_id):
+            if charging.charge(record_id, prices=prices):
                 charged += 1
         except charging.ChargeError as exc:
             left += 1

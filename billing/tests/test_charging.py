@@ -209,3 +209,22 @@ def test_a_record_without_a_price_is_left_uncharged(alice):
         charge(record.pk)
     record.refresh_from_db()
     assert record.invoice_id is None and record.amount == 0
+
+
+def test_the_price_book_gives_rates_for_plans_answer_and_a_price_change_applies_from_its_date(alice, make_card):
+    later = datetime(2026, 7, 1, tzinfo=UTC)
+    make_card("list", later, {"a100": Decimal("0.0020"), "h100": Decimal("0.0050")}, memory=Decimal("0.00003"))
+    book = charging.PriceBook()
+    for code in ("pro", "enterprise"):
+        subscribe(alice, code)
+        plan = plan_for(alice)
+        for moment in (JUNE, later + timedelta(days=1)):
+            rates, card = book.rates(plan, moment)
+            assert rates == rates_for_plan(plan, moment)
+            assert (card.code, card.effective_from) == (rates.card, rates.effective_from)
+    # A run that started before the change keeps the old card's prices; one after, the new.
+    subscribe(alice, "pro")
+    before = charged(usage(alice, end=later + timedelta(minutes=10), seconds=3600))
+    after = charged(usage(alice, end=later + timedelta(hours=2), seconds=3600))
+    assert (before.gpu_price, before.rate_card.effective_from < later) == (Decimal("0.0015"), True)
+    assert (after.gpu_price, after.rate_card.effective_from) == (Decimal("0.0020"), later)
