@@ -184,6 +184,10 @@ def apply_slurm_job(job: SlurmJob) -> bool:
         # slurmctld forgets which GPUs an ended job held (its gres_detail is empty); billing
         # attributes those GPUs' telemetry to the run, so the last allocation stays.
         fields["gpu_allocation"] = row["gpu_allocation"]
+    if job.is_terminal and not fields["nodes"] and row["nodes"]:
+        # Seen on 24.11 (v0.0.41 and v0.0.42 alike): a job just COMPLETED briefly reports no
+        # nodes, then its nodes again. Where it ran does not change once it has ended.
+        fields["nodes"] = row["nodes"]
     if all(row[name] == fields[name] for name in WATCHED_FIELDS):
         return False
     updated = Job.objects.filter(pk=row["pk"], slurm_states=row["slurm_states"]).update(**fields)

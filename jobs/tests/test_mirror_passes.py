@@ -142,3 +142,12 @@ def test_many_updates_reach_the_owner_in_few_messages(alice, bob):
     message = async_to_sync(layer.receive)(channel)
     assert message["type"] == "jobs.update"
     assert sorted(job["name"] for job in message["jobs"]) == [f"j{n}" for n in range(5)]
+
+
+def test_an_ended_job_that_slurm_briefly_reports_without_nodes_keeps_them():
+    running = replace(TEMPLATE, job_id=884000, nodes="gpu-a100-01")
+    assert mirror.apply_slurm_job(running)
+    ended = replace(running, states=("COMPLETED",), nodes="", gpu_allocation={}, end_time=timezone.now())
+    assert mirror.apply_slurm_job(ended)
+    row = Job.objects.get(slurm_job_id=884000)
+    assert row.state == "COMPLETED" and row.nodes == "gpu-a100-01"
