@@ -234,6 +234,41 @@ def fetch_jobs(client: SlurmRestClient, job_ids: list[int]) -> list[SlurmJob]:
     return [job for job in found if job is not None]
 
 
+def _create_outside_jobs(jobs: list[SlurmJob]) -> int:
+    """Rows for Slurm jobs the portal has never seen that were not submitted through it, in
+    one INSERT (a mass submission of thousands is a few statements, not thousands); each
+    counts toward its owner's quota like the portal's own. Returns the rows created."""
+    if not jobs:
+        return 0
+    owners = dict(
+        get_user_model()
+        .objects.filter(profile__cluster_username__in={job.user_name for job in jobs})
+        .values_list("profile__cluster_username", "pk")
+    )
+    rows = []
+    for job in jobs:
+        gpu_type, gpus = requested_gpus(job.tres_per_node)
+        rows.append(
+            Job(
+                slurm_job_id=job.job_id,
+                owner_id=owners.get(job.user_name),
+                gpu_type=gpu_type,
+                quota_gpus=gpus,
+                **_fields_from_slurm(job),
+            )
+        )
+    ids = [job.job_id for job in jobs]
+    with transaction.atomic():
+        before = set(Job.objects.filter(slurm_job_id__in=ids).values_list("slurm_job_id", flat=True))
+        # A job another pass created meanwhile is left to it (the unique Slurm id).
+        Job.objects.bulk_create([row for row in rows if row.slurm_job_id not in before], ignore_conflicts=True)
+        new_pks = list(
+            Job.objects.filter(slurm_job_id__in=[i for i in ids if i not in before]).values_list("pk", flat=True)
+        )
+        transaction.on_commit(lambda: publish_job_updates(new_pks))
+    return len(new_pks)
+
+
 def finish_vanished_job(client: SlurmRestClient, slurm_job_id: int) -> bool:
     """A job slurmctld no longer has, if the portal still has it unfinished: its end from
     slurmdbd. True when the row changed."""
@@ -338,7 +373,14 @@ def mirror_jobs(client: SlurmRestClient) -> MirrorResult:
     for batch in _batches(to_fetch, FETCH_BATCH):
         details = fetch_jobs(client, batch)
         result.fetched += len(details)
+        # Jobs new to the portal from outside it (sbatch on a login node): one INSERT a batch.
+        # The portal's own (their comment names a portal job) are attached one by one.
+        outside = [job for job in details if job.job_id not in rows and not job.comment.startswith(COMMENT_PREFIX)]
+        result.changed += _create_outside_jobs(outside)
+        created = {job.job_id for job in outside}
         for job in details:
+            if job.job_id in created:
+                continue
             if apply_slurm_job(job):
                 result.changed += 1
             elif job.job_id in refreshed:
