@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
+from functools import lru_cache
 
 import redis
 from django.conf import settings
@@ -24,9 +25,16 @@ log = logging.getLogger(__name__)
 NODE_SYNC_EVERY_SECONDS = 10
 
 
+@lru_cache(maxsize=4)
+def _redis(url: str) -> redis.Redis:
+    # One client per process (its pool reconnects after a fork): a new one per pass would open
+    # a connection each time.
+    return redis.Redis.from_url(url)
+
+
 @contextmanager
 def single_flight(name: str, timeout: int = 60):
-    lock = redis.Redis.from_url(settings.REDIS_URL).lock(f"gpupool:lock:{name}", timeout=timeout, blocking=False)
+    lock = _redis(settings.REDIS_URL).lock(f"gpupool:lock:{name}", timeout=timeout, blocking=False)
     acquired = lock.acquire()
     try:
         yield acquired

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 
+from gpupool.redis_client import redis_client
+
 log = logging.getLogger(__name__)
 _clock = time.time  # the tests fix it, so a minute boundary cannot fall inside one
 
@@ -20,7 +22,7 @@ class RateDecision:
 
 
 def _client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    return redis_client(timeout=1)
 
 
 def hit(scope: str, key: str, *, limit: int, window_seconds: int = 60) -> RateDecision:

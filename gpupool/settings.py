@@ -189,6 +189,11 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CLUSTER_SYNC_INTERVAL_SECONDS = env_float("CLUSTER_SYNC_INTERVAL_SECONDS", 2.0)
 # Changed jobs the mirror fetches from slurmrestd at once (each by id; jobs/mirror.py).
 MIRROR_FETCH_CONCURRENCY = env_int("MIRROR_FETCH_CONCURRENCY", 8, minimum=1)
+# Submit to Slurm from the web request itself once the job is recorded (a worker takes over on
+# any failure): the job is in Slurm when the API answers. Needs the web process to be allowed
+# to make job directories; where it is not, every job goes the worker's way (jobs.tasks.submit_now).
+SUBMIT_INLINE = env_bool("SUBMIT_INLINE", True)
+SUBMIT_INLINE_TIMEOUT_SECONDS = env_float("SUBMIT_INLINE_TIMEOUT_SECONDS", 2.0)
 CELERY_BEAT_SCHEDULE = {
     "mirror-cluster": {
         "task": "jobs.tasks.sync_cluster",

@@ -18,7 +18,7 @@ from jobs.models import FINAL_STATES, Job, JobState
 from jobs.quota import QuotaExceeded, check_quota
 from jobs.spec import JobSpec, SpecError
 from jobs.submission_checks import run_submission_checks
-from jobs.tasks import enqueue_submission
+from jobs.tasks import enqueue_submission, submit_now
 from plans.catalog import plan_for
 from reservations.actions import ReservationError, usable_for_job
 
@@ -82,7 +82,8 @@ def submit(user, spec: JobSpec, *, reservation_id=None) -> Job:
             state=JobState.SUBMITTING,
         )
         job_pk = job.pk
-        transaction.on_commit(lambda: enqueue_submission(job_pk))
+        # Straight to Slurm from this request when it may (settings.SUBMIT_INLINE), else a worker.
+        transaction.on_commit(lambda: (submit_now if settings.SUBMIT_INLINE else enqueue_submission)(job_pk))
         transaction.on_commit(lambda: publish_job_update(job_pk))
     return job
 

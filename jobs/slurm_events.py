@@ -34,6 +34,7 @@ from django.db import transaction
 
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.services import rest_client
+from gpupool.redis_client import redis_client
 from jobs.mirror import apply_slurm_job, fetch_jobs, finish_vanished_job
 from jobs.tasks import sync_cluster
 
@@ -88,7 +89,7 @@ def verify(line: str | None, signature: str | None, *, now: float | None = None)
 
 
 def _redis() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL)
+    return redis_client()
 
 
 def accept(event: SlurmEvent) -> int:

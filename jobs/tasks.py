@@ -87,10 +87,17 @@ def _record_accepted(job: Job, slurm_job_id: int, client) -> str:
     return "orphaned"
 
 
-def submit_claimed(job_pk: int) -> str:
+class HandOver(Exception):
+    """The inline attempt cannot do this part here (no rights on the job directory): the row's
+    claim is released and a worker does it."""
+
+
+def submit_claimed(job_pk: int, *, timeout: float | None = None, inline: bool = False) -> str:
     """One submission attempt of a SUBMITTING row: claim it, submit it with its comment,
     attach the Slurm id. Every outcome but a transient failure is recorded on the row;
-    SlurmTransientError is raised for the caller to retry (or give up on)."""
+    SlurmTransientError is raised for the caller to retry (or give up on). `inline`: the web
+    request's own attempt (`submit_now`), which hands a directory it cannot prepare to a
+    worker (HandOver) instead of failing the job."""
     if not _claim(job_pk):
         return "not-claimable"  # submitted already, cancelled, or another worker holds it
     job = Job.objects.select_related("owner", "reservation").get(pk=job_pk)
@@ -98,6 +105,8 @@ def submit_claimed(job_pk: int) -> str:
         protocol.fail_submission(job_pk, "The account was deactivated before the job reached Slurm.")
         return "owner-inactive"
     client = rest_client(job.cluster_user)
+    if timeout is not None:
+        client.timeout = timeout
     try:
         if job.submit_attempts > 1:
             # An earlier try may have reached Slurm and lost the answer: never submit twice.
@@ -105,7 +114,12 @@ def submit_claimed(job_pk: int) -> str:
             if existing is not None:
                 return _record_accepted(job, existing.job_id, client)
         profile = Profile.objects.get(user_id=job.owner_id)
-        protocol.prepare_job_directory(job, profile.cluster_uid, profile.cluster_gid)
+        try:
+            protocol.prepare_job_directory(job, profile.cluster_uid, profile.cluster_gid)
+        except PermissionError as exc:
+            if inline:
+                raise HandOver(str(exc)) from exc
+            raise
         slurm_job_id = client.submit_job(_submission(job))
         return _record_accepted(job, slurm_job_id, client)
     except SlurmTransientError:
@@ -131,6 +145,26 @@ def submit_to_slurm(self, job_pk: int) -> str:
             submit_claimed_until=None,
         )
         raise self.retry(exc=exc, countdown=delay) from exc
+
+
+def submit_now(job_pk: int) -> None:
+    """The web request's own attempt, right after its transaction commits: the job is in Slurm
+    when the API answers, without a worker's pick-up in between (issue 13: the path is within
+    2x of sbatch). Anything short of success hands the row to a worker, as every submission
+    was before: a transient failure (slurmrestd slow or down, within a short timeout), a job
+    directory this process may not chown, any error. The claim keeps the two from ever
+    submitting the same row twice."""
+    try:
+        submit_claimed(job_pk, timeout=settings.SUBMIT_INLINE_TIMEOUT_SECONDS, inline=True)
+        return
+    except (SlurmTransientError, HandOver) as exc:
+        log.info("job %s: inline submission handed to a worker: %s", job_pk, exc)
+    except Exception:
+        log.exception("job %s: inline submission failed; a worker takes it", job_pk)
+    Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True).update(
+        submit_claimed_until=None
+    )
+    enqueue_submission(job_pk)
 
 
 @shared_task(ignore_result=True)

@@ -14,7 +14,8 @@ import time
 from collections.abc import Iterable
 
 import redis
-from django.conf import settings
+
+from gpupool.redis_client import redis_client
 
 log = logging.getLogger(__name__)
 KEY = "gpupool:jobs:watched"
@@ -23,7 +24,7 @@ WATCH_SECONDS = 60
 
 
 def _redis() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
+    return redis_client(timeout=0.5)
 
 
 def watch(job_pks: Iterable[int]) -> None:

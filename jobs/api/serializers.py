@@ -214,6 +214,12 @@ class JobSpecInputSerializer(serializers.Serializer):
         min_value=1,
         help_text="GPU memory (up to one GPU's), mapped to shards of one GPU; or give gpu_count",
     )
+    nvme_gb = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        help_text="NVMe cache on the job's node, in GB (0 or absent: none); billed per GB-hour",
+    )
     command = serializers.CharField(min_length=1, help_text="Runs inside the job, never on the portal")
     time_limit_minutes = serializers.IntegerField(min_value=1, help_text="Up to the plan's longest")
     data_mount = serializers.CharField(
@@ -238,6 +244,7 @@ class JobSpecInputSerializer(serializers.Serializer):
         )
         self.fields["gpu_count"].max_value = _most_gpus_per_node()
         self.fields["gpu_memory_gb"].max_value = _most_gpu_memory_gb()
+        self.fields["nvme_gb"].max_value = settings.NVME_MAX_GB
 
 
 def submission_json_types() -> dict[str, type]:

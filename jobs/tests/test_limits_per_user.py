@@ -32,6 +32,9 @@ def test_templates_stop_at_the_ceiling_but_an_existing_name_is_updated(alice, se
     from jobs.views import _save_template
 
     settings.MAX_JOB_TEMPLATES_PER_USER = 2
+    # Every account starts with the tutorial's template (credits/tutorial.py): deleted here, it
+    # is one of the user's templates like any other.
+    JobTemplate.objects.filter(owner=alice).delete()
     request = RequestFactory().post("/jobs/new/")
     request.user = alice
     request.session = {}

@@ -12,6 +12,13 @@ from testing.slurm import wait_for
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.fixture(autouse=True)
+def _through_the_worker(settings):
+    """These tests drive the worker's protocol by hand: no inline attempt first (that path
+    has its own tests at the end)."""
+    settings.SUBMIT_INLINE = False
+
+
 def _spec(user, **changes):
     from plans.catalog import plan_for
 
@@ -97,3 +104,31 @@ def test_the_reconciler_requeues_only_unclaimed_stale_submissions(alice, provisi
     # Only `stale` qualifies: `fresh` is seconds old and `claimed` belongs to a worker.
     assert reconcile_submissions.run() == 1
     assert fresh.pk != stale.pk
+
+
+@pytest.mark.usefixtures("_through_the_worker")
+def test_inline_the_job_is_in_slurm_when_submit_returns(alice, provision, slurm, settings):
+    settings.SUBMIT_INLINE = True
+    provision(alice)
+    job = actions.submit(alice, _spec(alice, command="sleep 30"))
+    job.refresh_from_db()
+    assert job.state == "PENDING" and job.slurm_job_id
+    assert slurm.get_job(job.slurm_job_id).comment == protocol.slurm_comment(job)
+    # The worker, were the task delivered too, finds nothing to do.
+    assert submit_to_slurm.run(job.pk) == "not-claimable"
+
+
+@pytest.mark.usefixtures("_through_the_worker")
+def test_inline_a_slurmrestd_that_does_not_answer_hands_the_job_to_a_worker(alice, provision, settings, monkeypatch):
+    from jobs import tasks
+
+    settings.SUBMIT_INLINE = True
+    settings.SLURMRESTD_URL = "http://127.0.0.1:9"  # nothing listens: a transient failure
+    provision(alice)
+    queued = []
+    monkeypatch.setattr(tasks, "enqueue_submission", queued.append)
+    job = actions.submit(alice, _spec(alice))
+    job.refresh_from_db()
+    assert job.state == "SUBMITTING" and job.slurm_job_id is None
+    assert queued == [job.pk]
+    assert job.submit_claimed_until is None  # the worker may claim it at once
