@@ -101,13 +101,17 @@ def _empty_test_redis():
 
 
 @pytest.fixture(autouse=True)
-def _fresh_heatmap(request):
-    """The heatmap's shared picture lives in Redis for seconds: each test that uses the
-    database starts without the last test's."""
+def _fresh_caches(request):
+    """Each test starts with empty caches: the in-process one holds allauth's rate limits (a
+    confirmation mail to one address goes at most once in 3 minutes, so an earlier test's
+    sign-up would keep a later one's mail from being sent), and the heatmap's shared picture
+    lives in Redis for seconds."""
+    from django.core.cache import caches
+
+    caches["default"].clear()
     if request.node.get_closest_marker("django_db") is None and "db" not in request.fixturenames:
         return
     from django.conf import settings
-    from django.core.cache import caches
 
     from console.heatmap import CACHE_KEY
 

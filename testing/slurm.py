@@ -65,7 +65,12 @@ def wait_for_state(client: SlurmRestClient, job_id: int, states: set[str], timeo
             job = client.get_job(job_id)
         except SlurmNotFound:
             return None
-        return job if job.state in states else None
+        if job.state not in states:
+            return None
+        if job.is_terminal and job.start_time is not None and not job.nodes:
+            # Slurm 24.11 reports a just-ended job without its nodes for a moment: not read yet.
+            return None
+        return job
 
     return wait_for(probe, timeout=timeout, what=f"job {job_id} to reach {sorted(states)}")
 

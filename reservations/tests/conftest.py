@@ -11,4 +11,6 @@ def cleanup():
     yield names
     cli = slurm_cli()
     for name in names:
+        # Slurm refuses to delete a reservation a job still runs in (a failed test's job).
+        cli.run("scancel", f"--reservation={name}", check=False)
         cli.delete_reservation(name, check=False)
