@@ -60,6 +60,8 @@ def submission(script_body: str, *, directory: PurePosixPath | None = None, **ov
 
 
 def wait_for_state(client: SlurmRestClient, job_id: int, states: set[str], timeout: float = 90) -> Job:
+    reached: list[float] = []
+
     def probe():
         try:
             job = client.get_job(job_id)
@@ -67,8 +69,10 @@ def wait_for_state(client: SlurmRestClient, job_id: int, states: set[str], timeo
             return None
         if job.state not in states:
             return None
-        if job.is_terminal and job.start_time is not None and not job.nodes:
-            # Slurm 24.11 reports a just-ended job without its nodes for a moment: not read yet.
+        reached.append(time.monotonic())
+        if job.state == "COMPLETED" and not job.nodes and time.monotonic() - reached[0] < 5:
+            # Slurm 24.11 reports a just-completed job without its nodes for a moment, then with
+            # them again (a cancelled one keeps none): give them a few seconds to come back.
             return None
         return job
 
