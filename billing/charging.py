@@ -49,6 +49,8 @@ from billing.drafts import open_draft
 from billing.models import RateCard, UsageRecord
 from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates, divide
 from billing.rates import LIST_CARD, NoRateCard, snapshot
+from credits import ledger
+from credits.weights import NoBurnWeight
 from plans.catalog import PlanSnapshot, plan_for
 
 log = logging.getLogger(__name__)
@@ -60,32 +62,26 @@ class ChargeError(Exception):
     uncharged, and retried by the next metering pass."""
 
 
-def apply_credits(user_id: int, gpu_type: str, gpu_seconds: int, idempotency_key: str) -> tuple[int, int | None]:
+def apply_credits(
+    user_id: int, gpu_type: str, gpu_seconds: int, idempotency_key: str, *, job_uuid=None
+) -> tuple[int, int | None]:
     """GPU-seconds of `gpu_type` that the user's credits cover, up to `gpu_seconds`, and the
-    credits ledger's spend entry id: (0, None) without credits. The seam to the credits app:
-    `credits.ledger.spend(user_id, gpu_seconds, *, gpu_type, idempotency_key) -> entry or None`
-    when it exists (billing may import credits; credits never imports billing). Runs inside
-    charge()'s transaction, so a charge that fails spends nothing."""
+    credits ledger's spend entry id: (0, None) without credits (credits.ledger.spend takes at
+    most the balance, once per key). The spend names the job (`job_reference`), so the job page
+    lists it. Runs inside charge()'s transaction, so a charge that fails spends nothing."""
     if gpu_seconds <= 0:
         return 0, None
+    reference = ledger.job_reference(job_uuid) if job_uuid else ""
     try:
-        # Imported here: the credits ledger is optional (another issue), and billing works
-        # without it.
-        from credits import ledger
-    except ImportError:
-        return 0, None
-    spend = getattr(ledger, "spend", None)
-    if spend is None:
-        return 0, None
-    try:
-        entry = spend(user_id, gpu_seconds, gpu_type=gpu_type, idempotency_key=idempotency_key)
-    except LookupError as exc:  # credits.weights.NoBurnWeight: credits do not pay for this type
+        entry = ledger.spend(
+            user_id, gpu_seconds, gpu_type=gpu_type, idempotency_key=idempotency_key, reference=reference
+        )
+    except NoBurnWeight as exc:  # credits do not pay for this GPU type
         log.info("credits do not cover %s: %s", gpu_type, exc)
         return 0, None
     if entry is None:
         return 0, None
-    covered = int(getattr(entry, "covered_gpu_seconds", None) or 0)
-    return min(max(0, covered), gpu_seconds), entry.pk
+    return min(max(0, entry.covered_gpu_seconds), gpu_seconds), entry.pk
 
 
 def _included_left(invoice_id: int, gpu_type: str, included_hours: int) -> int:
@@ -151,7 +147,7 @@ def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
     with transaction.atomic():
         # The draft first, then the record: the order month closing takes them in.
         invoice = open_draft(facts["user_id"], facts["run_end"])
-        record = UsageRecord.objects.select_for_update(of=("self",)).select_related("user").get(pk=record_id)
+        record = UsageRecord.objects.select_for_update(of=("self",)).select_related("user", "job").get(pk=record_id)
         if record.invoice_id is not None:
             return False
         plan = prices.plan(record.user)
@@ -179,7 +175,11 @@ def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
             credited, credit_entry = 0, None
             if not shard_run:
                 credited, credit_entry = apply_credits(
-                    record.user_id, record.gpu_type, to_cover - included, f"usage-record:{record.pk}"
+                    record.user_id,
+                    record.gpu_type,
+                    to_cover - included,
+                    f"usage-record:{record.pk}",
+                    job_uuid=record.job.uuid if record.job_id else None,
                 )
         billable = to_cover - included - credited
 

@@ -82,10 +82,18 @@ def submit(user, spec: JobSpec, *, reservation_id=None) -> Job:
             state=JobState.SUBMITTING,
         )
         job_pk = job.pk
-        # Straight to Slurm from this request when it may (settings.SUBMIT_INLINE), else a worker.
-        transaction.on_commit(lambda: (submit_now if settings.SUBMIT_INLINE else enqueue_submission)(job_pk))
-        transaction.on_commit(lambda: publish_job_update(job_pk))
+        transaction.on_commit(lambda: _submit_and_tell(job_pk))
     return job
+
+
+def _submit_and_tell(job_pk: int) -> None:
+    """Straight to Slurm from this request when it may (settings.SUBMIT_INLINE), else through a
+    worker; the owner's pages hear of the job once: in Slurm (the attach pushes it), or waiting."""
+    if settings.SUBMIT_INLINE and submit_now(job_pk):
+        return
+    if not settings.SUBMIT_INLINE:
+        enqueue_submission(job_pk)
+    publish_job_update(job_pk)
 
 
 def cancel(job: Job) -> None:

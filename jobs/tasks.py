@@ -147,16 +147,16 @@ def submit_to_slurm(self, job_pk: int) -> str:
         raise self.retry(exc=exc, countdown=delay) from exc
 
 
-def submit_now(job_pk: int) -> None:
+def submit_now(job_pk: int) -> bool:
     """The web request's own attempt, right after its transaction commits: the job is in Slurm
     when the API answers, without a worker's pick-up in between (issue 13: the path is within
     2x of sbatch). Anything short of success hands the row to a worker, as every submission
     was before: a transient failure (slurmrestd slow or down, within a short timeout), a job
     directory this process may not chown, any error. The claim keeps the two from ever
-    submitting the same row twice."""
+    submitting the same row twice. True when the job is in Slurm (and its owner was told)."""
     try:
-        submit_claimed(job_pk, timeout=settings.SUBMIT_INLINE_TIMEOUT_SECONDS, inline=True)
-        return
+        outcome = submit_claimed(job_pk, timeout=settings.SUBMIT_INLINE_TIMEOUT_SECONDS, inline=True)
+        return outcome == "submitted"
     except (SlurmTransientError, HandOver) as exc:
         log.info("job %s: inline submission handed to a worker: %s", job_pk, exc)
     except Exception:
@@ -165,6 +165,7 @@ def submit_now(job_pk: int) -> None:
         submit_claimed_until=None
     )
     enqueue_submission(job_pk)
+    return False
 
 
 @shared_task(ignore_result=True)

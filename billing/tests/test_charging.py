@@ -5,14 +5,12 @@ plan, NVMe above the plan's, idempotency, and a month already issued."""
 from __future__ import annotations
 
 import itertools
-import sys
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from types import ModuleType, SimpleNamespace
 
 import pytest
+from django.test import Client
 
-import credits
 from billing import charging
 from billing.charging import charge
 from billing.models import Invoice, UsageRecord
@@ -34,7 +32,7 @@ def no_credits(request, monkeypatch):
     """Credits cover nothing unless a test says so: these tests are about the plan and the
     prices (the credits seam has its own tests below)."""
     if "credits" not in request.node.name:
-        monkeypatch.setattr(charging, "apply_credits", lambda *args: (0, None))
+        monkeypatch.setattr(charging, "apply_credits", lambda *args, **kwargs: (0, None))
 
 
 @pytest.fixture
@@ -167,7 +165,7 @@ def test_credits_cover_before_billing_when_the_ledger_spends(alice, payg, monkey
     subscribe(alice, "payg")
     calls = []
 
-    def spend(user_id, gpu_type, gpu_seconds, idempotency_key):
+    def spend(user_id, gpu_type, gpu_seconds, idempotency_key, *, job_uuid=None):
         calls.append((user_id, gpu_type, gpu_seconds, idempotency_key))
         return 500, 77
 
@@ -180,27 +178,44 @@ def test_credits_cover_before_billing_when_the_ledger_spends(alice, payg, monkey
     assert record.amount_memory == Decimal("0.26")
 
 
-def test_without_a_credits_ledger_credits_cover_nothing(monkeypatch):
-    monkeypatch.setitem(sys.modules, "credits.ledger", None)  # import credits.ledger fails
-    monkeypatch.delattr(credits, "ledger", raising=False)
-    assert charging.apply_credits(1, "a100", 100, "k") == (0, None)
+def test_credits_through_the_real_ledger_pay_first_name_the_job_and_never_go_negative(alice, payg):
+    from credits import ledger
+    from credits.models import LedgerEntry
+    from jobs.models import Job
+
+    subscribe(alice, "payg")
+    # 1,000 credits are RTX 4090 GPU-seconds; an A100 second burns 3.125 of them: 320 s.
+    ledger.grant(alice.pk, 1000, key="charging-test", grant_kind="signup", campaign_id=None)
+    job = Job.objects.create(owner=alice, name="credit-run", state="COMPLETED")
+    record = usage(alice, seconds=1800)
+    UsageRecord.objects.filter(pk=record.pk).update(job=job)
+    record = charged(record)
+    assert (record.credit_gpu_seconds, record.billable_gpu_seconds) == (320, 1480)
+    assert record.amount_gpu == 1480 * Decimal("0.0015")
+    entry = LedgerEntry.objects.get(pk=record.credit_entry_id)
+    assert entry.reference == ledger.job_reference(job.uuid) and entry.amount == -1000
+    assert ledger.balance(alice.pk) == 0 == ledger.sum_of_entries(alice.pk)
+    # The job page says what credits paid.
+    browser = Client()
+    browser.force_login(alice)
+    page = browser.get(f"/jobs/{job.pk}/").content.decode()
+    assert "1,000 credits covered 320 GPU-seconds of this job" in page
+    # Charging again spends nothing more; a second run finds no credits left.
+    assert charge(record.pk) is False or ledger.balance(alice.pk) == 0
+    second = charged(usage(alice, seconds=60))
+    assert (second.credit_gpu_seconds, second.credit_entry_id, second.billable_gpu_seconds) == (0, None, 60)
+    assert LedgerEntry.objects.filter(account__user_id=alice.pk, kind="spend").count() == 1
 
 
-def test_the_credits_seam_calls_the_ledgers_spend(monkeypatch):
-    spent = []
+def test_credits_do_not_pay_for_a_gpu_type_without_a_burn_weight(alice, payg, monkeypatch):
+    from credits import ledger
+    from credits.weights import NoBurnWeight
 
-    def spend(user_id, gpu_seconds, *, gpu_type, idempotency_key):
-        spent.append((user_id, gpu_seconds, gpu_type, idempotency_key))
-        return SimpleNamespace(pk=9, covered_gpu_seconds=40) if gpu_seconds > 50 else None
+    def no_weight(*args, **kwargs):
+        raise NoBurnWeight("mi300x")
 
-    ledger = ModuleType("credits.ledger")
-    ledger.spend = spend
-    monkeypatch.setitem(sys.modules, "credits.ledger", ledger)
-    monkeypatch.setattr(credits, "ledger", ledger, raising=False)
-    assert charging.apply_credits(3, "h100", 100, "usage-record:1") == (40, 9)
-    assert charging.apply_credits(3, "h100", 10, "usage-record:2") == (0, None)
-    assert charging.apply_credits(3, "h100", 0, "usage-record:3") == (0, None)
-    assert spent == [(3, 100, "h100", "usage-record:1"), (3, 10, "h100", "usage-record:2")]
+    monkeypatch.setattr(ledger, "spend", no_weight)
+    assert charging.apply_credits(alice.pk, "mi300x", 100, "k") == (0, None)
 
 
 def test_a_record_without_a_price_is_left_uncharged(alice):

@@ -31,7 +31,7 @@ def captured(name: str):
 
 @pytest.fixture(autouse=True)
 def no_credits(monkeypatch):
-    monkeypatch.setattr(charging, "apply_credits", lambda *args: (0, None))
+    monkeypatch.setattr(charging, "apply_credits", lambda *args, **kwargs: (0, None))
 
 
 # --- quantities, pure ------------------------------------------------------------------------

@@ -47,7 +47,7 @@ def mirror_and_sample():
 
 
 def test_each_run_is_metered_once_onto_the_draft(alice, provision, slurm, monkeypatch):
-    monkeypatch.setattr(charging, "apply_credits", lambda *args: (0, None))
+    monkeypatch.setattr(charging, "apply_credits", lambda *args, **kwargs: (0, None))
     subscribe(alice, "enterprise")  # nothing included: every quantity shows in an amount
     profile = provision(alice)
     run_sync()  # a fresh database catches up on the cluster's history first
