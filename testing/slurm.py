@@ -70,9 +70,11 @@ def wait_for_state(client: SlurmRestClient, job_id: int, states: set[str], timeo
         if job.state not in states:
             return None
         reached.append(time.monotonic())
-        if job.state == "COMPLETED" and not job.nodes and time.monotonic() - reached[0] < 5:
-            # Slurm 24.11 reports a just-completed job without its nodes for a moment, then with
-            # them again (a cancelled one keeps none): give them a few seconds to come back.
+        ran_and_ended = job.is_terminal and job.state != "CANCELLED" and job.start_time is not None
+        if ran_and_ended and not job.nodes and time.monotonic() - reached[0] < 5:
+            # Slurm 24.11 reports a job that just ran to its end (completed, failed) without its
+            # nodes for a moment, then with them again (a cancelled one keeps none): give them a
+            # few seconds to come back.
             return None
         return job
 
