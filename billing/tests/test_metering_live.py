@@ -4,6 +4,7 @@ run has exactly one usage record with slurmdbd's figures, on the user's draft in
 
 from __future__ import annotations
 
+import time
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
@@ -62,6 +63,9 @@ def test_each_run_is_metered_once_onto_the_draft(alice, provision, slurm, monkey
     assert "gres/nvme=500" in running.allocated_tres or running.state == "COMPLETED"
     wait_for_state(client, requeued.slurm_job_id, {"RUNNING"})
     mirror_and_sample()
+    # Long enough that the first run has elapsed seconds of its own (a requeue within the
+    # second it started records 0, seen on 26.05).
+    time.sleep(2)
     slurm_cli().requeue_job(requeued.slurm_job_id)
     wait_for_state(client, requeued.slurm_job_id, {"PENDING"})
     slurm_cli().run("scontrol", "update", f"JobId={requeued.slurm_job_id}", "StartTime=now")
