@@ -1,7 +1,8 @@
 """Two figures of the job path, measured in one run on the real dev cluster:
 
-1. Submit latency: portal (API POST -> job accepted by Slurm, seen as the PENDING push on
-   the WebSocket) over raw slurmrestd (POST /job/submit), as a ratio of medians.
+1. Submit latency: portal (API POST -> job accepted by Slurm: the API's answer when it carries
+   the Slurm id (inline submission), else the PENDING push on the WebSocket) over raw
+   slurmrestd (POST /job/submit) and over `sbatch` as the user, as ratios of medians.
 2. Live-status delay: from Slurm's own start time of a job to the RUNNING message on the
    WebSocket, p50 and p95. Slurm's start_time has 1 s resolution, so the delay is also
    given from the job's first instruction (its batch script prints a nanosecond clock).
@@ -49,6 +50,10 @@ def main():
                 raw.append(time.perf_counter() - started)
                 wait_for_state(slurm, job_id, {"COMPLETED", "FAILED"})
 
+            sbatch = []
+            for _ in range(args.jobs):
+                sbatch.append(_sbatch_seconds(user.profile.cluster_username))
+
             _token, key = ApiToken.issue(user, "bench")
             headers = {"Authorization": f"Bearer {key}"}
             browser = Client()
@@ -74,6 +79,10 @@ def main():
                         assert response.status_code == 201, response.text
                         job_pk = response.json()["id"]
                         seen_pending = seen_running = False
+                        if response.json()["slurm_job_id"]:
+                            # Submitted inline: in Slurm when the API answered (SUBMIT_INLINE).
+                            in_slurm.append(accepted[-1])
+                            seen_pending = True
                         while not seen_running:
                             message = json.loads(ws.recv(timeout=120))["job"]
                             if message["id"] != job_pk:
@@ -96,7 +105,10 @@ def main():
     print(describe("raw slurmrestd submit", raw))
     print(describe("portal API accept (201)", accepted))
     print(describe("portal submit, API POST to job in Slurm (push)", in_slurm))
+    print(describe("sbatch through the CLI (as the user, in the cluster's root)", sbatch))
     print(f"RATIO submit latency portal/raw (medians): {statistics.median(in_slurm) / statistics.median(raw):.1f}")
+    ratio = statistics.median(in_slurm) / statistics.median(sbatch)
+    print(f"RATIO submit latency portal/sbatch (medians): {ratio:.2f}")
     print(f"RATIO API accept/raw (medians): {statistics.median(accepted) / statistics.median(raw):.2f}")
     print(
         describe(
@@ -105,6 +117,39 @@ def main():
     )
     print(describe("live-status delay from the job's first instruction", job_delay))
     print(f"live-status p50={percentile(job_delay, 0.5) * 1000:.0f} ms p95={percentile(job_delay, 0.95) * 1000:.0f} ms")
+
+
+def _sbatch_seconds(user_name: str) -> float:
+    """One `sbatch` of a trivial typed-GPU job as the user, timed around the command alone."""
+    import subprocess
+
+    from django.conf import settings
+
+    command = [
+        *settings.SLURM_CLI_PREFIX,
+        "runuser",
+        "-u",
+        user_name,
+        "--",
+        "sbatch",
+        "--parsable",
+        f"--account={settings.SLURM_ACCOUNT}",
+        "--gres=shard:a100:1",
+        "-t",
+        "1",
+        "-o",
+        "/dev/null",
+        "-D",
+        "/tmp",
+        "--wrap",
+        "true",
+    ]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"sbatch failed: {done.stderr}")
+    return elapsed
 
 
 def _job_start_clock(job) -> float:
