@@ -75,6 +75,17 @@ class QuoteRatesSerializer(serializers.Serializer):
     nvme_price_per_gb_hour = serializers.CharField()
 
 
+class QuoteCoverageSerializer(serializers.Serializer):
+    gpu_seconds = serializers.IntegerField(help_text="GPU-seconds of the quote (GPUs x seconds)")
+    plan_gpu_seconds_left = serializers.IntegerField(
+        help_text="Your plan's included GPU-seconds of this type left this month"
+    )
+    credit_gpu_seconds = serializers.IntegerField(help_text="GPU-seconds of this type your credits would pay for")
+    covered_gpu_seconds = serializers.IntegerField(
+        help_text="Of `gpu_seconds`, at most this many covered (plan hours first, then credits); the rest is billed"
+    )
+
+
 class QuoteSerializer(serializers.Serializer):
     gpu_type = serializers.CharField()
     gpu_count = serializers.IntegerField()
@@ -87,3 +98,7 @@ class QuoteSerializer(serializers.Serializer):
         help_text="USD: the sum of the lines each rounded half-up to the cent (what this usage alone is invoiced)"
     )
     rates = QuoteRatesSerializer()
+    coverage = QuoteCoverageSerializer(
+        allow_null=True,
+        help_text="For your own plan: what your included hours and credits would cover (null for another plan's quote)",
+    )

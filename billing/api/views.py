@@ -1,12 +1,17 @@
 """POST /api/v1/billing/quote: what a job would cost, line by line, at the prices in force."""
 
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from billing.api.serializers import QuoteInputSerializer, QuoteSerializer
-from billing.pricing import PricingError, format_amount, format_quantity, quote
+from billing.drafts import month_of
+from billing.pricing import SECONDS_PER_HOUR, PricingError, format_amount, format_quantity, quote
 from billing.rates import NoRateCard, rates_for_plan
+from billing.usage_page import invoice_month
+from credits import ledger
+from credits.weights import NoBurnWeight, weight_for
 from gpupool.api.errors import error_responses
 from plans.catalog import plan_by_code, plan_for
 from plans.models import Plan
@@ -63,7 +68,8 @@ def _quote_body(result, plan_code: str, gpu_count: int, seconds: int) -> dict:
         "Charge = GPU-seconds x GPU price + GPU-memory GB-seconds x memory price + NVMe GB-hours x NVMe price. "
         "Amounts are exact; `amount_rounded` and `total_rounded` round each line half-up to the cent, as an "
         "invoice does. Prices: the list rate card, with the plan's own per-second GPU prices where it has "
-        "them (Enterprise: A100, H100). Included plan hours and credits are not applied here."
+        "them (Enterprise: A100, H100). `coverage` says how much of it your included plan hours and credits "
+        "would cover now (the amounts are before them)."
     ),
     request=QuoteInputSerializer,
     responses={200: QuoteSerializer, **error_responses(ERROR_DESCRIPTIONS, 400, 401, 403, 404, 409, 413, 415)},
@@ -114,4 +120,29 @@ def billing_quote(request):
     except PricingError as exc:
         return Response({"detail": str(exc), "errors": {exc.field: [exc.message]}}, status=409)
     body = _quote_body(result, plan.code, values["gpu_count"], values["seconds"])
+    own = plan_for(request.user)
+    body["coverage"] = (
+        _coverage(request.user, own, values["gpu_type"], values["gpu_count"] * values["seconds"])
+        if own.code == plan.code
+        else None
+    )
     return Response(QuoteSerializer(body).data)
+
+
+def _coverage(user, plan, gpu_type: str, gpu_seconds: int) -> dict:
+    """What the caller's included hours and credits would cover of `gpu_seconds`, as charging
+    would take them now (billing/charging.py: plan hours first, then credits)."""
+    _charges, included_used = invoice_month(user.pk, month_of(timezone.now()))
+    hours = plan.included_gpu_hours.get(gpu_type, 0)
+    plan_left = max(0, hours * SECONDS_PER_HOUR - included_used.get(gpu_type, 0))
+    try:
+        weight = weight_for(gpu_type)
+        credit = int(ledger.balance(user.pk) / weight) if weight > 0 else 0
+    except NoBurnWeight:
+        credit = 0
+    return {
+        "gpu_seconds": gpu_seconds,
+        "plan_gpu_seconds_left": plan_left,
+        "credit_gpu_seconds": credit,
+        "covered_gpu_seconds": min(gpu_seconds, plan_left + credit),
+    }

@@ -140,3 +140,28 @@ def test_the_session_cookie_needs_the_csrf_token(alice):
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(alice)
     assert client.post(URL, ARTICLE, format="json").status_code == 403
+
+
+def test_the_quote_says_what_the_callers_plan_hours_and_credits_would_cover(api_client_for, alice):
+    from billing.tests.invoice_support import charge
+    from credits import ledger
+    from django.utils import timezone
+
+    # Pro: 100 A100-hours a month; 1 hour of them already used this month.
+    charge(alice, timezone.now(), plan="pro", billable=0, included=3600)
+    client = api_client_for(alice)
+    body = client.post(URL, {**ARTICLE, "seconds": 7200}, format="json").json()
+    assert body["coverage"] == {
+        "gpu_seconds": 7200,
+        "plan_gpu_seconds_left": 99 * 3600,
+        "credit_gpu_seconds": 0,
+        "covered_gpu_seconds": 7200,
+    }
+    # RTX 4090 hours are not in Pro: credits only (1 credit = 1 RTX 4090 GPU-second).
+    ledger.grant(alice.pk, 1000, key="quote-test", grant_kind="signup", campaign_id=None)
+    rtx = client.post(URL, {**ARTICLE, "gpu_type": "rtx4090", "gpu_memory_gb": 0}, format="json").json()
+    assert rtx["coverage"]["plan_gpu_seconds_left"] == 0
+    assert rtx["coverage"]["credit_gpu_seconds"] == 1000 and rtx["coverage"]["covered_gpu_seconds"] == 1000
+    # Another plan's quote says nothing about the caller's coverage.
+    other = client.post(URL, {**ARTICLE, "plan": "enterprise"}, format="json").json()
+    assert other["coverage"] is None

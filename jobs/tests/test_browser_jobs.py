@@ -35,6 +35,8 @@ def test_submit_watch_read_logs_and_clone(alice, provision, tmp_path, width, hei
         page.fill("#id_time_limit_minutes", "5")
         # The most the job can cost for its time limit, from the billing quote API.
         expect(page.locator("[data-job-quote]")).to_contain_text("$", timeout=15000)
+        # ... and what of it the plan's hours and the credits would cover (here: nothing).
+        expect(page.locator("[data-job-quote]")).to_contain_text("covered by your plan or credits")
         page.click("[data-submit]")
         page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
         page.evaluate("window.__marker = 'no reload'")
