@@ -170,15 +170,10 @@ def provision(slurm_limits):
         return profile
 
     yield _provision
-    from django.conf import settings
+    from testing.slurm import remove_cluster_user
 
-    from cluster.provisioning import provisioning_backend
-    from cluster.services import slurm_cli
-
-    cli = slurm_cli()
     for name in names:
-        cli.run("scancel", "-u", name, check=False)
-        provisioning_backend(settings.PROVISIONING_BACKEND, cli, settings.SLURM_ACCOUNT).remove_user(name)
+        remove_cluster_user(name)
 
 
 @pytest.fixture

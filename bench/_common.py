@@ -56,15 +56,10 @@ def make_user(username: str, plan: str = "enterprise", provision: bool = True):
 
 
 def retire_user(user) -> None:
-    from django.conf import settings
+    from testing.slurm import remove_cluster_user
 
-    from cluster.provisioning import provisioning_backend
-    from cluster.services import slurm_cli
-
-    name = user.profile.cluster_username
-    if name:
-        slurm_cli().run("scancel", "-u", name, check=False)
-        provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(), settings.SLURM_ACCOUNT).remove_user(name)
+    if user.profile.cluster_username:
+        remove_cluster_user(user.profile.cluster_username)
 
 
 def percentile(values: list[float], fraction: float) -> float:

@@ -12,7 +12,8 @@ from typing import TypeVar
 from django.conf import settings
 
 from cluster.errors import SlurmNotFound
-from cluster.services import job_paths
+from cluster.provisioning import provisioning_backend
+from cluster.services import job_paths, slurm_cli
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import Job, JobSubmission
 
@@ -87,3 +88,11 @@ def read_output(job: Job) -> str:
 
 def unique_cluster_name(prefix: str = "pt") -> str:
     return f"{prefix}{os.getpid() % 1000}{secrets.token_hex(3)}"
+
+
+def remove_cluster_user(name: str) -> None:
+    """What a test or benchmark provisioned, undone: the user's jobs cancelled, then the Unix
+    user and the association removed."""
+    cli = slurm_cli()
+    cli.run("scancel", "-u", name, check=False)
+    provisioning_backend(settings.PROVISIONING_BACKEND, cli, settings.SLURM_ACCOUNT).remove_user(name)

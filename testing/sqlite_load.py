@@ -107,15 +107,10 @@ def submit(seconds: float) -> dict:
 
 
 def cleanup() -> dict:
-    from django.conf import settings
-
-    from cluster.provisioning import provisioning_backend
-    from cluster.services import slurm_cli
+    from testing.slurm import remove_cluster_user
 
     name = _user().profile.cluster_username
-    cli = slurm_cli()
-    cli.run("scancel", "-u", name, check=False)
-    provisioning_backend(settings.PROVISIONING_BACKEND, cli, settings.SLURM_ACCOUNT).remove_user(name)
+    remove_cluster_user(name)
     return {"removed": name}
 
 

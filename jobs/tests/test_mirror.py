@@ -13,7 +13,7 @@ from jobs.events import user_group
 from jobs.mirror import apply_slurm_job, mirror_jobs, record_missing_accounting
 from jobs.models import Job
 from jobs.tasks import run_sync
-from testing.slurm import submission, unique_cluster_name, wait_for
+from testing.slurm import remove_cluster_user, submission, unique_cluster_name, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # Each test that needs the dev cluster says so (`slurm`); the others run without it.
@@ -23,15 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def provisioned_alice(alice):
     profile = actions.provision(alice.profile.pk, preferred_name=unique_cluster_name("ptm"))
     yield profile
-    from django.conf import settings
-
-    from cluster.provisioning import provisioning_backend
-    from cluster.services import slurm_cli
-
-    slurm_cli().run("scancel", "-u", profile.cluster_username, check=False)
-    provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(), settings.SLURM_ACCOUNT).remove_user(
-        profile.cluster_username
-    )
+    remove_cluster_user(profile.cluster_username)
 
 
 @pytest.mark.slurm
