@@ -1,7 +1,11 @@
+from datetime import timedelta
+
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from accounts.models import ApiToken
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -21,7 +25,11 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         token = ApiToken.objects.select_related("user").filter(key_hash=ApiToken.hash_key(key)).first()
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid or revoked API token.")
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
+            # A write per request would cost every API call a commit (issue 13's submit path);
+            # "last used" to the minute is what the settings page shows.
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user, token
 
     def authenticate_header(self, request):

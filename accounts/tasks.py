@@ -63,5 +63,3 @@ def lock_cluster_user(self, cluster_user: str) -> str:
 
 def _lock(cluster_user: str) -> None:
     provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(), settings.SLURM_ACCOUNT).remove_user(cluster_user)
-
-

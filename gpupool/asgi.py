@@ -1,19 +1,26 @@
+"""The one ASGI application Daphne serves: WebSockets (Channels), two bare ingest paths, and
+every other HTTP request through Django's synchronous handler in one thread hop
+(gpupool/asgi_http.py: why not Django's ASGI handler)."""
+
 import os
 
-from django.core.asgi import get_asgi_application
+from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpupool.settings")
 # Django must be set up before importing anything that touches models.
-django_asgi_app = get_asgi_application()
+django_wsgi_app = get_wsgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
+from gpupool.asgi_http import DjangoHttp  # noqa: E402
 from gpupool.routing import websocket_urlpatterns  # noqa: E402
 from jobs.asgi_events import events_app  # noqa: E402
 from telemetry.asgi_ingest import ingest_app  # noqa: E402
+
+django_http_app = DjangoHttp(django_wsgi_app)
 
 application = ProtocolTypeRouter(
     {
@@ -23,7 +30,7 @@ application = ProtocolTypeRouter(
                 path("api/v1/telemetry/ingest", ingest_app),
                 # slurmctld's job events, signed in their headers (jobs/asgi_events.py).
                 path("api/v1/slurm/events", events_app),
-                re_path(r"", django_asgi_app),
+                re_path(r"", django_http_app),
             ]
         ),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),

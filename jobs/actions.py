@@ -18,8 +18,8 @@ from jobs.models import FINAL_STATES, Job, JobState
 from jobs.quota import QuotaExceeded, check_quota
 from jobs.spec import JobSpec, SpecError
 from jobs.submission_checks import run_submission_checks
-from jobs.tasks import enqueue_submission, submit_now
-from plans.catalog import plan_for
+from jobs.tasks import claimed_for_inline_submission, enqueue_submission, submit_now
+from plans.catalog import PlanSnapshot, plan_for
 from reservations.actions import ReservationError, usable_for_job
 
 log = logging.getLogger(__name__)
@@ -33,10 +33,12 @@ class CancelRefused(Exception):
     pass
 
 
-def submit(user, spec: JobSpec, *, reservation_id=None) -> Job:
+def submit(user, spec: JobSpec, *, reservation_id=None, plan: PlanSnapshot | None = None) -> Job:
     """Accept a job: check the plan (and the reservation it should run in), record it as
-    SUBMITTING, and hand it to a worker once the row is committed. Raises QuotaExceeded,
-    NotProvisioned or SpecError (on `reservation`); changes nothing then."""
+    SUBMITTING, and hand it on once the row is committed: straight to Slurm from this request
+    (settings.SUBMIT_INLINE; the returned job then carries its Slurm id) or to a worker.
+    Raises QuotaExceeded, NotProvisioned or SpecError (on `reservation`); changes nothing then.
+    `plan`: the caller's plan_for(user) when it has just read it (the spec was checked against it)."""
     with transaction.atomic():
         # The lock serialises one user's submissions, so the quota check sees every job.
         profile = Profile.objects.select_for_update().get(user=user)
@@ -46,7 +48,7 @@ def submit(user, spec: JobSpec, *, reservation_id=None) -> Job:
                 "Your cluster account is not ready yet"
                 + ("; setting it up failed and an admin can see why." if profile.provisioning_error else ".")
             )
-        plan = plan_for(user)
+        plan = plan if plan is not None else plan_for(user)
         if plan.is_paused:
             raise QuotaExceeded(f"Your {plan.name} subscription is paused; resume it to submit jobs.")
         quota_gpus = spec.gpu.count or 1
@@ -80,20 +82,23 @@ def submit(user, spec: JobSpec, *, reservation_id=None) -> Job:
             qos=plan.qos,
             reservation=reservation,
             state=JobState.SUBMITTING,
+            # Inline, the row is born claimed by this request (the claim a worker would take
+            # with an UPDATE): a request that dies here leaves it to the reconciler once the
+            # claim runs out, as a dead worker would.
+            **(claimed_for_inline_submission() if settings.SUBMIT_INLINE else {}),
         )
-        job_pk = job.pk
-        transaction.on_commit(lambda: _submit_and_tell(job_pk))
+        transaction.on_commit(lambda: _submit_and_tell(job, profile))
     return job
 
 
-def _submit_and_tell(job_pk: int) -> None:
+def _submit_and_tell(job: Job, profile: Profile) -> None:
     """Straight to Slurm from this request when it may (settings.SUBMIT_INLINE), else through a
     worker; the owner's pages hear of the job once: in Slurm (the attach pushes it), or waiting."""
-    if settings.SUBMIT_INLINE and submit_now(job_pk):
+    if settings.SUBMIT_INLINE and submit_now(job, profile):
         return
     if not settings.SUBMIT_INLINE:
-        enqueue_submission(job_pk)
-    publish_job_update(job_pk)
+        enqueue_submission(job.pk)
+    publish_job_update(job.pk)
 
 
 def cancel(job: Job) -> None:

@@ -14,15 +14,14 @@ from django.conf import settings
 # (match, evidence line) -> (cause, fix), or None for the rule's own texts.
 Explain = Callable[[re.Match[str], str], tuple[str, str] | None]
 
+
 def _larger_gpus() -> str:
     """The pool's GPU types by memory, largest last (deploy/gpu_types.json)."""
     by_memory = sorted(settings.GPU_TYPES.items(), key=lambda item: item[1]["memory_gb"])
     return ", ".join(f"{name} {info['memory_gb']} GB" for name, info in by_memory)
 
 
-GPU_MEMORY_HINT = (
-    f"request a GPU with more memory ({_larger_gpus()}) or set a higher GPU memory (GB) in the job form"
-)
+GPU_MEMORY_HINT = f"request a GPU with more memory ({_larger_gpus()}) or set a higher GPU memory (GB) in the job form"
 
 
 def explain_image_import(m: re.Match[str], line: str) -> tuple[str, str] | None:

@@ -101,11 +101,17 @@ _publisher = _Publisher()
 
 def publish_job_update(job_id: int) -> None:
     job = Job.objects.filter(pk=job_id).first()
-    if job is None or job.owner_id is None:
+    if job is not None:
+        publish_job(job)
+
+
+def publish_job(job: Job) -> None:
+    """publish_job_update for a writer that holds the row as it now is (no re-read)."""
+    if job.owner_id is None:
         return
     for receiver, outcome in job_changed.send_robust(sender=Job, job=job):
         if isinstance(outcome, Exception):
-            log.error("receiver %s of job %s's change failed", receiver, job_id, exc_info=outcome)
+            log.error("receiver %s of job %s's change failed", receiver, job.pk, exc_info=outcome)
     _publisher.send(user_group(job.owner_id), {"type": "job.update", "job": job_payload(job)})
 
 

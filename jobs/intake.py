@@ -30,10 +30,11 @@ def accept(request, data: Mapping[str, Any]) -> Job:
     data = dict(data)
     # Where the job runs is not part of its spec (a clone runs wherever its new form says).
     reservation_id = data.pop("reservation", None)
-    spec = parse_job_spec(data, plan=plan_for(request.user), policy=SpecPolicy.from_settings())
+    plan = plan_for(request.user)
+    spec = parse_job_spec(data, plan=plan, policy=SpecPolicy.from_settings())
     counted = _count_submission(request)
     try:
-        return actions.submit(request.user, spec, reservation_id=reservation_id)
+        return actions.submit(request.user, spec, reservation_id=reservation_id, plan=plan)
     except Exception:
         for scope, key in counted:
             refund(scope, key)

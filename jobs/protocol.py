@@ -8,7 +8,7 @@ from django.db import transaction
 
 from cluster import jobfs
 from cluster.services import job_paths
-from jobs.events import publish_job_update
+from jobs.events import publish_job, publish_job_update
 from jobs.models import Job, JobState
 
 COMMENT_PREFIX = "gpupool:"
@@ -38,13 +38,23 @@ def prepare_job_directory(job: Job, uid: int | None, gid: int | None) -> None:
     make_user_directory(job.cluster_user, str(job.uuid), uid, gid)
 
 
-def attach_slurm_job(job_pk: int, slurm_job_id: int) -> bool:
+def attach_slurm_job(job_pk: int, slurm_job_id: int, *, job: Job | None = None) -> bool:
     """Record that Slurm accepted the submission. Conditional on the row still waiting, so a
-    worker and the mirror attaching the same job do it once."""
-    updated = Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True).update(
-        slurm_job_id=slurm_job_id, state=JobState.PENDING, slurm_states="", error="", error_detail=""
-    )
-    if updated:
+    worker and the mirror attaching the same job do it once. `job`: the caller's instance of
+    the row, brought up to date when the attach happens (and pushed as it is, not re-read)."""
+    attached = {
+        "slurm_job_id": slurm_job_id,
+        "state": JobState.PENDING,
+        "slurm_states": "",
+        "error": "",
+        "error_detail": "",
+    }
+    updated = Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True).update(**attached)
+    if updated and job is not None:
+        for name, value in attached.items():
+            setattr(job, name, value)
+        transaction.on_commit(lambda: publish_job(job))
+    elif updated:
         transaction.on_commit(lambda: publish_job_update(job_pk))
     return bool(updated)
 

@@ -28,7 +28,8 @@ def month_start(now=None):
     return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
-def usage_of(user) -> GpuUsage:
+def active_gpus_by_type(user) -> dict[str, int]:
+    """GPUs held or queued by the user's unfinished jobs, by GPU type (one query)."""
     active = (
         Job.objects.filter(owner=user)
         .exclude(state__in=FINAL_STATES)
@@ -36,6 +37,11 @@ def usage_of(user) -> GpuUsage:
         .values("gpu_type")
         .annotate(gpus=Sum("quota_gpus"))
     )
+    return {row["gpu_type"]: row["gpus"] or 0 for row in active}
+
+
+def gpu_seconds_this_month(user) -> int:
+    """Finished jobs' GPU-seconds since the month began, and running jobs' so far (two queries)."""
     start = month_start()
     finished = (
         Job.objects.filter(owner=user, end_time__gte=start, elapsed_seconds__isnull=False).aggregate(
@@ -49,22 +55,28 @@ def usage_of(user) -> GpuUsage:
         "start_time", "quota_gpus"
     ):
         running += int((now - max(started, start)).total_seconds()) * gpus
-    return GpuUsage({row["gpu_type"]: row["gpus"] or 0 for row in active}, int(finished) + running)
+    return int(finished) + running
+
+
+def usage_of(user) -> GpuUsage:
+    return GpuUsage(active_gpus_by_type(user), gpu_seconds_this_month(user))
 
 
 def check_quota(user, plan: PlanSnapshot, gpu_type: str, gpus: int) -> None:
     allowed = plan.gpu_quota.get(gpu_type, 0)
     if allowed <= 0:
         raise QuotaExceeded(f"The {plan.name} plan does not include {gpu_type} GPUs.")
-    usage = usage_of(user)
-    in_use = usage.active_by_type.get(gpu_type, 0)
+    in_use = active_gpus_by_type(user).get(gpu_type, 0)
     if in_use + gpus > allowed:
         raise QuotaExceeded(
             f"Over quota: your {plan.name} plan allows {allowed} {gpu_type} GPU(s) at once; "
             f"{in_use} are held or queued by your jobs and this job asks for {gpus}."
         )
-    if plan.monthly_gpu_hours is not None and usage.gpu_seconds_this_month >= plan.monthly_gpu_hours * 3600:
-        used_hours = usage.gpu_seconds_this_month // 3600
+    if plan.monthly_gpu_hours is None:
+        return  # no monthly hours to count (and no queries to count them)
+    used_seconds = gpu_seconds_this_month(user)
+    if used_seconds >= plan.monthly_gpu_hours * 3600:
+        used_hours = used_seconds // 3600
         raise QuotaExceeded(
             f"Your {plan.name} plan's {plan.monthly_gpu_hours} GPU hours for this month are used up "
             f"({used_hours} h used). Upgrade or wait for next month."

@@ -28,6 +28,12 @@ log = logging.getLogger(__name__)
 CLAIM_SECONDS = 120
 
 
+def claimed_for_inline_submission() -> dict:
+    """The fields of a row created already claimed by the request that will submit it
+    (jobs.actions.submit with SUBMIT_INLINE): what _claim's UPDATE would set, without its commit."""
+    return {"submit_claimed_until": timezone.now() + timedelta(seconds=CLAIM_SECONDS), "submit_attempts": 1}
+
+
 def _claim(job_pk: int) -> bool:
     now = timezone.now()
     return bool(
@@ -73,7 +79,8 @@ def _submission(job: Job) -> JobSubmission:
 
 
 def _record_accepted(job: Job, slurm_job_id: int, client) -> str:
-    if protocol.attach_slurm_job(job.pk, slurm_job_id):
+    # The instance is brought up to date: the API answers with it, without a re-read.
+    if protocol.attach_slurm_job(job.pk, slurm_job_id, job=job):
         return "submitted"
     job.refresh_from_db()
     if job.slurm_job_id == slurm_job_id:
@@ -104,6 +111,12 @@ def submit_claimed(job_pk: int, *, timeout: float | None = None, inline: bool = 
     if job.owner is None or not job.owner.is_active:
         protocol.fail_submission(job_pk, "The account was deactivated before the job reached Slurm.")
         return "owner-inactive"
+    return _submit_held(job, Profile.objects.get(user_id=job.owner_id), timeout=timeout, inline=inline)
+
+
+def _submit_held(job: Job, profile: Profile, *, timeout: float | None, inline: bool) -> str:
+    """submit_claimed's part once the row is claimed by the caller and loaded."""
+    job_pk = job.pk
     client = rest_client(job.cluster_user)
     if timeout is not None:
         client.timeout = timeout
@@ -113,7 +126,6 @@ def submit_claimed(job_pk: int, *, timeout: float | None = None, inline: bool = 
             existing = client.find_job_by_comment(protocol.slurm_comment(job))
             if existing is not None:
                 return _record_accepted(job, existing.job_id, client)
-        profile = Profile.objects.get(user_id=job.owner_id)
         try:
             protocol.prepare_job_directory(job, profile.cluster_uid, profile.cluster_gid)
         except PermissionError as exc:
@@ -147,15 +159,18 @@ def submit_to_slurm(self, job_pk: int) -> str:
         raise self.retry(exc=exc, countdown=delay) from exc
 
 
-def submit_now(job_pk: int) -> bool:
-    """The web request's own attempt, right after its transaction commits: the job is in Slurm
-    when the API answers, without a worker's pick-up in between (issue 13: the path is within
-    2x of sbatch). Anything short of success hands the row to a worker, as every submission
-    was before: a transient failure (slurmrestd slow or down, within a short timeout), a job
-    directory this process may not chown, any error. The claim keeps the two from ever
-    submitting the same row twice. True when the job is in Slurm (and its owner was told)."""
+def submit_now(job: Job, profile: Profile) -> bool:
+    """The web request's own attempt, right after its transaction committed the row already
+    claimed (claimed_for_inline_submission): the job is in Slurm when the API answers, without
+    a worker's pick-up in between (issue 13: the path is within 2x of sbatch). `job` and
+    `profile` are the request's own, just written, so nothing is read again. Anything short of
+    success hands the row to a worker, as every submission was before: a transient failure
+    (slurmrestd slow or down, within a short timeout), a job directory this process may not
+    chown, any error. The claim keeps the two from ever submitting the same row twice. True
+    when the job is in Slurm (and its owner was told; `job` then carries its Slurm id)."""
+    job_pk = job.pk
     try:
-        outcome = submit_claimed(job_pk, timeout=settings.SUBMIT_INLINE_TIMEOUT_SECONDS, inline=True)
+        outcome = _submit_held(job, profile, timeout=settings.SUBMIT_INLINE_TIMEOUT_SECONDS, inline=True)
         return outcome == "submitted"
     except (SlurmTransientError, HandOver) as exc:
         log.info("job %s: inline submission handed to a worker: %s", job_pk, exc)

@@ -68,7 +68,11 @@ def submission_response(request, data) -> Response:
         return Response({"detail": str(exc)}, status=403)
     except actions.NotProvisioned as exc:
         return Response({"detail": str(exc)}, status=409)
-    return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+    serializer = JobSerializer(job)
+    # Accepted this instant (SUBMITTING, or PENDING in Slurm): it has run nowhere, so there is
+    # no metered cost and no running estimate to ask billing for.
+    serializer.known_costs = {job.pk: None}
+    return Response(serializer.data, status=status.HTTP_201_CREATED)
 
 
 SUBMIT_ERRORS = errors(400, 401, 403, 409, 413, 415, 429)

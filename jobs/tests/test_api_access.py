@@ -175,6 +175,7 @@ def test_usage_costs_the_same_queries_for_one_job_or_many(alice, api_client_for)
             body = client.get("/api/v1/resources/usage").json()
         return len(captured), body
 
+    queries_for_usage()  # the token's first use is recorded (a write the next minute skips)
     Job.objects.create(owner=alice, state="COMPLETED", gpu_type="a100")
     few, _ = queries_for_usage()
     Job.objects.bulk_create(
@@ -193,3 +194,29 @@ def test_the_bearer_scheme_is_case_insensitive(alice, scheme):
     assert client.get("/api/v1/jobs/").status_code == 200
     client.credentials(HTTP_AUTHORIZATION=f"{scheme} gpt_not-a-token")
     assert client.get("/api/v1/jobs/").status_code == 401
+
+
+def test_a_token_records_its_last_use_to_the_minute_without_a_write_per_request(alice):
+    from datetime import timedelta
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    token, key = ApiToken.issue(alice, "script")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert client.get("/api/v1/jobs/").status_code == 200
+    token.refresh_from_db()
+    first_use = token.last_used_at
+    assert first_use is not None
+
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get("/api/v1/jobs/").status_code == 200
+    assert not [q for q in queries.captured_queries if q["sql"].startswith('UPDATE "accounts_apitoken"')]
+    token.refresh_from_db()
+    assert token.last_used_at == first_use
+
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=first_use - timedelta(minutes=2))
+    assert client.get("/api/v1/jobs/").status_code == 200
+    token.refresh_from_db()
+    assert token.last_used_at >= first_use

@@ -5,7 +5,6 @@ In-process over WSGI on the test database: a submission is recorded as SUBMITTIN
 task is enqueued on commit, which never comes inside the test's transaction, so nothing
 reaches Slurm."""
 
-
 import pytest
 import schemathesis
 from django.db import transaction

@@ -111,11 +111,57 @@ def test_inline_the_job_is_in_slurm_when_submit_returns(alice, provision, slurm,
     settings.SUBMIT_INLINE = True
     provision(alice)
     job = actions.submit(alice, _spec(alice, command="sleep 30"))
-    job.refresh_from_db()
+    # The returned job says so already (the API answers with it, not re-reading the row).
     assert job.state == "PENDING" and job.slurm_job_id
+    answered = (job.state, job.slurm_job_id)
+    job.refresh_from_db()
+    assert (job.state, job.slurm_job_id) == answered
+    assert job.submit_attempts == 1  # born claimed: no claim UPDATE of its own
     assert slurm.get_job(job.slurm_job_id).comment == protocol.slurm_comment(job)
     # The worker, were the task delivered too, finds nothing to do.
     assert submit_to_slurm.run(job.pk) == "not-claimable"
+
+
+@pytest.mark.usefixtures("_through_the_worker")
+def test_inline_the_api_answers_with_the_slurm_job_id(alice, provision, slurm, settings, api_client_for):
+    settings.SUBMIT_INLINE = True
+    provision(alice)
+    response = api_client_for(alice).post("/api/v1/jobs/", {**GOOD_SPEC, "command": "sleep 30"}, format="json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["state"] == "PENDING" and body["slurm_job_id"]
+    assert body["cost"] is None and body["cost_so_far"] is None
+    assert slurm.get_job(body["slurm_job_id"]).comment == f"{protocol.COMMENT_PREFIX}{body['uuid']}"
+
+
+@pytest.mark.usefixtures("_through_the_worker")
+def test_inline_a_request_that_dies_after_its_commit_leaves_the_job_to_the_reconciler(
+    alice, provision, slurm, settings, monkeypatch
+):
+    """The row is born claimed by its request; were that request's process to die before it
+    submits, the claim runs out and the reconciler hands the row to a worker, which submits it
+    once."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs import tasks
+
+    settings.SUBMIT_INLINE = True
+    provision(alice)
+    monkeypatch.setattr(actions, "submit_now", lambda job, profile: True)  # "died" after the commit
+    queued = []
+    monkeypatch.setattr(tasks, "enqueue_submission", queued.append)
+    job = actions.submit(alice, _spec(alice, command="sleep 30"))
+    job.refresh_from_db()
+    assert job.state == "SUBMITTING" and job.submit_claimed_until > timezone.now()
+    Job.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(minutes=1))
+    assert reconcile_submissions.run() == 0  # still claimed by its request
+    Job.objects.filter(pk=job.pk).update(submit_claimed_until=timezone.now() - timedelta(seconds=1))
+    assert reconcile_submissions.run() == 1 and queued == [job.pk]
+    assert submit_to_slurm.run(job.pk) == "submitted"
+    job.refresh_from_db()
+    assert job.state == "PENDING" and len(_slurm_jobs_with_comment(slurm, job)) == 1
 
 
 @pytest.mark.usefixtures("_through_the_worker")

@@ -1,0 +1,69 @@
+"""Django's pages and API through the ASGI application Daphne serves (gpupool/asgi.py): the
+whole synchronous request in one thread, its response closed once sent."""
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import HttpCommunicator
+from django.core.signals import request_finished
+
+from accounts.models import ApiToken
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _request(method, path, headers=(), body=b""):
+    from gpupool.asgi import application
+
+    communicator = HttpCommunicator(application, method, path, body=body, headers=list(headers))
+
+    async def exchange():
+        await communicator.send_input({"type": "http.request", "body": body})
+        start = await communicator.receive_output(10)
+        received, more = b"", True
+        while more:
+            message = await communicator.receive_output(10)
+            # ASGI: "body" and "more_body" may be left out (b"" and False).
+            received += message.get("body", b"")
+            more = message.get("more_body", False)
+        await communicator.wait(10)
+        return {"status": start["status"], "headers": start.get("headers", []), "body": received}
+
+    return async_to_sync(exchange)()
+
+
+def test_an_api_call_through_asgi_answers_and_finishes_the_request(alice):
+    _token, key = ApiToken.issue(alice, "asgi")
+    finished = []
+
+    def on_finished(**kwargs):
+        finished.append(kwargs)
+
+    request_finished.connect(on_finished)
+    try:
+        response = _request("GET", "/api/v1/jobs/", headers=[(b"authorization", f"Bearer {key}".encode())])
+    finally:
+        request_finished.disconnect(on_finished)
+    assert response["status"] == 200
+    assert b'"results":[]' in response["body"].replace(b" ", b"")
+    assert finished, "the response was never closed: Django did not finish the request"
+
+
+def test_a_page_and_a_refusal_keep_their_status_and_headers():
+    login = _request("GET", "/accounts/login/")
+    assert login["status"] == 200
+    assert any(name == b"content-type" and value.startswith(b"text/html") for name, value in login["headers"])
+    refused = _request("GET", "/api/v1/jobs/")
+    assert refused["status"] in {401, 403}
+
+
+def test_a_post_body_reaches_the_view(alice):
+    _token, key = ApiToken.issue(alice, "asgi")
+    response = _request(
+        "POST",
+        "/api/v1/jobs/",
+        headers=[(b"authorization", f"Bearer {key}".encode()), (b"content-type", b"application/json")],
+        body=b'{"image": "", "command": ""}',
+    )
+    # Validation read the body: it names the fields it found wanting.
+    assert response["status"] == 400
+    assert b"image" in response["body"]
