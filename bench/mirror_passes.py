@@ -166,7 +166,7 @@ def main():
         other = make_user("other")
         try:
             raw_client = rest_client()
-            for size in (int(text) for text in args.sizes.split(",")):
+            for size in (int(text) for text in args.sizes.split(",") if text):
                 pass_costs(size, user, raw_client)
             mass_change(args.mass, user, other, log_path)
         finally:

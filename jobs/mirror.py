@@ -27,6 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+import gpupool.lookups  # noqa: F401  (registers __any_of)
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.gres import requested_gpus
 from cluster.services import rest_client
@@ -259,11 +260,11 @@ def _create_outside_jobs(jobs: list[SlurmJob]) -> int:
         )
     ids = [job.job_id for job in jobs]
     with transaction.atomic():
-        before = set(Job.objects.filter(slurm_job_id__in=ids).values_list("slurm_job_id", flat=True))
+        before = set(Job.objects.filter(slurm_job_id__any_of=ids).values_list("slurm_job_id", flat=True))
         # A job another pass created meanwhile is left to it (the unique Slurm id).
         Job.objects.bulk_create([row for row in rows if row.slurm_job_id not in before], ignore_conflicts=True)
         new_pks = list(
-            Job.objects.filter(slurm_job_id__in=[i for i in ids if i not in before]).values_list("pk", flat=True)
+            Job.objects.filter(slurm_job_id__any_of=[i for i in ids if i not in before]).values_list("pk", flat=True)
         )
         transaction.on_commit(lambda: publish_job_updates(new_pks))
     return len(new_pks)
@@ -346,7 +347,7 @@ def mirror_jobs(client: SlurmRestClient) -> MirrorResult:
     live = {entry.job_id: _state_signature(entry.states) for entry in entries}
     rows = {
         row["slurm_job_id"]: row
-        for row in Job.objects.filter(slurm_job_id__in=list(live)).values(
+        for row in Job.objects.filter(slurm_job_id__any_of=list(live)).values(
             "pk", "slurm_job_id", "slurm_states", "state", "start_time"
         )
     }
@@ -387,13 +388,13 @@ def mirror_jobs(client: SlurmRestClient) -> MirrorResult:
                 unchanged.append(job.job_id)
     if unchanged:
         # Checked and still the same: not due again until its next refresh.
-        Job.objects.filter(slurm_job_id__in=unchanged).update(updated_at=timezone.now())
+        Job.objects.filter(slurm_job_id__any_of=unchanged).update(updated_at=timezone.now())
 
     # Jobs we last saw unfinished that slurmctld no longer lists: ask slurmdbd how they ended.
     vanished = (
         Job.objects.filter(slurm_job_id__isnull=False)
         .exclude(state__in=FINAL_STATES)
-        .exclude(slurm_job_id__in=list(live))
+        .exclude(slurm_job_id__any_of=list(live))
         .values_list("pk", "slurm_job_id", "slurm_states")[:VANISHED_PER_PASS]
     )
     for job_pk, slurm_job_id, signature in vanished:

@@ -34,6 +34,7 @@ GPUPOOL_BASE = {
     "gpupool.env",
     "gpupool.envfile",
     "gpupool.gpu_types",
+    "gpupool.lookups",
     "gpupool.ratelimit",
     "gpupool.redis_client",
     "gpupool.api",

@@ -57,6 +57,9 @@ SlurmdParameters=config_overrides
 ReturnToService=2
 # Finished jobs stay visible to the REST job list for 10 minutes.
 MinJobAge=600
+# Room for bench/mirror_passes.py: 5,000 jobs, then 5,000 more while the first still count
+# (MinJobAge); past the default 10,000 a submission fails with EAGAIN (Slurm error 11).
+MaxJobCount=20000
 
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
