@@ -168,7 +168,8 @@ def main():
             raw_client = rest_client()
             for size in (int(text) for text in args.sizes.split(",") if text):
                 pass_costs(size, user, raw_client)
-            mass_change(args.mass, user, other, log_path)
+            if args.mass:
+                mass_change(args.mass, user, other, log_path)
         finally:
             retire_user(user)
             retire_user(other)
