@@ -67,3 +67,23 @@ def test_a_post_body_reaches_the_view(alice):
     # Validation read the body: it names the fields it found wanting.
     assert response["status"] == 400
     assert b"image" in response["body"]
+
+
+def test_many_requests_on_one_keep_alive_connection_through_daphne(alice):
+    """Daphne, one HTTP connection, pages, static files and the API in turn: every answer is
+    the view's. (With responses sent from the worker thread, a connection's later requests
+    inherited a finished call's executor and got 500s after a few.)"""
+    import requests
+
+    from testing.servers import portal_stack
+
+    _token, key = ApiToken.issue(alice, "keep-alive")
+    with portal_stack() as base_url, requests.Session() as session:
+        statuses = []
+        for _ in range(15):
+            statuses.append(session.get(f"{base_url}/accounts/login/").status_code)
+            statuses.append(session.get(f"{base_url}/static/css/portal.css").status_code)
+            statuses.append(
+                session.get(f"{base_url}/api/v1/jobs/", headers={"Authorization": f"Bearer {key}"}).status_code
+            )
+    assert statuses == [200, 200, 200] * 15

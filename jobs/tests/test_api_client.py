@@ -89,8 +89,9 @@ def test_a_generated_client_submits_reads_and_cancels_a_job(alice, provision, cl
             client=client, body=spec(name="generated-client", command="echo started; sleep 300")
         )
         assert isinstance(submitted, models.Job), submitted
-        assert submitted.state == models.JobStateEnum.SUBMITTING
-        assert submitted.slurm_job_id is None and submitted.expected_start is None  # null, read as None
+        # Submitted inline: in Slurm when the API answers, its Slurm id in the answer.
+        assert submitted.state == models.JobStateEnum.PENDING and submitted.slurm_job_id
+        assert submitted.expected_start is None and submitted.cost is None  # null, read as None
 
         def running():
             job = jobs["jobs_retrieve"].sync(client=client, id=submitted.id)
