@@ -2,6 +2,7 @@
 the accounting query against the real dev cluster."""
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -548,6 +549,9 @@ def test_a_running_gpu_job_on_the_dev_cluster_counts_on_the_page_while_it_runs(c
             )
 
         wait_for(running_in_accounting, timeout=60, what=f"job {job_id} running in slurmdbd")
+        # GPU-seconds are whole seconds from the start (26.05 records a start within the second
+        # it happened): let some pass, or "so far" is rightly 0.
+        time.sleep(2)
         client.force_login(admin_user)
         figures = client.get(OPERATIONS_URL).context["figures"]
         assert figures is not None
