@@ -94,10 +94,10 @@ def submit(user, spec: JobSpec, *, reservation_id=None, plan: PlanSnapshot | Non
 def _submit_and_tell(job: Job, profile: Profile) -> None:
     """Straight to Slurm from this request when it may (settings.SUBMIT_INLINE), else through a
     worker; the owner's pages hear of the job once: in Slurm (the attach pushes it), or waiting."""
-    if settings.SUBMIT_INLINE and submit_now(job, profile):
-        return
     if not settings.SUBMIT_INLINE:
         enqueue_submission(job.pk)
+    elif submit_now(job, profile):
+        return  # the attach told them
     publish_job_update(job.pk)
 
 
