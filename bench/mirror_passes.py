@@ -24,21 +24,11 @@ from live_delay import slurmctld_times
 
 
 def submit_held(client, count: int) -> list[int]:
-    """`count` held jobs of the client's user, 8 submissions at a time (a held job stays
-    PENDING until released or cancelled)."""
-    from testing.slurm import submission
-
-    body = client.adapter.encode_submission(
-        submission("sleep 60", tres_per_node="gres/gpu:rtx4090:1", time_limit_minutes=5)
-    )
-    body["job"]["hold"] = True
-    path = client.adapter.slurm_path("job/submit")
-
-    def one(_):
-        return client.adapter.decode_submitted_job_id(client._request("POST", path, body=body))
+    """`count` held jobs of the client's user, 8 submissions at a time."""
+    from testing.slurm import submit_held as one_held
 
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return list(pool.map(one, range(count)))
+        return list(pool.map(lambda _: one_held(client, time_limit_minutes=5), range(count)))
 
 
 class Counting:

@@ -28,8 +28,10 @@ from django.db.models import F
 from django.utils import timezone
 
 import gpupool.lookups  # noqa: F401  (registers __any_of)
+from cluster.cli import SlurmCli
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.gres import requested_gpus
+from cluster.queue import pending_job_details
 from cluster.services import rest_client
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import TERMINAL_JOB_STATES
@@ -52,6 +54,9 @@ BACKGROUND_REFRESH_PER_PASS = 5
 FETCH_BATCH = 200
 WRITE_BATCH = 500
 VANISHED_PER_PASS = 200
+# Fewer new pending jobs than this are fetched by id: a squeue run costs ~10 ms on the dev
+# cluster and far more behind an ssh prefix, a few fetches by id less.
+QUEUE_MIN_JOBS = 20
 # Endings a job can reach without ever running: the listing alone says all there is.
 NEVER_STARTED_ENDINGS = frozenset({"CANCELLED", "FAILED", "DEADLINE", "TIMEOUT", "NODE_FAIL", "BOOT_FAIL"})
 
@@ -340,7 +345,32 @@ def _pending_due_for_refresh(live: dict[int, str], exclude: set[int]) -> set[int
     return {job_id for job_id in due if job_id in live and job_id not in exclude}
 
 
-def mirror_jobs(client: SlurmRestClient) -> MirrorResult:
+def _read_new_pending(queue: SlurmCli | None, live_states: dict[int, tuple[str, ...]]) -> dict[int, SlurmJob]:
+    """New pending jobs' details from one squeue run per thousands (cluster/queue.py), for a
+    mass submission; {} without a CLI, or when squeue fails (they are fetched by id then).
+    A job the portal submitted is left to the fetch by id, which reads its output paths."""
+    if queue is None or len(live_states) < QUEUE_MIN_JOBS:
+        return {}
+    try:
+        found = pending_job_details(queue, live_states)
+    except (SlurmError, OSError, ValueError) as exc:
+        log.warning("squeue could not read %s new jobs, fetching them by id: %s", len(live_states), exc)
+        return {}
+    return {job_id: job for job_id, job in found.items() if not job.comment.startswith(COMMENT_PREFIX)}
+
+
+def _detail_batches(client: SlurmRestClient, read: dict[int, SlurmJob], to_fetch: list[int]):
+    """Batches of details: the ones squeue already read, then the rest fetched by id."""
+    ready = list(read.values())
+    for batch in _batches(ready, WRITE_BATCH):
+        yield batch
+    for batch in _batches([job_id for job_id in to_fetch if job_id not in read], FETCH_BATCH):
+        yield fetch_jobs(client, batch)
+
+
+def mirror_jobs(client: SlurmRestClient, queue: SlurmCli | None = None) -> MirrorResult:
+    """One pass. With `queue` (the Slurm CLI), a burst of new pending jobs is read with squeue
+    in bulk rather than one `GET /job/{id}` each."""
     result = MirrorResult()
     entries = client.list_job_states()
     result.seen = len(entries)
@@ -369,10 +399,13 @@ def mirror_jobs(client: SlurmRestClient) -> MirrorResult:
     to_fetch = [job_id for job_id in changed_ids if job_id not in skipped]
     refreshed = _pending_due_for_refresh(live, exclude=set(to_fetch))
     to_fetch += sorted(refreshed)
+    entry_states = {entry.job_id: entry.states for entry in entries}
+    read = _read_new_pending(
+        queue, {job_id: entry_states[job_id] for job_id in to_fetch if job_id not in rows and live[job_id] == "PENDING"}
+    )
 
     unchanged = []
-    for batch in _batches(to_fetch, FETCH_BATCH):
-        details = fetch_jobs(client, batch)
+    for details in _detail_batches(client, read, to_fetch):
         result.fetched += len(details)
         # Jobs new to the portal from outside it (sbatch on a login node): one INSERT a batch.
         # The portal's own (their comment names a portal job) are attached one by one.

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts.models import Profile
 from cluster.errors import SlurmError, SlurmTransientError
-from cluster.services import rest_client
+from cluster.services import rest_client, slurm_cli
 from cluster.sync import record_run, single_flight, sync_nodes_if_due
 from cluster.types import JobSubmission
 from jobs import protocol
@@ -227,7 +227,7 @@ def run_sync() -> dict:
     outcome: dict = {}
     started = timezone.now()
     try:
-        result = mirror_jobs(client)
+        result = mirror_jobs(client, queue=slurm_cli())
         outcome["jobs"] = result.__dict__
         record_run("jobs", started, summary=f"{result.seen} jobs in Slurm, {result.changed} changed")
     except SlurmError as exc:

@@ -60,6 +60,16 @@ def submission(script_body: str, *, directory: PurePosixPath | None = None, **ov
     return JobSubmission(**fields)
 
 
+def submit_held(client: SlurmRestClient, script_body: str = "sleep 60", **overrides) -> int:
+    """A held job (PENDING until released or cancelled) of the client's user, by default one
+    rtx4090 GPU for 7 minutes. `hold` is no field of JobSubmission: the portal never holds."""
+    fields = {"tres_per_node": "gres/gpu:rtx4090:1", "time_limit_minutes": 7, **overrides}
+    body = client.adapter.encode_submission(submission(script_body, **fields))
+    body["job"]["hold"] = True
+    path = client.adapter.slurm_path("job/submit")
+    return client.adapter.decode_submitted_job_id(client._request("POST", path, body=body))
+
+
 def wait_for_state(client: SlurmRestClient, job_id: int, states: set[str], timeout: float = 90) -> Job:
     reached: list[float] = []
 

@@ -13,7 +13,7 @@ from jobs.events import user_group
 from jobs.mirror import WATCHED_FIELDS, apply_slurm_job, mirror_jobs, record_missing_accounting
 from jobs.models import Job
 from jobs.tasks import run_sync
-from testing.slurm import remove_cluster_user, submission, unique_cluster_name, wait_for
+from testing.slurm import remove_cluster_user, submission, submit_held, unique_cluster_name, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # Each test that needs the dev cluster says so (`slurm`); the others run without it.
@@ -156,3 +156,30 @@ def test_a_job_cancelled_while_submitting_is_cancelled_in_slurm_by_the_mirror(pr
     cancelled.refresh_from_db()
     assert cancelled.slurm_job_id is None and cancelled.state == "CANCELLED"
     assert not Job.objects.filter(slurm_job_id=job_id).exists()
+
+
+@pytest.mark.slurm
+def test_a_burst_of_new_pending_jobs_is_read_with_squeue_not_one_request_each(provisioned_alice):
+    from cluster.services import slurm_cli
+
+    owner = rest_client(provisioned_alice.cluster_username)
+    service = rest_client()
+    mirror_jobs(service)  # whatever else the cluster holds is mirrored already
+    ids = [submit_held(owner, name=f"burst {n}") for n in range(30)]
+    asked = []
+    fetch_one = service.get_job
+    service.get_job = lambda job_id: asked.append(job_id) or fetch_one(job_id)
+    try:
+        mirror_jobs(service, queue=slurm_cli())
+        rows = Job.objects.filter(slurm_job_id__in=ids)
+        assert rows.count() == 30 and set(rows.values_list("state", flat=True)) == {"PENDING"}
+        assert set(rows.values_list("owner_id", flat=True)) == {provisioned_alice.user_id}
+        assert set(rows.values_list("gpu_type", "quota_gpus")) == {("rtx4090", 1)}
+        assert not set(asked) & set(ids)  # none fetched by id
+        # Read again by id (the background refresh), nothing a user watches differs.
+        before = list(rows.order_by("pk").values(*WATCHED_FIELDS))
+        for job_id in ids:
+            apply_slurm_job(fetch_one(job_id))
+        assert list(rows.order_by("pk").values(*WATCHED_FIELDS)) == before
+    finally:
+        slurm_cli().run("scancel", *map(str, ids), check=False)
