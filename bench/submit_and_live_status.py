@@ -2,7 +2,8 @@
 
 1. Submit latency: portal (API POST -> job accepted by Slurm: the API's answer when it carries
    the Slurm id (inline submission), else the PENDING push on the WebSocket) over raw
-   slurmrestd (POST /job/submit) and over `sbatch` as the user, as ratios of medians.
+   slurmrestd (POST /job/submit) and over `sbatch` as the user, as ratios of medians. Each
+   POST follows an `sbatch` of its own, so the two meet the same load.
 2. Live-status delay: from Slurm's own start time of a job to the RUNNING message on the
    WebSocket, p50 and p95. Slurm's start_time has 1 s resolution, so the delay is also
    given from the job's first instruction (its batch script prints a nanosecond clock).
@@ -51,9 +52,6 @@ def main():
                 wait_for_state(slurm, job_id, {"COMPLETED", "FAILED"})
 
             sbatch = []
-            for _ in range(args.jobs):
-                sbatch.append(_sbatch_seconds(user.profile.cluster_username))
-
             _token, key = ApiToken.issue(user, "bench")
             headers = {"Authorization": f"Bearer {key}"}
             browser = Client()
@@ -70,6 +68,9 @@ def main():
                 ws_url = base_url.replace("http://", "ws://") + "/ws/jobs/"
                 with connect(ws_url, additional_headers={"Cookie": f"sessionid={cookie}", "Origin": base_url}) as ws:
                     for _ in range(args.jobs):
+                        # sbatch right before each POST: both meet the same load (a run on a
+                        # shared machine swings either by 2x), so their ratio is fair.
+                        sbatch.append(_sbatch_seconds(user.profile.cluster_username))
                         command = 'echo "START $(date +%s.%N)"; sleep 3'
                         started = time.perf_counter()
                         response = requests.post(
