@@ -6,7 +6,7 @@ with Slurm's job events (deploy/slurm-events/) and with the polling mirror alone
 slurmctld's record is its log line, stamped to the millisecond: `sched: Allocate JobId=N`
 (start), `_job_complete: JobId=N done` (end). slurmctld logs no line for a cancel over REST
 at its default level, so a cancel is timed from just before the cancel request (an upper
-bound: the change happens inside that request). Daphne,
+bound: the change happens inside that request), and a requeue (`scontrol requeue`) likewise. Daphne,
 a worker and beat serve a throwaway database on port 8000, where the dev cluster's sender
 posts (PORT when the cluster was started); "polling only" is the same stack with events off.
 """
@@ -83,6 +83,12 @@ def run_mode(label, extra_env, user, jobs, log_path):
                 sent[running] = time.time()
                 slurm.cancel_job(running)
                 seen[("cancel", running)] = wait(running, {"CANCELLED"})
+                requeued = slurm.submit_job(submission("sleep 60", tres_per_node="gres/gpu:rtx4090:1"))
+                wait(requeued, {"RUNNING"})
+                sent[requeued] = time.time()
+                slurm_cli().requeue_job(requeued)
+                seen[("requeue", requeued)] = wait(requeued, {"PENDING", "REQUEUED"})
+                slurm.cancel_job(requeued)
                 pending = slurm.submit_job(submission("sleep 60", tres_per_node="gres/gpu:rtx4090:1"))
                 slurm_cli().run("scontrol", "hold", str(pending), check=False)
                 state = wait(pending, {"PENDING", "RUNNING"})
@@ -93,7 +99,7 @@ def run_mode(label, extra_env, user, jobs, log_path):
     recorded = slurmctld_times(log_path, offset)
     delays: dict[str, list[float]] = {}
     for (kind, job_id), at in seen.items():
-        source = sent.get(job_id) if kind.startswith("cancel") else recorded.get((kind, job_id))
+        source = sent.get(job_id) if kind.startswith(("cancel", "requeue")) else recorded.get((kind, job_id))
         if source is not None:
             delays.setdefault(kind, []).append(at - source)
     for kind, values in sorted(delays.items()):

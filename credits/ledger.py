@@ -55,6 +55,16 @@ def balance(user_id: int) -> int:
     return CreditAccount.objects.filter(user_id=user_id).values_list("balance", flat=True).first() or 0
 
 
+def spendable_balance(user_id: int, now=None) -> int:
+    """What a spend could take now: the balance less the credit past its expiry that the beat
+    task has not written off yet (a spend writes it off first). Reads only, locks nothing:
+    quotes and the balance a user sees."""
+    stale = CreditLot.objects.filter(
+        account__user_id=user_id, remaining__gt=0, expires_at__lte=now or timezone.now()
+    ).aggregate(total=Sum("remaining"))["total"]
+    return max(0, balance(user_id) - (stale or 0))
+
+
 def sum_of_entries(user_id: int) -> int:
     """The balance as the ledger says it; `balance` must always equal it."""
     return LedgerEntry.objects.filter(account__user_id=user_id).aggregate(total=Sum("amount"))["total"] or 0

@@ -137,7 +137,7 @@ def _coverage(user, plan, gpu_type: str, gpu_seconds: int) -> dict:
     plan_left = max(0, hours * SECONDS_PER_HOUR - included_used.get(gpu_type, 0))
     try:
         weight = weight_for(gpu_type)
-        credit = int(ledger.balance(user.pk) / weight) if weight > 0 else 0
+        credit = int(ledger.spendable_balance(user.pk) / weight) if weight > 0 else 0
     except NoBurnWeight:
         credit = 0
     return {

@@ -2,9 +2,11 @@
 plan's prices, bad input named by field, and the API's usual refusals."""
 
 import json
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
 from rest_framework.test import APIClient
 
 from billing.models import RateCard
@@ -163,6 +165,13 @@ def test_the_quote_says_what_the_callers_plan_hours_and_credits_would_cover(api_
     rtx = client.post(URL, {**ARTICLE, "gpu_type": "rtx4090", "gpu_memory_gb": 0}, format="json").json()
     assert rtx["coverage"]["plan_gpu_seconds_left"] == 0
     assert rtx["coverage"]["credit_gpu_seconds"] == 1000 and rtx["coverage"]["covered_gpu_seconds"] == 1000
+    # Credit past its expiry covers nothing, even before the beat task writes it off.
+    import time_machine
+
+    with time_machine.travel(timezone.now() + timedelta(days=settings.CREDIT_EXPIRY_DAYS, minutes=1)):
+        expired = client.post(URL, {**ARTICLE, "gpu_type": "rtx4090", "gpu_memory_gb": 0}, format="json").json()
+    assert expired["coverage"]["credit_gpu_seconds"] == 0 and expired["coverage"]["covered_gpu_seconds"] == 0
+    assert ledger.balance(alice.pk) == 1000  # not written off: the quote only read
     # Another plan's quote says nothing about the caller's coverage.
     other = client.post(URL, {**ARTICLE, "plan": "enterprise"}, format="json").json()
     assert other["coverage"] is None

@@ -2,7 +2,7 @@
 
 from django import template
 
-from credits.ledger import balance, job_reference
+from credits.ledger import job_reference, spendable_balance
 from credits.models import LedgerEntry
 
 register = template.Library()
@@ -25,4 +25,5 @@ def job_credit_use(job):
 @register.inclusion_tag("credits/_balance.html", takes_context=True)
 def credit_balance(context):
     user = context["request"].user
-    return {"balance": balance(user.pk) if user.is_authenticated else 0}
+    # Spendable: credit past its expiry is not offered while the beat task catches up.
+    return {"balance": spendable_balance(user.pk) if user.is_authenticated else 0}

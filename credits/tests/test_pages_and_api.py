@@ -45,6 +45,21 @@ def test_the_credits_page_and_dashboard_show_ones_own_balance(alice, bob):
     assert b"1,234" in _client(alice).get("/").content
 
 
+def test_credit_past_its_expiry_is_never_shown_as_spendable(alice, settings):
+    import time_machine
+    from django.utils import timezone
+
+    ledger.grant(alice.pk, 1234, key="a", grant_kind="signup", campaign_id=grants.default_campaign().pk)
+    with time_machine.travel(timezone.now() + timedelta(days=settings.CREDIT_EXPIRY_DAYS, minutes=1)):
+        # The dashboard's tile reads only: the beat task has not written the credit off yet.
+        assert b"1,234" not in _client(alice).get("/").content
+        assert ledger.spendable_balance(alice.pk) == 0 and ledger.balance(alice.pk) == 1234
+        # The credits page writes it off first, so its balance is the sum of the entries shown.
+        page = _client(alice).get("/credits/")
+        assert page.context["balance"] == 0 == ledger.sum_of_entries(alice.pk)
+        assert [entry.kind for entry in page.context["entries"]] == ["expiry", "grant"]
+
+
 def test_the_credits_api_returns_balance_and_signed_entries(alice, bob):
     campaign = grants.default_campaign()
     ledger.grant(alice.pk, 500, key="a", grant_kind="signup", campaign_id=campaign.pk)

@@ -5,6 +5,7 @@ to a real Daphne."""
 import shutil
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,47 @@ def test_the_perl_sender_in_the_slurm_root_reaches_the_portal(held_job, tmp_path
         finally:
             (root / "tmp" / name).unlink(missing_ok=True)
             (root / "tmp" / f"{name}.conf").unlink(missing_ok=True)
+
+
+@contextmanager
+def _events_sent_to(url: str):
+    """Point the dev cluster's sender at `url` for the block: it reads its config at every
+    event, so slurmctld's own hooks post to this test's portal (and the dev portal's events
+    wait for the polling mirror meanwhile)."""
+    conf = Path(settings.DEVCLUSTER_DIR) / "root" / "etc" / "slurm" / "gpupool-events.conf"
+    original = conf.read_text()
+    secret = next(line.split("=", 1)[1].strip() for line in original.splitlines() if line.startswith("secret="))
+    conf.write_text(f"url={url}\nsecret={secret}\n")  # the file keeps its mode and owner
+    try:
+        yield secret
+    finally:
+        conf.write_text(original)
+
+
+@pytest.mark.slurm
+@pytest.mark.django_db(transaction=True)
+def test_slurmctlds_own_hooks_move_the_row_without_a_mirror_pass(held_job):
+    """Release, requeue and cancel a job in slurmctld: with Daphne alone (no worker, no beat,
+    so no mirror pass), each change reaches the row through the hooks slurmctld runs itself
+    (PrologSlurmctld, EpilogSlurmctld, jobcomp/script)."""
+    client, job_id = held_job
+    mirror_jobs(rest_client())
+    assert Job.objects.get(slurm_job_id=job_id).state == "PENDING"
+
+    def shows(*states):
+        return wait_for(
+            lambda: Job.objects.filter(slurm_job_id=job_id, state__in=states).first(),
+            timeout=5,
+            interval=0.05,
+            what=f"an event to write {states}",
+        )
+
+    with portal_stack() as base_url, _events_sent_to(f"{base_url}/api/v1/slurm/events") as secret:
+        assert secret
+        slurm_cli().run("scontrol", "release", str(job_id))
+        assert shows("RUNNING").nodes.startswith("gpu-4090-")
+        slurm_cli().requeue_job(job_id)
+        requeued = shows("PENDING")
+        assert "REQUEUED" in requeued.slurm_states or requeued.state_reason, requeued.slurm_states
+        client.cancel_job(job_id)
+        assert shows("CANCELLED").end_time is not None
