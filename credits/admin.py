@@ -56,15 +56,25 @@ class LedgerEntryAdmin(admin.ModelAdmin):
 class AdjustmentForm(forms.ModelForm):
     adjust_by = forms.IntegerField(required=False, help_text="Credits to add (positive) or take back (negative)")
     reason = forms.CharField(required=False, max_length=500)
+    # Drawn when the form is shown: the adjustment's idempotency key, so the same form sent
+    # twice (a double click, a resent POST) adjusts once.
+    submission_key = forms.RegexField(regex=r"^[0-9a-f]{32}$", required=False, widget=forms.HiddenInput)
 
     class Meta:
         model = CreditAccount
         fields = []
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not self.is_bound:
+            self.initial["submission_key"] = secrets.token_hex(16)
+
     def clean(self):
         cleaned = super().clean()
         if cleaned.get("adjust_by") and not (cleaned.get("reason") or "").strip():
             self.add_error("reason", "An adjustment needs a reason.")
+        if cleaned.get("adjust_by") and not cleaned.get("submission_key") and "submission_key" not in self.errors:
+            self.add_error(None, "The form is out of date: open it again.")
         return cleaned
 
 
@@ -86,12 +96,14 @@ class CreditAccountAdmin(admin.ModelAdmin):
         if not amount:
             return
         reason = form.cleaned_data["reason"]
+        key = f"adjustment:{obj.user_id}:{form.cleaned_data['submission_key']}"
         try:
-            entry, _ = ledger.adjust(
-                obj.user_id, amount, actor=request.user, reason=reason, key=f"adjustment:{secrets.token_hex(8)}"
-            )
+            entry, created = ledger.adjust(obj.user_id, amount, actor=request.user, reason=reason, key=key)
         except ledger.LedgerError as exc:
             messages.error(request, str(exc))
+            return
+        if not created:
+            messages.warning(request, "This adjustment was already made; it was not made again.")
             return
         record(
             request.user,

@@ -67,8 +67,19 @@ def test_an_adjustment_in_the_admin_needs_a_reason_and_is_audited(admin_user, al
     client.force_login(admin_user)
     account = ledger.account_for(alice.pk)
     url = f"/django-admin/credits/creditaccount/{account.pk}/change/"
-    assert client.post(url, {"adjust_by": "500", "reason": ""}).status_code == 200  # refused: no reason
+    key = client.get(url).context["adminform"].form.initial["submission_key"]
+    assert len(key) == 32
+    form = {"adjust_by": "500", "reason": "", "submission_key": key}
+    assert client.post(url, form).status_code == 200  # refused: no reason
     assert ledger.balance(alice.pk) == 0
-    assert client.post(url, {"adjust_by": "500", "reason": "outage on node 3"}).status_code == 302
+    form["reason"] = "outage on node 3"
+    assert client.post(url, form).status_code == 302
     assert ledger.balance(alice.pk) == 500 == ledger.sum_of_entries(alice.pk)
+    # The same form sent again (a double click): one adjustment.
+    assert client.post(url, form).status_code == 302
+    assert ledger.balance(alice.pk) == 500 and AuditLog.objects.filter(action="credits.adjust").count() == 1
+    # A form without its key (or with a forged one) is refused and changes nothing.
+    for bad in ("", "not-hex"):
+        assert client.post(url, {**form, "submission_key": bad}).status_code == 200
+    assert ledger.balance(alice.pk) == 500
     assert AuditLog.objects.filter(action="credits.adjust", actor=admin_user, reason="outage on node 3").exists()
