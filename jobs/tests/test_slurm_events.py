@@ -194,7 +194,8 @@ def test_slurmctlds_own_hooks_move_the_row_without_a_mirror_pass(held_job):
         slurm_cli().run("scontrol", "release", str(job_id))
         assert shows("RUNNING").nodes.startswith("gpu-4090-")
         slurm_cli().requeue_job(job_id)
-        requeued = shows("PENDING")
-        assert "REQUEUED" in requeued.slurm_states or requeued.state_reason, requeued.slurm_states
+        # Back in the queue (EpilogSlurmctld runs while the run completes: "PENDING,COMPLETING";
+        # the flag goes with the next mirror pass, no event marks it).
+        assert shows("PENDING").slurm_states.startswith("PENDING")
         client.cancel_job(job_id)
         assert shows("CANCELLED").end_time is not None
