@@ -151,3 +151,13 @@ def test_an_ended_job_that_slurm_briefly_reports_without_nodes_keeps_them():
     assert mirror.apply_slurm_job(ended)
     row = Job.objects.get(slurm_job_id=884000)
     assert row.state == "COMPLETED" and row.nodes == "gpu-a100-01"
+
+
+def test_new_jobs_are_fetched_by_id_when_squeue_cannot_be_reached(caplog):
+    from cluster.cli import SlurmCli
+
+    client = ListingOnlyClient([_pending(884000 + n) for n in range(mirror.QUEUE_MIN_JOBS)])
+    result = mirror.mirror_jobs(client, queue=SlurmCli(prefix=["/nonexistent/slurm-login"]))
+    assert result.changed == mirror.QUEUE_MIN_JOBS
+    assert sorted(client.fetched) == list(range(884000, 884000 + mirror.QUEUE_MIN_JOBS))
+    assert "squeue could not read" in caplog.text
