@@ -55,7 +55,7 @@ def fee_payers_without_invoice(period: date) -> list[int]:
     invoiced = Invoice.objects.filter(period=period).values("user_id")
     candidates = (
         invoicing.month_subscriptions(period)
-        .filter(plan__monthly_price__gt=0, status=Subscription.Status.ACTIVE)
+        .filter(fee_in_force__gt=0, status=Subscription.Status.ACTIVE)
         .exclude(user_id__in=invoiced)
         .values("user_id")
     )

@@ -47,14 +47,15 @@ from datetime import date, datetime
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Count, DecimalField, F, Q, Sum
+from django.db.models import Count, DecimalField, F, Q, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from audit.log import record
 from billing.drafts import billing_zone, month_bounds
 from billing.models import Invoice, InvoiceLine, InvoiceNumber, UsageRecord
 from billing.pricing import days_in_month, pro_rata, to_cents, volume_discount
-from plans.models import Plan, Subscription
+from plans.models import Plan, Subscription, price_in_force_subquery
 
 Kind = InvoiceLine.Kind
 ZERO = Decimal(0)
@@ -165,7 +166,11 @@ def day_stretches(rows, period: date) -> list[Stretch]:
 
 def _stretch(current) -> Stretch:
     _key, first, last, row = current
-    return Stretch(row.plan.code, row.plan.name, row.plan.monthly_price, row.status, first, last)
+    # The price in force on the month's first day (month_subscriptions annotates it; plans.models.PlanPrice).
+    price = getattr(row, "fee_in_force", None)
+    return Stretch(
+        row.plan.code, row.plan.name, row.plan.monthly_price if price is None else price, row.status, first, last
+    )
 
 
 def month_subscriptions(period: date, user_ids=None):
@@ -174,7 +179,9 @@ def month_subscriptions(period: date, user_ids=None):
     rows = Subscription.objects.filter(started_at__lt=end).filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
     if user_ids is not None:
         rows = rows.filter(user_id__in=user_ids)
-    return rows.select_related("plan")
+    # A plan's new price is billed from a later month on: each month pays the one in force then.
+    fee = Coalesce(Subquery(price_in_force_subquery(period)), F("plan__monthly_price"))
+    return rows.select_related("plan").annotate(fee_in_force=fee)
 
 
 def charged_stretches(stretches) -> list[Stretch]:

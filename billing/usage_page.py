@@ -33,7 +33,7 @@ from django.utils import timezone
 from billing.drafts import billing_zone, month_bounds, month_of
 from billing.models import Budget, Invoice, UsageRecord
 from billing.pricing import days_in_month, to_cents
-from plans.catalog import PlanSnapshot, plan_for
+from plans.catalog import PlanSnapshot, monthly_price_for, plan_for
 
 HOUR = Decimal(3600)
 TWO_PLACES = Decimal("0.01")
@@ -69,6 +69,8 @@ class MonthUsage:
     days_in_month: int
     days_so_far: int
     plan: PlanSnapshot
+    # The plan's fee this month (the price in force on its first day).
+    plan_fee: Decimal
     days: list[DayRow]
     included: list[IncludedRow]
     charges_exact: Decimal
@@ -84,7 +86,7 @@ class MonthUsage:
 
     @property
     def projected_total(self) -> Decimal:
-        return self.projected_usage + self.plan.monthly_price
+        return self.projected_usage + self.plan_fee
 
     @property
     def budget_percent(self) -> int | None:
@@ -189,6 +191,7 @@ def month_usage(user, now: datetime | None = None) -> MonthUsage:
         days_in_month=days_in_month(period.year, period.month),
         days_so_far=today.day,
         plan=plan,
+        plan_fee=monthly_price_for(plan.code, period),
         days=by_day(user.pk, period),
         included=included,
         charges_exact=charges,

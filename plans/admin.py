@@ -1,12 +1,12 @@
 """Admins edit plans here. Every change is audited (before/after) and written into Slurm on
 commit, so the QOS and associations follow the plan without a separate step."""
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import transaction
 from django.forms.models import model_to_dict
 
 from audit.log import record
-from plans.models import MonthlyUsageReset, Plan, PlanGpuType, Subscription
+from plans.models import MonthlyUsageReset, Plan, PlanGpuType, PlanPrice, Subscription, first_of_next_billing_month
 from plans.tasks import sync_slurm_limits
 
 
@@ -29,10 +29,30 @@ class PlanGpuTypeInline(admin.TabularInline):
     extra = 0
 
 
+class PlanPriceInline(admin.TabularInline):
+    """The price history, read-only: it is written by Plan.save when the price changes."""
+
+    model = PlanPrice
+    extra = 0
+    fields = ("effective_from", "monthly_price", "created_at")
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Plan)
 class PlanAdmin(admin.ModelAdmin):
     list_display = ("code", "name", "qos", "priority", "monthly_price", "max_job_minutes", "available")
-    inlines = [PlanGpuTypeInline]
+    inlines = [PlanGpuTypeInline, PlanPriceInline]
+
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+        form.base_fields[
+            "monthly_price"
+        ].help_text = "A new price is billed from the next billing month on; the month under way keeps its price."
+        return form
 
     def get_readonly_fields(self, request, obj=None):
         # Subscriptions and Slurm's QOS name it: renaming would orphan both.
@@ -51,6 +71,11 @@ class PlanAdmin(admin.ModelAdmin):
             # Read before the save: save_related runs after the row has changed.
             obj._state_before = _plan_state(Plan.objects.get(pk=obj.pk))
         super().save_model(request, obj, form, change)
+        if change and "monthly_price" in form.changed_data:
+            messages.info(
+                request,
+                f"{obj.name}: ${obj.monthly_price} a month is billed from {first_of_next_billing_month():%-d %B %Y}.",
+            )
 
 
 @admin.register(Subscription)

@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 from django.conf import settings
 
-from plans.models import Plan, Subscription
+from plans.models import Plan, PlanPrice, Subscription
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,20 @@ def plan_for(user) -> PlanSnapshot:
     if subscription is not None and subscription.status != Subscription.Status.CANCELLED:
         return snapshot(subscription.plan, subscription.status)
     return snapshot(default_plan())
+
+
+def monthly_price_for(code: str, period) -> Decimal:
+    """The plan's fee for the billing month starting `period` (PlanPrice: a change is billed
+    from the month after it was made)."""
+    price = (
+        PlanPrice.objects.filter(plan__code=code, effective_from__lte=period)
+        .order_by("-effective_from")
+        .values_list("monthly_price", flat=True)
+        .first()
+    )
+    if price is None:
+        price = Plan.objects.filter(code=code).values_list("monthly_price", flat=True).first()
+    return price if price is not None else Decimal(0)
 
 
 def plan_by_code(code: str) -> PlanSnapshot:

@@ -6,10 +6,14 @@ starts a new one. Read plans through `plans.catalog.plan_for(user)`, which retur
 snapshot; Slurm gets the same limits from it (accounts/actions.py, `manage.py slurm_limits`).
 """
 
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
+
 from django.conf import settings
 from django.core.validators import MinValueValidator, RegexValidator
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
+from django.utils import timezone
 
 SLUG = RegexValidator(r"^[a-z][a-z0-9_-]{0,31}\Z", "lower-case letters, digits, - and _ (at most 32)")
 
@@ -39,6 +43,68 @@ class Plan(models.Model):
 
     def __str__(self):
         return self.name
+
+    def save(self, *args, **kwargs):
+        """A new monthly price is billed from the next billing month: the month under way keeps
+        the price it started with (PlanPrice). A new plan's price holds from the start."""
+        adding = self._state.adding
+        before = None if adding else Plan.objects.filter(pk=self.pk).values_list("monthly_price", flat=True).first()
+        with transaction.atomic():
+            super().save(*args, **kwargs)
+            if adding or before is None:
+                PlanPrice.objects.get_or_create(
+                    plan=self, effective_from=SINCE_THE_START, defaults={"monthly_price": self.monthly_price}
+                )
+            elif before != self.monthly_price:
+                # A plan with no history yet keeps its old price until the change takes effect.
+                PlanPrice.objects.get_or_create(
+                    plan=self, effective_from=SINCE_THE_START, defaults={"monthly_price": before}
+                )
+                PlanPrice.objects.update_or_create(
+                    plan=self,
+                    effective_from=first_of_next_billing_month(),
+                    defaults={"monthly_price": self.monthly_price},
+                )
+
+
+# The effective date of a plan's first price: every month it was ever billed.
+SINCE_THE_START = date(2000, 1, 1)
+
+
+def first_of_next_billing_month(now: datetime | None = None) -> date:
+    """In the billing zone (BILLING_TIME_ZONE, else TIME_ZONE), as billing.drafts counts months."""
+    zone = ZoneInfo(getattr(settings, "BILLING_TIME_ZONE", "") or settings.TIME_ZONE)
+    local = (now or timezone.now()).astimezone(zone)
+    return date(local.year + local.month // 12, local.month % 12 + 1, 1)
+
+
+class PlanPrice(models.Model):
+    """A plan's monthly price from a month on. Invoices charge each month the price in force
+    on its first day, so an admin's change never reprices a month already under way."""
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="prices")
+    monthly_price = models.DecimalField(max_digits=10, decimal_places=2, validators=[MinValueValidator(0)])
+    effective_from = models.DateField(help_text="The first billing month at this price (its first day)")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["plan", "-effective_from"]
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "effective_from"], name="one_price_per_plan_and_month"),
+            models.CheckConstraint(condition=Q(effective_from__day=1), name="prices_start_on_a_months_first_day"),
+        ]
+
+    def __str__(self):
+        return f"{self.plan.code} {self.monthly_price} from {self.effective_from:%Y-%m}"
+
+
+def price_in_force_subquery(period: date, plan_ref: str = "plan"):
+    """The monthly price of the plan named by OuterRef(plan_ref) for the month `period`."""
+    return (
+        PlanPrice.objects.filter(plan=models.OuterRef(plan_ref), effective_from__lte=period)
+        .order_by("-effective_from")
+        .values("monthly_price")[:1]
+    )
 
 
 class PlanGpuType(models.Model):

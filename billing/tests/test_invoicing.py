@@ -246,3 +246,28 @@ def test_day_counting_follows_the_billing_zone(alice, settings):
     )
     fee = lines(draft_of(alice), Kind.PLAN_FEE)[0]
     assert "1–9 Mar 2026 (9 of 31 days)" in fee.description
+
+
+def test_a_new_plan_price_is_billed_from_the_next_month_never_the_month_under_way(alice):
+    import time_machine
+
+    from billing.closing import fee_payers_without_invoice
+    from plans.models import PlanPrice
+
+    subscription_history(alice, ("pro", "active", at(2026, 2, 1)))
+    pro = Plan.objects.get(code="pro")
+    with time_machine.travel(at(2026, 3, 10, 12)):
+        pro.monthly_price = Decimal("349.00")
+        pro.save()
+        pro.monthly_price = Decimal("0.00")  # changed again the same month: the later word stands
+        pro.save()
+    assert list(PlanPrice.objects.filter(plan=pro).values_list("effective_from", "monthly_price")) == [
+        (date(2026, 4, 1), Decimal("0.00")),
+        (date(2000, 1, 1), Decimal("299.00")),
+    ]
+    # March was under way at 299: the month's closer still bills it although the plan's list
+    # price is now 0, and its fee stays 299; April is free.
+    assert fee_payers_without_invoice(date(2026, 3, 1)) == [alice.pk]
+    assert fee_payers_without_invoice(date(2026, 4, 1)) == []
+    assert [fee.amount for fee in lines(draft_of(alice), Kind.PLAN_FEE)] == [Decimal("299.00")]
+    assert lines(draft_of(alice, date(2026, 4, 1)), Kind.PLAN_FEE) == []
