@@ -3,6 +3,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from accounts import plan_choice
 from accounts.models import ApiToken, TooManyTokens
 
 
@@ -29,3 +30,23 @@ def revoke_api_token(request, pk: int):
     token.delete()
     messages.success(request, f"Token {token.name} revoked.")
     return redirect("accounts:api_tokens")
+
+
+@login_required
+def plan(request):
+    """The user's plan, the plans offered, and switch / pause / resume (accounts.plan_choice)."""
+    if request.method == "POST":
+        action, code = request.POST.get("action", ""), request.POST.get("plan", "")
+        try:
+            started = plan_choice.choose(request.user, action, code)
+        except plan_choice.PlanChoiceError as exc:
+            messages.error(request, exc.message)
+        else:
+            word = {"switch": "You are now on", "pause": "Paused:", "resume": "Resumed:"}[action]
+            messages.success(
+                request,
+                f"{word} {started.plan.name}. Billed so from {plan_choice.takes_effect():%-d %B %Y} "
+                "(a day is billed to the plan that holds it at midnight).",
+            )
+        return redirect("accounts:plan")
+    return render(request, "accounts/plan.html", {"standing": plan_choice.standing(request.user)})

@@ -13,14 +13,14 @@ from __future__ import annotations
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from billing.models import Invoice
+from plans import models as plan_models
 
 
 def billing_zone() -> ZoneInfo:
-    return ZoneInfo(getattr(settings, "BILLING_TIME_ZONE", "") or settings.TIME_ZONE)
+    return plan_models.billing_zone()  # one definition, below billing: plans' prices use it too
 
 
 def month_of(moment: datetime) -> date:

@@ -71,11 +71,21 @@ class Plan(models.Model):
 SINCE_THE_START = date(2000, 1, 1)
 
 
+def billing_zone() -> ZoneInfo:
+    """The zone whose midnights start billing days and months (BILLING_TIME_ZONE, else
+    TIME_ZONE); billing.drafts counts months in it too."""
+    return ZoneInfo(getattr(settings, "BILLING_TIME_ZONE", "") or settings.TIME_ZONE)
+
+
+def billing_month(now: datetime | None = None) -> date:
+    """The first day of the billing month under way."""
+    local = (now or timezone.now()).astimezone(billing_zone())
+    return date(local.year, local.month, 1)
+
+
 def first_of_next_billing_month(now: datetime | None = None) -> date:
-    """In the billing zone (BILLING_TIME_ZONE, else TIME_ZONE), as billing.drafts counts months."""
-    zone = ZoneInfo(getattr(settings, "BILLING_TIME_ZONE", "") or settings.TIME_ZONE)
-    local = (now or timezone.now()).astimezone(zone)
-    return date(local.year + local.month // 12, local.month % 12 + 1, 1)
+    month = billing_month(now)
+    return date(month.year + month.month // 12, month.month % 12 + 1, 1)
 
 
 class PlanPrice(models.Model):

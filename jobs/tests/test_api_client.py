@@ -124,3 +124,30 @@ def test_a_generated_client_submits_reads_and_cancels_a_job(alice, provision, cl
         again = jobs["jobs_cancel"].sync_detailed(client=client, id=job.id)
         assert again.status_code == 409 and isinstance(again.parsed, models.Error)
     assert slurm.get_job(final.slurm_job_id).state == "CANCELLED"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_generated_client_reads_and_changes_the_callers_plan(alice, client_package):
+    """No Slurm needed: alice has no cluster account, so the change touches the database only."""
+    from plans.catalog import plan_for
+
+    _token, key = ApiToken.issue(alice, "generated client")
+    with portal_stack() as base_url:
+        generate_client(f"{base_url}/api/schema/?format=json", client_package)
+        client_module = importlib.import_module(PACKAGE)
+        show = importlib.import_module(f"{PACKAGE}.api.plan.plan_show")
+        change = importlib.import_module(f"{PACKAGE}.api.plan.plan_change")
+        models = importlib.import_module(f"{PACKAGE}.models")
+        client = client_module.AuthenticatedClient(base_url=base_url, token=key, raise_on_unexpected_status=True)
+
+        standing = show.sync(client=client)
+        assert (standing.code, standing.monthly_price, standing.can_pause) == ("pro", "299.000000", True)
+        assert {offer.code for offer in standing.offered} >= {"free", "pro", "enterprise"}
+        paused = change.sync(client=client, body=models.PlanChoice(action=models.ActionEnum.PAUSE))
+        assert paused.status == models.PlanStandingStatusEnum.PAUSED and paused.can_resume
+        refused = change.sync_detailed(client=client, body=models.PlanChoice(action=models.ActionEnum.PAUSE))
+        assert (
+            refused.status_code == 409
+            and refused.parsed.detail == "Your Pro plan is not active, so it cannot be paused."
+        )
+    assert plan_for(alice).is_paused

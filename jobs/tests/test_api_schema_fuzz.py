@@ -23,8 +23,9 @@ pytestmark = pytest.mark.django_db
 # GPU type must be in the plan, gpu_count or gpu_memory_gb (one of them) within the type's
 # size. Those answers are 400s, whose body the schema checks still validate.
 # Bodies the schema cannot fully describe (plan rules; a reservation's window must lie ahead on
-# the grid, its members exist): a 400 to schema-valid data is an answer, not a failure.
-SUBMISSIONS = ["jobs_create", "jobs_submit", "jobs_clone", "reservations_create", "reservations_reject"]
+# the grid, its members exist; a plan switch names its plan): a 400 to schema-valid data is an
+# answer, not a failure.
+SUBMISSIONS = ["jobs_create", "jobs_submit", "jobs_clone", "reservations_create", "reservations_reject", "plan_change"]
 POSITIVE_WITH_BAD_VALUES = ["2xx", "400", "401", "403", "404", "409", "429"]
 
 

@@ -1,0 +1,159 @@
+"""A user's own plan: what it is, what else is offered, and the changes a user may make
+(switch to another offered plan, pause and resume a plan with a monthly fee). The page
+(`/settings/plan/`) and the API (`/api/v1/plan`) both go through here; the write is
+`accounts.lifecycle.change_plan` (history row, audit entry, Slurm limits on commit).
+
+Fees are by day: each day is billed to the subscription that holds it at 00:00 in the billing
+zone (billing.invoicing), so a change today takes effect on the invoice from tomorrow. A paused
+plan is not charged for its paused days, and its new jobs are refused (jobs.actions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.utils import timezone
+
+from accounts import lifecycle
+from plans.catalog import monthly_price_for, plan_for
+from plans.models import Plan, Subscription, billing_month, billing_zone, first_of_next_billing_month
+
+ACTIONS = ("switch", "pause", "resume")
+
+
+class PlanChoiceError(ValueError):
+    """A change the user may not make; nothing was written. `field` names the bad input."""
+
+    def __init__(self, field: str, message: str, status: int = 400):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+        self.status = status
+
+
+@dataclass(frozen=True)
+class OfferedPlan:
+    code: str
+    name: str
+    monthly_price: Decimal  # in force this month
+    next_monthly_price: Decimal | None  # from next month, when an admin changed it
+    included_gpu_hours: dict[str, int]
+    rates_per_second: dict[str, Decimal]
+    gpu_quota: dict[str, int]
+    max_job_hours: Decimal
+    official_images_only: bool
+    included_nvme_gb: int
+    current: bool
+
+    @property
+    def terms(self) -> list[str]:
+        """The plan in a few lines a person reads."""
+        lines = [
+            f"{hours:,} GPU-hours of {_label(gpu)} a month included" for gpu, hours in self.included_gpu_hours.items()
+        ]
+        if self.included_nvme_gb:
+            lines.append(f"{self.included_nvme_gb:,} GB of NVMe cache included")
+        lines += [f"{_label(gpu)} at ${rate.normalize():f} a GPU-second" for gpu, rate in self.rates_per_second.items()]
+        if self.gpu_quota:
+            lines.append("At once: " + ", ".join(f"{count} {_label(gpu)}" for gpu, count in self.gpu_quota.items()))
+        lines.append(
+            f"Jobs up to {self.max_job_hours.normalize():f} h"
+            + (", official images only" if self.official_images_only else "")
+        )
+        return lines
+
+
+def _label(gpu_type: str) -> str:
+    return settings.GPU_TYPES.get(gpu_type, {}).get("label", gpu_type)
+
+
+@dataclass(frozen=True)
+class PlanStanding:
+    code: str
+    name: str
+    status: str
+    since: object  # datetime of the current subscription row, None without one
+    monthly_price: Decimal
+    can_pause: bool
+    can_resume: bool
+    offered: list[OfferedPlan]
+
+
+def _offer(plan: Plan, current_code: str, month: date, following: date) -> OfferedPlan:
+    rows = list(plan.gpu_types.all())
+    price = monthly_price_for(plan.code, month)
+    later = monthly_price_for(plan.code, following)
+    return OfferedPlan(
+        code=plan.code,
+        name=plan.name,
+        monthly_price=price,
+        next_monthly_price=later if later != price else None,
+        included_gpu_hours={row.gpu_type: row.included_hours for row in rows if row.included_hours},
+        rates_per_second={row.gpu_type: row.rate_per_second for row in rows if row.rate_per_second is not None},
+        gpu_quota={row.gpu_type: row.max_concurrent for row in rows},
+        max_job_hours=Decimal(plan.max_job_minutes) / 60,
+        official_images_only=plan.official_images_only,
+        included_nvme_gb=plan.included_nvme_gb,
+        current=plan.code == current_code,
+    )
+
+
+def standing(user) -> PlanStanding:
+    current = plan_for(user)
+    row = Subscription.objects.filter(user=user, ended_at__isnull=True).values("started_at").first()
+    month, following = billing_month(), first_of_next_billing_month()
+    price = monthly_price_for(current.code, month)
+    offered = [
+        _offer(plan, current.code, month, following)
+        for plan in Plan.objects.filter(available=True).prefetch_related("gpu_types")
+    ]
+    return PlanStanding(
+        code=current.code,
+        name=current.name,
+        status=current.status,
+        since=row["started_at"] if row else None,
+        monthly_price=price,
+        can_pause=current.status == Subscription.Status.ACTIVE and price > 0,
+        can_resume=current.status == Subscription.Status.PAUSED,
+        offered=offered,
+    )
+
+
+def choose(user, action: str, plan_code: str = "") -> Subscription:
+    """Apply the user's choice; PlanChoiceError (nothing written) when it is not allowed."""
+    if action not in ACTIONS:
+        raise PlanChoiceError("action", f"Choose one of {', '.join(ACTIONS)}.")
+    current = plan_for(user)
+    if action == "switch":
+        if not plan_code:
+            raise PlanChoiceError("plan", "Choose one of the plans offered.")
+        plan = Plan.objects.filter(code=plan_code, available=True).first()
+        if plan is None:
+            raise PlanChoiceError("plan", f"No plan {plan_code!r} is offered.", status=404)
+        if plan.code == current.code:
+            raise PlanChoiceError("plan", f"You are on {plan.name} already.", status=409)
+        return _change(user, plan.code, Subscription.Status.ACTIVE, f"switched from {current.code}")
+    if action == "pause":
+        if current.status != Subscription.Status.ACTIVE:
+            raise PlanChoiceError("action", f"Your {current.name} plan is not active, so it cannot be paused.", 409)
+        if monthly_price_for(current.code, billing_month()) <= 0:
+            raise PlanChoiceError("action", f"{current.name} has no monthly fee: there is nothing to pause.", 409)
+        return _change(user, current.code, Subscription.Status.PAUSED, "paused")
+    if current.status != Subscription.Status.PAUSED:
+        raise PlanChoiceError("action", f"Your {current.name} plan is not paused.", 409)
+    return _change(user, current.code, Subscription.Status.ACTIVE, "resumed")
+
+
+def _change(user, code: str, status: str, reason: str) -> Subscription:
+    started = lifecycle.change_plan(user, code, actor=user, status=status, reason=f"{reason} by the user")
+    if started is None:  # a concurrent request made the same change first
+        raise PlanChoiceError("action", "That change has just been made.", 409)
+    return started
+
+
+def takes_effect() -> date:
+    """The first day billed under a change made now (billing counts a day at its 00:00)."""
+    return (timezone.now().astimezone(billing_zone()) + timedelta(days=1)).date()
