@@ -136,3 +136,24 @@ def test_the_api_shows_and_changes_ones_plan(alice, bob, api_client_for):
     session.force_login(alice)
     assert session.post(API, {"action": "switch", "plan": "pro"}, format="json").status_code == 403
     assert plan_for(alice).code == "free"
+
+
+def test_an_admin_changes_a_users_plan_with_a_reason_in_the_admin(admin_user, alice):
+    from testing.admin_forms import change_form_data
+
+    admin_user.is_staff = admin_user.is_superuser = True
+    admin_user.save()
+    client = _client(admin_user)
+    url = f"/django-admin/accounts/profile/{alice.profile.pk}/change/"
+    page = client.get(url)
+    assert "Pro (active)" in page.content.decode()
+    form = {**change_form_data(page), "change_plan_to": "enterprise", "plan_status": "active", "plan_reason": ""}
+    assert "A plan change needs a reason." in client.post(url, form).content.decode()
+    assert plan_for(alice).code == "pro"
+    form["plan_reason"] = "signed the enterprise contract"
+    assert client.post(url, form).status_code == 302
+    assert plan_for(alice).code == "enterprise"
+    entry = AuditLog.objects.get(action="subscription.change")
+    assert (entry.actor, entry.reason) == (admin_user, "signed the enterprise contract")
+    # A user's own plan page is theirs: alice sees hers, and nothing of another's.
+    assert 'data-current-plan="enterprise"' in _client(alice).get(URL).content.decode()

@@ -11,31 +11,9 @@ from django.utils import timezone
 
 from audit.models import AuditLog
 from plans.models import Plan, PlanPrice
+from testing.admin_forms import change_form_data
 
 pytestmark = pytest.mark.django_db
-
-
-def _post_data(response) -> dict:
-    """The change form's own values, inline formsets included, as the browser would send them."""
-    data = {}
-    form = response.context["adminform"].form
-    for name, field in form.fields.items():
-        value = form.initial.get(name, field.initial)
-        if isinstance(value, bool):
-            if value:
-                data[name] = "on"
-        elif value is not None:
-            data[name] = value
-    for inline in response.context["inline_admin_formsets"]:
-        formset = inline.formset
-        for key, value in formset.management_form.initial.items():
-            data[f"{formset.prefix}-{key}"] = value
-        for subform in formset.forms:
-            for name in subform.fields:
-                value = subform.instance.pk if name == "id" else subform.initial.get(name)
-                if value is not None and not isinstance(value, bool):
-                    data[subform.add_prefix(name)] = getattr(value, "pk", value)
-    return data
 
 
 def test_a_price_changed_in_the_admin_is_billed_from_the_next_month(admin_user):
@@ -48,7 +26,7 @@ def test_a_price_changed_in_the_admin_is_billed_from_the_next_month(admin_user):
     with time_machine.travel(timezone.datetime(2026, 3, 10, 12, tzinfo=timezone.get_current_timezone())):
         page = client.get(url)
         assert "billed from the next billing month" in page.content.decode()
-        data = {**_post_data(page), "monthly_price": "349.00"}
+        data = {**change_form_data(page), "monthly_price": "349.00"}
         response = client.post(url, data, follow=True)
     errors = response.context.get("errors") if response.context else None
     assert response.status_code == 200 and not errors, errors
