@@ -457,12 +457,14 @@ def credit_entries(invoice_id: int) -> dict[tuple, list[int]]:
     return entries
 
 
-def plan_facts(codes) -> dict[str, PlanFacts]:
-    plans = Plan.objects.filter(code__in=set(codes)).prefetch_related("gpu_types")
+def plan_facts(codes, period: date) -> dict[str, PlanFacts]:
+    """The plans as they were for the month `period`: its fee is the price in force then."""
+    fee = Coalesce(Subquery(price_in_force_subquery(period, plan_ref="pk")), F("monthly_price"))
+    plans = Plan.objects.filter(code__in=set(codes)).prefetch_related("gpu_types").annotate(fee_in_force=fee)
     return {
         plan.code: PlanFacts(
             name=plan.name,
-            monthly_price=plan.monthly_price,
+            monthly_price=plan.fee_in_force,
             included_hours={row.gpu_type: row.included_hours for row in plan.gpu_types.all() if row.included_hours},
         )
         for plan in plans
@@ -473,7 +475,7 @@ def lines_for(invoice: Invoice) -> list[DraftLine]:
     """The lines the invoice's records and the month's subscriptions give now (no writes)."""
     stretches = day_stretches(month_subscriptions(invoice.period, [invoice.user_id]), invoice.period)
     groups = usage_groups(invoice.pk)
-    plans = plan_facts([group.plan for group in groups] + [stretch.plan_code for stretch in stretches])
+    plans = plan_facts([group.plan for group in groups] + [stretch.plan_code for stretch in stretches], invoice.period)
     return build_lines(invoice.period, stretches, groups, plans, credit_entries(invoice.pk))
 
 

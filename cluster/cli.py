@@ -75,7 +75,10 @@ class SlurmCli:
             log.info("noop: would run %s", full)
             return CommandResult(full, 0, "", "")
         try:
-            completed = subprocess.run(full, capture_output=True, text=True, timeout=self.timeout, check=False)
+            # errors="replace": job names and reasons are users' bytes, not always UTF-8.
+            completed = subprocess.run(
+                full, capture_output=True, text=True, errors="replace", timeout=self.timeout, check=False
+            )
         except subprocess.TimeoutExpired as exc:
             raise SlurmTransientError(f"{argv[0]} did not finish within {self.timeout}s") from exc
         except OSError as exc:
@@ -171,7 +174,7 @@ class SlurmCli:
     # --- reservations ----------------------------------------------------------------------
     # slurmrestd 24.11 only reads reservations; these create, change and delete them with
     # scontrol. Every argument is checked here first (`_reservation_*` below); `run`'s
-    # whole-match check still stands behind them. They run as `env TZ=UTC0 scontrol ...`:
+    # whole-match check still stands behind them. They run as `env TZ=UTC0 SLURM_TIME_FORMAT=standard scontrol ...`:
     # scontrol reads and prints times in its own process's zone (seen on 24.11: the same
     # reservation shows 10:00 under TZ=UTC0 and 13:00 under TZ=XYZ-3), so the portal formats
     # and parses them in UTC whatever the login node's zone. Behaviour seen on the 24.11 dev
@@ -303,7 +306,7 @@ RESERVATION_FLAGS = frozenset(
 )  # fmt: skip
 # With a GPU TRES these reserve no GPU at all (ANY_NODES seen giving TRES=(null)).
 _FLAGS_WITHOUT_GPUS = frozenset({"ANY_NODES", "LICENSE_ONLY"})
-_SCONTROL_UTC = ("env", "TZ=UTC0", "scontrol")
+_SCONTROL_UTC = ("env", "TZ=UTC0", "SLURM_TIME_FORMAT=standard", "scontrol")
 _SCONTROL_TIME = "%Y-%m-%dT%H:%M:%S"
 _RESERVATION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _RESERVATION_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")

@@ -55,8 +55,9 @@ _NOTHING = frozenset({"(null)", "N/A"})
 
 
 def _marker() -> str:
-    # Letters and digits only: the argument passes cli.py's check, and squeue's --Format
-    # takes it as the field's suffix (after the `:0` that lifts the width limit).
+    # `@`, hex digits, `@`: the argument passes cli.py's check, and squeue's --Format takes it
+    # as the field's suffix after the `:0` that lifts the width limit. It must not start with a
+    # digit: squeue reads the width with strtol, which would swallow one.
     return f"@{secrets.token_hex(8)}@"
 
 
@@ -113,6 +114,8 @@ def _pending_job(record: dict[str, str], listing: Mapping[int, tuple[str, ...]])
     states = listing.get(job_id)
     if not states or states[0] != "PENDING" or record["State"] != "PENDING":
         return None
+    if not record["UserName"] or record["UserName"].isdigit():
+        return None  # a uid the login node could not name: slurmrestd names it
     return Job(
         job_id=job_id,
         name=record["Name"],
@@ -152,7 +155,8 @@ def pending_job_details(cli: SlurmCli, listing: Mapping[int, tuple[str, ...]]) -
     for batch in _batches(ids, QUEUE_BATCH):
         marker = _marker()
         shown = cli.run(
-            "env", "TZ=UTC0", "squeue", "--noheader", "--states=all",
+            # Times in UTC and in Slurm's standard form, whatever the login node's environment.
+            "env", "TZ=UTC0", "SLURM_TIME_FORMAT=standard", "squeue", "--noheader", "--states=all",
             f"--jobs={','.join(str(job_id) for job_id in batch)}", f"--Format={queue_format(marker)}",
             check=False,
         )  # fmt: skip

@@ -16,7 +16,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Sum
+from django.db.models import F, Q, Sum
 from django.utils import timezone
 
 from credits import weights
@@ -57,12 +57,12 @@ def balance(user_id: int) -> int:
 
 def spendable_balance(user_id: int, now=None) -> int:
     """What a spend could take now: the balance less the credit past its expiry that the beat
-    task has not written off yet (a spend writes it off first). Reads only, locks nothing:
-    quotes and the balance a user sees."""
-    stale = CreditLot.objects.filter(
-        account__user_id=user_id, remaining__gt=0, expires_at__lte=now or timezone.now()
-    ).aggregate(total=Sum("remaining"))["total"]
-    return max(0, balance(user_id) - (stale or 0))
+    task has not written off yet (a spend writes it off first). One read of the lots, which hold
+    the balance between them (every write keeps them so), locking nothing: quotes and the
+    balance a user sees."""
+    live = Q(expires_at__isnull=True) | Q(expires_at__gt=now or timezone.now())
+    total = CreditLot.objects.filter(live, account__user_id=user_id, remaining__gt=0).aggregate(total=Sum("remaining"))
+    return total["total"] or 0
 
 
 def sum_of_entries(user_id: int) -> int:
@@ -129,6 +129,13 @@ def _expire_due(account: CreditAccount, now) -> list[LedgerEntry]:
         bump_campaign_day(lot.campaign_id, now, expired=lot.remaining)
         CreditLot.objects.filter(pk=lot.pk).update(remaining=0)
     return written
+
+
+def has_due_expiry(user_id: int, now=None) -> bool:
+    """Whether any of the user's credit is past its expiry and not written off (reads only)."""
+    return CreditLot.objects.filter(
+        account__user_id=user_id, remaining__gt=0, expires_at__lte=now or timezone.now()
+    ).exists()
 
 
 def expire_due(user_id: int, now=None) -> list[LedgerEntry]:

@@ -26,7 +26,7 @@ def credits_page(request):
     account = ledger.account_for(request.user.pk)
     # Credit past its expiry is written off before it is shown (the beat task does it too, on
     # its own clock): the balance and the entries under it then agree, and both are spendable.
-    if ledger.expire_due(request.user.pk):
+    if ledger.has_due_expiry(request.user.pk) and ledger.expire_due(request.user.pk):
         account.refresh_from_db(fields=["balance"])
     entries = LedgerEntry.objects.filter(account=account).order_by("-created_at", "-id")
     before = request.GET.get("before", "")

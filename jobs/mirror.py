@@ -15,10 +15,11 @@ never overwrite a newer state with an older one, and a pass repeated changes not
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -54,6 +55,9 @@ BACKGROUND_REFRESH_PER_PASS = 5
 FETCH_BATCH = 200
 WRITE_BATCH = 500
 VANISHED_PER_PASS = 200
+QUEUE_TIMEOUT_SECONDS = 10.0
+QUEUE_RETRY_AFTER = 60.0
+_queue_unavailable_until = 0.0
 # Fewer new pending jobs than this are fetched by id: a squeue run costs ~10 ms on the dev
 # cluster and far more behind an ssh prefix, a few fetches by id less.
 QUEUE_MIN_JOBS = 20
@@ -128,7 +132,7 @@ WATCHED_FIELDS = ("slurm_states", "state", "state_reason", "start_time", "end_ti
 
 
 def _row(**lookup) -> dict | None:
-    return Job.objects.filter(**lookup).values("pk", *WATCHED_FIELDS).first()
+    return Job.objects.filter(**lookup).values("pk", "cluster_user", *WATCHED_FIELDS).first()
 
 
 def apply_slurm_job(job: SlurmJob) -> bool:
@@ -194,8 +198,13 @@ def apply_slurm_job(job: SlurmJob) -> bool:
         # Seen on 24.11 (v0.0.41 and v0.0.42 alike): a job just COMPLETED briefly reports no
         # nodes, then its nodes again. Where it ran does not change once it has ended.
         fields["nodes"] = row["nodes"]
-    if all(row[name] == fields[name] for name in WATCHED_FIELDS):
+    same_user = row["cluster_user"] == fields["cluster_user"]
+    if same_user and all(row[name] == fields[name] for name in WATCHED_FIELDS):
         return False
+    if not same_user:
+        # The row's user came from a bulk read (cluster/queue.py) and slurmrestd names another:
+        # slurmrestd's word stands, and the job counts toward that user's quota.
+        fields["owner_id"] = _owner_id_for(fields["cluster_user"])
     updated = Job.objects.filter(pk=row["pk"], slurm_states=row["slurm_states"]).update(**fields)
     if updated:
         transaction.on_commit(lambda: publish_job_update(row["pk"]))
@@ -347,13 +356,17 @@ def _pending_due_for_refresh(live: dict[int, str], exclude: set[int]) -> set[int
 
 def _read_new_pending(queue: SlurmCli | None, live_states: dict[int, tuple[str, ...]]) -> dict[int, SlurmJob]:
     """New pending jobs' details from one squeue run per thousands (cluster/queue.py), for a
-    mass submission; {} without a CLI, or when squeue fails (they are fetched by id then).
-    A job the portal submitted is left to the fetch by id, which reads its output paths."""
-    if queue is None or len(live_states) < QUEUE_MIN_JOBS:
+    mass submission; {} without a CLI, or when squeue fails (they are fetched by id then, and
+    squeue is not asked again for QUEUE_RETRY_AFTER: a stalled login node would otherwise
+    cost every pass its timeout). A job the portal submitted is left to the fetch by id,
+    which reads its output paths."""
+    global _queue_unavailable_until
+    if queue is None or len(live_states) < QUEUE_MIN_JOBS or time.monotonic() < _queue_unavailable_until:
         return {}
     try:
-        found = pending_job_details(queue, live_states)
+        found = pending_job_details(replace(queue, timeout=min(queue.timeout, QUEUE_TIMEOUT_SECONDS)), live_states)
     except (SlurmError, OSError, ValueError) as exc:
+        _queue_unavailable_until = time.monotonic() + QUEUE_RETRY_AFTER
         log.warning("squeue could not read %s new jobs, fetching them by id: %s", len(live_states), exc)
         return {}
     return {job_id: job for job_id, job in found.items() if not job.comment.startswith(COMMENT_PREFIX)}

@@ -46,10 +46,21 @@ class Plan(models.Model):
 
     def save(self, *args, **kwargs):
         """A new monthly price is billed from the next billing month: the month under way keeps
-        the price it started with (PlanPrice). A new plan's price holds from the start."""
+        the price it started with (PlanPrice). A new plan's price holds from the start. Change
+        prices through this method: a QuerySet.update of monthly_price writes no history, and
+        billing reads the history."""
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "monthly_price" not in update_fields:
+            return super().save(*args, **kwargs)
         adding = self._state.adding
-        before = None if adding else Plan.objects.filter(pk=self.pk).values_list("monthly_price", flat=True).first()
         with transaction.atomic():
+            # Under the row's lock: two admins saving at once see each other's price, so the
+            # history always ends at the price the row holds.
+            before = (
+                None
+                if adding
+                else Plan.objects.select_for_update().filter(pk=self.pk).values_list("monthly_price", flat=True).first()
+            )
             super().save(*args, **kwargs)
             if adding or before is None:
                 PlanPrice.objects.get_or_create(

@@ -269,5 +269,20 @@ def test_a_new_plan_price_is_billed_from_the_next_month_never_the_month_under_wa
     # price is now 0, and its fee stays 299; April is free.
     assert fee_payers_without_invoice(date(2026, 3, 1)) == [alice.pk]
     assert fee_payers_without_invoice(date(2026, 4, 1)) == []
-    assert [fee.amount for fee in lines(draft_of(alice), Kind.PLAN_FEE)] == [Decimal("299.00")]
+    charge(alice, at(2026, 3, 20, 12), plan="pro", billable=3600, gpu_price=Decimal("0.0015"))
+    march = draft_of(alice)
+    assert [fee.amount for fee in lines(march, Kind.PLAN_FEE)] == [Decimal("299.00")]
+    # Usage beyond March's Pro (a plan with a fee that month) is overage, as it was then.
+    assert len(lines(march, Kind.OVERAGE)) == 1 and lines(march, Kind.GPU) == []
     assert lines(draft_of(alice, date(2026, 4, 1)), Kind.PLAN_FEE) == []
+
+
+def test_a_price_change_late_on_a_months_last_day_counts_in_the_billing_zone(settings):
+    from plans.models import first_of_next_billing_month
+
+    settings.BILLING_TIME_ZONE = "America/New_York"
+    # 23:30 on 31 March in New York is already 1 April in UTC: still March's change.
+    assert first_of_next_billing_month(at(2026, 3, 31, 23, 30)) == date(2026, 4, 1)
+    settings.BILLING_TIME_ZONE = "Asia/Tokyo"
+    # 00:30 on 1 April in Tokyo is still 31 March in UTC: April's change, billed from May.
+    assert first_of_next_billing_month(at(2026, 4, 1, 0, 30)) == date(2026, 5, 1)

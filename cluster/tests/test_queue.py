@@ -5,6 +5,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from cluster.cli import CommandResult
+from cluster.errors import SlurmCommandError
 from cluster.queue import QUEUE_FIELDS, parse_queue, pending_job_details
 from cluster.services import slurm_cli
 from testing.slurm import submit_held
@@ -63,16 +65,42 @@ def test_free_text_with_commas_newlines_and_a_guessed_marker_stays_in_its_field(
 
 def test_a_record_that_is_not_clean_is_left_for_the_fetch_by_id():
     listing = {101: ("PENDING",), 102: ("PENDING",), 103: ("PENDING",), 104: ("RUNNING",), 105: ("PENDING",)}
+    listing[107] = ("PENDING",)
     output = (
         _record(JobID="102", ArrayTaskID="1-3")  # an array's tasks
         + _record(JobID="103", State="RUNNING")  # started since the listing
         + _record(JobID="104")  # the listing saw it running
         + _record(JobID="106")  # not asked for
+        + _record(JobID="107", UserName="4242")  # a uid the login node could not name
         + _record(JobID="105")
         + _record(JobID="105")  # twice: neither is trusted
         + _record(JobID="101")
     )
     assert set(parse_queue(output, MARKER, listing)) == {101}
+
+
+class AnsweringCli:
+    """squeue's exit status and words, as the CLI gives them back."""
+
+    def __init__(self, returncode: int, stderr: str = ""):
+        self.returncode, self.stderr, self.asked = returncode, stderr, []
+
+    def run(self, *args, check=True):
+        self.asked.append(args)
+        return CommandResult(list(args), self.returncode, "", self.stderr)
+
+
+def test_squeue_run_in_utc_answers_nothing_for_a_gone_job_and_fails_loudly_otherwise():
+    gone = AnsweringCli(1, "slurm_load_jobs error: Invalid job id specified\n")
+    assert pending_job_details(gone, {5: ("PENDING",)}) == {}
+    assert gone.asked[0][:4] == ("env", "TZ=UTC0", "SLURM_TIME_FORMAT=standard", "squeue")
+    with pytest.raises(SlurmCommandError, match="Socket timed out"):
+        pending_job_details(AnsweringCli(1, "slurm_load_jobs error: Socket timed out\n"), {5: ("PENDING",)})
+    many = AnsweringCli(0)
+    pending_job_details(many, {job_id: ("PENDING",) for job_id in range(1, 4502)})
+    assert len(many.asked) == 3  # QUEUE_BATCH ids a run
+    markers = {args[-1].split(":0", 2)[1].split(",")[0] for args in many.asked}
+    assert len(markers) == 3 and all(marker.startswith("@") for marker in markers)  # a fresh one each run
 
 
 def test_output_of_another_shape_reads_as_nothing():

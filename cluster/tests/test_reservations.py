@@ -10,7 +10,7 @@ from cluster.cli import NOW, SlurmCli, parse_reservation_line
 from cluster.errors import SlurmCommandError, SlurmTransientError
 
 PREFIX = ["/not/run"]
-UTC_SCONTROL = [*PREFIX, "env", "TZ=UTC0", "scontrol"]
+UTC_SCONTROL = [*PREFIX, "env", "TZ=UTC0", "SLURM_TIME_FORMAT=standard", "scontrol"]
 START = datetime(2027, 5, 3, 12, 0, tzinfo=ZoneInfo("Europe/Berlin"))  # 10:00 UTC (summer time)
 
 # Lines as `env TZ=UTC0 scontrol show -o reservation <name>` printed them on the 24.11 dev cluster.

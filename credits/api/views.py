@@ -33,9 +33,13 @@ class EntryPagination(StrictCursorPagination):
         properties = page["properties"]
         return {
             "type": "object",
-            "required": ["balance", "next", "previous", "entries"],
+            "required": ["balance", "spendable", "next", "previous", "entries"],
             "properties": {
                 "balance": {"type": "integer", "description": "Credits (RTX 4090 GPU-seconds): the sum of every entry"},
+                "spendable": {
+                    "type": "integer",
+                    "description": "What a job could use now: the balance less expired credit not yet written off",
+                },
                 "next": properties["next"],
                 "previous": properties["previous"],
                 "entries": schema,
@@ -46,6 +50,7 @@ class EntryPagination(StrictCursorPagination):
         return Response(
             {
                 "balance": self.balance,
+                "spendable": self.spendable,
                 "next": self.get_next_link(),
                 "previous": self.get_previous_link(),
                 "entries": data,
@@ -74,6 +79,7 @@ class CreditViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     def paginate_queryset(self, queryset):
         self.paginator.balance = ledger.balance(self.request.user.pk)
+        self.paginator.spendable = ledger.spendable_balance(self.request.user.pk)
         return super().paginate_queryset(queryset)
 
 

@@ -153,11 +153,32 @@ def test_an_ended_job_that_slurm_briefly_reports_without_nodes_keeps_them():
     assert row.state == "COMPLETED" and row.nodes == "gpu-a100-01"
 
 
-def test_new_jobs_are_fetched_by_id_when_squeue_cannot_be_reached(caplog):
+def test_new_jobs_are_fetched_by_id_when_squeue_cannot_be_reached(caplog, monkeypatch):
     from cluster.cli import SlurmCli
 
+    monkeypatch.setattr(mirror, "_queue_unavailable_until", 0.0)
+    unreachable = SlurmCli(prefix=["/nonexistent/slurm-login"])
     client = ListingOnlyClient([_pending(884000 + n) for n in range(mirror.QUEUE_MIN_JOBS)])
-    result = mirror.mirror_jobs(client, queue=SlurmCli(prefix=["/nonexistent/slurm-login"]))
+    result = mirror.mirror_jobs(client, queue=unreachable)
     assert result.changed == mirror.QUEUE_MIN_JOBS
     assert sorted(client.fetched) == list(range(884000, 884000 + mirror.QUEUE_MIN_JOBS))
-    assert "squeue could not read" in caplog.text
+    assert "squeue could not read" in caplog.text and len(unreachable.executed) == 1
+    # Not asked again at the next burst, for a while: a stalled login node costs one timeout.
+    client.jobs.update({job.job_id: job for job in (_pending(885000 + n) for n in range(mirror.QUEUE_MIN_JOBS))})
+    mirror.mirror_jobs(client, queue=unreachable)
+    assert (
+        len(unreachable.executed) == 1 and Job.objects.filter(slurm_job_id__gte=885000).count() == mirror.QUEUE_MIN_JOBS
+    )
+
+
+def test_a_jobs_owner_follows_the_user_slurmrestd_names(alice):
+    """A row made from a bulk read names the user squeue printed; when slurmrestd names another
+    (a forged or unresolved name), its word stands and the job counts toward that user."""
+    alice.profile.cluster_username = "alice7"
+    alice.profile.save()
+    read = _pending(886000, user_name="4242")
+    mirror._create_outside_jobs([read])
+    assert Job.objects.get(slurm_job_id=886000).owner_id is None
+    assert mirror.apply_slurm_job(replace(read, user_name="alice7"))
+    row = Job.objects.get(slurm_job_id=886000)
+    assert (row.cluster_user, row.owner_id) == ("alice7", alice.pk)

@@ -2,6 +2,7 @@
 (deploy/slurm-events/gpupool-slurm-event, Perl, run inside the dev cluster's root) posting
 to a real Daphne."""
 
+import os
 import shutil
 import subprocess
 import time
@@ -156,19 +157,29 @@ def test_the_perl_sender_in_the_slurm_root_reaches_the_portal(held_job, tmp_path
             (root / "tmp" / f"{name}.conf").unlink(missing_ok=True)
 
 
+def _write_like(path: Path, text: str) -> None:
+    """Replace `path` at once (the sender never reads half a file), keeping its mode and owner."""
+    stat = path.stat()
+    temporary = path.with_name(path.name + ".test")
+    temporary.write_text(text)
+    os.chmod(temporary, stat.st_mode & 0o7777)
+    os.chown(temporary, stat.st_uid, stat.st_gid)
+    os.replace(temporary, path)
+
+
 @contextmanager
 def _events_sent_to(url: str):
     """Point the dev cluster's sender at `url` for the block: it reads its config at every
     event, so slurmctld's own hooks post to this test's portal (and the dev portal's events
-    wait for the polling mirror meanwhile)."""
+    wait for the polling mirror meanwhile; `cluster.sh up` writes the config again)."""
     conf = Path(settings.DEVCLUSTER_DIR) / "root" / "etc" / "slurm" / "gpupool-events.conf"
     original = conf.read_text()
     secret = next(line.split("=", 1)[1].strip() for line in original.splitlines() if line.startswith("secret="))
-    conf.write_text(f"url={url}\nsecret={secret}\n")  # the file keeps its mode and owner
+    _write_like(conf, f"url={url}\nsecret={secret}\n")
     try:
         yield secret
     finally:
-        conf.write_text(original)
+        _write_like(conf, original)
 
 
 @pytest.mark.slurm
@@ -184,7 +195,7 @@ def test_slurmctlds_own_hooks_move_the_row_without_a_mirror_pass(held_job):
     def shows(*states):
         return wait_for(
             lambda: Job.objects.filter(slurm_job_id=job_id, state__in=states).first(),
-            timeout=5,
+            timeout=15,  # a loaded cluster may take seconds to start the job; the event is at once
             interval=0.05,
             what=f"an event to write {states}",
         )
