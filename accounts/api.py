@@ -8,6 +8,7 @@ from rest_framework.response import Response
 
 from accounts import plan_choice
 from gpupool.api.errors import error_responses
+from plans.models import Subscription
 
 ERROR_DESCRIPTIONS = {
     400: "Bad input: `errors` names the field (`action`, `plan`) and what is wrong with it",
@@ -40,7 +41,7 @@ class OfferedPlanSerializer(serializers.Serializer):
 class PlanStandingSerializer(serializers.Serializer):
     code = serializers.CharField()
     name = serializers.CharField()
-    status = serializers.ChoiceField(choices=["active", "paused", "cancelled"])
+    status = serializers.ChoiceField(choices=Subscription.Status.choices)
     since = serializers.DateTimeField(allow_null=True)
     monthly_price = serializers.DecimalField(**MONEY, help_text="USD a month, in force this billing month")
     can_pause = serializers.BooleanField()

@@ -413,6 +413,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "JobStateEnum": "jobs.models.JobState",
         "ReservationStateEnum": "reservations.models.State",
+        "SubscriptionStatusEnum": "plans.models.Subscription.Status",
+        "InvoiceStatusEnum": "billing.models.Invoice.Status",
     },
 }
 

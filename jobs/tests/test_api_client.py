@@ -144,7 +144,7 @@ def test_a_generated_client_reads_and_changes_the_callers_plan(alice, client_pac
         assert (standing.code, standing.monthly_price, standing.can_pause) == ("pro", "299.000000", True)
         assert {offer.code for offer in standing.offered} >= {"free", "pro", "enterprise"}
         paused = change.sync(client=client, body=models.PlanChoice(action=models.ActionEnum.PAUSE))
-        assert paused.status == models.PlanStandingStatusEnum.PAUSED and paused.can_resume
+        assert paused.status == models.SubscriptionStatusEnum.PAUSED and paused.can_resume
         refused = change.sync_detailed(client=client, body=models.PlanChoice(action=models.ActionEnum.PAUSE))
         assert (
             refused.status_code == 409
