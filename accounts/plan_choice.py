@@ -18,8 +18,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts import lifecycle
-from plans.catalog import monthly_price_for, plan_for
-from plans.models import Plan, Subscription, billing_month, billing_zone, first_of_next_billing_month
+from plans.catalog import monthly_price_for, plan_for, snapshot
+from plans.models import Plan, Subscription, billing_month, billing_zone, fee_in_force, first_of_next_billing_month
 
 ACTIONS = ("switch", "pause", "resume")
 
@@ -82,18 +82,16 @@ class PlanStanding:
     offered: list[OfferedPlan]
 
 
-def _offer(plan: Plan, current_code: str, month: date, following: date) -> OfferedPlan:
-    rows = list(plan.gpu_types.all())
-    price = monthly_price_for(plan.code, month)
-    later = monthly_price_for(plan.code, following)
+def _offer(plan: Plan, current_code: str) -> OfferedPlan:
+    terms = snapshot(plan)  # the catalogue's one reading of a plan's GPU rows
     return OfferedPlan(
         code=plan.code,
         name=plan.name,
-        monthly_price=price,
-        next_monthly_price=later if later != price else None,
-        included_gpu_hours={row.gpu_type: row.included_hours for row in rows if row.included_hours},
-        rates_per_second={row.gpu_type: row.rate_per_second for row in rows if row.rate_per_second is not None},
-        gpu_quota={row.gpu_type: row.max_concurrent for row in rows},
+        monthly_price=plan.fee_now,
+        next_monthly_price=plan.fee_next if plan.fee_next != plan.fee_now else None,
+        included_gpu_hours=dict(terms.included_gpu_hours),
+        rates_per_second=dict(terms.rates_per_second),
+        gpu_quota=dict(terms.gpu_quota),
         max_job_hours=Decimal(plan.max_job_minutes) / 60,
         official_images_only=plan.official_images_only,
         included_nvme_gb=plan.included_nvme_gb,
@@ -104,12 +102,16 @@ def _offer(plan: Plan, current_code: str, month: date, following: date) -> Offer
 def standing(user) -> PlanStanding:
     current = plan_for(user)
     row = Subscription.objects.filter(user=user, ended_at__isnull=True).values("started_at").first()
-    month, following = billing_month(), first_of_next_billing_month()
-    price = monthly_price_for(current.code, month)
-    offered = [
-        _offer(plan, current.code, month, following)
-        for plan in Plan.objects.filter(available=True).prefetch_related("gpu_types")
-    ]
+    price = monthly_price_for(current.code, billing_month())
+    plans = (
+        Plan.objects.filter(available=True)
+        .prefetch_related("gpu_types")
+        .annotate(
+            fee_now=fee_in_force(billing_month(), plan_ref="pk"),
+            fee_next=fee_in_force(first_of_next_billing_month(), plan_ref="pk"),
+        )
+    )
+    offered = [_offer(plan, current.code) for plan in plans]
     return PlanStanding(
         code=current.code,
         name=current.name,

@@ -47,15 +47,14 @@ from datetime import date, datetime
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Count, DecimalField, F, Q, Subquery, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Count, DecimalField, F, Q, Sum
 from django.utils import timezone
 
 from audit.log import record
 from billing.drafts import billing_zone, month_bounds
 from billing.models import Invoice, InvoiceLine, InvoiceNumber, UsageRecord
 from billing.pricing import days_in_month, pro_rata, to_cents, volume_discount
-from plans.models import Plan, Subscription, price_in_force_subquery
+from plans.models import Plan, Subscription, fee_in_force
 
 Kind = InvoiceLine.Kind
 ZERO = Decimal(0)
@@ -180,8 +179,7 @@ def month_subscriptions(period: date, user_ids=None):
     if user_ids is not None:
         rows = rows.filter(user_id__in=user_ids)
     # A plan's new price is billed from a later month on: each month pays the one in force then.
-    fee = Coalesce(Subquery(price_in_force_subquery(period)), F("plan__monthly_price"))
-    return rows.select_related("plan").annotate(fee_in_force=fee)
+    return rows.select_related("plan").annotate(fee_in_force=fee_in_force(period))
 
 
 def charged_stretches(stretches) -> list[Stretch]:
@@ -459,8 +457,11 @@ def credit_entries(invoice_id: int) -> dict[tuple, list[int]]:
 
 def plan_facts(codes, period: date) -> dict[str, PlanFacts]:
     """The plans as they were for the month `period`: its fee is the price in force then."""
-    fee = Coalesce(Subquery(price_in_force_subquery(period, plan_ref="pk")), F("monthly_price"))
-    plans = Plan.objects.filter(code__in=set(codes)).prefetch_related("gpu_types").annotate(fee_in_force=fee)
+    plans = (
+        Plan.objects.filter(code__in=set(codes))
+        .prefetch_related("gpu_types")
+        .annotate(fee_in_force=fee_in_force(period, plan_ref="pk"))
+    )
     return {
         plan.code: PlanFacts(
             name=plan.name,

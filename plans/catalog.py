@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 from django.conf import settings
 
-from plans.models import Plan, PlanPrice, Subscription
+from plans.models import Plan, Subscription, fee_in_force
 
 
 @dataclass(frozen=True)
@@ -90,13 +90,11 @@ def monthly_price_for(code: str, period) -> Decimal:
     """The plan's fee for the billing month starting `period` (PlanPrice: a change is billed
     from the month after it was made)."""
     price = (
-        PlanPrice.objects.filter(plan__code=code, effective_from__lte=period)
-        .order_by("-effective_from")
-        .values_list("monthly_price", flat=True)
+        Plan.objects.filter(code=code)
+        .annotate(fee=fee_in_force(period, plan_ref="pk"))
+        .values_list("fee", flat=True)
         .first()
     )
-    if price is None:
-        price = Plan.objects.filter(code=code).values_list("monthly_price", flat=True).first()
     return price if price is not None else Decimal(0)
 
 

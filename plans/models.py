@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models, transaction
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 SLUG = RegexValidator(r"^[a-z][a-z0-9_-]{0,31}\Z", "lower-case letters, digits, - and _ (at most 32)")
@@ -119,13 +120,17 @@ class PlanPrice(models.Model):
         return f"{self.plan.code} {self.monthly_price} from {self.effective_from:%Y-%m}"
 
 
-def price_in_force_subquery(period: date, plan_ref: str = "plan"):
-    """The monthly price of the plan named by OuterRef(plan_ref) for the month `period`."""
-    return (
+def fee_in_force(period: date, plan_ref: str = "plan"):
+    """The monthly price, for the month `period`, of the plan named by OuterRef(plan_ref)
+    (`"plan"` on rows that point at a plan, `"pk"` on plans themselves), falling back on the
+    plan's list price when it has no history. Every reader of a month's price uses this."""
+    history = (
         PlanPrice.objects.filter(plan=models.OuterRef(plan_ref), effective_from__lte=period)
         .order_by("-effective_from")
         .values("monthly_price")[:1]
     )
+    list_price = "monthly_price" if plan_ref == "pk" else f"{plan_ref}__monthly_price"
+    return Coalesce(models.Subquery(history), models.F(list_price))
 
 
 class PlanGpuType(models.Model):
