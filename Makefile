@@ -9,7 +9,7 @@ export SLURM_RELEASE ?= 24.11
 # `make test` runs the slurm-marked tests once per release listed here.
 export SLURM_RELEASES ?= 24.11,26.05
 
-.PHONY: dev test test-fast system-deps venv dev-env services cluster-up cluster-down cluster-status migrate seed serve lint bench
+.PHONY: dev test test-fast test-flaky system-deps venv dev-env services cluster-up cluster-down cluster-status migrate seed serve lint bench
 
 dev: system-deps venv services cluster-up dev-env migrate seed serve
 
@@ -22,6 +22,14 @@ test: system-deps venv
 test-fast: system-deps venv
 	scripts/services.sh --postgres
 	SLURM_RELEASES=24.11 scripts/test.sh -m "not slurm and not browser"
+
+# Repeat the tests that meet real daemons (or ARGS='-k mirror') N times on each release and
+# list every test that ever failed: `make test-flaky N=5`.
+N ?= 5
+test-flaky: system-deps venv
+	scripts/services.sh --postgres
+	for release in $$(tr , ' ' <<<"$(SLURM_RELEASES)"); do SLURM_RELEASE=$$release $(CLUSTER) up || exit 1; done
+	scripts/test-flaky.sh $(N) $(ARGS)
 
 system-deps:
 	scripts/install-system-deps.sh

@@ -36,9 +36,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from cluster.hostlist import expand_hostlist
-from cluster.types import AccountingRecord
+from cluster.types import NOT_STARTED_NODES, AccountingRecord
 
-_NOT_STARTED_NODES = frozenset({"", "None assigned"})
 GPU_PREFIX = "gres/gpu:"
 SHARD_PREFIX = "gres/shard:"
 
@@ -61,7 +60,7 @@ def run_interval(record: AccountingRecord, now: datetime) -> tuple[datetime, dat
     """When this run held its allocation: (start, end or now), or None if it never ran
     (or starts after `now`)."""
     started = record.start_time
-    if started is None or record.nodes in _NOT_STARTED_NODES or started > now:
+    if started is None or record.nodes in NOT_STARTED_NODES or started > now:
         return None
     ended = min(record.end_time or now, now)
     if ended < started:

@@ -28,6 +28,10 @@ TERMINAL_JOB_STATES = frozenset(
 REQUEUED_FLAG = "REQUEUED"
 
 
+# What slurmdbd records as the nodes of a run that never started.
+NOT_STARTED_NODES = frozenset({"", "None assigned", "(null)"})
+
+
 @dataclass(frozen=True)
 class GpuGroup:
     """GPUs of one type on one node, and which of them are allocated."""
@@ -158,6 +162,11 @@ class AccountingRecord:
     @property
     def gpu_count(self) -> int:
         return self.allocated_tres.get("gres/gpu", 0)
+
+    @property
+    def ran_on(self) -> str:
+        """The nodes the run held, "" when it never ran (slurmdbd writes "None assigned")."""
+        return "" if self.nodes in NOT_STARTED_NODES else self.nodes
 
     @property
     def nvme_gb(self) -> int:

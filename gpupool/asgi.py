@@ -1,5 +1,5 @@
 """The one ASGI application Daphne serves: WebSockets (Channels), two bare ingest paths, and
-every other HTTP request through Django's synchronous handler in one thread hop
+every other HTTP request through Django's synchronous handler, each on a thread of its own
 (gpupool/asgi_http.py: why not Django's ASGI handler)."""
 
 import os
@@ -13,6 +13,7 @@ django_wsgi_app = get_wsgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
 from gpupool.asgi_http import DjangoHttp  # noqa: E402
@@ -20,7 +21,7 @@ from gpupool.routing import websocket_urlpatterns  # noqa: E402
 from jobs.asgi_events import events_app  # noqa: E402
 from telemetry.asgi_ingest import ingest_app  # noqa: E402
 
-django_http_app = DjangoHttp(django_wsgi_app)
+django_http_app = DjangoHttp(django_wsgi_app, threads=settings.HTTP_THREADS)
 
 application = ProtocolTypeRouter(
     {

@@ -1,29 +1,89 @@
-"""Django's synchronous request handling served over ASGI in one thread hop per request.
+"""Django's synchronous request handling served over ASGI, each request on a thread of its own.
 
 Django's own ASGI handler, with middleware that is not async-capable (WhiteNoise), hops
 between the event loop and its thread three times a request and listens for disconnects
 beside it; on the 2-core dev machine that doubled a small API read through Daphne (22 ms
-against 10 ms; issue 13, bench/submit_and_live_status.py). Here Django's WSGI handler and its
-middleware run whole in the thread Django's ASGI handler would run the view in (asgiref's
-thread-sensitive executor); a plain response comes back complete and closed from that one
-hop, a streaming one (a log download) is read a chunk a hop. Everything is sent from the event
-loop: asgiref's WsgiToAsgi sends from the worker thread through AsyncToSync, and a keep-alive
-connection's next request then inherited that finished call's executor and failed
-("CurrentThreadExecutor already quit or is broken")."""
+against 10 ms; bench/submit_and_live_status.py). Here Django's WSGI handler and its
+middleware run whole in one thread hop; a plain response comes back complete and closed from
+that hop, a streaming one (a log download) is read a chunk a hop.
 
+Each request takes a *lane* (a one-thread executor) from a bounded set, for all of its hops,
+and gives it back when it is done: requests run side by side, as under a threaded WSGI server,
+so a slow one (a password hash, a hanging slurmrestd call, a PDF) holds its own lane and no
+other request's (bench/http_concurrency.py measures this). A lane's thread lives on, with its
+database connection (CONN_MAX_AGE), for the requests after it; a streaming response's chunks
+are read in the thread that made it, so a lazy queryset in it meets its own connection.
+asgiref's thread-sensitive default would instead run every request of the process on one
+shared thread, one after another.
+
+Everything is sent from the event loop: asgiref's WsgiToAsgi sends from the worker thread
+through AsyncToSync, and a keep-alive connection's next request then inherited that finished
+call's executor and failed ("CurrentThreadExecutor already quit or is broken")."""
+
+import asyncio
+import contextvars
+import queue
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from tempfile import SpooledTemporaryFile
 
-from asgiref.sync import sync_to_async
 from asgiref.wsgi import WsgiToAsgiInstance
 
 _END = object()
 
 
-class DjangoHttp:
-    """ASGI application for Django's HTTP requests: `DjangoHttp(get_wsgi_application())`."""
+class Lanes:
+    """At most `size` one-thread executors, each lent to one request at a time.
 
-    def __init__(self, wsgi_application):
+    Loop-agnostic (a plain thread-safe queue), so one instance serves Daphne's loop and a
+    test's loops alike. When every lane is busy, a request waits for one without blocking
+    the event loop."""
+
+    def __init__(self, size: int):
+        if size < 1:
+            raise ValueError("an HTTP server needs at least one request thread")
+        self.size = size
+        self._idle: queue.SimpleQueue[ThreadPoolExecutor] = queue.SimpleQueue()
+        self._created = 0
+        self._creating = threading.Lock()
+        self._waiter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="http-lane-wait")
+
+    async def take(self) -> ThreadPoolExecutor:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        with self._creating:
+            fresh = self._created < self.size
+            self._created += fresh
+            number = self._created
+        if fresh:
+            return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"http-{number}")
+        # All busy: one helper thread waits on the queue for the loop (waiters queue behind it).
+        waiting = asyncio.get_running_loop().run_in_executor(self._waiter, self._idle.get)
+        try:
+            return await asyncio.shield(waiting)
+        except asyncio.CancelledError:
+            # The request went away while it waited: the lane it would have had goes back.
+            waiting.add_done_callback(lambda done: done.cancelled() or self.give_back(done.result()))
+            raise
+
+    def give_back(self, lane: ThreadPoolExecutor) -> None:
+        self._idle.put(lane)
+
+
+async def _in_lane(lane: ThreadPoolExecutor, function, *args):
+    """`function(*args)` in the lane's thread, with the caller's context variables."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(lane, context.run, function, *args)
+
+
+class DjangoHttp:
+    """ASGI application for Django's HTTP requests: `DjangoHttp(get_wsgi_application(), threads=N)`."""
+
+    def __init__(self, wsgi_application, threads: int = 16):
         self.wsgi_application = wsgi_application
+        self.lanes = Lanes(threads)
 
     async def __call__(self, scope, receive, send):
         with SpooledTemporaryFile(max_size=65536) as body:
@@ -35,19 +95,23 @@ class DjangoHttp:
                 if not message.get("more_body"):
                     break
             body.seek(0)
-            outcome = await sync_to_async(self._respond)(scope, body)
-        start, content, response, chunks = outcome
-        await send(start)
-        if response is None:
-            await send({"type": "http.response.body", "body": content})
-            return
-        try:  # streaming: a chunk a hop, closed in the thread whatever happens to the client
-            while (chunk := await sync_to_async(next)(chunks, _END)) is not _END:
-                if chunk:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
-        finally:
-            await sync_to_async(response.close)()
+            lane = await self.lanes.take()
+            try:
+                outcome = await _in_lane(lane, self._respond, scope, body)
+                start, content, response, chunks = outcome
+                await send(start)
+                if response is None:
+                    await send({"type": "http.response.body", "body": content})
+                    return
+                try:  # streaming: a chunk a hop, closed in the thread whatever happens to the client
+                    while (chunk := await _in_lane(lane, next, chunks, _END)) is not _END:
+                        if chunk:
+                            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    await send({"type": "http.response.body", "body": b""})
+                finally:
+                    await _in_lane(lane, response.close)
+            finally:
+                self.lanes.give_back(lane)
 
     def _respond(self, scope, body):
         """In the thread: the response's start message, and its whole content (closed) or,
@@ -65,5 +129,6 @@ class DjangoHttp:
         try:
             content = b"".join(response)
         finally:
-            response.close()  # Django's request_finished: database connections tidied
+            if hasattr(response, "close"):  # optional in WSGI; always there in Django
+                response.close()  # Django's request_finished: database connections tidied
         return converter.response_start, content, None, None

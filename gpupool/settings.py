@@ -187,6 +187,10 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CLUSTER_SYNC_INTERVAL_SECONDS = env_float("CLUSTER_SYNC_INTERVAL_SECONDS", 2.0)
+# HTTP requests one portal process serves side by side (gpupool/asgi_http.py), each on a
+# thread of its own with its own database connection: keep processes x threads below
+# PostgreSQL's max_connections.
+HTTP_THREADS = env_int("HTTP_THREADS", 16, minimum=1)
 # Changed jobs the mirror fetches from slurmrestd at once (each by id; jobs/mirror.py).
 MIRROR_FETCH_CONCURRENCY = env_int("MIRROR_FETCH_CONCURRENCY", 8, minimum=1)
 # Submit to Slurm from the web request itself once the job is recorded (a worker takes over on

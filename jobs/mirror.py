@@ -225,6 +225,8 @@ def _finish_from_accounting(client: SlurmRestClient, job_pk: int, slurm_job_id: 
         exit_code=record.exit_code,
         **usage,  # unsettled: record_missing_accounting asks again later
     )
+    if updated and record.ran_on:
+        Job.objects.filter(pk=job_pk, nodes="").update(nodes=record.ran_on[:500])
     if updated:
         transaction.on_commit(lambda: publish_job_update(job_pk))
     return bool(updated)
@@ -482,6 +484,9 @@ def record_missing_accounting(client: SlurmRestClient, limit: int = 20) -> int:
         if Job.objects.filter(pk=job_pk, elapsed_seconds__isnull=True).update(
             elapsed_seconds=record.elapsed_seconds, gpu_count=record.gpu_count, **exact_end
         ):
+            # A run the mirror first saw ended may have been listed without its nodes
+            # (SlurmRestClient.ended_job_nodes): slurmdbd's record says where it ran.
+            Job.objects.filter(pk=job_pk, nodes="").update(nodes=record.ran_on[:500])
             recorded += 1
             # An open job page shows the accounting as soon as it is here.
             transaction.on_commit(lambda pk=job_pk: publish_job_update(pk))

@@ -6,6 +6,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import TypeVar
 
@@ -71,7 +72,8 @@ def submit_held(client: SlurmRestClient, script_body: str = "sleep 60", **overri
 
 
 def wait_for_state(client: SlurmRestClient, job_id: int, states: set[str], timeout: float = 90) -> Job:
-    reached: list[float] = []
+    """The job once it is in one of `states`; a job that ran and ended comes with the nodes it
+    ran on (`SlurmRestClient.ended_job_nodes`: slurmctld may briefly report none)."""
 
     def probe():
         try:
@@ -80,16 +82,12 @@ def wait_for_state(client: SlurmRestClient, job_id: int, states: set[str], timeo
             return None
         if job.state not in states:
             return None
-        reached.append(time.monotonic())
-        ran_and_ended = job.is_terminal and job.state != "CANCELLED" and job.start_time is not None
-        if ran_and_ended and not job.nodes and time.monotonic() - reached[0] < 5:
-            # Slurm 24.11 reports a job that just ran to its end (completed, failed) without its
-            # nodes for a moment, then with them again (a cancelled one keeps none): give them a
-            # few seconds to come back.
-            return None
-        return job
+        nodes = client.ended_job_nodes(job)
+        if not nodes and job.is_terminal and job.state != "CANCELLED" and job.start_time is not None:
+            return None  # it ran, and slurmdbd has not recorded where yet
+        return replace(job, nodes=nodes)
 
-    return wait_for(probe, timeout=timeout, what=f"job {job_id} to reach {sorted(states)}")
+    return wait_for(probe, timeout=timeout, what=f"job {job_id} to reach {sorted(states)} with its nodes")
 
 
 def read_output(job: Job) -> str:

@@ -144,6 +144,25 @@ class SlurmRestClient:
             raise SlurmNotFound(f"job {job_id} is not known to slurmctld", error_number=_INVALID_JOB_ID)
         return jobs[0]
 
+    def ended_job_nodes(self, job: Job) -> str:
+        """Where `job` (as slurmctld last reported it) ran, once it has ended.
+
+        slurmctld reports a job that has just run to its end without its nodes for a moment
+        (seen on 24.11 for COMPLETED and FAILED jobs, and on 26.05 for a job whose run took a
+        few seconds), then with them again; a cancelled job may keep none. slurmdbd recorded
+        the nodes when the run started, so its record answers for both generations. "" for a
+        job that never ran, or that slurmdbd has not heard of yet."""
+        if job.nodes or not job.is_terminal or job.start_time is None:
+            return job.nodes
+        path = self.adapter.slurmdb_path(f"job/{int(job.job_id)}")
+        try:
+            runs = [run for run in self.adapter.decode_accounting(self._request("GET", path)) if run.ran_on]
+        except SlurmNotFound:
+            return ""
+        # A requeued job has a record per run: the one that started when this run did.
+        this_run = [run for run in runs if run.start_time == job.start_time]
+        return (this_run or runs)[-1].ran_on if runs else ""
+
     def find_job_by_comment(self, comment: str) -> Job | None:
         """This client's user's job that slurmctld still holds with this exact comment, if
         any (another user could copy a comment). Reads the full job list (seconds at

@@ -204,7 +204,7 @@ def _reset_flow(reset, gpu_reset, slurm):
     reset.refresh_from_db()
     assert reset.step == "done"
     assert "nvidia-smi is not available on gpu-h100-01" in reset.result
-    assert slurm.get_job(reset.job.slurm_job_id).nodes == "gpu-h100-01"
+    assert slurm.ended_job_nodes(slurm.get_job(reset.job.slurm_job_id)) == "gpu-h100-01"
     assert not [r for r in slurm.list_reservations() if r.name == reset.reservation]
     entries = AuditLog.objects.filter(action__startswith="gpu_reset").order_by("created_at", "id")
     actions = list(entries.values_list("action", flat=True))

@@ -87,3 +87,68 @@ def test_many_requests_on_one_keep_alive_connection_through_daphne(alice):
                 session.get(f"{base_url}/api/v1/jobs/", headers={"Authorization": f"Bearer {key}"}).status_code
             )
     assert statuses == [200, 200, 200] * 15
+
+
+def _wsgi_app_with_a_gate(gate, entered):
+    """A WSGI app whose /slow requests wait on `gate` (a hanging slurmrestd call, a hash)."""
+
+    def app(environ, start_response):
+        if environ["PATH_INFO"] == "/slow":
+            entered.release()
+            gate.wait(10)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [environ["PATH_INFO"].encode()]
+
+    return app
+
+
+async def _get(app, path):
+    communicator = HttpCommunicator(app, "GET", path)
+    response = await communicator.get_response(timeout=10)
+    return response["body"].decode()
+
+
+def test_a_slow_request_holds_its_own_thread_and_no_other_request():
+    import asyncio
+    import threading
+
+    from gpupool.asgi_http import DjangoHttp
+
+    gate, entered = threading.Event(), threading.Semaphore(0)
+    app = DjangoHttp(_wsgi_app_with_a_gate(gate, entered), threads=4)
+
+    async def scenario():
+        slow = [asyncio.ensure_future(_get(app, "/slow")) for _ in range(3)]
+        for _ in range(3):  # all three are inside the view at once, each in its own thread
+            await asyncio.get_running_loop().run_in_executor(None, entered.acquire, True, 5)
+        fast = await asyncio.wait_for(_get(app, "/fast"), 5)
+        assert not any(task.done() for task in slow)
+        gate.set()
+        return fast, await asyncio.gather(*slow)
+
+    fast, slow = async_to_sync(scenario)()
+    assert fast == "/fast" and slow == ["/slow"] * 3
+
+
+def test_requests_beyond_the_thread_bound_wait_for_a_free_thread():
+    import asyncio
+    import threading
+
+    from gpupool.asgi_http import DjangoHttp
+
+    gate, entered = threading.Event(), threading.Semaphore(0)
+    app = DjangoHttp(_wsgi_app_with_a_gate(gate, entered), threads=2)
+
+    async def scenario():
+        slow = [asyncio.ensure_future(_get(app, "/slow")) for _ in range(2)]
+        for _ in range(2):
+            await asyncio.get_running_loop().run_in_executor(None, entered.acquire, True, 5)
+        waiting = asyncio.ensure_future(_get(app, "/fast"))
+        await asyncio.sleep(0.3)
+        assert not waiting.done(), "a third request ran beside two busy threads of a bound of two"
+        gate.set()
+        return await asyncio.wait_for(waiting, 5), await asyncio.gather(*slow)
+
+    fast, slow = async_to_sync(scenario)()
+    assert fast == "/fast" and slow == ["/slow"] * 2
+    assert app.lanes._created == 2

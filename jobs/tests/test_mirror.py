@@ -13,7 +13,14 @@ from jobs.events import user_group
 from jobs.mirror import WATCHED_FIELDS, apply_slurm_job, mirror_jobs, record_missing_accounting
 from jobs.models import Job
 from jobs.tasks import run_sync
-from testing.slurm import remove_cluster_user, submission, submit_held, unique_cluster_name, wait_for
+from testing.slurm import (
+    remove_cluster_user,
+    submission,
+    submit_held,
+    unique_cluster_name,
+    wait_for,
+    wait_for_state,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # Each test that needs the dev cluster says so (`slurm`); the others run without it.
@@ -55,6 +62,29 @@ def test_mirror_follows_a_job_to_completion_and_records_accounting(provisioned_a
     before = Job.objects.filter(pk=job.pk).values(*WATCHED_FIELDS, "updated_at").get()
     mirror_jobs(rest_client())
     assert Job.objects.filter(pk=job.pk).values(*WATCHED_FIELDS, "updated_at").get() == before
+
+
+@pytest.mark.slurm
+def test_an_ended_job_first_seen_without_its_nodes_gets_them_from_slurmdbd(provisioned_alice):
+    """slurmctld may list a job that has just ended without its nodes (both generations); a
+    row the mirror first writes in that moment learns them from slurmdbd's record."""
+    from dataclasses import replace
+
+    client = rest_client(provisioned_alice.cluster_username)
+    job_id = client.submit_job(submission("true", tres_per_node="gres/gpu:rtx4090:1", name="nodeless"))
+    ended = wait_for_state(client, job_id, {"COMPLETED"})
+    assert ended.nodes.startswith("gpu-4090-")
+    as_listed = replace(ended, nodes="", gpu_allocation={})
+    assert client.ended_job_nodes(as_listed) == ended.nodes  # slurmdbd says where it ran
+    assert apply_slurm_job(as_listed)
+    assert Job.objects.get(slurm_job_id=job_id).nodes == ""
+
+    def recorded():
+        record_missing_accounting(rest_client())
+        return Job.objects.filter(slurm_job_id=job_id, elapsed_seconds__isnull=False).first()
+
+    row = wait_for(recorded, timeout=60, what="slurmdbd's record of the job")
+    assert row.nodes == ended.nodes
 
 
 @pytest.mark.slurm
