@@ -149,6 +149,11 @@ ACCOUNT_LOGIN_METHODS = {"username", "email"}
 ACCOUNT_SIGNUP_FIELDS = ["email*", "username*", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = env_str("ACCOUNT_EMAIL_VERIFICATION", "optional")
 ACCOUNT_SIGNUP_REDIRECT_URL = "/"
+ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
+# Failed sign-ins: per client address a minute, and 5 in 5 minutes per login name from one
+# address (accounts/adapter.py: why not per name alone). Password resets clear the second.
+SIGN_IN_FAILURES_PER_MINUTE = env_int("SIGN_IN_FAILURES_PER_MINUTE", 10, minimum=1)
+ACCOUNT_RATE_LIMITS = {"login_failed": f"{SIGN_IN_FAILURES_PER_MINUTE}/m/ip,5/300s/key"}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")

@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from accounts import api as accounts_api
 from jobs.api.schema import schema_view
@@ -13,6 +14,9 @@ urlpatterns = [
     path("accounts/", include("allauth.urls")),
     path("settings/", include("accounts.urls")),
     path("", include("credits.urls")),
+    # The Django admin signs in through the portal's own sign-in and its limits (accounts/adapter.py),
+    # never through a form of its own with none.
+    path("django-admin/login/", RedirectView.as_view(url="/accounts/login/", query_string=True)),
     path("django-admin/", admin.site.urls),
     path("api/v1/telemetry/ingest", telemetry_views.ingest, name="telemetry-ingest"),
     path("api/v1/plan", accounts_api.plan_view, name="api-plan"),

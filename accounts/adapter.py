@@ -1,0 +1,21 @@
+"""django-allauth's account adapter, with the portal's sign-in limits.
+
+allauth counts failed sign-ins per address and per login name ("5 in 5 minutes for this
+name"), so anyone who knows an admin's name could lock that admin out from anywhere. Here the
+per-name count is kept per name *and* address: an abuser spends their own attempts on their
+own address, and the owner signs in from theirs. Guessing one account from many addresses
+still meets the per-address limit at each of them (SIGN_IN_FAILURES_PER_MINUTE)."""
+
+from allauth.account.adapter import DefaultAccountAdapter
+
+from gpupool.ratelimit import client_ip
+
+
+class AccountAdapter(DefaultAccountAdapter):
+    def get_client_ip(self, request) -> str:
+        # The same address the portal's own limits use (behind TRUSTED_PROXY_COUNT proxies).
+        return client_ip(request)
+
+    def _get_login_attempts_cache_key(self, request, **credentials) -> str:
+        # allauth's key for the per-name count ("<site>:<login>"), narrowed to this address.
+        return f"{super()._get_login_attempts_cache_key(request, **credentials)}:{client_ip(request)}"
