@@ -139,6 +139,15 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Django's hashers, PBKDF2 first through a gate (accounts/hashers.py: why).
+PASSWORD_HASHERS = [
+    "accounts.hashers.GatedPBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+]
+PASSWORD_HASHES_AT_ONCE = env_int("PASSWORD_HASHES_AT_ONCE", 1, minimum=1)
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
     "allauth.account.auth_backends.AuthenticationBackend",
@@ -150,10 +159,15 @@ ACCOUNT_SIGNUP_FIELDS = ["email*", "username*", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = env_str("ACCOUNT_EMAIL_VERIFICATION", "optional")
 ACCOUNT_SIGNUP_REDIRECT_URL = "/"
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
-# Failed sign-ins: per client address a minute, and 5 in 5 minutes per login name from one
-# address (accounts/adapter.py: why not per name alone). Password resets clear the second.
+# Sign-in attempts per client address a minute; failed ones per address a minute, and 5 in 5
+# minutes per login name from one address (accounts/adapter.py: why not per name alone).
+# Password resets clear the last.
+SIGN_IN_ATTEMPTS_PER_MINUTE = env_int("SIGN_IN_ATTEMPTS_PER_MINUTE", 30, minimum=1)
 SIGN_IN_FAILURES_PER_MINUTE = env_int("SIGN_IN_FAILURES_PER_MINUTE", 10, minimum=1)
-ACCOUNT_RATE_LIMITS = {"login_failed": f"{SIGN_IN_FAILURES_PER_MINUTE}/m/ip,5/300s/key"}
+ACCOUNT_RATE_LIMITS = {
+    "login": f"{SIGN_IN_ATTEMPTS_PER_MINUTE}/m/ip",
+    "login_failed": f"{SIGN_IN_FAILURES_PER_MINUTE}/m/ip,5/300s/key",
+}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
