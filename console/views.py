@@ -14,6 +14,7 @@ from accounts.models import Role
 from cluster.models import Node, SyncRun
 from console.access import role_required
 from jobs.models import Job
+from plans.catalog import plan_for
 
 
 def gpu_availability(nodes) -> list[dict]:
@@ -38,6 +39,7 @@ def home(request):
         "recent_jobs": Job.objects.filter(owner=request.user).order_by("-created_at")[:10],
         "sync_runs": {run.name: run for run in SyncRun.objects.all()},
         "profile": request.user.profile,
+        "plan": plan_for(request.user),
     }
     return render(request, "console/home.html", context)
 

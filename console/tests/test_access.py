@@ -75,3 +75,13 @@ def test_job_pages_show_only_the_owners_jobs(client, alice, bob):
     client.force_login(alice)
     assert client.get(reverse("jobs:detail", args=[job.pk])).status_code == 200
     assert [j["slurm_job_id"] for j in client.get(reverse("jobs:status")).json()["jobs"]] == [4242]
+
+
+def test_the_dashboard_names_the_plan_and_says_when_it_is_paused(client, alice):
+    from conftest import subscribe
+
+    client.force_login(alice)
+    page = client.get("/").content.decode()
+    assert '<strong>Pro</strong>' in page and "paused" not in page
+    subscribe(alice, "pro", "paused")
+    assert "paused: new jobs are refused" in client.get("/").content.decode()
