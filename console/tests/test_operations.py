@@ -337,7 +337,7 @@ def test_the_admin_sees_utilisation_and_waits_of_the_last_7_days(client, admin_u
     assert summary["jobs"] == 1 and summary["average_wait"] == "10 min 00 s"
     assert summary["allocated_gpu_hours"] == 1.0
     # The article's three configs, computed by the formula, with their inputs.
-    assert "2.77" in body and "1.97" in body and "1.41" in body and "$120000" in body
+    assert "2.77" in body and "1.97" in body and "1.41" in body and "$120,000.00" in body
 
 
 @pytest.mark.django_db
@@ -425,7 +425,7 @@ def test_the_roi_form_computes_from_its_inputs(client, admin_user, accounting):
     assert response.status_code == 200
     assert response.context["roi_result"].roi == Decimal("3.94")
     body = response.content.decode()
-    assert "data-roi-result" in body and "$7880" in body and "ROI over 24 months" in body
+    assert "data-roi-result" in body and "$7,880.00" in body and "ROI over 24 months" in body
 
 
 @pytest.mark.django_db

@@ -63,7 +63,26 @@
     elapsed.textContent = (h ? h + " h " : "") + (h || m ? m + " min " : "") + s + " s";
   }
 
+  // A running job's cost so far follows the clock, not only its state changes: while the page
+  // shows one, the server's estimate (the summary's cost section) is read again every COST_MS.
+  const COST_MS = 5000;
+  async function refreshCost() {
+    const shown = document.querySelector("[data-job-cost] [data-field=cost_so_far]");
+    const summary = document.querySelector("[data-job-summary]");
+    if (!shown || !summary) return;
+    try {
+      const response = await fetch(summary.dataset.jobSummary, {credentials: "same-origin"});
+      if (!response.ok) return;
+      const holder = document.createElement("div");
+      holder.innerHTML = await response.text();
+      const fresh = holder.querySelector("[data-job-cost]");
+      const current = document.querySelector("[data-job-cost]");
+      if (fresh && current) current.replaceWith(fresh);
+    } catch (e) { /* offline: the next tick tries again */ }
+  }
+
   timer = setInterval(refresh, 3000);
   setInterval(tick, 1000);
+  setInterval(refreshCost, COST_MS);
   tick();
 })();

@@ -1,0 +1,33 @@
+"""`|usd`, the one way pages print money (gpupool/templatetags/money.py)."""
+
+from decimal import Decimal
+
+import pytest
+from django.template import Context, Template
+
+from gpupool.templatetags.money import usd
+
+
+@pytest.mark.parametrize(
+    "amount, shown",
+    [
+        (Decimal("299"), "$299.00"),  # SQLite hands back a whole price without its cents
+        (Decimal("299.00"), "$299.00"),
+        (Decimal("2.7"), "$2.70"),
+        (Decimal("0.864"), "$0.864"),  # exact: never rounded for display
+        (Decimal("0.0025"), "$0.0025"),
+        (Decimal("12000"), "$12,000.00"),
+        (Decimal("-5"), "-$5.00"),
+        (Decimal("1E+3"), "$1,000.00"),
+        ("8.564", "$8.564"),  # the API's text form
+        (0, "$0.00"),
+        (None, "—"),
+        ("", "—"),
+    ],
+)
+def test_amounts(amount, shown):
+    assert usd(amount) == shown
+
+
+def test_every_template_has_it_without_a_load():
+    assert Template("{{ fee|usd }} a month").render(Context({"fee": Decimal("299")})) == "$299.00 a month"

@@ -1,0 +1,51 @@
+"""A running job's "Cost so far" follows the clock on the open page, with no reload (Chromium
+at phone width, the real portal and cluster)."""
+
+import re
+from decimal import Decimal
+
+import pytest
+
+from testing.browser import chromium_page, log_in
+from testing.servers import portal_stack
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
+
+pytestmark = [pytest.mark.browser, pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+
+
+def test_the_cost_so_far_ticks_while_the_job_runs(alice, provision):
+    provision(alice)  # Pro: no included RTX 4090 hours, so every second is billable
+    with (
+        chromium_page(playwright_api, width=390, height=844) as page,
+        portal_stack(worker=True, beat=True) as base_url,
+    ):
+        log_in(page, base_url, "alice", "pw-alice")
+        page.goto(f"{base_url}/jobs/new/")
+        page.fill("#id_name", "ticking")
+        page.fill("#id_image", "nvcr.io/nvidia/pytorch:24.05-py3")
+        page.select_option("#id_gpu_type", "rtx4090")
+        page.fill("#id_gpu_count", "1")
+        page.fill("#id_command", "sleep 60")
+        page.fill("#id_time_limit_minutes", "5")
+        page.click("[data-submit]")
+        page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
+        page.evaluate("window.__marker = 'no reload'")
+        expect(page.locator("dl.facts [data-field=state]")).to_have_text("RUNNING", timeout=60000)
+
+        cost = page.locator("[data-field=cost_so_far]")
+        expect(cost).to_contain_text("$", timeout=15000)
+        first = cost.inner_text()
+        # Two later readings, each above the one before: the estimate follows the clock.
+        expect(cost).not_to_have_text(first, timeout=15000)
+        second = cost.inner_text()
+        expect(cost).not_to_have_text(second, timeout=15000)
+        third = cost.inner_text()
+
+        def dollars(text):
+            return Decimal(re.search(r"\$([\d,.]+)", text).group(1).replace(",", ""))
+
+        assert dollars(first) < dollars(second) < dollars(third), (first, second, third)
+        assert page.evaluate("window.__marker") == "no reload"
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
