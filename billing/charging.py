@@ -6,8 +6,9 @@ draft of the month the run ended in (billing.drafts.open_draft: a month already 
 it to the next open month), then the record, and sets the plan, the rate card, the prices,
 the split and the amounts once.
 
-Prices: the user's plan now (plans.catalog.plan_for) and the list rate card in force at the
-run's start with the plan's own per-second GPU prices laid over it (Enterprise:
+Prices: the plan the user held when the run started (plans.catalog.plan_held_at: a plan
+changed while the run ran never makes it cheaper) and the list rate card in force at the
+run's start with that plan's own per-second GPU prices laid over it (Enterprise:
 billing.rates.rates_for_plan).
 
 What covers a run, in this order (its "GPU-seconds to cover": whole GPUs x seconds):
@@ -51,7 +52,7 @@ from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates, divide
 from billing.rates import LIST_CARD, NoRateCard, snapshot
 from credits import ledger
 from credits.weights import NoBurnWeight
-from plans.catalog import PlanSnapshot, plan_for
+from plans.catalog import PlanSnapshot, plan_held_at, subscription_history
 
 log = logging.getLogger(__name__)
 ZERO = Decimal(0)
@@ -111,19 +112,20 @@ def _share(amount_times_whole: Decimal, part: int, whole: int) -> Decimal:
 
 
 class PriceBook:
-    """Users' plans and the list rate cards, read once for many charges (a metering pass):
-    the same answers as plans.catalog.plan_for and billing.rates.rates_for_plan, without
-    their queries for every record. A plan or card changed during a pass applies from the
-    next pass; a new book per pass."""
+    """Users' plan histories and the list rate cards, read once for many charges (a metering
+    pass): the same answers as plans.catalog.plan_held_at and billing.rates.rates_for_plan,
+    without their queries for every record. A plan or card changed during a pass applies from
+    the next pass; a new book per pass."""
 
     def __init__(self):
-        self._plans: dict[int, PlanSnapshot] = {}
+        self._histories: dict[int, list] = {}
         self._cards: list[tuple[RateCard, Rates]] | None = None
 
-    def plan(self, user) -> PlanSnapshot:
-        if user.pk not in self._plans:
-            self._plans[user.pk] = plan_for(user)
-        return self._plans[user.pk]
+    def plan(self, user, moment) -> PlanSnapshot:
+        """The plan `user` held at `moment` (a run's start)."""
+        if user.pk not in self._histories:
+            self._histories[user.pk] = subscription_history(user.pk)
+        return plan_held_at(user.pk, moment, self._histories[user.pk])
 
     def rates(self, plan: PlanSnapshot, moment) -> tuple[Rates, RateCard]:
         """The list card in force at `moment` with the plan's own GPU prices laid over it."""
@@ -150,7 +152,7 @@ def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
         record = UsageRecord.objects.select_for_update(of=("self",)).select_related("user", "job").get(pk=record_id)
         if record.invoice_id is not None:
             return False
-        plan = prices.plan(record.user)
+        plan = prices.plan(record.user, record.run_start)
         try:
             rates, card = prices.rates(plan, record.run_start)
             shard_run = record.gpu_count == 0 and record.shards > 0

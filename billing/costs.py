@@ -27,7 +27,7 @@ applies to a metered run (billing/charging.py), as far as they can be known befo
 Amounts are exact `Decimal` (pricing rule 2); a share of a line is carried to 12 places half-up
 like the pricing core's one division. Queries: a fixed number for any number of jobs (one for
 their records, one for the month's included hours, two for the list cards, and per distinct
-owner their plan).
+owner their plan history).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from cluster.gres import parse_gres
 from gpupool.gpu_types import gpu_types_from_mapping
 from jobs.costs import CostDetail, JobCost
 from jobs.models import Job, JobState
-from plans.catalog import PlanSnapshot, plan_for
+from plans.catalog import PlanSnapshot, plan_held_at, subscription_history
 
 ZERO = Decimal(0)
 ESTIMATE_NOTE = (
@@ -194,7 +194,7 @@ class _Estimator:
     def __init__(self, owners: set[int], now: datetime):
         self.now = now
         self.period = month_of(now)
-        self.plans: dict[int, PlanSnapshot] = {}
+        self.histories: dict[int, list] = {}
         self.included_used = included_seconds_used(owners, self.period) if owners else {}
         self.gpu_types = gpu_types_from_mapping(settings.GPU_TYPES)
         # Every list card in force by now, newest first (two queries): each run is priced at
@@ -206,9 +206,10 @@ class _Estimator:
         )
 
     def _plan(self, job: Job) -> PlanSnapshot:
-        if job.owner_id not in self.plans:
-            self.plans[job.owner_id] = plan_for(job.owner)
-        return self.plans[job.owner_id]
+        """The plan held when the run started: the one charging will price it by."""
+        if job.owner_id not in self.histories:
+            self.histories[job.owner_id] = subscription_history(job.owner_id)
+        return plan_held_at(job.owner_id, job.start_time, self.histories[job.owner_id])
 
     def _rates(self, plan: PlanSnapshot, start: datetime) -> Rates | None:
         card = next((card for card in self.cards if card.effective_from <= start), None)

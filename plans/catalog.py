@@ -86,6 +86,37 @@ def plan_for(user) -> PlanSnapshot:
     return snapshot(default_plan())
 
 
+def subscription_history(user_id: int) -> list[Subscription]:
+    """Every subscription the user held, oldest first, with its plan's GPU terms (two queries)."""
+    return list(
+        Subscription.objects.filter(user_id=user_id)
+        .select_related("plan")
+        .prefetch_related("plan__gpu_types")
+        .order_by("started_at", "id")
+    )
+
+
+def held_at(history: list[Subscription], moment) -> Subscription | None:
+    """The subscription of `history` (oldest first) held at `moment`: started at or before it
+    and not ended by then. A moment before the whole history (a run older than the account's
+    plan rows: an account made before plans, usage imported later) takes the newest row, as
+    pricing did before plans had a history; None without any history."""
+    held = [row for row in history if row.started_at <= moment and (row.ended_at is None or row.ended_at > moment)]
+    if held:
+        return held[-1]
+    return history[-1] if history and moment < history[0].started_at else None
+
+
+def plan_held_at(user_id: int, moment, history: list[Subscription] | None = None) -> PlanSnapshot:
+    """The plan the user held at `moment`: what a run that started then is priced by, so a
+    plan changed while it ran (Enterprise to Free, say) never makes it cheaper. Without any
+    subscription, the default plan (as `plan_for`)."""
+    row = held_at(history if history is not None else subscription_history(user_id), moment)
+    if row is None:
+        return snapshot(default_plan())
+    return snapshot(row.plan, row.status)
+
+
 def monthly_price_for(code: str, period) -> Decimal:
     """The plan's fee for the billing month starting `period` (PlanPrice: a change is billed
     from the month after it was made)."""

@@ -10,6 +10,7 @@ from decimal import Decimal
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from billing import charging
 from billing.charging import charge
@@ -243,3 +244,24 @@ def test_the_price_book_gives_rates_for_plans_answer_and_a_price_change_applies_
     after = charged(usage(alice, end=later + timedelta(hours=2), seconds=3600))
     assert (before.gpu_price, before.rate_card.effective_from < later) == (Decimal("0.0015"), True)
     assert (after.gpu_price, after.rate_card.effective_from) == (Decimal("0.0020"), later)
+
+
+def test_a_run_is_priced_by_the_plan_held_when_it_started_not_by_a_later_switch(alice, bob):
+    """Enterprise, 2 x H100, switched to Free while it ran: still billed at Enterprise's H100
+    price (it used to be metered at $0 as a Free run). Bob, who did not switch, pays the same."""
+    from plans import subscriptions
+    from plans.models import Plan
+
+    start = timezone.now() + timedelta(minutes=1)
+    for person in (alice, bob):
+        subscriptions.change(person, Plan.objects.get(code="enterprise"), at=start)
+    subscriptions.change(alice, Plan.objects.get(code="free"), at=start + timedelta(minutes=2))
+
+    def run(user):
+        end = start + timedelta(minutes=5)
+        return charged(usage(user, end=end, seconds=240, gpu_type="h100", gpus=2))
+
+    switched, stayed = run(alice), run(bob)
+    assert stayed.plan == "enterprise" and stayed.amount_gpu == Decimal("0.004") * 480
+    assert switched.plan == "enterprise"
+    assert switched.amount == stayed.amount > 0
