@@ -66,9 +66,11 @@ class PlanChoiceSerializer(serializers.Serializer):
     operation_id="plan_change",
     summary="Switch to another offered plan, or pause / resume a plan with a monthly fee",
     description=(
-        "Fees are by day: each day is billed to the subscription holding it at midnight (billing time "
-        "zone), so a change is billed from the next day. A paused plan is not charged for its paused "
-        "days and refuses new jobs. Answers the plan as `GET` shows it after the change."
+        "Fees are by day: each day is billed to every subscription that held any moment of it (billing "
+        "time zone), so a change is billed from the day it is made. A paused plan is not charged for "
+        "days it was paused all day, and refuses new jobs. At most PLAN_CHANGES_PER_DAY changes (3 by "
+        "default) in any 24 hours; a further one is refused (409) with the time the next is possible. "
+        "Answers the plan as `GET` shows it after the change."
     ),
     request=PlanChoiceSerializer,
     responses={200: PlanStandingSerializer, **error_responses(ERROR_DESCRIPTIONS, 400, 401, 403, 404, 409, 413, 415)},

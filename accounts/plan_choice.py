@@ -3,9 +3,12 @@
 (`/settings/plan/`) and the API (`/api/v1/plan`) both go through here; the write is
 `accounts.lifecycle.change_plan` (history row, audit entry, Slurm limits on commit).
 
-Fees are by day: each day is billed to the subscription that holds it at 00:00 in the billing
-zone (billing.invoicing), so a change today takes effect on the invoice from tomorrow. A paused
-plan is not charged for its paused days, and its new jobs are refused (jobs.actions).
+Fees are by day: each day is billed to every subscription that held any moment of it in the
+billing zone (billing.invoicing), so a change today is billed from today (both plans pay the
+day of a switch). A paused plan is not charged for the days it was paused all day, and its new
+jobs are refused (jobs.actions). A user makes at most PLAN_CHANGES_PER_DAY changes in any 24
+hours (each one rewrites Slurm limits and opens a fee line); a further one is refused with the
+time the next is possible.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.utils import timezone
 
 from accounts import lifecycle
@@ -128,6 +133,30 @@ def choose(user, action: str, plan_code: str = "") -> Subscription:
     """Apply the user's choice; PlanChoiceError (nothing written) when it is not allowed."""
     if action not in ACTIONS:
         raise PlanChoiceError("action", f"Choose one of {', '.join(ACTIONS)}.")
+    with transaction.atomic():
+        # The user's row lock serialises one user's changes, so five at once count as five (the
+        # current subscription row would not do: it is replaced by the change it guards).
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        _check_change_allowance(user)
+        return _choose(user, action, plan_code)
+
+
+def _check_change_allowance(user) -> None:
+    limit = settings.PLAN_CHANGES_PER_DAY
+    now = timezone.now()
+    rows = Subscription.objects.filter(user=user).order_by("started_at", "id").values_list("started_at", flat=True)
+    changes = [started for started in list(rows)[1:] if started > now - timedelta(days=1)]  # the first row is sign-up
+    if len(changes) >= limit:
+        next_possible = changes[-limit] + timedelta(days=1)
+        raise PlanChoiceError(
+            "action",
+            f"You have changed your plan {len(changes)} times in the last 24 hours, the most allowed; "
+            f"the next change is possible from {next_possible.astimezone(billing_zone()):%-d %B %Y %H:%M %Z}.",
+            409,
+        )
+
+
+def _choose(user, action: str, plan_code: str) -> Subscription:
     current = plan_for(user)
     if action == "switch":
         if not plan_code:
@@ -157,5 +186,6 @@ def _change(user, code: str, status: str, reason: str) -> Subscription:
 
 
 def takes_effect() -> date:
-    """The first day billed under a change made now (billing counts a day at its 00:00)."""
-    return (timezone.now().astimezone(billing_zone()) + timedelta(days=1)).date()
+    """The first day billed under a change made now: today (a day is billed to every plan that
+    held any moment of it)."""
+    return timezone.now().astimezone(billing_zone()).date()

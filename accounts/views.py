@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
@@ -46,7 +47,8 @@ def plan(request):
             messages.success(
                 request,
                 f"{word} {started.plan.name}. Billed so from {plan_choice.takes_effect():%-d %B %Y} "
-                "(a day is billed to the plan that holds it at midnight).",
+                "(a day is billed to every plan held at any moment of it).",
             )
         return redirect("accounts:plan")
-    return render(request, "accounts/plan.html", {"standing": plan_choice.standing(request.user)})
+    context = {"standing": plan_choice.standing(request.user), "changes_per_day": settings.PLAN_CHANGES_PER_DAY}
+    return render(request, "accounts/plan.html", context)

@@ -4,9 +4,10 @@ A draft's lines are rebuilt from scratch (`refresh_draft`) from two sources, und
 row lock, and frozen with the totals and a number when it is issued (`issue_invoice`).
 
 **Days** (plan fees). Billing months are calendar months in the billing zone
-(`billing.drafts.billing_zone`). A day belongs to the subscription row that held it at the
-start of the day, 00:00 in the billing zone: a plan changed, paused or resumed at 14:00 takes
-effect for fees the next day; a subscription started at 10:00 on the 5th pays from the 6th.
+(`billing.drafts.billing_zone`). A day belongs to every subscription row that held any moment
+of it (00:00 to 00:00 in the billing zone): a subscription started at 10:00 on the 5th pays
+the 5th; a plan changed at 14:00 pays that day under both plans; a pause from 23:59 to 00:01
+pays both days (it used to pay neither, the day going to whoever held 00:00).
 Consecutive days held by the same plan in the same state form a *stretch*:
 - an active stretch of a plan with a monthly price is one fee line: price x days / days of the
   month (`pricing.pro_rata`); a whole month is the price itself. An upgrade or downgrade
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.db import transaction
@@ -134,33 +135,38 @@ class PlanFacts:
 
 def day_stretches(rows, period: date) -> list[Stretch]:
     """The month's stretches from subscription rows (any iterable of objects with `plan`,
-    `status`, `started_at`, `ended_at`): each day goes to the row holding its 00:00 in the
-    billing zone; days no row holds are left out."""
+    `status`, `started_at`, `ended_at`): a day belongs to every row that held any moment of it
+    (from 00:00 to the next 00:00 in the billing zone), so a plan paused from 23:59 to 00:01
+    still pays both days, and a day of a switch pays both plans. A paused day of a plan is
+    only a paused day where no active row of that plan touches it. Days no row holds are left
+    out. Stretches come in order of their first day."""
     zone = billing_zone()
-    rows = sorted(rows, key=lambda row: row.started_at)
-    stretches: list[Stretch] = []
-    current = None  # (row key, first day, last day, row)
-    for day_number in range(1, days_in_month(period.year, period.month) + 1):
+    month_days = days_in_month(period.year, period.month)
+    days_of: dict[tuple, list[date]] = defaultdict(list)
+    holders: dict[tuple, object] = {}
+    for day_number in range(1, month_days + 1):
         day = period.replace(day=day_number)
-        midnight = datetime(day.year, day.month, day.day, tzinfo=zone)
-        holder = next(
-            (
-                row
-                for row in reversed(rows)
-                if row.started_at <= midnight and (row.ended_at is None or row.ended_at > midnight)
-            ),
-            None,
-        )
-        key = None if holder is None else (holder.plan.code, holder.status)
-        if current is not None and current[0] == key:
-            current = (key, current[1], day, current[3])
-            continue
-        if current is not None and current[0] is not None:
-            stretches.append(_stretch(current))
-        current = (key, day, day, holder)
-    if current is not None and current[0] is not None:
-        stretches.append(_stretch(current))
-    return stretches
+        opens = datetime(day.year, day.month, day.day, tzinfo=zone)
+        closes = datetime.combine(day + timedelta(days=1), datetime.min.time(), tzinfo=zone)
+        touching = [row for row in rows if row.started_at < closes and (row.ended_at is None or row.ended_at > opens)]
+        active = {row.plan.code for row in touching if row.status == Subscription.Status.ACTIVE}
+        for row in sorted(touching, key=lambda row: row.started_at):
+            if row.status == Subscription.Status.PAUSED and row.plan.code in active:
+                continue
+            key = (row.plan.code, row.status)
+            if not days_of[key] or days_of[key][-1] != day:
+                days_of[key].append(day)
+            holders[key] = holders.get(key, row)
+    stretches = []
+    for key, days in days_of.items():
+        first = previous = days[0]
+        for day in [*days[1:], None]:
+            if day is not None and day == previous + timedelta(days=1):
+                previous = day
+                continue
+            stretches.append(_stretch((key, first, previous, holders[key])))
+            first = previous = day
+    return sorted(stretches, key=lambda stretch: (stretch.first_day, stretch.plan_code, stretch.status))
 
 
 def _stretch(current) -> Stretch:

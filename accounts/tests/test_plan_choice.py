@@ -1,12 +1,13 @@
 """A user's own plan (/settings/plan/, /api/v1/plan): switch to an offered plan, pause and resume
 a plan with a fee; every refusal says why and writes nothing; nobody acts on another's plan."""
 
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
 import time_machine
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.models import AuditLog
@@ -44,7 +45,8 @@ def test_the_page_shows_ones_plan_and_the_offered_plans_with_their_terms(alice):
     assert Client().get(URL).status_code == 302  # signed out: to the log-in page
 
 
-def test_switching_pausing_and_resuming_on_the_page(alice, bob):
+def test_switching_pausing_and_resuming_on_the_page(alice, bob, settings):
+    settings.PLAN_CHANGES_PER_DAY = 10  # this test makes more changes than a day allows
     client = _client(alice)
     response = client.post(URL, {"action": "pause"}, follow=True)
     assert "Paused: Pro" in response.content.decode()
@@ -95,16 +97,17 @@ def test_a_plan_without_a_fee_cannot_be_paused_and_an_unoffered_plan_cannot_be_c
     assert plan_for(alice).code == "free"
 
 
-def test_a_switch_mid_month_is_billed_by_day_from_the_next_day(alice):
+def test_a_switch_mid_month_is_billed_by_day_from_that_day(alice):
     subscribe(alice, "free")
+    Subscription.objects.filter(user=alice).exclude(ended_at__isnull=True).delete()
     Subscription.objects.filter(user=alice).update(started_at=at(2026, 2, 1))
     with time_machine.travel(at(2026, 3, 17, 15)):
         _client(alice).post(URL, {"action": "switch", "plan": "pro"})
     invoice = Invoice.objects.create(user=alice, period=date(2026, 3, 1))
     invoicing.refresh_draft(invoice.pk)
     (fee,) = InvoiceLine.objects.filter(invoice=invoice, kind=InvoiceLine.Kind.PLAN_FEE)
-    # The 17th began on Free: Pro holds the 18th to the 31st, 14 of 31 days of $299.
-    assert fee.amount == Decimal("135.03") and "18–31 Mar 2026 (14 of 31 days)" in fee.description
+    # Pro held part of the 17th: it pays the 17th to the 31st, 15 of 31 days of $299.
+    assert fee.amount == Decimal("144.68") and "17–31 Mar 2026 (15 of 31 days)" in fee.description
 
 
 def test_the_api_shows_and_changes_ones_plan(alice, bob, api_client_for):
@@ -157,3 +160,42 @@ def test_an_admin_changes_a_users_plan_with_a_reason_in_the_admin(admin_user, al
     assert (entry.actor, entry.reason) == (admin_user, "signed the enterprise contract")
     # A user's own plan page is theirs: alice sees hers, and nothing of another's.
     assert 'data-current-plan="enterprise"' in _client(alice).get(URL).content.decode()
+
+
+def test_plan_changes_are_limited_to_three_a_day_and_the_refusal_says_when(alice, settings):
+    assert settings.PLAN_CHANGES_PER_DAY == 3
+    client = _client(alice)
+    for action in ("pause", "resume", "pause"):
+        assert client.post(URL, {"action": action}).status_code == 302
+    rows = Subscription.objects.filter(user=alice).count()
+    refused = client.post(URL, {"action": "resume"}, follow=True).content.decode()
+    assert "3 times in the last 24 hours" in refused and "the next change is possible from" in refused
+    assert Subscription.objects.filter(user=alice).count() == rows  # nothing written
+    with time_machine.travel(timezone.now() + timedelta(days=1, minutes=1)):
+        assert _client(alice).post(URL, {"action": "resume"}).status_code == 302
+
+
+@pytest.mark.django_db(transaction=True)
+def test_five_changes_at_once_are_counted_as_five(alice):
+    """Concurrent changes (the attack sent five in one second) meet the same allowance."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    from accounts import plan_choice
+
+    def attempt(action):
+        try:
+            plan_choice.choose(alice, action)
+            return "ok"
+        except plan_choice.PlanChoiceError as refusal:
+            return refusal.status
+        finally:
+            connection.close()
+
+    Subscription.objects.filter(user=alice).exclude(ended_at__isnull=True).delete()  # no change made today
+    with ThreadPoolExecutor(5) as pool:
+        outcomes = list(pool.map(attempt, ["pause", "resume", "pause", "resume", "pause"]))
+    # Three changes at most, whatever order the five ran in (a repeated pause is refused too).
+    changes = Subscription.objects.filter(user=alice).count() - 1
+    assert changes <= 3 and outcomes.count("ok") == changes

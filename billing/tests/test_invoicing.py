@@ -37,8 +37,8 @@ def test_a_whole_month_of_pro_is_the_price(alice):
 
 
 def test_a_paused_stretch_is_not_charged_and_each_stretch_is_pro_rata(alice):
-    # Paused at 14:00 on the 10th: the 10th was active at 00:00, so charged. Resumed at 09:00
-    # on the 20th: the 20th was paused at 00:00, so not charged.
+    # Paused at 14:00 on the 10th and resumed at 09:00 on the 20th: both days were active for a
+    # while, so both are charged; the 11th to the 19th were paused all day.
     subscription_history(
         alice,
         ("pro", "active", at(2026, 2, 1)),
@@ -47,11 +47,25 @@ def test_a_paused_stretch_is_not_charged_and_each_stretch_is_pro_rata(alice):
     )
     invoice = draft_of(alice)
     fees = lines(invoice, Kind.PLAN_FEE)
-    assert [fee.amount for fee in fees] == [Decimal("96.45"), Decimal("106.10")]  # 299 x 10/31, 299 x 11/31
+    assert [fee.amount for fee in fees] == [Decimal("96.45"), Decimal("115.74")]  # 299 x 10/31, 299 x 12/31
     assert "1–10 Mar 2026 (10 of 31 days)" in fees[0].description
+    assert "20–31 Mar 2026 (12 of 31 days)" in fees[1].description
     (paused,) = lines(invoice, Kind.NOTE)
-    assert paused.amount == 0 and paused.quantity == 10 and "not charged" in paused.description
-    assert invoice.total == Decimal("202.55")
+    assert paused.amount == 0 and paused.quantity == 9 and "not charged" in paused.description
+    assert invoice.total == Decimal("212.19")
+
+
+def test_pausing_over_midnight_every_night_still_pays_every_day(alice):
+    """Paused 23:59 to 00:01 each night: every day had an active moment, so the whole month
+    is the price (the day used to go to the row holding 00:00: the paused one)."""
+    rows = [("pro", "active", at(2026, 2, 1))]
+    for day in range(1, 31):
+        rows += [("pro", "paused", at(2026, 3, day, 23, 59)), ("pro", "active", at(2026, 3, day + 1, 0, 1))]
+    subscription_history(alice, *rows)
+    invoice = draft_of(alice)
+    assert [fee.amount for fee in lines(invoice, Kind.PLAN_FEE)] == [Decimal("299.00")]
+    assert lines(invoice, Kind.NOTE) == []
+    assert invoice.total == Decimal("299.00")
 
 
 def test_a_plan_change_mid_month_gives_one_fee_line_per_plan(alice):
@@ -60,10 +74,10 @@ def test_a_plan_change_mid_month_gives_one_fee_line_per_plan(alice):
     invoice = draft_of(alice)
     fees = lines(invoice, Kind.PLAN_FEE)
     assert [(fee.plan, fee.amount) for fee in fees] == [
-        ("pro", Decimal("163.97")),  # the 17th began on Pro: 299 x 17/31 = 163.9677...
-        (team.code, Decimal("44.71")),  # 99 x 14/31 = 44.7096...
+        ("pro", Decimal("163.97")),  # Pro held part of the 17th: 299 x 17/31 = 163.9677...
+        (team.code, Decimal("47.90")),  # so did Team: 99 x 15/31 = 47.9032...
     ]
-    assert invoice.subtotal == invoice.total == Decimal("208.68")
+    assert invoice.subtotal == invoice.total == Decimal("211.87")
 
 
 def test_free_and_enterprise_have_no_fee_and_free_bills_nothing(alice, bob):
