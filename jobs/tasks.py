@@ -172,12 +172,18 @@ def submit_now(job: Job, profile: Profile) -> bool:
     try:
         outcome = _submit_held(job, profile, timeout=settings.SUBMIT_INLINE_TIMEOUT_SECONDS, inline=True)
         return outcome == "submitted"
-    except (SlurmTransientError, HandOver) as exc:
+    except SlurmTransientError as exc:
         log.info("job %s: inline submission handed to a worker: %s", job_pk, exc)
+        # Said on the row at once (the page and the API show it), not only after a worker's try.
+        failure = {"error": f"{exc.public_message} Retrying shortly.", "error_detail": exc.message[:4000]}
+    except HandOver as exc:
+        log.info("job %s: inline submission handed to a worker: %s", job_pk, exc)
+        failure = {}
     except Exception:
         log.exception("job %s: inline submission failed; a worker takes it", job_pk)
+        failure = {}
     Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True).update(
-        submit_claimed_until=None
+        submit_claimed_until=None, **failure
     )
     enqueue_submission(job_pk)
     return False

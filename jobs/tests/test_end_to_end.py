@@ -76,13 +76,16 @@ def test_a_submission_waits_while_slurmrestd_is_down_and_is_submitted_exactly_on
             response = requests.post(f"{base_url}/api/v1/jobs/", json=body, headers=_bearer(alice), timeout=10)
             assert response.status_code == 201
             job_id = response.json()["id"]
+            # The inline attempt failed and said so on the row; a worker's try is (or was) next.
+            job = Job.objects.get(pk=job_id)
+            assert job.state == "SUBMITTING" and job.slurm_job_id is None
+            assert "not answering" in job.error, job.error
             job = wait_for(
-                lambda: (j := Job.objects.get(pk=job_id)).submit_attempts >= 2 and j,
+                lambda: (j := Job.objects.get(pk=job_id)).submit_attempts >= 3 and "not answering" in j.error and j,
                 timeout=60,
-                what="two failed submission attempts",
+                what="two failed attempts by a worker, each recorded on the row",
             )
             assert job.state == "SUBMITTING" and job.slurm_job_id is None
-            assert "not answering" in job.error
         finally:
             subprocess.run([str(CLUSTER_SCRIPT), "up"], check=True, capture_output=True, timeout=120)
         job = wait_for(

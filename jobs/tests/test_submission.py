@@ -178,3 +178,4 @@ def test_inline_a_slurmrestd_that_does_not_answer_hands_the_job_to_a_worker(alic
     assert job.state == "SUBMITTING" and job.slurm_job_id is None
     assert queued == [job.pk]
     assert job.submit_claimed_until is None  # the worker may claim it at once
+    assert "not answering" in job.error and "Retrying" in job.error  # said on the row at once
