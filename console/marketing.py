@@ -16,7 +16,7 @@ from accounts.models import Role
 from console import marketing_figures as figures
 from console.access import role_required
 from credits import grants
-from credits.campaigns import FIELDS, create_campaign
+from credits.campaigns import FIELDS, create_campaign, terms_errors
 from credits.models import Campaign, HeldGrant
 
 marketing_only = role_required(Role.MARKETING)
@@ -32,8 +32,8 @@ class CampaignForm(forms.ModelForm):
         }
         help_texts = {
             "code": "The link is /r/<code>",
-            "budget_gpu_seconds": "Empty: no limit",
-            "per_referrer_cap": "The most referral grants one referrer receives; empty: no cap",
+            "budget_gpu_seconds": "The credits this campaign may grant in all",
+            "per_referrer_cap": "The most referral grants one referrer receives",
         }
 
     def clean(self):
@@ -41,6 +41,9 @@ class CampaignForm(forms.ModelForm):
         start, end = cleaned.get("start"), cleaned.get("end")
         if start and end and end <= start:
             self.add_error("end", "must be after the start")
+        for name, message in terms_errors(cleaned).items():
+            if name not in self.errors:
+                self.add_error(name, message)
         return cleaned
 
 

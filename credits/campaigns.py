@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
 
 from audit.log import record
@@ -11,6 +12,26 @@ FIELDS = (
     "name", "code", "start", "end", "signup_gpu_seconds", "tutorial_gpu_seconds", "referral_gpu_seconds",
     "budget_gpu_seconds", "per_referrer_cap",
 )  # fmt: skip
+
+
+GRANT_FIELDS = ("signup_gpu_seconds", "tutorial_gpu_seconds", "referral_gpu_seconds")
+
+
+def terms_errors(values: dict) -> dict[str, str]:
+    """What is wrong with a new campaign's terms, by field ({} when nothing is). Every campaign
+    a marketer makes has a budget and a per-referrer cap, and no grant above
+    CAMPAIGN_GRANT_MAX_GPU_SECONDS: a typo cannot hand out credit without bound (the standing
+    welcome campaign, made by the code, is the one without a budget)."""
+    errors = {}
+    most = settings.CAMPAIGN_GRANT_MAX_GPU_SECONDS
+    for name in GRANT_FIELDS:
+        if values.get(name) is not None and values[name] > most:
+            errors[name] = f"at most {most:,} credits a grant"
+    if not values.get("budget_gpu_seconds"):
+        errors["budget_gpu_seconds"] = "a campaign needs a budget (credits it may grant in all)"
+    if not values.get("per_referrer_cap"):
+        errors["per_referrer_cap"] = "a campaign needs a cap on the referral grants one referrer receives"
+    return errors
 
 
 def create_campaign(actor, values: dict) -> Campaign:

@@ -1,7 +1,8 @@
 """The three grants (PRODUCT.md, "Credits"), each at most once per user by its key:
 
 - sign-up (`signup:<user>`): once the e-mail address is verified;
-- tutorial (`tutorial:<user>`): once the user's tutorial job is COMPLETED with exit code 0;
+- tutorial (`tutorial:<user>`): once the user's tutorial job is COMPLETED with exit code 0 and
+  their address is verified;
 - referral (`referral:invitee:<user>`, `referral:inviter:<user>`): to both sides once the
   invitee's first job is COMPLETED with exit code 0 (and their address is verified).
 
@@ -9,7 +10,11 @@
 signals call it and a beat task sweeps, so a missed signal is repaired and a repeated one
 grants nothing. A grant comes from the user's campaign, at its amounts, while it is open and
 within its budget (checked under the campaign's row lock); one held for review waits in
-`HeldGrant` until marketing approves or rejects it.
+`HeldGrant` until marketing approves or rejects it, never by the person it pays.
+
+One mailbox, one account's grants: verifying an address claims its mailbox (`MailboxClaim`,
+every spelling of it: +tags, Gmail's dots); an account that signs up with, or later verifies,
+an address of a mailbox another account claimed earns nothing more.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from credits.models import (
     GrantKind,
     HeldGrant,
     LedgerEntry,
+    MailboxClaim,
 )
 from credits.tutorial import is_tutorial_job
 from jobs.models import JobState
@@ -65,8 +71,8 @@ def enroll(
     grants_refused = referral_refused = review_reason = ""
     if user.email and fraud.is_disposable(user.email):
         grants_refused = "disposable e-mail domain"
-    elif normalised and Enrollment.objects.filter(normalised_email=normalised).exclude(user=user).exists():
-        grants_refused = "another account already uses this mailbox"
+    elif normalised and MailboxClaim.objects.filter(mailbox=normalised).exclude(user=user).exists():
+        grants_refused = MAILBOX_TAKEN
     if referrer is not None:
         referral_refused = fraud.self_referral_reason(user, referrer)
         if not referral_refused:
@@ -108,8 +114,21 @@ def _mark(user_id: int, field: str, figure: str) -> bool:
     return bool(changed)
 
 
-def email_verified(user_id: int) -> None:
+MAILBOX_TAKEN = "another account already uses this mailbox"
+
+
+def email_verified(user_id: int, email: str | None = None) -> None:
+    """The user confirmed `email` (default: their primary address): its mailbox is theirs
+    unless another account claimed it first, in which case their grants stop here."""
     enrollment_of(user_id)
+    if email is None:
+        email = get_user_model().objects.filter(pk=user_id).values_list("email", flat=True).get()
+    mailbox = fraud.normalise_email(email) if email else ""
+    if mailbox:
+        claim, _ = MailboxClaim.objects.get_or_create(mailbox=mailbox, defaults={"user_id": user_id})
+        if claim.user_id != user_id:
+            Enrollment.objects.filter(user_id=user_id, grants_refused="").update(grants_refused=MAILBOX_TAKEN)
+            log.info("credits for user %s: %s is another account's mailbox", user_id, mailbox)
     _mark(user_id, "verified_at", "verified")
     settle(user_id)
 
@@ -194,7 +213,7 @@ def settle(user_id: int) -> list[Outcome]:
         outcomes.append(
             _campaign_grant(user_id, campaign.pk, GrantKind.SIGNUP, campaign.signup_gpu_seconds, f"signup:{user_id}")
         )
-    if enrollment.tutorial_done_at:
+    if enrollment.tutorial_done_at and enrollment.verified_at:
         outcomes.append(
             _campaign_grant(
                 user_id, campaign.pk, GrantKind.TUTORIAL, campaign.tutorial_gpu_seconds, f"tutorial:{user_id}"
@@ -225,6 +244,19 @@ class ReviewError(ValueError):
     pass
 
 
+def _parties(held: HeldGrant) -> set[int]:
+    """Who a held grant pays, and the other side of its referral (reference "invitee:<id>";
+    the invitee's enrollment names the referrer)."""
+    parties = {held.user_id}
+    if held.reference.startswith("invitee:"):
+        invitee_id = int(held.reference.split(":", 1)[1])
+        parties.add(invitee_id)
+        referrer_id = Enrollment.objects.filter(user_id=invitee_id).values_list("referrer_id", flat=True).first()
+        if referrer_id:
+            parties.add(referrer_id)
+    return parties
+
+
 def decide(held_id: int, *, approve: bool, actor, note: str = "") -> HeldGrant:
     """Marketing's decision on a held grant: approval grants it (within the campaign's budget;
     the campaign's end does not stop a grant earned before it), rejection grants nothing.
@@ -233,6 +265,8 @@ def decide(held_id: int, *, approve: bool, actor, note: str = "") -> HeldGrant:
         held = HeldGrant.objects.select_for_update().select_related("campaign").get(pk=held_id)
         if held.state != HeldGrant.State.PENDING:
             raise ReviewError(f"this grant was already {held.get_state_display().lower()}")
+        if actor is not None and actor.pk in _parties(held):
+            raise ReviewError("this grant pays you or your own referral: another reviewer decides it")
         if approve:
             campaign = Campaign.objects.select_for_update().get(pk=held.campaign_id)
             left = campaign.budget_left()
@@ -246,7 +280,9 @@ def decide(held_id: int, *, approve: bool, actor, note: str = "") -> HeldGrant:
                 campaign_id=held.campaign_id,
                 reference=held.reference,
                 actor=actor,
-                reason=note or "approved on review",
+                # The customer sees this entry: the reviewer's note stays on the held grant and
+                # in the audit log.
+                reason="approved on review",
             )
             Campaign.objects.filter(pk=campaign.pk).update(
                 granted_gpu_seconds=campaign.granted_gpu_seconds + held.amount

@@ -264,6 +264,20 @@ class HeldGrant(models.Model):
         return f"held {self.grant_kind} of {self.amount} for user {self.user_id} ({self.state})"
 
 
+class MailboxClaim(models.Model):
+    """A mailbox (credits.fraud.normalise_email: no +tag, no ignored dots) and the first account
+    that verified an address of it: grants go to one account per mailbox, whichever of its
+    spellings each account signed up or verified with. Claimed on verification only, so an
+    address typed at sign-up and never confirmed takes nothing from its real owner."""
+
+    mailbox = models.CharField(max_length=254, unique=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    claimed_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self):
+        return f"{self.mailbox} -> user {self.user_id}"
+
+
 class Sighting(models.Model):
     """A user seen from an address and a browser (sign-up, sign-in); one row per pair."""
 

@@ -52,7 +52,7 @@ def enroll_new_user(sender, request, user, **kwargs):
 
 @receiver(email_confirmed)
 def grant_on_verification(sender, request, email_address, **kwargs):
-    grants.email_verified(email_address.user_id)
+    grants.email_verified(email_address.user_id, email_address.email)
 
 
 @receiver(user_logged_in)

@@ -389,6 +389,8 @@ MAX_JOB_TEMPLATES_PER_USER = env_int("MAX_JOB_TEMPLATES_PER_USER", 50, minimum=1
 
 # --- Credits (credits/) ---------------------------------------------------------------------
 # Granted credit expires this many days after its grant (ledger entries written by a beat task).
+# The most credits one grant of a campaign may give (credits/campaigns.py); 50,000 is ~14 h of RTX 4090.
+CAMPAIGN_GRANT_MAX_GPU_SECONDS = env_int("CAMPAIGN_GRANT_MAX_GPU_SECONDS", 50_000, minimum=1)
 CREDIT_EXPIRY_DAYS = env_int("CREDIT_EXPIRY_DAYS", 90, minimum=1)
 # An invitee seen from the referrer's address or browser within this many days waits for review.
 REFERRAL_SHARED_PLACE_DAYS = env_int("REFERRAL_SHARED_PLACE_DAYS", 30, minimum=1)

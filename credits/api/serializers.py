@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import reverse
 from rest_framework import serializers
 
+from credits.campaigns import terms_errors
 from credits.models import Campaign, LedgerEntry
 
 
@@ -38,4 +39,7 @@ class CampaignSerializer(serializers.ModelSerializer):
         start, end = attrs.get("start"), attrs.get("end")
         if start and end and end <= start:
             raise serializers.ValidationError({"end": ["must be after start"]})
+        errors = terms_errors(attrs)
+        if errors:
+            raise serializers.ValidationError({name: [message] for name, message in errors.items()})
         return attrs

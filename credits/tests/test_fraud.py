@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from credits import fraud, grants, ledger
 from credits.models import Campaign, Enrollment, GrantKind, LedgerEntry, Sighting
+from credits.tutorial import TUTORIAL_SPEC
 from jobs.models import Job, JobState
 
 pytestmark = pytest.mark.django_db
@@ -115,3 +116,57 @@ def test_a_second_account_on_the_same_mailbox_gets_no_sign_up_grant():
     grants.email_verified(second.pk)
     assert ledger.balance(second.pk) == 0 and ledger.balance(first.pk) == 5000
     assert Enrollment.objects.count() == 2
+
+
+def test_an_unverified_account_gets_no_tutorial_grant_until_it_verifies():
+    user = _user("unverified", "unverified@example.org")
+    grants.enroll(user)
+    job = Job.objects.create(owner=user, state=JobState.COMPLETED, exit_code=0, spec=TUTORIAL_SPEC)
+    grants.job_finished(job)
+    assert ledger.balance(user.pk) == 0
+    grants.email_verified(user.pk)
+    assert ledger.balance(user.pk) == 5000 + 10000  # sign-up and tutorial, once verified
+
+
+def test_a_second_account_that_later_confirms_a_spelling_of_the_first_mailbox_earns_nothing():
+    first = _user("own1", "jo.smith@gmail.com")
+    grants.enroll(first)
+    grants.email_verified(first.pk)
+    second = _user("own2", "someone-else@example.org")  # signs up with another address, never confirmed
+    assert grants.enroll(second).grants_refused == ""
+    EmailAddress.objects.create(user=second, email="josmith+b@gmail.com", verified=True)
+    grants.email_verified(second.pk, "josmith+b@gmail.com")  # what allauth's email_confirmed sends
+    assert ledger.balance(second.pk) == 0 and ledger.balance(first.pk) == 5000
+    assert "mailbox" in Enrollment.objects.get(user=second).grants_refused
+
+
+def test_an_address_typed_at_sign_up_but_never_confirmed_takes_nothing_from_its_owner():
+    squatter = _user("squat", "owner@example.org")
+    grants.enroll(squatter)  # never verifies
+    owner = _user("owner", "owner+portal@example.org")
+    assert grants.enroll(owner).grants_refused == ""
+    grants.email_verified(owner.pk)
+    assert ledger.balance(owner.pk) == 5000
+
+
+def test_a_reviewer_cannot_decide_a_grant_that_pays_them_and_the_note_stays_internal(marketer):
+    from credits.models import HeldGrant
+
+    held = HeldGrant.objects.create(
+        user=marketer, campaign=grants.default_campaign(), grant_kind=GrantKind.REFERRAL_INVITER, amount=5000,
+        idempotency_key="referral:inviter:999999", reference="invitee:999999", reason="same browser",
+    )  # fmt: skip
+    with pytest.raises(grants.ReviewError, match="pays you"):
+        grants.decide(held.pk, approve=True, actor=marketer, note="mine")
+    held.refresh_from_db()
+    assert held.state == "pending" and ledger.balance(marketer.pk) == 0
+    colleague = _user("colleague", "colleague@example.org")
+    grants.decide(held.pk, approve=True, actor=colleague, note="internal: checked the sign-in logs")
+    entry = LedgerEntry.objects.get(idempotency_key="referral:inviter:999999")
+    assert entry.reason == "approved on review"
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(marketer)
+    page = browser.get("/credits/").content.decode()
+    assert "approved on review" in page and "sign-in logs" not in page

@@ -161,6 +161,8 @@ def test_marketing_creates_a_campaign_on_the_console(marketer):
             "signup_gpu_seconds": 6000,
             "tutorial_gpu_seconds": 10000,
             "referral_gpu_seconds": 5000,
+            "budget_gpu_seconds": 1_000_000,
+            "per_referrer_cap": 5,
         },  # fmt: skip
     )
     assert response.status_code == 302
@@ -175,3 +177,27 @@ def test_the_job_credit_use_include_lists_the_jobs_spends(alice):
     ledger.spend(alice.pk, 50, gpu_type="a100", idempotency_key="usage:other")
     html = Template("{% load credits_tags %}{% job_credit_use job %}").render(Context({"job": job}))
     assert "375 credits covered 120 GPU-seconds" in html
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"budget_gpu_seconds": ""}, "budget_gpu_seconds"),
+        ({"per_referrer_cap": ""}, "per_referrer_cap"),
+        ({"signup_gpu_seconds": 50_001}, "signup_gpu_seconds"),
+        ({"referral_gpu_seconds": 10_000_000}, "referral_gpu_seconds"),
+    ],
+)
+def test_a_campaign_without_a_budget_or_cap_or_with_a_huge_grant_is_refused(marketer, change, field):
+    values = {
+        "name": "Leaky", "code": "leaky", "start": "2026-01-01T00:00", "signup_gpu_seconds": 5000,
+        "tutorial_gpu_seconds": 10000, "referral_gpu_seconds": 5000, "budget_gpu_seconds": 100000,
+        "per_referrer_cap": 3,
+    }  # fmt: skip
+    page = _client(marketer).post("/marketing/campaigns/", {**values, **change})
+    assert page.status_code == 200 and field in page.context["form"].errors
+    body = {key: (None if value == "" else value) for key, value in {**values, **change}.items()}
+    body["start"] = "2026-01-01T00:00:00Z"
+    refused = _client(marketer).post("/api/v1/campaigns/", body, content_type="application/json")
+    assert refused.status_code == 400 and field in str(refused.json()), refused.content
+    assert not Campaign.objects.filter(code="leaky").exists()

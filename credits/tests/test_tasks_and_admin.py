@@ -19,13 +19,14 @@ pytestmark = pytest.mark.django_db
 
 def test_the_sweep_grants_what_a_missed_signal_did_not(alice):
     grants.enroll(alice)
+    Enrollment.objects.filter(user=alice).update(verified_at=timezone.now())  # verified, signal missed too
     # A tutorial job the mirror finished while no receiver ran (no signal sent here).
     Job.objects.create(owner=alice, state=JobState.COMPLETED, exit_code=0, end_time=timezone.now(), spec=TUTORIAL_SPEC)
     assert not LedgerEntry.objects.filter(account__user=alice).exists()
     sweep_grants()
     sweep_grants()  # a second sweep grants nothing more
-    kinds = list(LedgerEntry.objects.filter(account__user=alice).values_list("grant_kind", flat=True))
-    assert kinds == ["tutorial"]
+    kinds = sorted(LedgerEntry.objects.filter(account__user=alice).values_list("grant_kind", flat=True))
+    assert kinds == ["signup", "tutorial"]
     assert Enrollment.objects.get(user=alice).activated_at is not None
 
 
