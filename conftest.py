@@ -17,10 +17,20 @@ def _person(username: str, role: str = Role.USER, plan: str = "pro"):
 def subscribe(user, plan_code: str, status: str = "active"):
     """Put `user` on a plan as a new subscription row (no audit entry, no Slurm change: tests
     that need those call accounts.lifecycle.change_plan)."""
+    from django.conf import settings
+
     from plans import subscriptions
     from plans.models import Plan
 
     subscriptions.change(user, Plan.objects.get(code=plan_code), status)
+    if plan_code in settings.PAY_AFTERWARDS_PLANS:
+        # A test account billed afterwards has the credit limit an admin would approve; the
+        # limit's own tests (billing/tests/test_credit_limits.py) remove or lower it.
+        from decimal import Decimal
+
+        from billing.credit_limits import approve_credit_limit
+
+        approve_credit_limit(user, Decimal("100000"), actor=None, reason="test account")
 
 
 @pytest.fixture

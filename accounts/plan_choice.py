@@ -64,6 +64,8 @@ class OfferedPlan:
         lines += [f"{_label(gpu)} at ${rate.normalize():f} a GPU-second" for gpu, rate in self.rates_per_second.items()]
         if self.gpu_quota:
             lines.append("At once: " + ", ".join(f"{count} {_label(gpu)}" for gpu, count in self.gpu_quota.items()))
+        if self.code in settings.PAY_AFTERWARDS_PLANS:
+            lines.append("Billed after each month, within a credit limit an admin approves")
         lines.append(
             f"Jobs up to {self.max_job_hours.normalize():f} h"
             + (", official images only" if self.official_images_only else "")

@@ -49,6 +49,14 @@ def make_user(username: str, plan: str = "enterprise", provision: bool = True):
 
     user = get_user_model().objects.create_user(username=username, password="bench-" + username)
     subscriptions.change(user, Plan.objects.get(code=plan))
+    from django.conf import settings
+
+    if plan in settings.PAY_AFTERWARDS_PLANS:
+        from decimal import Decimal
+
+        from billing.credit_limits import approve_credit_limit
+
+        approve_credit_limit(user, Decimal("1000000"), actor=None, reason="benchmark account")
     if provision:
         actions.provision(user.profile.pk, preferred_name=f"bench{os.getpid() % 10000}{username}"[:30])
         user.profile.refresh_from_db()

@@ -5,12 +5,14 @@ with before/after."""
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html
 
 from audit.log import record
-from billing.models import Invoice, InvoiceLine, RateCard, RateCardGpuPrice
+from billing.credit_limits import approve_credit_limit
+from billing.models import CreditLimit, Invoice, InvoiceLine, RateCard, RateCardGpuPrice
 from billing.rates import card_state
 
 
@@ -196,3 +198,20 @@ class InvoiceAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(CreditLimit)
+class CreditLimitAdmin(admin.ModelAdmin):
+    """What a pay-afterwards account may owe (billing/credit_limits.py). Saving approves it in
+    the admin's name, audited; the user's own limit is never approved by themselves."""
+
+    list_display = ("user", "amount", "approved_by", "approved_at", "reason")
+    search_fields = ("user__username", "user__email")
+    fields = ("user", "amount", "reason", "approved_by", "approved_at")
+    readonly_fields = ("approved_by", "approved_at")
+    raw_id_fields = ("user",)
+
+    def save_model(self, request, obj, form, change):
+        if obj.user_id == request.user.pk:
+            raise PermissionDenied("an admin does not approve their own credit limit")
+        approve_credit_limit(obj.user, obj.amount, actor=request.user, reason=obj.reason)

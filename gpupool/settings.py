@@ -382,6 +382,10 @@ SUBMIT_RETRY_MAX_SECONDS = env_int("SUBMIT_RETRY_MAX_SECONDS", 300, minimum=1)
 # How much of a log the job page and the API return (the whole file is a download).
 LOG_TAIL_BYTES = env_int("LOG_TAIL_BYTES", 64 * 1024, minimum=1024)
 # Per-user ceilings on things a user creates, so one account cannot grow a table without end.
+# Plans billed after the month (per second, no fee up front): their accounts need a credit
+# limit an admin approved (billing/credit_limits.py). Unpaid invoices hold new jobs after this.
+PAY_AFTERWARDS_PLANS = frozenset(env_list("PAY_AFTERWARDS_PLANS", ["enterprise"]))
+INVOICE_DUE_DAYS = env_int("INVOICE_DUE_DAYS", 30, minimum=1)
 # Plan switches, pauses and resumes a user may make in any 24 hours (accounts/plan_choice.py).
 PLAN_CHANGES_PER_DAY = env_int("PLAN_CHANGES_PER_DAY", 3, minimum=1)
 MAX_API_TOKENS_PER_USER = env_int("MAX_API_TOKENS_PER_USER", 20, minimum=1)

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from decimal import Decimal
 
 import django
 
@@ -35,11 +36,13 @@ def _user():
 def setup() -> dict:
     from accounts import actions
     from accounts.lifecycle import change_plan
+    from billing.credit_limits import approve_credit_limit
     from testing.slurm import unique_cluster_name
 
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user(USERNAME, f"{USERNAME}@example.org", "x-load-password-1")
     change_plan(user, "enterprise")
+    approve_credit_limit(user, Decimal("100000"), actor=None, reason="load test account")
     profile = actions.provision(user.profile.pk, preferred_name=unique_cluster_name("ptq"))
     return {"cluster_user": profile.cluster_username}
 

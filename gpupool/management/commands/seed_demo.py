@@ -1,6 +1,7 @@
 """Demo accounts (and a few real jobs on the dev cluster) for `make dev`."""
 
 import secrets
+from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
@@ -10,6 +11,7 @@ from django.db import transaction
 
 from accounts import actions
 from accounts.models import Profile, Role
+from billing.credit_limits import approve_credit_limit
 from cluster.errors import SlurmError
 from jobs import actions as job_actions
 from jobs.quota import QuotaExceeded
@@ -66,6 +68,8 @@ class Command(BaseCommand):
                 user.save()
                 Profile.objects.filter(user=user).update(role=role)
                 subscriptions.change(user, Plan.objects.get(code=plan))
+                if plan in settings.PAY_AFTERWARDS_PLANS and not hasattr(user, "credit_limit"):
+                    approve_credit_limit(user, Decimal("1000"), actor=None, reason="demo account")
             try:
                 profile = actions.provision(
                     user.profile.pk,
