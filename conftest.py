@@ -69,8 +69,8 @@ def _close_stray_test_database_sessions(django_db_setup, django_db_blocker):
     yield
     from django.db import connection
 
-    if connection.vendor != "postgresql":
-        return
+    if connection.vendor != "postgresql" or not connection.settings_dict["NAME"].startswith("test_"):
+        return  # no test database was made (a run of database-free tests only)
     with django_db_blocker.unblock(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "

@@ -1,40 +1,24 @@
-"""Slurm host lists: "gpu-a100-[01-02,04],gpu-h100-01" -> the node names, in order."""
+"""Slurm host lists ("gpu-a100-[01-02,04],gpu-h100-01", "rack[1-2]-node[1-2]") -> node names,
+in Slurm's order, through python-hostlist (a maintained parser of Slurm's full syntax:
+several bracket groups in one name, zero padding, ranges and lists). A list Slurm would not
+write (unbalanced brackets, a reversed or empty range) raises HostlistError rather than
+quietly meaning no nodes: metering and capacity read nodes from here, and "no nodes" there is
+"nothing used". cluster/tests/test_hostlist.py checks it against `scontrol show hostnames`."""
 
 from __future__ import annotations
 
-import re
+import hostlist
 
-_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+
+class HostlistError(ValueError):
+    """Text that is not a Slurm host list."""
 
 
 def expand_hostlist(text: str) -> list[str]:
-    names: list[str] = []
-    for item in _split(text or ""):
-        if "[" not in item:
-            names.append(item)
-            continue
-        prefix, rest = item.split("[", 1)
-        body, suffix = rest.split("]", 1) if "]" in rest else (rest, "")
-        for part in body.split(","):
-            match = _RANGE.match(part.strip())
-            if not match:
-                continue
-            low, high = match.group(1), match.group(2) or match.group(1)
-            width = len(low)
-            names.extend(f"{prefix}{number:0{width}d}{suffix}" for number in range(int(low), int(high) + 1))
-    return names
-
-
-def _split(text: str) -> list[str]:
-    items, depth, current = [], 0, ""
-    for char in text:
-        depth += char == "["
-        depth -= char == "]"
-        if char == "," and depth == 0:
-            items.append(current)
-            current = ""
-        else:
-            current += char
-    if current:
-        items.append(current)
-    return [item.strip() for item in items if item.strip()]
+    text = (text or "").strip()
+    if not text:
+        return []
+    try:
+        return hostlist.expand_hostlist(text)
+    except hostlist.BadHostlist as exc:
+        raise HostlistError(f"not a Slurm host list: {text!r} ({exc})") from exc
