@@ -1,5 +1,5 @@
-"""A running job's "Cost so far" follows the clock on the open page, with no reload (Chromium
-at phone width, the real portal and cluster)."""
+"""A running job's "Cost so far" follows the clock on the open page, with no reload, and cancelling
+it asks first (Chromium at phone width, the real portal and cluster)."""
 
 import re
 from decimal import Decimal
@@ -49,3 +49,13 @@ def test_the_cost_so_far_ticks_while_the_job_runs(alice, provision):
         assert dollars(first) < dollars(second) < dollars(third), (first, second, third)
         assert page.evaluate("window.__marker") == "no reload"
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+        # Cancel asks first: "no" leaves the job running, "yes" cancels it.
+        questions = []
+        page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.dismiss()))
+        page.click("[data-cancel]")
+        assert questions and "Cancel job ticking?" in questions[0]
+        expect(page.locator("dl.facts [data-field=state]")).to_have_text("RUNNING")
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.click("[data-cancel]")
+        expect(page.locator("dl.facts [data-field=state]")).to_have_text("CANCELLED", timeout=30000)
