@@ -106,10 +106,9 @@ def _offer(plan: Plan, current_code: str) -> OfferedPlan:
     )
 
 
-def standing(user) -> PlanStanding:
-    current = plan_for(user)
-    row = Subscription.objects.filter(user=user, ended_at__isnull=True).values("started_at").first()
-    price = monthly_price_for(current.code, billing_month())
+def offered_plans(current_code: str = "") -> list[OfferedPlan]:
+    """The plans anyone may choose, priced for this month and the next (the plan page, the
+    public landing page)."""
     plans = (
         Plan.objects.filter(available=True)
         .prefetch_related("gpu_types")
@@ -118,7 +117,14 @@ def standing(user) -> PlanStanding:
             fee_next=fee_in_force(first_of_next_billing_month(), plan_ref="pk"),
         )
     )
-    offered = [_offer(plan, current.code) for plan in plans]
+    return [_offer(plan, current_code) for plan in plans]
+
+
+def standing(user) -> PlanStanding:
+    current = plan_for(user)
+    row = Subscription.objects.filter(user=user, ended_at__isnull=True).values("started_at").first()
+    price = monthly_price_for(current.code, billing_month())
+    offered = offered_plans(current.code)
     return PlanStanding(
         code=current.code,
         name=current.name,

@@ -1,5 +1,7 @@
 from datetime import datetime, timedelta
+from decimal import Decimal
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
@@ -11,8 +13,12 @@ from django.views.decorators.cache import cache_control
 from plotly.offline import get_plotlyjs
 
 from accounts.models import Role
+from accounts.plan_choice import offered_plans
+from billing.pricing import PricingError
+from billing.rates import LIST_CARD, NoRateCard, rate_card_at
 from cluster.models import Node, SyncRun
 from console.access import role_required
+from credits.grants import default_campaign
 from jobs.models import Job
 from plans.catalog import plan_for
 
@@ -31,8 +37,43 @@ def gpu_availability(nodes) -> list[dict]:
     return sorted(by_type.values(), key=lambda entry: entry["type"])
 
 
-@login_required
 def home(request):
+    """The dashboard; to a signed-out visitor, the public landing page."""
+    if not request.user.is_authenticated:
+        return landing(request)
+    return dashboard(request)
+
+
+def landing(request):
+    """What the pool offers, for anyone: its GPUs, the plans and their prices (from the
+    catalogue, this month's), the free credits, and the way in."""
+    campaign = default_campaign()
+    gpus = gpu_availability(list(Node.objects.all()))
+    try:
+        list_prices = rate_card_at(LIST_CARD)
+    except NoRateCard:
+        list_prices = None
+    for entry in gpus:
+        entry.update(settings.GPU_TYPES.get(entry["type"], {}))
+        try:
+            entry["price_per_hour"] = list_prices.gpu_price(entry["type"]) * 3600 if list_prices else None
+        except PricingError:
+            entry["price_per_hour"] = None
+    context = {
+        "gpus": gpus,
+        "plans": offered_plans(),
+        "credits": {
+            "signup": campaign.signup_gpu_seconds,
+            "tutorial": campaign.tutorial_gpu_seconds,
+            "referral": campaign.referral_gpu_seconds,
+        },
+        "signup_hours": Decimal(campaign.signup_gpu_seconds) / 3600,
+    }
+    return render(request, "console/landing.html", context)
+
+
+@login_required
+def dashboard(request):
     nodes = list(Node.objects.all())
     context = {
         "gpu_types": gpu_availability(nodes),

@@ -16,8 +16,9 @@ def nav_labels(response) -> list[str]:
     return [item["label"] for item in response.context["nav_items"]]
 
 
-def test_anonymous_visitors_are_sent_to_log_in(client):
-    response = client.get(reverse("console:home"))
+def test_anonymous_visitors_get_the_landing_page_and_are_sent_to_log_in_elsewhere(client):
+    assert client.get(reverse("console:home")).templates[0].name == "console/landing.html"
+    response = client.get(reverse("jobs:list"))
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
 
 
