@@ -88,7 +88,9 @@ def close(period: date, *, now: datetime | None = None) -> Closing:
         raise ValueError(f"{period:%Y-%m} cannot close before {month_bounds(period)[1] + grace():%Y-%m-%d %H:%M %Z}")
     created = sum(_create_draft(user_id, period) for user_id in fee_payers_without_invoice(period))
     issued = []
-    drafts = Invoice.objects.filter(status=Invoice.Status.DRAFT, period__lte=period).order_by("period", "id")
+    # A redraft of a voided invoice waits for an admin (billing.invoicing.void_invoice).
+    drafts = Invoice.objects.filter(status=Invoice.Status.DRAFT, period__lte=period, replaces__isnull=True)
+    drafts = drafts.order_by("period", "id")
     for invoice_id in drafts.values_list("pk", flat=True):
         invoice = invoicing.issue_invoice(invoice_id)
         issued.append(invoice.number)

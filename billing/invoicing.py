@@ -583,7 +583,13 @@ def issue_invoice(invoice_id: int, *, actor=None) -> Invoice:
 
 
 def void_invoice(invoice_id: int, actor, reason: str) -> Invoice:
-    """issued -> void, with the reason the owner reads; audited. The number stays used."""
+    """issued -> void, with the reason the owner reads; audited. The number stays used.
+
+    Void and redraft: in the same transaction a new draft of the same month (`replaces` the
+    void one) takes every usage record of the void invoice, so the usage is billed once, on the
+    redraft, and late records of that month land there too; its fee lines are built from the
+    subscriptions as for any draft, so the month's fee is billed once. The closer leaves a
+    redraft alone: an admin issues it once it is right (`issue_invoice`)."""
     reason = (reason or "").strip()
     if not reason:
         raise ValueError("a reason is required to void an invoice")
@@ -597,13 +603,16 @@ def void_invoice(invoice_id: int, actor, reason: str) -> Invoice:
         )
         if not changed:
             raise InvoiceStateError(f"only an issued, unpaid invoice can be voided; this one is {invoice.status}")
+        redraft = Invoice.objects.create(user_id=invoice.user_id, period=invoice.period, replaces=invoice)
+        moved = UsageRecord.objects.filter(invoice=invoice).update(invoice=redraft)
+        refresh_draft(redraft.pk)
         invoice.refresh_from_db()
         record(
             actor,
             "invoice.void",
             f"invoice:{invoice.number}",
             before=before,
-            after=invoice_state(invoice),
+            after={**invoice_state(invoice), "redraft": redraft.pk, "usage_records_moved": moved},
             reason=reason,
         )
     return invoice

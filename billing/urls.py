@@ -15,4 +15,5 @@ urlpatterns = [
     path("admin/invoices/<int:pk>/", views.admin_invoice, name="admin_invoice"),
     path("admin/invoices/<int:pk>/payment", views.admin_record_payment, name="admin_record_payment"),
     path("admin/invoices/<int:pk>/void", views.admin_void, name="admin_void"),
+    path("admin/invoices/<int:pk>/issue", views.admin_issue, name="admin_issue"),
 ]

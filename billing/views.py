@@ -182,3 +182,13 @@ def admin_void(request, pk):
     else:
         messages.success(request, f"{invoice.number} is void.")
     return redirect("billing:admin_invoice", pk=invoice.pk)
+
+
+@admin_required
+@require_POST
+def admin_issue(request, pk):
+    """Issue a redraft (the closer issues every other draft itself)."""
+    invoice = get_object_or_404(Invoice, pk=pk, status=Invoice.Status.DRAFT, replaces__isnull=False)
+    issued = invoicing.issue_invoice(invoice.pk, actor=request.user)
+    messages.success(request, f"{issued.number} issued.")
+    return redirect("billing:admin_invoice", pk=invoice.pk)

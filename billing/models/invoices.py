@@ -70,6 +70,11 @@ class Invoice(models.Model):
     paid_at = models.DateTimeField(null=True, blank=True)
     voided_at = models.DateTimeField(null=True, blank=True)
     void_reason = models.CharField(max_length=200, blank=True)
+    # A draft made when an issued invoice of the same month was voided: it takes that
+    # invoice's usage (billing.invoicing.void_invoice) and waits for an admin to issue it.
+    replaces = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="replaced_by"
+    )
 
     objects = InvoiceQuerySet.as_manager()
 

@@ -46,7 +46,7 @@ def test_closing_invoices_fee_payers_without_usage_and_twice_is_once(alice, bob,
 
     again = closing.close(MARCH, now=AFTER_MARCH + timedelta(hours=1))
     assert (again.drafts_created, again.issued) == (0, [])
-    # A void invoice is not replaced by the closer.
+    # A void invoice's redraft is left to an admin: the closer issues nothing more.
     invoicing.void_invoice(march.get(user=alice).pk, admin_user, "test")
     assert closing.close(MARCH, now=AFTER_MARCH).issued == []
 

@@ -6,6 +6,7 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
+from django.test import Client
 
 from audit.models import AuditLog
 from billing import invoicing
@@ -300,3 +301,35 @@ def test_a_price_change_late_on_a_months_last_day_counts_in_the_billing_zone(set
     settings.BILLING_TIME_ZONE = "Asia/Tokyo"
     # 00:30 on 1 April in Tokyo is still 31 March in UTC: April's change, billed from May.
     assert first_of_next_billing_month(at(2026, 4, 1, 0, 30)) == date(2026, 5, 1)
+
+
+def test_void_and_redraft_bills_the_usage_once_and_the_fee_once(alice, admin_user):
+    """Voiding used to forgive the usage, and the next late record opened a new draft of the
+    month that billed the whole fee again without it. Now the voided usage moves to one redraft."""
+    from billing import closing
+
+    subscription_history(alice, ("pro", "active", at(2026, 1, 1)))
+    charge(alice, at(2026, 3, 5), plan="pro", billable=1000, gpu_price=Decimal("0.0015"))  # $1.50 overage
+    issued = invoicing.issue_invoice(draft_of(alice).pk)
+    assert issued.total == Decimal("300.50")
+    invoicing.void_invoice(issued.pk, admin_user, "wrong overage line")
+    redraft = Invoice.objects.get(replaces=issued)
+    assert redraft.status == Invoice.Status.DRAFT and redraft.period == MARCH
+    assert UsageRecord.objects.filter(invoice=issued).count() == 0
+    assert UsageRecord.objects.filter(invoice=redraft).count() == 1
+    # A late record of March lands on the redraft too, not on a new draft of its own.
+    charge(alice, at(2026, 3, 30), plan="pro", billable=2000, gpu_price=Decimal("0.0015"))  # $3.00
+    assert Invoice.objects.filter(user=alice, period=MARCH).exclude(status=Invoice.Status.VOID).count() == 1
+    # The closer leaves the redraft to an admin; the admin issues it: fee once, all usage once.
+    assert closing.close(MARCH, now=at(2026, 5, 1)).issued == []
+    client = Client()
+    client.force_login(admin_user)
+    page = client.get(f"/billing/admin/invoices/{issued.pk}/").content.decode()
+    assert "data-redraft" in page
+    assert client.post(f"/billing/admin/invoices/{redraft.pk}/issue").status_code == 302
+    redraft.refresh_from_db()
+    assert redraft.status == Invoice.Status.ISSUED
+    assert [fee.amount for fee in lines(redraft, Kind.PLAN_FEE)] == [Decimal("299.00")]
+    assert redraft.total == Decimal("299.00") + Decimal("1.50") + Decimal("3.00")
+    entry = AuditLog.objects.get(action="invoice.void")
+    assert entry.after["redraft"] == redraft.pk and entry.after["usage_records_moved"] == 1
