@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts.models import Profile
+from accounts.models import Profile, Role
 from audit.log import record
 from cluster.errors import SlurmError
 from cluster.reservation_gateway import reservation_gateway
@@ -147,12 +147,16 @@ def request(user, data: RequestData) -> Reservation:
     return reservation
 
 
-def approve(reservation_id: int, admin) -> Reservation:
+def approve(reservation_id: int, admin, reason: str = "") -> Reservation:
     """Check capacity under the GPU type's lock and create the Slurm reservation; on Slurm's
     refusal the request is failed with Slurm's words (an admin may try again). Either way the
-    row and Slurm agree when this returns: the approval is never half done."""
+    row and Slurm agree when this returns: the approval is never half done.
+
+    Four eyes: an admin's own request is approved by another admin; where there is no other
+    admin, by the lone admin with a reason, which the audit entry keeps (StateError otherwise)."""
     with transaction.atomic():
         reservation = Reservation.objects.select_for_update().get(pk=reservation_id)
+        _check_not_self_approval(reservation, admin, reason)
         CapacityLock.objects.get_or_create(gpu_type=reservation.gpu_type)
         CapacityLock.objects.select_for_update().get(gpu_type=reservation.gpu_type)
         if reservation.state not in (State.REQUESTED, State.FAILED):
@@ -190,9 +194,26 @@ def approve(reservation_id: int, admin) -> Reservation:
             state=State.APPROVED, slurm_name=name, nodes=held.nodes if held else "", error=""
         )
         _event(reservation, admin, reservation.state, State.APPROVED, "")
-        record(admin, "reservation.approve", f"reservation:{reservation.pk}", after={"slurm": name})
+        record(
+            admin, "reservation.approve", f"reservation:{reservation.pk}", after={"slurm": name}, reason=reason.strip()
+        )
     reservation.refresh_from_db()
     return reservation
+
+
+def _check_not_self_approval(reservation: Reservation, admin, reason: str) -> None:
+    if reservation.user_id != admin.pk:
+        return
+    other_admins = (
+        Profile.objects.filter(role=Role.ADMIN, user__is_active=True).exclude(user_id=admin.pk).exists()
+    )
+    if other_admins:
+        raise StateError(f"Reservation {reservation.pk} is your own request: another admin approves it.")
+    if not reason.strip():
+        raise StateError(
+            f"Reservation {reservation.pk} is your own request and you are the only admin: approving it "
+            "needs a reason, which the audit log keeps."
+        )
 
 
 def _fail(reservation: Reservation, admin, message: str) -> Reservation:

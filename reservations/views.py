@@ -275,7 +275,7 @@ def reservation_approve(request, pk: int):
     if not Reservation.objects.filter(pk=pk).exists():
         raise Http404("No such reservation.")
     try:
-        reservation = actions.approve(pk, request.user)
+        reservation = actions.approve(pk, request.user, request.POST.get("reason", ""))
     except actions.StateError as exc:
         messages.error(request, str(exc))
     else:

@@ -185,7 +185,8 @@ class ReservationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         description=(
             "Answered with the reservation: `approved` with `slurm_name` and `nodes` when Slurm holds it, or "
             "`failed` with Slurm's words (or the capacity shortfall) in `error`; a failed request may be "
-            "approved again."
+            "approved again. An admin's own request is approved by another admin; a lone admin approving "
+            "their own gives a `reason` (audited), else 409."
         ),
         request=None,
         responses={200: ReservationSerializer, **errors(401, 403, 404, 409, 503)},
@@ -197,7 +198,8 @@ class ReservationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         if not _is_admin(request.user):
             return Response({"detail": "Only admins approve reservations."}, status=403)
         try:
-            actions.approve(reservation.pk, request.user)
+            reason = request.data.get("reason", "") if isinstance(request.data, dict) else ""
+            actions.approve(reservation.pk, request.user, str(reason))
         except actions.StateError as exc:
             return Response({"detail": str(exc)}, status=409)
         except SlurmError as exc:

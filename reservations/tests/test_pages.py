@@ -96,7 +96,7 @@ def test_the_queue_is_for_admins_only(client, request, person):
 def test_only_admins_approve_or_reject(client, alice, admin_user, monkeypatch):
     waiting = reservation(alice)
     called = []
-    monkeypatch.setattr(actions, "approve", lambda pk, admin: called.append((pk, admin)) or waiting)
+    monkeypatch.setattr(actions, "approve", lambda pk, admin, reason="": called.append((pk, admin)) or waiting)
     client.force_login(alice)
     assert client.post(reverse("reservations:approve", args=[waiting.pk])).status_code == 403
     assert client.post(reverse("reservations:reject", args=[waiting.pk]), {"reason": "no"}).status_code == 403
@@ -307,3 +307,29 @@ def test_the_calendar_of_another_week_or_type_leaves_the_reservation_out(client,
     other_type = client.get(reverse("reservations:calendar"), {"gpu_type": "rtx4090", "week": mine.start.date()})
     assert f"#{mine.pk} " not in other_type.content.decode() and other_type.context["capacity"] == 4
     assert client.get(reverse("reservations:calendar"), {"gpu_type": "v100"}).status_code == 404
+
+
+def _own_request(user):
+    start = timezone.now() + timedelta(days=1)
+    return Reservation.objects.create(
+        user=user, gpu_type="a100", gpu_count=1, start=start, end=start + timedelta(hours=1), purpose="mine"
+    )
+
+
+def test_an_admin_cannot_approve_their_own_request_while_another_admin_can(client, admin_user):
+    from conftest import _person
+
+    _person("grace", "admin", "pro")  # a second admin
+    mine = _own_request(admin_user)
+    client.force_login(admin_user)
+    response = client.post(reverse("reservations:approve", args=[mine.pk]), {"reason": "I need it"}, follow=True)
+    assert "another admin approves it" in response.content.decode()
+    assert Reservation.objects.get(pk=mine.pk).state == State.REQUESTED  # nothing written
+
+
+def test_a_lone_admin_approves_their_own_request_only_with_a_reason(admin_user):
+    mine = _own_request(admin_user)
+    with pytest.raises(actions.StateError, match="needs a reason"):
+        actions.approve(mine.pk, admin_user)
+    assert Reservation.objects.get(pk=mine.pk).state == State.REQUESTED
+    actions._check_not_self_approval(mine, admin_user, "the only admin, testing the H100s")  # passes
