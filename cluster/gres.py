@@ -113,6 +113,20 @@ def requested_gpus(tres_per_node: str | None) -> tuple[str, int]:
     return "", 0
 
 
+def requested_quota(tres_per_node: str | None) -> tuple[str, int, int]:
+    """(GPU type, whole GPUs, shards) a job asks for per node: ("a100", 2, 0) for
+    "gres/gpu:a100:2", ("a100", 0, 3) for "gres/shard:a100:3", ("", 0, 0) without a typed GPU.
+    What the portal counts against a plan's concurrent GPUs (jobs.quota)."""
+    items = parse_gres(",".join(part.strip().removeprefix("gres/") for part in (tres_per_node or "").split(",")))
+    for item in items:
+        if item.name == "gpu" and item.gres_type:
+            return item.gres_type, item.count, 0
+    for item in items:
+        if item.name == "shard" and item.gres_type and item.count:
+            return item.gres_type, 0, item.count
+    return "", 0, 0
+
+
 def parse_tres(text: str | None) -> dict[str, int]:
     """'cpu=2,mem=2000M,gres/gpu=1' -> {'cpu': 2, 'mem': 2000, 'gres/gpu': 1} (memory in MB)."""
     result: dict[str, int] = {}

@@ -64,7 +64,8 @@ def submit(user, spec: JobSpec, *, reservation_id=None, plan: PlanSnapshot | Non
                 )
             except ReservationError as exc:
                 raise SpecError(exc.errors) from exc
-        check_quota(user, plan, spec.gpu.gpu_type, quota_gpus)
+        shares = spec.gpu.shards if not spec.gpu.count else 0
+        check_quota(user, plan, spec.gpu.gpu_type, spec.gpu.count, shares)
         # Higher layers' checks (a held budget: billing.budgets), registered in their ready().
         run_submission_checks(user, plan)
         job = Job.objects.create(
@@ -74,7 +75,8 @@ def submit(user, spec: JobSpec, *, reservation_id=None, plan: PlanSnapshot | Non
             spec=spec.to_dict(),
             image=spec.image,
             gpu_type=spec.gpu.gpu_type,
-            quota_gpus=quota_gpus,
+            quota_gpus=spec.gpu.count,
+            quota_shards=shares,
             tres_per_node=spec.gpu.tres_per_node(),
             time_limit_minutes=spec.time_limit_minutes,
             partition=settings.SLURM_PARTITION,

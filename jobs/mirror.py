@@ -31,7 +31,7 @@ from django.utils import timezone
 import gpupool.lookups  # noqa: F401  (registers __any_of)
 from cluster.cli import SlurmCli
 from cluster.errors import SlurmError, SlurmNotFound
-from cluster.gres import requested_gpus
+from cluster.gres import requested_quota
 from cluster.queue import pending_job_details
 from cluster.services import rest_client
 from cluster.slurmrest.client import SlurmRestClient
@@ -176,12 +176,13 @@ def apply_slurm_job(job: SlurmJob) -> bool:
             with transaction.atomic():
                 # A job from outside the portal (sbatch on a login node, a job's own
                 # sbatch) counts toward its owner's quota like the portal's own.
-                gpu_type, gpus = requested_gpus(job.tres_per_node)
+                gpu_type, gpus, shards = requested_quota(job.tres_per_node)
                 created = Job.objects.create(
                     slurm_job_id=job.job_id,
                     owner_id=_owner_id_for(job.user_name),
                     gpu_type=gpu_type,
                     quota_gpus=gpus,
+                    quota_shards=shards,
                     **fields,
                 )
         except IntegrityError:
@@ -264,13 +265,14 @@ def _create_outside_jobs(jobs: list[SlurmJob]) -> int:
     )
     rows = []
     for job in jobs:
-        gpu_type, gpus = requested_gpus(job.tres_per_node)
+        gpu_type, gpus, shards = requested_quota(job.tres_per_node)
         rows.append(
             Job(
                 slurm_job_id=job.job_id,
                 owner_id=owners.get(job.user_name),
                 gpu_type=gpu_type,
                 quota_gpus=gpus,
+                quota_shards=shards,
                 **_fields_from_slurm(job),
             )
         )

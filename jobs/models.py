@@ -79,8 +79,10 @@ class Job(models.Model):
     pinned = models.JSONField(default=dict, blank=True)
     image = models.CharField(max_length=300, blank=True)
     gpu_type = models.CharField(max_length=32, blank=True)
-    # Whole GPUs this job counts against the concurrent quota (a shard job counts as one).
+    # What this job counts against the concurrent GPU quota: whole GPUs, or for a GPU-memory
+    # job its shards (a share of one GPU: jobs.quota adds shares up to whole GPUs).
     quota_gpus = models.PositiveSmallIntegerField(default=0)
+    quota_shards = models.PositiveSmallIntegerField(default=0)
     submit_attempts = models.PositiveSmallIntegerField(default=0)
     # A worker that claims the submission owns it until then; after that the reconciler may retry.
     submit_claimed_until = models.DateTimeField(null=True, blank=True)

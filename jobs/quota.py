@@ -4,8 +4,10 @@ submissions of one user cannot both pass the check."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db.models import F, Sum
 from django.utils import timezone
 
@@ -28,16 +30,33 @@ def month_start(now=None):
     return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
-def active_gpus_by_type(user) -> dict[str, int]:
-    """GPUs held or queued by the user's unfinished jobs, by GPU type (one query)."""
+def _shards_per_gpu(gpu_type: str) -> int:
+    return int(settings.GPU_TYPES.get(gpu_type, {}).get("shards_per_gpu") or 1)
+
+
+def active_shards_by_type(user) -> dict[str, int]:
+    """What the user's unfinished jobs hold or queue, by GPU type, in shards: a whole GPU is
+    its type's shards per GPU, a GPU-memory job its own shards (one query)."""
     active = (
         Job.objects.filter(owner=user)
         .exclude(state__in=FINAL_STATES)
         .exclude(gpu_type="")
         .values("gpu_type")
-        .annotate(gpus=Sum("quota_gpus"))
+        .annotate(gpus=Sum("quota_gpus"), shards=Sum("quota_shards"))
     )
-    return {row["gpu_type"]: row["gpus"] or 0 for row in active}
+    return {
+        row["gpu_type"]: (row["gpus"] or 0) * _shards_per_gpu(row["gpu_type"]) + (row["shards"] or 0)
+        for row in active
+    }
+
+
+def active_gpus_by_type(user) -> dict[str, int]:
+    """GPUs held or queued by the user's unfinished jobs, by GPU type; shares of GPUs add up
+    to whole ones, rounded up (one query)."""
+    return {
+        gpu_type: math.ceil(shards / _shards_per_gpu(gpu_type))
+        for gpu_type, shards in active_shards_by_type(user).items()
+    }
 
 
 def gpu_seconds_this_month(user) -> int:
@@ -58,19 +77,29 @@ def gpu_seconds_this_month(user) -> int:
     return int(finished) + running
 
 
+def _as_gpus(shards: int, per_gpu: int) -> str:
+    whole, part = divmod(shards, per_gpu)
+    return f"{whole}" if not part else f"{whole} and {part}/{per_gpu}"
+
+
 def usage_of(user) -> GpuUsage:
     return GpuUsage(active_gpus_by_type(user), gpu_seconds_this_month(user))
 
 
-def check_quota(user, plan: PlanSnapshot, gpu_type: str, gpus: int) -> None:
+def check_quota(user, plan: PlanSnapshot, gpu_type: str, gpus: int, shards: int = 0) -> None:
+    """`gpus` whole GPUs, or `shards` of one (a GPU-memory job): a share counts as its part of
+    a GPU, so two 12 GB jobs on a 40 GB A100's shards fit in one A100 of the quota."""
     allowed = plan.gpu_quota.get(gpu_type, 0)
     if allowed <= 0:
         raise QuotaExceeded(f"The {plan.name} plan does not include {gpu_type} GPUs.")
-    in_use = active_gpus_by_type(user).get(gpu_type, 0)
-    if in_use + gpus > allowed:
+    per_gpu = _shards_per_gpu(gpu_type)
+    in_use = active_shards_by_type(user).get(gpu_type, 0)
+    asked = gpus * per_gpu + shards
+    if in_use + asked > allowed * per_gpu:
+        asked_text = f"{gpus}" if gpus else f"{shards} of {per_gpu} shares of one"
         raise QuotaExceeded(
             f"Over quota: your {plan.name} plan allows {allowed} {gpu_type} GPU(s) at once; "
-            f"{in_use} are held or queued by your jobs and this job asks for {gpus}."
+            f"{_as_gpus(in_use, per_gpu)} are held or queued by your jobs and this job asks for {asked_text}."
         )
     if plan.monthly_gpu_hours is None:
         return  # no monthly hours to count (and no queries to count them)

@@ -19,3 +19,18 @@ from cluster.gres import requested_gpus
 )
 def test_requested_gpus(tres, expected):
     assert requested_gpus(tres) == expected
+
+
+@pytest.mark.parametrize(
+    "tres, expected",
+    [
+        ("gres/gpu:a100:2", ("a100", 2, 0)),
+        ("gres/shard:a100:3,gres/nvme:100", ("a100", 0, 3)),
+        ("gres/gpu:rtx4090:1,gres/nvme:500", ("rtx4090", 1, 0)),
+        ("", ("", 0, 0)),
+    ],
+)
+def test_requested_quota(tres, expected):
+    from cluster.gres import requested_quota
+
+    assert requested_quota(tres) == expected
