@@ -3,8 +3,9 @@ minus what approved reservations and maintenance holds take in that window.
 
 Per node, because a reservation's GPUs sit on nodes: an approved reservation counts on the
 nodes Slurm chose for it (recorded at approval), or, before that is known, on the nodes with
-the most room. A maintenance hold (the GPU-reset flow's MAINT reservation in Slurm) takes its
-whole node.
+the most room. A GPU reservation takes every core of its nodes in Slurm, so it takes those
+nodes whole (a 1-GPU reservation leaves its node's other GPUs to nobody), as a maintenance
+hold (the GPU-reset flow's MAINT reservation) does.
 """
 
 from __future__ import annotations
@@ -48,28 +49,48 @@ def availability(
     exclude_pk: int | None = None,
     maintenance: list[SlurmReservation] = (),
 ) -> Availability:
-    free = gpus_per_node(gpu_type)
-    capacity = sum(free.values())
+    reservations = overlapping(gpu_type, start, end, exclude_pk=exclude_pk).order_by("start", "id")
+    return free_in(gpu_type, gpus_per_node(gpu_type), list(reservations), maintenance, start, end)
+
+
+def free_in(
+    gpu_type: str,
+    per_node: dict[str, int],
+    reservations: list[Reservation],
+    maintenance: list[SlurmReservation],
+    start: datetime,
+    end: datetime,
+) -> Availability:
+    """The rule itself, over rows already read: what `per_node` GPUs are free in [start, end)
+    once the holding `reservations` (in start order) and the MAINT holds that overlap it are
+    taken. The calendar calls it for each hour of a week with one read of the rows."""
+    free = dict(per_node)
     for hold in maintenance:
         if "MAINT" in hold.flags and _overlaps(hold, start, end):
             for node in expand_hostlist(hold.nodes):
-                free[node] = 0
-    for reservation in overlapping(gpu_type, start, end, exclude_pk=exclude_pk).order_by("start", "id"):
-        _take(free, reservation.gpu_count, expand_hostlist(reservation.nodes))
-    return Availability(gpu_type, capacity, sum(free.values()), free)
+                if node in free:
+                    free[node] = 0
+    for reservation in reservations:
+        if reservation.state in HOLDING and reservation.start < end and reservation.end > start:
+            _take(free, reservation.gpu_count, expand_hostlist(reservation.nodes))
+    return Availability(gpu_type, sum(per_node.values()), sum(free.values()), free)
 
 
 def _take(free: dict[str, int], count: int, preferred: list[str]) -> None:
-    """Take `count` GPUs: first from the nodes Slurm chose, then from those with most room."""
-    order = [node for node in preferred if node in free] + sorted(
-        (node for node in free if node not in preferred), key=lambda node: -free[node]
-    )
-    for node in order:
-        taken = min(free[node], count)
-        free[node] -= taken
-        count -= taken
-        if not count:
-            return
+    """Take the nodes that hold `count` GPUs: those Slurm chose, else those with most room.
+    A GPU reservation takes every core of its node (notes/slurm-26.05.md, seen on 24.11
+    too), so no other job or reservation starts on it, even on its other GPUs: each node it
+    touches is taken whole."""
+    chosen = [node for node in preferred if node in free]
+    if not chosen:
+        for node in sorted(free, key=lambda node: -free[node]):
+            if count <= 0:
+                break
+            if free[node]:
+                chosen.append(node)
+                count -= free[node]
+    for node in chosen:
+        free[node] = 0
 
 
 def _overlaps(hold: SlurmReservation, start: datetime, end: datetime) -> bool:

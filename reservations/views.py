@@ -353,7 +353,9 @@ def calendar(request):
                 "url": reverse("reservations:detail", args=[reservation.pk]) if own or is_admin else "",
             }
         )
-    for hold in actions.maintenance_holds():
+    holding = [reservation for reservation in rows if reservation.state in HOLDING]
+    holds = actions.maintenance_holds()
+    for hold in holds:
         nodes = [node for node in expand_hostlist(hold.nodes) if node in per_node]
         if "MAINT" not in hold.flags or not nodes:
             continue
@@ -379,8 +381,8 @@ def calendar(request):
             slot_start = day_start + timedelta(hours=hour)
             slot_end = slot_start + timedelta(hours=1)
             items = [block for block in blocks if block["start"] < slot_end and block["end"] > slot_start]
-            held = sum(block["holds"] for block in items)
-            free = max(total - held, 0)
+            # The capacity rule's own answer (reservations.capacity), over rows read once.
+            free = capacity.free_in(gpu_type, per_node, holding, holds, slot_start, slot_end).free
             hours.append({
                 "start": slot_start, "items": items, "free": free,
                 # A free slot ahead links to the request form with its type and start filled in.

@@ -40,8 +40,17 @@ def test_free_gpus_count_only_overlapping_held_reservations(alice, a100_nodes):
     _held(alice, T0 + timedelta(hours=2), 1, 4)  # starts as the window ends: no overlap
     _held(alice, T0, 2, 4, state=State.REQUESTED)  # not promised yet
     free = availability("a100", T0, T0 + timedelta(hours=2))
-    assert (free.capacity, free.free) == (8, 5)
-    assert free.per_node_free == {"gpu-a100-01": 1, "gpu-a100-02": 4}
+    # 3 GPUs of gpu-a100-01 take its cores, so its fourth GPU is nobody's either.
+    assert (free.capacity, free.free) == (8, 4)
+    assert free.per_node_free == {"gpu-a100-01": 0, "gpu-a100-02": 4}
+
+
+def test_a_one_gpu_reservation_takes_its_whole_node_as_slurm_does(alice, a100_nodes):
+    _held(alice, T0, 2, 1)  # nodes not read back yet: counted on the node with most room
+    free = availability("a100", T0, T0 + timedelta(hours=1))
+    assert free.free == 4 and sorted(free.per_node_free.values()) == [0, 4]
+    _held(alice, T0, 2, 1)
+    assert availability("a100", T0, T0 + timedelta(hours=1)).free == 0  # two 1-GPU holds, two nodes
 
 
 def test_a_maintenance_hold_takes_its_whole_node():

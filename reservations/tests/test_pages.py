@@ -179,15 +179,16 @@ def test_availability_says_free_with_the_free_gpus_per_node(client, alice, bob):
     client.force_login(alice)
     answer = availability(client).json()
     assert answer["available"] is True and answer["suggestions"] == []
-    assert (answer["capacity"], answer["free_gpus"]) == (8, 5)
-    assert answer["per_node_free"] == {"gpu-a100-01": 1, "gpu-a100-02": 4}
+    # Bob's 3 GPUs take gpu-a100-01's cores: its fourth GPU is free to nobody.
+    assert (answer["capacity"], answer["free_gpus"]) == (8, 4)
+    assert answer["per_node_free"] == {"gpu-a100-01": 0, "gpu-a100-02": 4}
 
 
 def test_availability_offers_the_nearest_free_starts_when_taken(client, alice, bob, pool):
-    taken = reservation(bob, count=6, state=State.APPROVED, nodes="gpu-a100-0[1-2]")
+    taken = reservation(bob, count=1, state=State.APPROVED, nodes="gpu-a100-01")
     client.force_login(alice)
-    answer = availability(client, count="3").json()
-    assert answer["available"] is False and answer["free_gpus"] == 2
+    answer = availability(client, count="5").json()
+    assert answer["available"] is False and answer["free_gpus"] == 4  # one GPU held takes its node
     assert answer["suggestions"][0] == taken.end.isoformat()
     # A maintenance hold on the other node takes its GPUs too.
     pool.append(
@@ -248,8 +249,8 @@ def test_the_queue_shows_each_slots_capacity_and_slurms_message(client, alice, b
     response = client.get(reverse("reservations:queue"))
     rows = {row["reservation"].pk: row for row in response.context["rows"]}
     assert set(rows) == {waiting.pk, failed.pk}
-    assert (rows[waiting.pk]["free"], rows[waiting.pk]["capacity"]) == (5, 8)
-    assert rows[waiting.pk]["per_node"] == [("gpu-a100-01", 1), ("gpu-a100-02", 4)]
+    assert (rows[waiting.pk]["free"], rows[waiting.pk]["capacity"]) == (4, 8)
+    assert rows[waiting.pk]["per_node"] == [("gpu-a100-01", 0), ("gpu-a100-02", 4)]
     assert rows[failed.pk]["free"] == 8  # bob's ends before it starts
     page = response.content.decode()
     assert "Requested nodes are busy" in page and "Retry" in page and "fine-tuning" in page
@@ -289,9 +290,10 @@ def test_the_calendar_shows_own_blocks_and_others_anonymously(client, alice, bob
     assert "3 GPU reserved" in page and "bob" not in page and f"#{theirs.pk}" not in page
     assert "maintenance gpu-a100-02" in page
     assert "1 GPU reserved" not in page
-    # 11:00 that day: bob's 3 are held; 15:00: the maintenance hold takes a node.
+    # 11:00 that day: bob's 3 are held, and with them all of gpu-a100-01 (a GPU reservation
+    # takes its node's cores); 15:00: the maintenance hold takes the other node.
     day = next(day for day in response.context["days"] if day["date"] == start.date())
-    assert day["hours"][11]["free"] == 5 and day["hours"][15]["free"] == 4 and day["hours"][9]["free"] == 8
+    assert day["hours"][11]["free"] == 4 and day["hours"][15]["free"] == 4 and day["hours"][9]["free"] == 8
     monday = response.context["week"]
     assert monday.weekday() == 0 and monday <= start.date() < monday + timedelta(days=7)
     assert f"week={(monday + timedelta(days=7)).isoformat()}" in page
