@@ -356,6 +356,12 @@ CELERY_BEAT_SCHEDULE["billing-meter-usage"] = {
 }
 # Budgets (billing/budgets.py): the 80 % and 100 % e-mails, each once a month, whatever path
 # the charges took; metering may also call billing.budgets.check_budget after charging.
+# Reserved GPU time its jobs did not use, billed once a reservation has ended (billing/reserved_time.py).
+CELERY_BEAT_SCHEDULE["billing-meter-reservations"] = {
+    "task": "billing.reserved_time.meter_reservations",
+    "schedule": 300.0,
+    "options": {"expires": 300.0},
+}
 CELERY_BEAT_SCHEDULE["billing-check-budgets"] = {
     "task": "billing.budgets.check_budgets",
     "schedule": 300.0,

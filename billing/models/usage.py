@@ -38,6 +38,7 @@ class UsageRecord(models.Model):
         TELEMETRY = "telemetry", "average used GPU memory from telemetry"
         SHARDS = "shards", "shards x GB per shard"
         NONE = "none", "no telemetry samples: GPU-seconds only"
+        RESERVED = "reserved", "reserved time its jobs did not use: no GPU memory"
 
     # --- identity (exactly once) ---
     cluster = models.CharField(max_length=64)

@@ -63,6 +63,10 @@ def test_request_approve_and_see_it_active(alice, admin_user, provision, slurm, 
                 page.fill("#id_purpose", "a browser test's reservation")
                 expect(page.locator("[data-availability-text]")).to_contain_text("Free:", timeout=15000)
                 expect(page.locator("[data-checking]")).to_be_hidden()
+                # The window's price, and what Pro's hours and credits cover of it (Pro includes no
+                # RTX 4090 hours, and alice has no credits).
+                expect(page.locator("[data-quote]")).to_contain_text("$", timeout=15000)
+                expect(page.locator("[data-quote]")).to_contain_text("Nothing of it is covered by your plan or credits")
                 page.screenshot(path=str(tmp_path / "request-phone.png"), full_page=True)
                 page.click("[data-submit]")
                 page.wait_for_url(re.compile(r".*/reservations/\d+/$"))

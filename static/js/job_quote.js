@@ -56,22 +56,9 @@
     const total = quote.total_rounded === "0.00" ? quote.total : quote.total_rounded;
     return `At most $${total} for the time limit (${minutes} min) at ${quote.plan} plan prices` +
       (parts.length ? ` (${parts.join(" + ")})` : "") + ", before included hours and credits." +
-      coverage(quote.coverage);
+      window.quoteCoverage(quote.coverage);
   }
 
-  // What the caller's plan hours and credits would cover of it (plan hours first).
-  function coverage(cover) {
-    if (!cover || !cover.gpu_seconds) return "";
-    const fromPlan = Math.min(cover.gpu_seconds, cover.plan_gpu_seconds_left);
-    const fromCredits = Math.min(cover.gpu_seconds - fromPlan, cover.credit_gpu_seconds);
-    const said = [];
-    if (fromPlan) said.push(`${fromPlan.toLocaleString()} by your plan's included hours`);
-    if (fromCredits) said.push(`${fromCredits.toLocaleString()} by your credits`);
-    if (!said.length) return " Nothing of it is covered by your plan or credits.";
-    const whole = cover.covered_gpu_seconds >= cover.gpu_seconds ? "all" : "of";
-    return ` Of its ${cover.gpu_seconds.toLocaleString()} GPU-seconds, ${said.join(" and ")}` +
-      (whole === "all" ? ": all covered." : "; the rest is billed.");
-  }
 
   async function refresh() {
     const body = request();

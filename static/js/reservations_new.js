@@ -13,6 +13,8 @@
   const suggestionButtons = box.querySelector("[data-suggestion-buttons]");
   const quote = box.querySelector("[data-quote]");
   const quoteTotal = box.querySelector("[data-quote-total]");
+  const quoteCoverage = box.querySelector("[data-quote-coverage]");
+
   const csrf = field("csrfmiddlewaretoken").value;
 
   // Only a fresh form takes the browser's zone: a form sent back with errors keeps the zone
@@ -125,7 +127,9 @@
       if (!response.ok) throw new Error(String(response.status));
       const answer = await response.json();
       if (mine !== sequence || typeof answer.total !== "string") return;
-      quoteTotal.textContent = answer.currency ? `${answer.total} ${answer.currency}` : `$${answer.total}`;
+      // Below a cent the rounded total says $0.00; the exact one says more (as the job form).
+      quoteTotal.textContent = `$${answer.total_rounded && answer.total_rounded !== "0.00" ? answer.total_rounded : answer.total}`;
+      quoteCoverage.textContent = window.quoteCoverage(answer.coverage);
       quote.hidden = false;
     } catch (error) {
       if (mine === sequence) quote.hidden = true;

@@ -1,0 +1,13 @@
+// What the caller's plan hours and credits would cover of a quote (the quote API's
+// `coverage`), in one sentence that starts with a space: plan hours first, as charging takes them.
+window.quoteCoverage = function (cover) {
+  if (!cover || !cover.gpu_seconds) return "";
+  const fromPlan = Math.min(cover.gpu_seconds, cover.plan_gpu_seconds_left);
+  const fromCredits = Math.min(cover.gpu_seconds - fromPlan, cover.credit_gpu_seconds);
+  const said = [];
+  if (fromPlan) said.push(`${fromPlan.toLocaleString()} by your plan's included hours`);
+  if (fromCredits) said.push(`${fromCredits.toLocaleString()} by your credits`);
+  if (!said.length) return " Nothing of it is covered by your plan or credits.";
+  return ` Of its ${cover.gpu_seconds.toLocaleString()} GPU-seconds, ${said.join(" and ")}` +
+    (cover.covered_gpu_seconds >= cover.gpu_seconds ? ": all covered." : "; the rest is billed.");
+};
