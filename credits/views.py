@@ -9,7 +9,7 @@ from django.urls import reverse
 from credits import fraud, ledger, tutorial
 from credits.grants import default_campaign
 from credits.middleware import browser_id
-from credits.models import DEFAULT_CAMPAIGN_CODE, BurnWeight, Campaign, CreditAccount, LedgerEntry
+from credits.models import DEFAULT_CAMPAIGN_CODE, BurnWeight, Campaign, CreditAccount, HeldGrant, LedgerEntry
 from credits.receivers import SESSION_CAMPAIGN, SESSION_REFERRER, request_address
 
 ENTRIES_PER_PAGE = 50
@@ -53,6 +53,13 @@ def credits_page(request):
             "older": page[ENTRIES_PER_PAGE - 1].pk if older else None,
             "referral_link": referral_link(request, account),
             "tutorial_url": reverse("jobs:new") + f"?template={template.pk}",
+            "tutorial_paid": LedgerEntry.objects.filter(idempotency_key=f"tutorial:{request.user.pk}").exists(),
+            # Grants that wait for a person (a referral from the referrer's browser): said, not hidden.
+            "held_grants": list(
+                HeldGrant.objects.filter(user=request.user, state=HeldGrant.State.PENDING).values(
+                    "grant_kind", "amount", "created_at"
+                )
+            ),
             "weights": list(weights.values()),
         },
     )

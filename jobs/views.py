@@ -107,7 +107,10 @@ def job_new(request):
             template_name = request.POST.get("save_template", "").strip()
             if template_name:
                 _save_template(request, template_name[:64], job.spec)
-            messages.success(request, f"Job {job.name} accepted; it is being submitted to Slurm.")
+            if job.slurm_job_id:
+                messages.success(request, f"Job {job.name} accepted: Slurm job {job.slurm_job_id}.")
+            else:  # the worker's way: the page follows it to Slurm live
+                messages.success(request, f"Job {job.name} accepted; it goes to Slurm in a moment.")
             return redirect("jobs:detail", pk=job.pk)
     else:
         source = None

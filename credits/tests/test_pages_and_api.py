@@ -201,3 +201,20 @@ def test_a_campaign_without_a_budget_or_cap_or_with_a_huge_grant_is_refused(mark
     refused = _client(marketer).post("/api/v1/campaigns/", body, content_type="application/json")
     assert refused.status_code == 400 and field in str(refused.json()), refused.content
     assert not Campaign.objects.filter(code="leaky").exists()
+
+
+def test_the_credits_page_stops_offering_a_paid_tutorial_and_shows_held_grants(alice):
+    from credits.models import GrantKind, HeldGrant
+
+    page = _client(alice).get("/credits/").content.decode()
+    assert "Run the <a" in page and "data-tutorial-paid" not in page and "data-held-grant" not in page
+    campaign_id = grants.default_campaign().pk
+    ledger.grant(alice.pk, 10000, key=f"tutorial:{alice.pk}", grant_kind="tutorial", campaign_id=campaign_id)
+    HeldGrant.objects.create(
+        user=alice, campaign=grants.default_campaign(), grant_kind=GrantKind.REFERRAL_INVITEE, amount=5000,
+        idempotency_key=f"referral:invitee:{alice.pk}", reference=f"invitee:{alice.pk}", reason="same browser",
+    )  # fmt: skip
+    page = _client(alice).get("/credits/").content.decode()
+    assert "data-tutorial-paid" in page and "Run the <a" not in page
+    assert "5,000 credits (invitee referral) wait for a review" in page
+    assert "same browser" not in page  # the reason for the hold is marketing's, not shown

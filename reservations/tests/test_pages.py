@@ -335,3 +335,12 @@ def test_a_lone_admin_approves_their_own_request_only_with_a_reason(admin_user):
         actions.approve(mine.pk, admin_user)
     assert Reservation.objects.get(pk=mine.pk).state == State.REQUESTED
     actions._check_not_self_approval(mine, admin_user, "the only admin, testing the H100s")  # passes
+
+
+def test_a_cancelled_reservation_no_longer_names_its_slurm_reservation(client, alice):
+    held = reservation(alice, state=State.APPROVED, nodes="gpu-a100-01")
+    Reservation.objects.filter(pk=held.pk).update(slurm_name="gpupool_r1")
+    client.force_login(alice)
+    assert "gpupool_r1" in client.get(reverse("reservations:detail", args=[held.pk])).content.decode()
+    Reservation.objects.filter(pk=held.pk).update(state=State.CANCELLED)
+    assert "gpupool_r1" not in client.get(reverse("reservations:detail", args=[held.pk])).content.decode()
