@@ -8,19 +8,24 @@ from django.db.models import Count
 from django.db.models.functions import TruncDate
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import cache_control
 from plotly.offline import get_plotlyjs
 
 from accounts.models import Role
 from accounts.plan_choice import offered_plans
+from alerts.models import Alert
 from billing.pricing import PricingError
 from billing.rates import LIST_CARD, NoRateCard, rate_card_at
 from cluster.models import Node, SyncRun
 from console.access import role_required
 from credits.grants import default_campaign
-from jobs.models import Job
+from credits.models import HeldGrant
+from jobs.models import Job, JobState
 from plans.catalog import plan_for
+from reservations.models import Reservation
+from reservations.models import State as ReservationState
 
 
 def gpu_availability(nodes) -> list[dict]:
@@ -81,8 +86,34 @@ def dashboard(request):
         "sync_runs": {run.name: run for run in SyncRun.objects.all()},
         "profile": request.user.profile,
         "plan": plan_for(request.user),
+        "to_act_on": to_act_on(request.user.profile.role, nodes),
     }
     return render(request, "console/home.html", context)
+
+
+def to_act_on(role: str, nodes) -> list[dict]:
+    """What waits for this role now, each with a count and the page that deals with it; only
+    what is there (an empty list: nothing waits). A few COUNT queries, admins' and marketing's."""
+    items = []
+    if role == Role.ADMIN:
+        waiting = Reservation.objects.filter(state__in=(ReservationState.REQUESTED, ReservationState.FAILED)).count()
+        alerts = Alert.objects.filter(resolved_at__isnull=True).count()
+        down = [node.name for node in nodes if node.is_unavailable]
+        pending_jobs = Job.objects.filter(state=JobState.PENDING).count()
+        items += [
+            _item(waiting, "reservation requests to approve or reject", "reservations:queue"),
+            _item(alerts, "open alerts", "console:alerts"),
+            _item(len(down), "nodes down or drained: " + ", ".join(down[:5]), "console:nodes"),
+            _item(pending_jobs, "jobs waiting in the queue", "console:all_jobs"),
+        ]
+    elif role == Role.MARKETING:
+        held = HeldGrant.objects.filter(state=HeldGrant.State.PENDING).count()
+        items.append(_item(held, "held grants to review", "console:marketing_review"))
+    return [item for item in items if item["count"]]
+
+
+def _item(count: int, label: str, url_name: str) -> dict:
+    return {"count": count, "label": label, "url": reverse(url_name)}
 
 
 @role_required(Role.ADMIN)

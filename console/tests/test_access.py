@@ -86,3 +86,31 @@ def test_the_dashboard_names_the_plan_and_says_when_it_is_paused(client, alice):
     assert '<strong>Pro</strong>' in page and "paused" not in page
     subscribe(alice, "pro", "paused")
     assert "paused: new jobs are refused" in client.get("/").content.decode()
+
+
+def test_admins_and_marketing_see_what_waits_for_them_and_users_do_not(client, alice, admin_user, marketer):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from credits.grants import default_campaign
+    from credits.models import HeldGrant
+    from reservations.models import Reservation
+
+    client.force_login(admin_user)
+    assert "Nothing waits for you" in client.get("/").content.decode()
+    start = timezone.now() + timedelta(days=1)
+    Reservation.objects.create(user=alice, gpu_type="a100", gpu_count=1, start=start, end=start + timedelta(hours=1))
+    Node.objects.create(name="gpu-a100-09", state="IDLE", state_flags="DRAIN", gpus=[])
+    page = client.get("/").content.decode()
+    assert "<strong>1</strong> reservation requests to approve or reject" in page
+    assert "nodes down or drained: gpu-a100-09" in page
+    HeldGrant.objects.create(
+        user=alice, campaign=default_campaign(), grant_kind="referral_invitee", amount=5000,
+        idempotency_key="referral:invitee:1", reference="invitee:1", reason="same browser",
+    )  # fmt: skip
+    client.force_login(marketer)
+    page = client.get("/").content.decode()
+    assert "<strong>1</strong> held grants to review" in page and "reservation requests" not in page
+    client.force_login(alice)
+    assert "data-to-act-on" not in client.get("/").content.decode()
