@@ -84,6 +84,10 @@ class QuoteCoverageSerializer(serializers.Serializer):
     covered_gpu_seconds = serializers.IntegerField(
         help_text="Of `gpu_seconds`, at most this many covered (plan hours first, then credits); the rest is billed"
     )
+    payable = serializers.CharField(
+        help_text="USD, to the cent: what you would pay of the quote after plan hours, credits and included NVMe, "
+        "split as charging splits a run (GPU memory and NVMe by the uncovered share); 0 on a free plan"
+    )
 
 
 class QuoteSerializer(serializers.Serializer):

@@ -1,5 +1,7 @@
 """POST /api/v1/billing/quote: what a job would cost, line by line, at the prices in force."""
 
+from decimal import Decimal
+
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.decorators import api_view
@@ -7,7 +9,15 @@ from rest_framework.response import Response
 
 from billing.api.serializers import QuoteInputSerializer, QuoteSerializer
 from billing.drafts import month_of
-from billing.pricing import SECONDS_PER_HOUR, PricingError, format_amount, format_quantity, quote
+from billing.pricing import (
+    SECONDS_PER_HOUR,
+    PricingError,
+    divide,
+    format_amount,
+    format_quantity,
+    quote,
+    to_cents,
+)
 from billing.rates import NoRateCard, rates_for_plan
 from billing.usage_page import invoice_month
 from credits import ledger
@@ -121,12 +131,31 @@ def billing_quote(request):
         return Response({"detail": str(exc), "errors": {exc.field: [exc.message]}}, status=409)
     body = _quote_body(result, plan.code, values["gpu_count"], values["seconds"])
     own = plan_for(request.user)
-    body["coverage"] = (
-        _coverage(request.user, own, values["gpu_type"], values["gpu_count"] * values["seconds"])
-        if own.code == plan.code
-        else None
-    )
+    if own.code == plan.code:
+        cover = _coverage(request.user, own, values["gpu_type"], values["gpu_count"] * values["seconds"])
+        cover["payable"] = format_amount(to_cents(payable(result, own, cover, values)))
+        body["coverage"] = cover
+    else:
+        body["coverage"] = None
     return Response(QuoteSerializer(body).data)
+
+
+def payable(result, plan, cover: dict, values: dict) -> Decimal:
+    """What the caller would pay of the quote, by charging's own split (billing/charging.py):
+    a free plan's capped hours bill nothing; the GPU line is billed for the GPU-seconds that
+    neither plan hours nor credits cover; GPU memory and the NVMe cache beyond the plan's
+    included NVMe are billed for the same uncovered share. Exact; the caller rounds."""
+    if plan.included_hours_are_a_cap:
+        return Decimal(0)
+    lines = {line.kind: line for line in result.lines}
+    to_cover = cover["gpu_seconds"]
+    billable = to_cover - cover["covered_gpu_seconds"]
+    nvme_beyond = max(0, values["nvme_gb"] - plan.included_nvme_gb)
+    nvme = divide(Decimal(nvme_beyond * values["seconds"]) * result.rates.nvme_gb_hour, SECONDS_PER_HOUR)
+    if not to_cover:  # a shard job: memory and NVMe, nothing covered (charging: credits skip shards)
+        return lines["gpu_memory"].amount + nvme
+    gpu = billable * lines["gpu"].unit_price
+    return gpu + divide((lines["gpu_memory"].amount + nvme) * billable, to_cover)
 
 
 def _coverage(user, plan, gpu_type: str, gpu_seconds: int) -> dict:

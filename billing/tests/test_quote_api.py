@@ -159,6 +159,7 @@ def test_the_quote_says_what_the_callers_plan_hours_and_credits_would_cover(api_
         "plan_gpu_seconds_left": 99 * 3600,
         "credit_gpu_seconds": 0,
         "covered_gpu_seconds": 7200,
+        "payable": "0.00",  # all of it in the plan's hours: GPU memory and Pro's 500 GB NVMe too
     }
     # RTX 4090 hours are not in Pro: credits only (1 credit = 1 RTX 4090 GPU-second).
     ledger.grant(alice.pk, 1000, key="quote-test", grant_kind="signup", campaign_id=None)
@@ -175,3 +176,26 @@ def test_the_quote_says_what_the_callers_plan_hours_and_credits_would_cover(api_
     # Another plan's quote says nothing about the caller's coverage.
     other = client.post(URL, {**ARTICLE, "plan": "enterprise"}, format="json").json()
     assert other["coverage"] is None
+
+
+def test_payable_is_what_charging_would_bill_of_the_quote(api_client_for, alice, bob):
+    """The form's "you would pay" and the run's charge split the same way: the uncovered
+    GPU-seconds at the GPU price, GPU memory and the NVMe beyond the plan's included NVMe by the
+    uncovered share. (The quote used to charge GPU memory that included hours then covered.)"""
+    from billing.pricing import to_cents
+    from billing.tests.test_charging import charged, usage
+
+    subscribe(bob, "enterprise")
+    client = api_client_for(bob)
+    body = client.post(URL, {**ARTICLE, "seconds": 1800}, format="json").json()  # Enterprise: nothing included
+    assert body["coverage"]["covered_gpu_seconds"] == 0
+    run = charged(usage(bob, seconds=1800, memory_gbs=24 * 1800, nvme_gb=500))
+    assert Decimal(body["coverage"]["payable"]) == to_cents(run.amount)
+    # Pro on RTX 4090 (no included 4090 hours) with 600 GB of NVMe: 100 GB beyond the 500 included.
+    rtx = api_client_for(alice).post(
+        URL, {"gpu_type": "rtx4090", "gpu_count": 1, "seconds": 3600, "gpu_memory_gb": 0, "nvme_gb": 600},
+        format="json",
+    ).json()  # fmt: skip
+    gpu_price = Decimal(rtx["rates"]["gpu_price_per_second"])
+    nvme_price = Decimal(rtx["rates"]["nvme_price_per_gb_hour"])
+    assert Decimal(rtx["coverage"]["payable"]) == to_cents(3600 * gpu_price + 100 * nvme_price)

@@ -1,13 +1,16 @@
 // What the caller's plan hours and credits would cover of a quote (the quote API's
-// `coverage`), in one sentence that starts with a space: plan hours first, as charging takes them.
+// `coverage`), in sentences that start with a space: plan hours first, as charging takes them,
+// and what the caller would pay of it (`payable`, split as charging splits a run).
 window.quoteCoverage = function (cover) {
-  if (!cover || !cover.gpu_seconds) return "";
+  if (!cover) return "";
+  const pay = cover.payable !== undefined ? ` You would pay at most $${cover.payable}.` : "";
+  if (!cover.gpu_seconds) return pay;
   const fromPlan = Math.min(cover.gpu_seconds, cover.plan_gpu_seconds_left);
   const fromCredits = Math.min(cover.gpu_seconds - fromPlan, cover.credit_gpu_seconds);
   const said = [];
   if (fromPlan) said.push(`${fromPlan.toLocaleString()} by your plan's included hours`);
   if (fromCredits) said.push(`${fromCredits.toLocaleString()} by your credits`);
-  if (!said.length) return " Nothing of it is covered by your plan or credits.";
+  if (!said.length) return " Nothing of it is covered by your plan or credits." + pay;
   return ` Of its ${cover.gpu_seconds.toLocaleString()} GPU-seconds, ${said.join(" and ")}` +
-    (cover.covered_gpu_seconds >= cover.gpu_seconds ? ": all covered." : "; the rest is billed.");
+    (cover.covered_gpu_seconds >= cover.gpu_seconds ? ": all covered." : "; the rest is billed.") + pay;
 };
