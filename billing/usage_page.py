@@ -10,6 +10,9 @@ Which records, and why:
   what a budget is measured against (billing.budgets).
 - Included hours left, per GPU type of the plan: the plan's hours x 3600 minus the included
   GPU-seconds on this month's invoice, never below 0.
+- The "charges so far" tile: this month's draft as the invoice bills it (billing.invoicing's
+  usage and credit lines, each rounded to the cent), so the page and the invoice agree to the
+  cent; the exact sum (`charges_exact`) is what budgets and the projection use.
 - Projected month-end cost: month-to-date charges / the days of the month so far (today
   counts as a whole day) x the days in the month, rounded half-up to the cent, plus the plan's
   monthly fee. A straight line: it leaves out jobs running now (not charged yet), credits to
@@ -30,8 +33,9 @@ from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from billing import invoicing
 from billing.drafts import billing_zone, month_bounds, month_of
-from billing.models import Budget, Invoice, UsageRecord
+from billing.models import Budget, Invoice, InvoiceLine, UsageRecord
 from billing.pricing import days_in_month, to_cents
 from plans.catalog import PlanSnapshot, monthly_price_for, plan_for
 
@@ -75,10 +79,13 @@ class MonthUsage:
     included: list[IncludedRow]
     charges_exact: Decimal
     budget: Budget | None
+    # The usage lines of this month's draft as the invoice bills them (each line rounded to
+    # the cent, credits applied): the figure the page shows, so it and the invoice agree.
+    invoiced_usage: Decimal = Decimal(0)
 
     @property
     def charges(self) -> Decimal:
-        return to_cents(self.charges_exact)
+        return self.invoiced_usage
 
     @property
     def projected_usage(self) -> Decimal:
@@ -196,4 +203,25 @@ def month_usage(user, now: datetime | None = None) -> MonthUsage:
         included=included,
         charges_exact=charges,
         budget=Budget.objects.filter(user=user).first(),
+        invoiced_usage=invoiced_usage(user.pk, period),
     )
+
+
+USAGE_LINE_KINDS = frozenset(
+    {
+        InvoiceLine.Kind.GPU,
+        InvoiceLine.Kind.GPU_MEMORY,
+        InvoiceLine.Kind.NVME,
+        InvoiceLine.Kind.OVERAGE,
+        InvoiceLine.Kind.INCLUDED,
+        InvoiceLine.Kind.CREDITS,
+    }
+)
+
+
+def invoiced_usage(user_id: int, period: date) -> Decimal:
+    """The usage and credit lines of the user's draft of `period`, as built now (no writes)."""
+    draft = Invoice.objects.filter(user_id=user_id, period=period, status=Invoice.Status.DRAFT).first()
+    if draft is None:
+        return Decimal(0)
+    return sum((line.amount for line in invoicing.lines_for(draft) if line.kind in USAGE_LINE_KINDS), Decimal(0))

@@ -131,3 +131,26 @@ def test_the_queries_do_not_grow_with_the_records(alice, client):
     assert month.charges == Decimal("900.00")
     assert sum(row.runs for row in month.days) == 1000
     assert many == few
+
+
+def test_the_charges_tile_agrees_with_the_invoice_to_the_cent(alice, client):
+    """Two runs of $1.004 each: the invoice bills $1.00 + $1.00 (each line rounded); the page
+    used to show $2.01 (the exact sum rounded)."""
+    from django.utils import timezone
+
+    from billing import invoicing
+    from billing.models import Invoice
+    from billing.tests.invoice_support import charge
+
+    subscribe(alice, "enterprise")
+    now = timezone.now()
+    charge(alice, now, plan="enterprise", gpu_type="a100", billable=1, gpu_price=Decimal("1.004"))
+    charge(alice, now, plan="enterprise", gpu_type="h100", billable=1, gpu_price=Decimal("1.004"))
+    draft = Invoice.objects.get(user=alice, status=Invoice.Status.DRAFT)
+    invoicing.refresh_draft(draft.pk)
+    usage_lines = [line.amount for line in draft.lines.exclude(kind="plan_fee")]
+    assert usage_lines == [Decimal("1.00"), Decimal("1.00")]
+    client.force_login(alice)
+    page = client.get("/billing/usage/")
+    assert page.context["month"].charges == sum(usage_lines) == Decimal("2.00")
+    assert "$2.00" in page.content.decode() and "$2.01" not in page.content.decode()
