@@ -182,6 +182,8 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every requ
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "gpupool@localhost")
+# Where django.core.mail.backends.filebased.EmailBackend writes (a browser test reads it there).
+EMAIL_FILE_PATH = env_path("EMAIL_FILE_PATH", VAR_DIR / "mail")
 
 # --- Telemetry ------------------------------------------------------------------------------
 TELEMETRY_INTERVAL_SECONDS = env_int("TELEMETRY_INTERVAL_SECONDS", 10, minimum=1)
