@@ -28,6 +28,9 @@ prices; each record was priced and split when it was charged, see billing/models
 - credits applied: minus the credit-covered GPU-seconds x the GPU price, one line per GPU-time
   line, naming the credits ledger's spend entries (`credit_entry_ids`: the seam for the credits
   issue); a line per group keeps each group's net at 0 or more after rounding;
+- included hours follow the days paid (`prorated_hours_lines`): a paid plan held N days of the
+  month includes hours x N / days of the month; what runs took of them beyond that is an
+  overage line at the runs' price;
 - "GPU-seconds only: no telemetry": a note where whole-GPU runs had no GPU-memory samples and
   were charged for GPU-seconds only;
 - volume discount (plans in `VOLUME_DISCOUNT_PLANS`, i.e. Enterprise): `pricing.volume_discount`
@@ -54,7 +57,7 @@ from django.utils import timezone
 from audit.log import record
 from billing.drafts import billing_zone, month_bounds
 from billing.models import Invoice, InvoiceLine, InvoiceNumber, UsageRecord
-from billing.pricing import days_in_month, pro_rata, to_cents, volume_discount
+from billing.pricing import SECONDS_PER_HOUR, days_in_month, pro_rata, to_cents, volume_discount
 from plans.models import Plan, Subscription, fee_in_force
 
 Kind = InvoiceLine.Kind
@@ -373,9 +376,54 @@ def discount_lines(lines, plans: dict[str, PlanFacts]) -> list[DraftLine]:
     return found
 
 
+def prorated_hours_lines(stretches, groups, plans: dict[str, PlanFacts], period: date) -> list[DraftLine]:
+    """Included hours follow the days paid: a paid plan held for N days of the month includes
+    hours x N / days of the month (whole seconds, rounded down). Charging grants a current
+    subscription the whole month's hours as runs come (a plan held to the month's end pays
+    every day left); what the invoice's runs took of them beyond the days actually paid (a
+    plan bought on the last day, or paused or left early) is billed here at the price of the
+    runs that took them, as overage. Free plans (no fee) are capped by Slurm, not here."""
+    month_days = days_in_month(period.year, period.month)
+    paid_days: dict[str, int] = defaultdict(int)
+    for stretch in charged_stretches(stretches):
+        paid_days[stretch.plan_code] += stretch.days
+    used: dict[tuple[str, str], list[UsageGroup]] = defaultdict(list)
+    for group in groups:
+        if group.included_gpu_seconds:
+            used[(group.plan, group.gpu_type)].append(group)
+    lines = []
+    for (plan_code, gpu_type), taken in sorted(used.items()):
+        facts = plans.get(plan_code)
+        if facts is None or facts.monthly_price <= 0 or gpu_type not in facts.included_hours:
+            continue
+        days = min(paid_days.get(plan_code, 0), month_days)
+        allowance = facts.included_hours[gpu_type] * SECONDS_PER_HOUR * days // month_days
+        excess = sum(group.included_gpu_seconds for group in taken) - allowance
+        if excess <= 0:
+            continue
+        price = max(group.gpu_price for group in taken)
+        label = gpu_type.upper()
+        lines.append(
+            DraftLine(
+                Kind.OVERAGE,
+                f"{label} included hours beyond the {days} paid day{'s' if days != 1 else ''} of {facts.name} "
+                f"({_hours(excess)}, list price)",
+                Decimal(excess),
+                "GPU-s",
+                price,
+                to_cents(excess * price),
+                gpu_type=gpu_type,
+                plan=plan_code,
+            )
+        )
+    return lines
+
+
 def build_lines(period, stretches, groups, plans, credit_entries) -> list[DraftLine]:
-    """Every line of an invoice, in order: fees, usage by GPU type, credits, discounts."""
+    """Every line of an invoice, in order: fees, usage by GPU type, included hours beyond the
+    days paid, credits, discounts."""
     lines = fee_lines(stretches, period) + usage_lines(groups, plans)
+    lines += prorated_hours_lines(stretches, groups, plans, period)
     lines += credit_lines(groups, credit_entries)
     lines += discount_lines(lines, plans)
     return [line for line in lines if line.quantity or line.amount]

@@ -333,3 +333,27 @@ def test_void_and_redraft_bills_the_usage_once_and_the_fee_once(alice, admin_use
     assert redraft.total == Decimal("299.00") + Decimal("1.50") + Decimal("3.00")
     entry = AuditLog.objects.get(action="invoice.void")
     assert entry.after["redraft"] == redraft.pk and entry.after["usage_records_moved"] == 1
+
+
+def test_included_hours_follow_the_days_paid(alice):
+    """Pro bought for the last day of March used to unlock all 100 A100-hours for $9.65."""
+    subscription_history(alice, ("free", "active", at(2026, 1, 1)), ("pro", "active", at(2026, 3, 31, 9)))
+    price = Decimal("0.0015")
+    charge(alice, at(2026, 3, 31, 20), plan="pro", included=360_000, billable=0, gpu_price=price)
+    invoice = draft_of(alice)
+    fee = lines(invoice, Kind.PLAN_FEE)
+    assert [line.amount for line in fee] == [Decimal("9.65")]  # 299 x 1/31
+    allowance = 100 * 3600 * 1 // 31  # 11,612 GPU-seconds for one paid day
+    (beyond,) = [line for line in lines(invoice, Kind.OVERAGE) if "paid day" in line.description]
+    assert beyond.quantity == 360_000 - allowance and beyond.unit_price == price
+    assert beyond.amount == Decimal("522.58")  # 348,388 x $0.0015
+    assert "1 paid day of Pro" in beyond.description
+    assert invoice.total == Decimal("9.65") + Decimal("522.58")
+
+
+def test_a_whole_month_of_pro_keeps_all_its_hours(alice):
+    subscription_history(alice, ("pro", "active", at(2026, 1, 1)))
+    charge(alice, at(2026, 3, 20), plan="pro", included=360_000, billable=0, gpu_price=Decimal("0.0015"))
+    invoice = draft_of(alice)
+    assert not [line for line in lines(invoice, Kind.OVERAGE) if "paid day" in line.description]
+    assert invoice.total == Decimal("299.00")
