@@ -28,3 +28,14 @@ def log_in(page, base_url: str, username: str, password: str) -> None:
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
     page.wait_for_url(f"{base_url}/")
+
+
+def fill_job_form(page, base_url: str, *, name: str, command: str, gpu_type: str = "rtx4090", minutes: int = 5) -> None:
+    """Open the new-job form and fill it for one GPU of `gpu_type` (the submit is the caller's)."""
+    page.goto(f"{base_url}/jobs/new/")
+    page.fill("#id_name", name)
+    page.fill("#id_image", "nvcr.io/nvidia/pytorch:24.05-py3")
+    page.select_option("#id_gpu_type", gpu_type)
+    page.fill("#id_gpu_count", "1")
+    page.fill("#id_command", command)
+    page.fill("#id_time_limit_minutes", str(minutes))

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from jobs.models import Job
-from testing.browser import chromium_page, log_in
+from testing.browser import chromium_page, fill_job_form, log_in
 from testing.servers import portal_stack
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -26,13 +26,7 @@ def test_submit_watch_read_logs_and_clone(alice, provision, tmp_path, width, hei
         errors = []
         page.on("pageerror", lambda error: errors.append(error))
 
-        page.goto(f"{base_url}/jobs/new/")
-        page.fill("#id_name", "browser-run")
-        page.fill("#id_image", "nvcr.io/nvidia/pytorch:24.05-py3")
-        page.select_option("#id_gpu_type", "rtx4090")
-        page.fill("#id_gpu_count", "1")
-        page.fill("#id_command", "sleep 8\necho browser says hi")
-        page.fill("#id_time_limit_minutes", "5")
+        fill_job_form(page, base_url, name="browser-run", command="sleep 8\necho browser says hi")
         # The most the job can cost for its time limit, from the billing quote API.
         expect(page.locator("[data-job-quote]")).to_contain_text("$", timeout=15000)
         # ... and what of it the plan's hours and the credits would cover (here: nothing).

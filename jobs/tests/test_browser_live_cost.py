@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from testing.browser import chromium_page, log_in
+from testing.browser import chromium_page, fill_job_form, log_in
 from testing.servers import portal_stack
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -22,13 +22,7 @@ def test_the_cost_so_far_ticks_while_the_job_runs(alice, provision):
         portal_stack(worker=True, beat=True) as base_url,
     ):
         log_in(page, base_url, "alice", "pw-alice")
-        page.goto(f"{base_url}/jobs/new/")
-        page.fill("#id_name", "ticking")
-        page.fill("#id_image", "nvcr.io/nvidia/pytorch:24.05-py3")
-        page.select_option("#id_gpu_type", "rtx4090")
-        page.fill("#id_gpu_count", "1")
-        page.fill("#id_command", "sleep 60")
-        page.fill("#id_time_limit_minutes", "5")
+        fill_job_form(page, base_url, name="ticking", command="sleep 60")
         page.click("[data-submit]")
         page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
         page.evaluate("window.__marker = 'no reload'")
