@@ -81,7 +81,7 @@ def _close_stray_test_database_sessions(django_db_setup, django_db_blocker):
 @pytest.fixture(autouse=True)
 def _product_plans(request):
     """Transactional tests empty every table when they end, the seeded catalogues too: put
-    PRODUCT.md's plans and the seeded rate cards back before each test that uses the database."""
+    docs/product.md's plans and the seeded rate cards back before each test that uses the database."""
     uses_database = request.node.get_closest_marker("django_db") is not None or bool(
         {"db", "transactional_db"} & set(request.fixturenames)
     )
@@ -149,7 +149,7 @@ def slurm(slurm_limits):
 
 @pytest.fixture(scope="session")
 def slurm_limits():
-    """The QOS of PRODUCT.md's plans written into the dev cluster's slurmdbd, as `make dev`
+    """The QOS of docs/product.md's plans written into the dev cluster's slurmdbd, as `make dev`
     does (from the plan rows there; here from the same seed, since a session may have no
     database). Tests that change plans sync again themselves."""
     from cluster.errors import SlurmError

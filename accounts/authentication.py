@@ -27,7 +27,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid or revoked API token.")
         now = timezone.now()
         if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
-            # A write per request would cost every API call a commit (issue 13's submit path);
+            # A write per request would cost every API call a commit (the submit path);
             # "last used" to the minute is what the settings page shows.
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user, token

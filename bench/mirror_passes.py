@@ -1,4 +1,4 @@
-"""The mirror at scale, against the real dev cluster, in one run (issue 13):
+"""The mirror at scale, against the real dev cluster, in one run:
 
 1. A pass with 1,000 and 5,000 of one user's held jobs queued, with 0 and 10 of them changed,
    against one raw `GET /jobs` of the same cluster (ratio), and the requests a quiet pass makes

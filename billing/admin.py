@@ -110,7 +110,7 @@ class RateCardAdmin(admin.ModelAdmin):
         form = super().get_form(request, obj, change, **kwargs)
         if "note" in form.base_fields:
             form.base_fields["note"].help_text = (
-                "Why these prices. The seeded cards carry placeholders where PRODUCT.md names no price "
+                "Why these prices. The seeded cards carry placeholders where docs/product.md names no price "
                 "(RTX 4090 on both cards, H100 on the list card; the rule is in billing/seed.py): "
                 "replace them with a new card (Save as new, with a later effective date)."
             )

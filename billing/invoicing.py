@@ -62,7 +62,7 @@ from plans.models import Plan, Subscription, fee_in_force
 
 Kind = InvoiceLine.Kind
 ZERO = Decimal(0)
-# Plans whose month of usage earns PRODUCT.md's volume discount.
+# Plans whose month of usage earns docs/product.md's volume discount.
 VOLUME_DISCOUNT_PLANS = frozenset({"enterprise"})
 NUMBER_FORMAT = "GP-{year}-{number:06d}"
 SUMMARY_KINDS = {Kind.DISCOUNT: "discount", Kind.CREDITS: "credits"}

@@ -1,4 +1,4 @@
-"""The pure pricing core (PRODUCT.md, "Billing"): no Django, no database, `Decimal` only.
+"""The pure pricing core (docs/product.md, "Billing"): no Django, no database, `Decimal` only.
 
     charge = GPU-seconds x GPU price + GPU-memory GB-seconds x memory price
              + NVMe GB-hours x storage price
@@ -39,7 +39,7 @@ CENT = Decimal("0.01")
 DIVISION_QUANTUM = Decimal("1e-12")
 SECONDS_PER_HOUR = 3600
 
-# Volume discount for Enterprise (PRODUCT.md): the month's spend at or above the threshold
+# Volume discount for Enterprise (docs/product.md): the month's spend at or above the threshold
 # takes that much off the whole month. Highest threshold first.
 VOLUME_DISCOUNTS = ((Decimal("10000"), Decimal("0.10")), (Decimal("5000"), Decimal("0.05")))
 

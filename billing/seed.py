@@ -1,13 +1,13 @@
-"""The rate cards of PRODUCT.md and the issue, as data: the seed of the rate cards (migration
+"""The rate cards of docs/product.md and the issue, as data: the seed of the rate cards (migration
 0002) and, after transactional tests have emptied the tables, again (billing/tests/conftest.py).
 
-Where PRODUCT.md names no price a placeholder is seeded, by one stated rule, and its card's
+Where docs/product.md names no price a placeholder is seeded, by one stated rule, and its card's
 note says so; an admin replaces it with a new card (cards in force are never edited):
 - RTX 4090 (both cards): 24 GB at the article's memory price, 24 x $0.00002 = $0.00048/s,
-  the price of its memory held for a second (PRODUCT.md prices memory, not this card).
+  the price of its memory held for a second (docs/product.md prices memory, not this card).
 - H100 on the list card: the A100's list price scaled as on the enterprise card
   (H100/A100 = 0.004/0.0025 = 1.6), so 1.6 x $0.0015 = $0.0024/s.
-- Enterprise GPU memory and NVMe: PRODUCT.md gives Enterprise per-second GPU prices only, so
+- Enterprise GPU memory and NVMe: docs/product.md gives Enterprise per-second GPU prices only, so
   the enterprise card repeats the list card's memory and NVMe prices.
 """
 
@@ -20,7 +20,7 @@ from decimal import Decimal
 SEED_EFFECTIVE_FROM = datetime(2020, 1, 1, tzinfo=UTC)
 
 PLACEHOLDER_NOTE = (
-    "Placeholders (PRODUCT.md names no price): {types}. Priced by the rule in billing/seed.py; "
+    "Placeholders (docs/product.md names no price): {types}. Priced by the rule in billing/seed.py; "
     "replace them with a new card with a later effective date."
 )
 
@@ -43,7 +43,7 @@ PRODUCT_RATE_CARDS = [
         "gpu_memory_price_per_gb_second": Decimal("0.00002"),
         "nvme_price_per_gb_hour": Decimal("0.02"),
         "gpu_prices": [("a100", Decimal("0.0025")), ("h100", Decimal("0.004")), ("rtx4090", Decimal("0.00048"))],
-        "note": "PRODUCT.md's Enterprise prices: A100 $0.0025/s, H100 $0.004/s; memory and NVMe as the list card. "
+        "note": "docs/product.md's Enterprise prices: A100 $0.0025/s, H100 $0.004/s; memory and NVMe as the list card. "
         + PLACEHOLDER_NOTE.format(types="RTX 4090 $0.00048/s (24 GB x $0.00002)"),
     },
 ]

@@ -1,5 +1,5 @@
 """GPU memory a whole-GPU run used, from telemetry: the average used memory of the GPUs it held
-over the run, in GB, times the run's seconds (PRODUCT.md's worked example: 24 GB average for
+over the run, in GB, times the run's seconds (docs/product.md's worked example: 24 GB average for
 1,800 s = 43,200 GB-s).
 
 Which GPUs a run held: the job mirror records Slurm's per-node GPU indexes (`gres_detail`,

@@ -279,7 +279,7 @@ def roi_of(inputs: RoiInputs) -> RoiResult:
     )
 
 
-# The source article's hardware table (PRODUCT.md, "Hardware ROI"): its inputs only. Its
+# The source article's hardware table (docs/product.md, "Hardware ROI"): its inputs only. Its
 # ROI column does not follow from its own formula and is deliberately not kept here.
 ARTICLE_CONFIGS: tuple[RoiInputs, ...] = (
     RoiInputs("8x RTX 4090", Decimal("12000"), Decimal("280"), Decimal("150"), Decimal("3200")),

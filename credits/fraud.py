@@ -1,4 +1,4 @@
-"""Who earns nothing, and whose referral waits for a person (issue 10's fraud rules).
+"""Who earns nothing, and whose referral waits for a person.
 
 - Self-referral earns nothing: the same user, an e-mail address the referrer has verified,
   or the same mailbox written differently (`normalise_email`).

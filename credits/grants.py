@@ -1,4 +1,4 @@
-"""The three grants (PRODUCT.md, "Credits"), each at most once per user by its key:
+"""The three grants (docs/product.md, "Credits"), each at most once per user by its key:
 
 - sign-up (`signup:<user>`): once the e-mail address is verified;
 - tutorial (`tutorial:<user>`): once the user's tutorial job is COMPLETED with exit code 0 and

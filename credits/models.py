@@ -1,4 +1,4 @@
-"""Credits (PRODUCT.md, "Credits"): GPU-seconds of an RTX 4090, kept in an append-only ledger.
+"""Credits (docs/product.md, "Credits"): GPU-seconds of an RTX 4090, kept in an append-only ledger.
 
 - `LedgerEntry` is the ledger: rows are only ever inserted (the model refuses save() on an
   existing row and delete(); on PostgreSQL a trigger refuses UPDATE and DELETE). A user's
@@ -24,7 +24,7 @@ from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
 
-# PRODUCT.md's amounts, the defaults of every campaign.
+# docs/product.md's amounts, the defaults of every campaign.
 DEFAULT_SIGNUP_GPU_SECONDS = 5_000
 DEFAULT_TUTORIAL_GPU_SECONDS = 10_000
 DEFAULT_REFERRAL_GPU_SECONDS = 5_000

@@ -1,8 +1,8 @@
 """`field__any_of=[...]`: membership in a long list of values as one parameter.
 
 `field__in=[5,000 ids]` makes Django build, and psycopg convert, a statement with 5,000
-placeholders: at 5,000 queued jobs that was most of the mirror's quiet pass (issue 13:
-~0.4 s of Python per query). On PostgreSQL this is `field = ANY(%s)` with the list bound as
+placeholders: at 5,000 queued jobs that was most of the mirror's quiet pass
+(~0.4 s of Python per query, bench/mirror_passes.py). On PostgreSQL this is `field = ANY(%s)` with the list bound as
 one array; elsewhere (SQLite, the zero-setup default) it is the plain IN list."""
 
 from django.db.models import IntegerField, Lookup

@@ -369,7 +369,7 @@ CELERY_BEAT_SCHEDULE["billing-check-budgets"] = {
     "schedule": 300.0,
     "options": {"expires": 300.0},
 }
-# Image repositories the free plan may use (PRODUCT.md: official PyTorch/TensorFlow only).
+# Image repositories the free plan may use (docs/product.md: official PyTorch/TensorFlow only).
 OFFICIAL_IMAGES = env_list(
     "OFFICIAL_IMAGES",
     ["nvcr.io/nvidia/pytorch", "nvcr.io/nvidia/tensorflow", "pytorch/pytorch", "tensorflow/tensorflow"],
@@ -379,7 +379,7 @@ REQUIRE_IMAGE_DIGEST = env_bool("REQUIRE_IMAGE_DIGEST", False)
 DATA_MOUNT_ROOTS = env_list("DATA_MOUNT_ROOTS", ["/mnt/nvme"])
 # "pyxis" runs the image with srun --container-image; "none" (dev cluster) runs the command directly.
 JOB_RUNTIME = env_str("JOB_RUNTIME", "none")
-# Submissions per minute per user (PRODUCT.md: 5), and per client address across all its
+# Submissions per minute per user (docs/product.md: 5), and per client address across all its
 # users (several accounts behind one address, or one person with many accounts).
 SUBMIT_RATE_LIMIT_PER_MINUTE = env_int("SUBMIT_RATE_LIMIT_PER_MINUTE", 5, minimum=1)
 SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE = env_int("SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE", 30, minimum=1)

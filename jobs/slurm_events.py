@@ -1,5 +1,5 @@
 """Events from slurmctld: "job N changed", so the portal shows it now rather than on the
-next mirror pass (issue 13).
+next mirror pass.
 
 The sender is deploy/slurm-events/gpupool-slurm-event, which slurmctld runs as its
 PrologSlurmctld (a job starts), EpilogSlurmctld (a run ends, requeue included) and job

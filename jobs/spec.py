@@ -5,7 +5,7 @@ that lists every problem by field, so an API user or a form sees all of them at 
 Nothing here talks to Slurm; `jobs.batch_script` turns a `JobSpec` into the script
 Slurm runs, and the caller turns `JobSpec.gpu.tres_per_node()` into the submission.
 
-What is checked (PRODUCT.md, "Jobs" and "Plans"):
+What is checked (docs/product.md, "Jobs" and "Plans"):
 - images are registry references pinned by a tag or a sha256 digest, never `latest`;
   production may demand a digest; the free plan only gets the official images;
 - the GPU type exists and is on the user's plan; whole GPUs (1 .. GPUs of that type

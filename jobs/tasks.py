@@ -162,7 +162,7 @@ def submit_to_slurm(self, job_pk: int) -> str:
 def submit_now(job: Job, profile: Profile) -> bool:
     """The web request's own attempt, right after its transaction committed the row already
     claimed (claimed_for_inline_submission): the job is in Slurm when the API answers, without
-    a worker's pick-up in between (issue 13: the submit path against sbatch). `job` and
+    a worker's pick-up in between (the submit path against sbatch). `job` and
     `profile` are the request's own, just written, so nothing is read again. Anything short of
     success hands the row to a worker, as every submission was before: a transient failure
     (slurmrestd slow or down, within a short timeout), a job directory this process may not

@@ -1,5 +1,5 @@
 """Which pending jobs someone is looking at, so the mirror refreshes their expected start often
-and everyone else's slowly (issue 13: re-reading 50 pending jobs every pass cost 25 requests a
+and everyone else's slowly (re-reading 50 pending jobs every pass cost 25 requests a
 second to slurmrestd with nothing happening).
 
 A job is watched for WATCH_SECONDS after a page or an API response showed it: its id goes in a

@@ -28,7 +28,7 @@ class PlanSnapshot:
     included_hours_are_a_cap: bool = False
     included_nvme_gb: int = 0
     max_reservation_minutes: int = 0
-    # The subscription's state: a paused plan's jobs are refused (PRODUCT.md, Pro).
+    # The subscription's state: a paused plan's jobs are refused (docs/product.md, Pro).
     status: str = Subscription.Status.ACTIVE
 
     @property

@@ -1,4 +1,4 @@
-"""The plan catalogue and each user's subscription history (PRODUCT.md, "Plans").
+"""The plan catalogue and each user's subscription history (docs/product.md, "Plans").
 
 Plans are rows an admin edits; a user's plan is the newest of their subscription rows,
 never a string overwritten in place: a change of plan or a pause ends the current row and

@@ -1,4 +1,4 @@
-"""The three plans of PRODUCT.md ("Plans") as data: the seed of the plan catalogue (migration
+"""The three plans of docs/product.md ("Plans") as data: the seed of the plan catalogue (migration
 0002) and, as snapshots, the plans of tests that need no database."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ PRODUCT_PLANS = [
         "included_hours_are_a_cap": False,
         "included_nvme_gb": 0,
         "max_reservation_minutes": 7 * 24 * 60,
-        # Pay per second: A100 $0.0025/s, H100 $0.004/s. PRODUCT.md prices no RTX 4090 here.
+        # Pay per second: A100 $0.0025/s, H100 $0.004/s. docs/product.md prices no RTX 4090 here.
         "gpu_types": [("rtx4090", 4, 0, None), ("a100", 4, 0, Decimal("0.0025")), ("h100", 2, 0, Decimal("0.004"))],
     },
 ]

@@ -1,4 +1,4 @@
-"""Putting PRODUCT.md's plans into an empty catalogue: the data migration does it once; the
+"""Putting docs/product.md's plans into an empty catalogue: the data migration does it once; the
 test suite does it again after transactional tests have emptied every table."""
 
 from __future__ import annotations

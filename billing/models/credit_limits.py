@@ -1,4 +1,4 @@
-"""How much a pay-afterwards account may owe: an amount an admin approved (PRODUCT.md, Plans:
+"""How much a pay-afterwards account may owe: an amount an admin approved (docs/product.md, Plans:
 "an account may run up a bill only within a limit an admin approved")."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rate cards: prices with effective dates (issue 9, "Prices").
+"""Rate cards: prices with effective dates.
 
 A card is a code ("list", "enterprise") and the moment from which it is in force; the card in
 force at a moment is the newest of its code whose `effective_from` is not after it

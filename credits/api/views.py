@@ -104,7 +104,7 @@ class CampaignPagination(StrictCursorPagination):
     ),
     create=extend_schema(
         operation_id="campaigns_create",
-        summary="Create a credit campaign; the grant amounts default to PRODUCT.md's (marketing only)",
+        summary="Create a credit campaign; the grant amounts default to docs/product.md's (marketing only)",
         request=CampaignSerializer,
         responses={201: CampaignSerializer, **error_responses(ERROR_DESCRIPTIONS, 400, 401, 403, 413, 415)},
         tags=["campaigns"],

@@ -1,4 +1,4 @@
-"""What one mirror pass asks slurmrestd for (issue 13): changed jobs by id, concurrently;
+"""What one mirror pass asks slurmrestd for: changed jobs by id, concurrently;
 never the full list; pending estimates re-read for watched jobs often, others rarely; a mass
 cancel of pending jobs written from the state listing alone, in bulk."""
 

@@ -1,4 +1,4 @@
-"""Events from slurmctld (issue 13): the signed nudge, its refusals, and the real sender
+"""Events from slurmctld: the signed nudge, its refusals, and the real sender
 (deploy/slurm-events/gpupool-slurm-event, Perl, run inside the dev cluster's root) posting
 to a real Daphne."""
 

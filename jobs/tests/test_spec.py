@@ -501,7 +501,7 @@ def test_tres_per_node_refuses_an_empty_or_odd_request():
 
 
 def test_plan_maximum_time_limits():
-    # The plan rows carry their maximum (PRODUCT.md's plans as seeded).
+    # The plan rows carry their maximum (docs/product.md's plans as seeded).
     assert (FREE.max_job_minutes, PRO.max_job_minutes, ENTERPRISE.max_job_minutes) == (240, 1440, 10080)
     assert parse(plan=FREE, gpu_type="rtx4090", time_limit_minutes=240).time_limit_minutes == 240
     assert "between 1 and 240" in refused("time_limit_minutes", plan=FREE, gpu_type="rtx4090", time_limit_minutes=241)

@@ -1,5 +1,5 @@
 """The SQLite default holds the dev workload: the mirror, the telemetry emulator and
-submissions in three processes on one file, with no "database is locked" (issue 13: two mirror
+submissions in three processes on one file, with no "database is locked" (two mirror
 passes died of it before WAL, the busy timeout and IMMEDIATE transactions)."""
 
 import json

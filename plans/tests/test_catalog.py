@@ -1,4 +1,4 @@
-"""The plan catalogue as seeded from PRODUCT.md, and subscription history."""
+"""The plan catalogue as seeded from docs/product.md, and subscription history."""
 
 from decimal import Decimal
 
