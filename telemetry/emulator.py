@@ -21,6 +21,8 @@ from telemetry.samples import GpuSample
 # Memory and board power (idle, max watts) come from settings.GPU_TYPES (deploy/gpu_types.json);
 # a type the file does not know (a node of an older layout) draws with these.
 UNKNOWN_TYPE = {"memory_gb": 16, "power_w": {"idle": 30, "max": 300}}
+# The least compute utilisation (%) of a GPU a running job holds; idle GPUs stay at 2 % or less.
+BUSY_COMPUTE_FLOOR = 35
 
 
 def _noise(*parts) -> float:
@@ -60,7 +62,9 @@ def emulated_samples(now: datetime) -> list[GpuSample]:
                     if shards:
                         share = min(1.0, shards / max(1, info.get("shards_per_gpu", 1)))
                     wave = 0.08 * math.sin(step / 3 + index)
-                    compute = min(100.0, max(0.0, 100 * (0.35 + 0.6 * character + wave + 0.05 * wobble)))
+                    # Busy means busy: at least BUSY_COMPUTE_FLOOR whatever the character, wave and
+                    # noise (the floor 0.43 - 0.08 of the wave), so a held GPU never reads as idle.
+                    compute = min(100.0, 100 * (0.43 + 0.5 * character + wave + 0.04 * wobble))
                     memory = min(100.0, max(0.0, 100 * (0.85 - 0.6 * character + wave + 0.05 * wobble)))
                     used = int(total_mb * min(0.99, share * (0.55 + 0.4 * character) + 0.02 * wobble))
                     temperature = 55 + compute * 0.25 + wobble * 3
