@@ -9,7 +9,7 @@ export SLURM_RELEASE ?= 24.11
 # `make test` runs the slurm-marked tests once per release listed here.
 export SLURM_RELEASES ?= 24.11,26.05
 
-.PHONY: dev test test-fast test-flaky system-deps venv dev-env services cluster-up cluster-down cluster-status migrate seed serve lint bench
+.PHONY: dev test test-fast test-pure test-flaky system-deps venv dev-env services cluster-up cluster-down cluster-status migrate seed serve lint bench
 
 dev: system-deps venv services cluster-up dev-env migrate seed serve
 
@@ -22,6 +22,11 @@ test: system-deps venv
 test-fast: system-deps venv
 	scripts/services.sh --postgres
 	SLURM_RELEASES=24.11 scripts/test.sh -m "not slurm and not browser"
+
+# Tests that need no root, no database, no Redis, no cluster, no browser (conftest.py marks
+# them `pure`): seconds, on any machine with Python. Exit 5 (none selected) is a failure.
+test-pure: venv
+	.venv/bin/python -m pytest -q -m pure -p no:cacheprovider; rc=$$?; [ $$rc -ne 5 ] || rc=1; exit $$rc
 
 # Repeat the tests that meet real daemons (or ARGS='-k mirror') N times on each release and
 # list every test that ever failed: `make test-flaky N=5`.

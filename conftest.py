@@ -55,6 +55,24 @@ def marketer(db):
     return _person("mark", Role.MARKETING, "free")
 
 
+DATABASE_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
+SERVICE_FIXTURES = {"redis_client", "live_server", "provision", "slurm"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """`pure`: a test that needs no database, no cluster, no browser and no service fixture
+    (`make test-pure` runs these: seconds, no root). Decided from its markers and fixtures."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if (
+            item.get_closest_marker("django_db") is None
+            and item.get_closest_marker("slurm") is None
+            and item.get_closest_marker("browser") is None
+            and not fixtures & (DATABASE_FIXTURES | SERVICE_FIXTURES)
+        ):
+            item.add_marker(pytest.mark.pure)
+
+
 def pytest_report_header(config):
     from django.conf import settings
 
