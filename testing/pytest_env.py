@@ -1,9 +1,15 @@
 """Loaded by pytest before Django (`-p testing.pytest_env` in pyproject.toml): every pytest run
 has settings of its own, whatever the shell exported or left out. DEBUG on (no secret key
-needed), and a Redis database that `make dev` never uses; scripts/test.sh sets the same."""
+needed), a Redis database that `make dev` never uses, the test submit limits: what
+scripts/test.sh sets too."""
 
 import os
 
 os.environ.setdefault("DEBUG", "1")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/13")
 os.environ.setdefault("EMAIL_BACKEND", "django.core.mail.backends.locmem.EmailBackend")
+# Tests submit many jobs from one address; the limits themselves are tested with their own settings.
+os.environ.setdefault("SUBMIT_RATE_LIMIT_PER_MINUTE", "10000")
+os.environ.setdefault("SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE", "10000")
+os.environ.setdefault("SUBMIT_RETRY_MAX_SECONDS", "3")
+os.environ.setdefault("CLUSTER_SYNC_INTERVAL_SECONDS", "1")
