@@ -100,7 +100,7 @@ TEMPLATES = [
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
-            "builtins": ["gpupool.templatetags.money"],
+            "builtins": ["gpupool.templatetags.money", "gpupool.templatetags.units"],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",

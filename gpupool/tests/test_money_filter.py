@@ -31,3 +31,10 @@ def test_amounts(amount, shown):
 
 def test_every_template_has_it_without_a_load():
     assert Template("{{ fee|usd }} a month").render(Context({"fee": Decimal("299")})) == "$299.00 a month"
+
+
+def test_hours_speak_the_usage_pages_unit():
+    from gpupool.templatetags.units import hours
+
+    assert hours(7200) == "2.00" and hours(Decimal("5400")) == "1.50" and hours(360_000) == "100.00"
+    assert hours(1_000_000_000) == "277,777.78" and hours("x") == ""
