@@ -67,9 +67,13 @@ def job_logs_json(request, pk: int):
     return JsonResponse({"job": job_payload(job), **job_logs(job, settings.LOG_TAIL_BYTES)})
 
 
-@login_required
 def job_status(request):
-    """The live pages' polling fallback: the user's latest jobs, as the socket sends them."""
+    """The live pages' polling fallback: the user's latest jobs, as the socket sends them.
+    Signed out, a 401 in JSON, not a redirect to the sign-in page: a page left open would
+    fetch that page in the background and replace the CSRF cookie under a sign-in form open
+    in another tab (its next sign-in then failed with 403)."""
+    if not request.user.is_authenticated:
+        return JsonResponse({"detail": "Signed out: sign in again to see your jobs."}, status=401)
     jobs = list(Job.objects.filter(owner=request.user).order_by("-updated_at")[:100])
     watch_pending(jobs)
     return JsonResponse({"jobs": [job_payload(job) for job in jobs]})

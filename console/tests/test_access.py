@@ -114,3 +114,11 @@ def test_admins_and_marketing_see_what_waits_for_them_and_users_do_not(client, a
     assert "<strong>1</strong> held grants to review" in page and "reservation requests" not in page
     client.force_login(alice)
     assert "data-to-act-on" not in client.get("/").content.decode()
+
+
+def test_the_job_poll_signed_out_is_a_401_that_leaves_the_csrf_cookie_alone(client):
+    """A page left open polls /jobs/status.json; signed out it used to be redirected to the
+    sign-in page, whose CSRF cookie then broke a sign-in form open in another tab (403)."""
+    response = client.get(reverse("jobs:status"))
+    assert response.status_code == 401 and "sign in again" in response.json()["detail"]
+    assert "csrftoken" not in response.cookies

@@ -85,6 +85,7 @@
   async function poll() {
     try {
       const response = await fetch("/jobs/status.json", {headers: {Accept: "application/json"}, credentials: "same-origin"});
+      if (response.status === 401) { stopPolling(); setIndicator("Live updates ended: please sign in again", false); return; }
       if (response.ok) (await response.json()).jobs.forEach(apply);
     } catch (e) { /* offline: try again on the next tick */ }
   }
