@@ -52,7 +52,7 @@ from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates, divide
 from billing.rates import LIST_CARD, NoRateCard, snapshot
 from credits import ledger
 from credits.weights import NoBurnWeight
-from plans.catalog import PlanSnapshot, plan_held_at, subscription_history
+from plans.catalog import PlansHeld, PlanSnapshot
 
 log = logging.getLogger(__name__)
 ZERO = Decimal(0)
@@ -118,14 +118,12 @@ class PriceBook:
     the next pass; a new book per pass."""
 
     def __init__(self):
-        self._histories: dict[int, list] = {}
+        self._plans = PlansHeld()
         self._cards: list[tuple[RateCard, Rates]] | None = None
 
     def plan(self, user, moment) -> PlanSnapshot:
         """The plan `user` held at `moment` (a run's start)."""
-        if user.pk not in self._histories:
-            self._histories[user.pk] = subscription_history(user.pk)
-        return plan_held_at(user.pk, moment, self._histories[user.pk])
+        return self._plans.at(user.pk, moment)
 
     def rates(self, plan: PlanSnapshot, moment) -> tuple[Rates, RateCard]:
         """The list card in force at `moment` with the plan's own GPU prices laid over it."""

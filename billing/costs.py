@@ -50,7 +50,7 @@ from cluster.gres import parse_gres
 from gpupool.gpu_types import gpu_types_from_mapping
 from jobs.costs import CostDetail, JobCost
 from jobs.models import Job, JobState
-from plans.catalog import PlanSnapshot, plan_held_at, subscription_history
+from plans.catalog import PlansHeld, PlanSnapshot
 
 ZERO = Decimal(0)
 ESTIMATE_NOTE = (
@@ -194,7 +194,7 @@ class _Estimator:
     def __init__(self, owners: set[int], now: datetime):
         self.now = now
         self.period = month_of(now)
-        self.histories: dict[int, list] = {}
+        self.plans_held = PlansHeld()
         self.included_used = included_seconds_used(owners, self.period) if owners else {}
         self.gpu_types = gpu_types_from_mapping(settings.GPU_TYPES)
         # Every list card in force by now, newest first (two queries): each run is priced at
@@ -207,9 +207,7 @@ class _Estimator:
 
     def _plan(self, job: Job) -> PlanSnapshot:
         """The plan held when the run started: the one charging will price it by."""
-        if job.owner_id not in self.histories:
-            self.histories[job.owner_id] = subscription_history(job.owner_id)
-        return plan_held_at(job.owner_id, job.start_time, self.histories[job.owner_id])
+        return self.plans_held.at(job.owner_id, job.start_time)
 
     def _rates(self, plan: PlanSnapshot, start: datetime) -> Rates | None:
         card = next((card for card in self.cards if card.effective_from <= start), None)

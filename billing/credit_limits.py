@@ -28,6 +28,7 @@ from django.utils import timezone
 from audit.log import record
 from billing.drafts import month_of
 from billing.models import CreditLimit, Invoice, Payment, UsageRecord
+from billing.payments import paid_so_far
 from billing.pricing import to_cents
 from jobs.submission_checks import SubmissionRefused
 from plans.catalog import PlanSnapshot
@@ -50,8 +51,7 @@ def owed(user_id: int) -> Decimal:
 def overdue_invoice(user_id: int) -> Invoice | None:
     due_before = timezone.now() - timedelta(days=settings.INVOICE_DUE_DAYS)
     for invoice in Invoice.objects.filter(user_id=user_id, status=Invoice.Status.ISSUED, issued_at__lt=due_before):
-        paid = invoice.payments.aggregate(total=Sum("amount"))["total"] or ZERO
-        if paid < invoice.total:
+        if paid_so_far(invoice.pk) < invoice.total:
             return invoice
     return None
 

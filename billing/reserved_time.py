@@ -51,9 +51,7 @@ def used_gpu_seconds(reservation: Reservation, now: datetime) -> int:
 
 
 def unused_gpu_seconds(reservation: Reservation, now: datetime) -> int:
-    reserved = reservation.gpu_count * _overlap_seconds(
-        reservation.start, reservation.end, reservation.start, reservation.end
-    )
+    reserved = reservation.gpu_count * int(reservation.duration.total_seconds())
     return max(0, reserved - used_gpu_seconds(reservation, now))
 
 
@@ -63,7 +61,6 @@ def meter_reservation(reservation: Reservation, now: datetime | None = None) -> 
     metered already."""
     now = now or timezone.now()
     unused = unused_gpu_seconds(reservation, now)
-    seconds = int((reservation.end - reservation.start).total_seconds())
     try:
         with transaction.atomic():
             record = UsageRecord.objects.create(
@@ -74,7 +71,7 @@ def meter_reservation(reservation: Reservation, now: datetime | None = None) -> 
                 gpu_type=reservation.gpu_type,
                 user_id=reservation.user_id,
                 state="RESERVED",
-                seconds=seconds,
+                seconds=int(reservation.duration.total_seconds()),
                 gpu_count=reservation.gpu_count,
                 gpu_seconds=unused,
                 gpu_memory_source=UsageRecord.MemorySource.RESERVED,

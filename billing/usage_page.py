@@ -207,16 +207,8 @@ def month_usage(user, now: datetime | None = None) -> MonthUsage:
     )
 
 
-USAGE_LINE_KINDS = frozenset(
-    {
-        InvoiceLine.Kind.GPU,
-        InvoiceLine.Kind.GPU_MEMORY,
-        InvoiceLine.Kind.NVME,
-        InvoiceLine.Kind.OVERAGE,
-        InvoiceLine.Kind.INCLUDED,
-        InvoiceLine.Kind.CREDITS,
-    }
-)
+# What the invoice bills that is not usage: the plan fee and the volume discount on the whole month.
+NOT_USAGE = frozenset({InvoiceLine.Kind.PLAN_FEE, InvoiceLine.Kind.DISCOUNT})
 
 
 def invoiced_usage(user_id: int, period: date) -> Decimal:
@@ -224,4 +216,4 @@ def invoiced_usage(user_id: int, period: date) -> Decimal:
     draft = Invoice.objects.filter(user_id=user_id, period=period, status=Invoice.Status.DRAFT).first()
     if draft is None:
         return Decimal(0)
-    return sum((line.amount for line in invoicing.lines_for(draft) if line.kind in USAGE_LINE_KINDS), Decimal(0))
+    return sum((line.amount for line in invoicing.lines_for(draft) if line.kind not in NOT_USAGE), Decimal(0))

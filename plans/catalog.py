@@ -117,6 +117,19 @@ def plan_held_at(user_id: int, moment, history: list[Subscription] | None = None
     return snapshot(row.plan, row.status)
 
 
+class PlansHeld:
+    """`plan_held_at` for many users and moments (a metering pass, a page of running jobs),
+    each user's subscription history read once."""
+
+    def __init__(self):
+        self._histories: dict[int, list[Subscription]] = {}
+
+    def at(self, user_id: int, moment) -> PlanSnapshot:
+        if user_id not in self._histories:
+            self._histories[user_id] = subscription_history(user_id)
+        return plan_held_at(user_id, moment, self._histories[user_id])
+
+
 def monthly_price_for(code: str, period) -> Decimal:
     """The plan's fee for the billing month starting `period` (PlanPrice: a change is billed
     from the month after it was made)."""
