@@ -9,14 +9,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export DATABASE_URL=${TEST_DATABASE_URL:-postgres://gpupool:gpupool@127.0.0.1:5432/gpupool}
-export DEBUG=1
-export EMAIL_BACKEND=django.core.mail.backends.locmem.EmailBackend
+export DEBUG=1  # manage.py below needs it too; pytest's own defaults are in testing/pytest_env.py
 # A Redis database of the tests' own, so a running `make dev` never sees test tasks or events.
 export REDIS_URL=${TEST_REDIS_URL:-redis://127.0.0.1:6379/13}
-# Tests submit many jobs from 127.0.0.1; the limit itself is tested with its own setting.
-export SUBMIT_RATE_LIMIT_PER_MINUTE=${SUBMIT_RATE_LIMIT_PER_MINUTE:-10000}
-export SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE=${SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE:-10000}
-export SUBMIT_RETRY_MAX_SECONDS=3
+# The e-mail backend, the submit limits, the retry and mirror intervals: testing/pytest_env.py.
 export CLUSTER_SYNC_INTERVAL_SECONDS=1
 IFS=', ' read -r -a releases <<<"${SLURM_RELEASES:-24.11,26.05}"
 ((${#releases[@]})) || { echo "SLURM_RELEASES is empty" >&2; exit 2; }
