@@ -322,6 +322,10 @@ def test_void_and_redraft_bills_the_usage_once_and_the_fee_once(alice, admin_use
     assert Invoice.objects.filter(user=alice, period=MARCH).exclude(status=Invoice.Status.VOID).count() == 1
     # The closer leaves the redraft to an admin; the admin issues it: fee once, all usage once.
     assert closing.close(MARCH, now=at(2026, 5, 1)).issued == []
+    owner = Client()
+    owner.force_login(alice)
+    assert owner.post(f"/billing/admin/invoices/{redraft.pk}/issue").status_code == 403  # admins only
+    assert Invoice.objects.get(pk=redraft.pk).status == Invoice.Status.DRAFT
     client = Client()
     client.force_login(admin_user)
     page = client.get(f"/billing/admin/invoices/{issued.pk}/").content.decode()
