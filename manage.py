@@ -3,7 +3,7 @@ import os
 import sys
 
 if __name__ == "__main__":
-    from gpupool.envfile import default_env_file, load_env_file
+    from foundation.envfile import default_env_file, load_env_file
 
     # `make dev` leaves var/dev.env (DEBUG and the emulator) so commands work as written.
     load_env_file(default_env_file())

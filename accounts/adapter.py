@@ -8,7 +8,7 @@ still meets the per-address limit at each of them (SIGN_IN_FAILURES_PER_MINUTE).
 
 from allauth.account.adapter import DefaultAccountAdapter
 
-from gpupool.ratelimit import client_ip
+from foundation.ratelimit import client_ip
 
 
 class AccountAdapter(DefaultAccountAdapter):

@@ -7,7 +7,7 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from accounts import plan_choice
-from gpupool.api.errors import error_responses
+from foundation.api.errors import error_responses
 from plans.models import Subscription
 
 ERROR_DESCRIPTIONS = {

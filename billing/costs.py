@@ -47,7 +47,7 @@ from billing.models import Invoice, RateCard, UsageRecord
 from billing.pricing import DIVISION_QUANTUM, SECONDS_PER_HOUR, PricingError, Rates
 from billing.rates import LIST_CARD, snapshot
 from cluster.gres import parse_gres
-from gpupool.gpu_types import gpu_types_from_mapping
+from foundation.gpu_types import gpu_types_from_mapping
 from jobs.costs import CostDetail, JobCost
 from jobs.models import Job, JobState
 from plans.catalog import PlansHeld, PlanSnapshot

@@ -10,31 +10,23 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
-from functools import lru_cache
 
 import redis
-from django.conf import settings
 from django.utils import timezone
 
 from cluster.errors import SlurmError
 from cluster.mirror import mirror_nodes
 from cluster.models import SyncRun
 from cluster.slurmrest.client import SlurmRestClient
+from foundation.redis_client import redis_client
 
 log = logging.getLogger(__name__)
 NODE_SYNC_EVERY_SECONDS = 10
 
 
-@lru_cache(maxsize=4)
-def _redis(url: str) -> redis.Redis:
-    # One client per process (its pool reconnects after a fork): a new one per pass would open
-    # a connection each time.
-    return redis.Redis.from_url(url)
-
-
 @contextmanager
 def single_flight(name: str, timeout: int = 60):
-    lock = _redis(settings.REDIS_URL).lock(f"gpupool:lock:{name}", timeout=timeout, blocking=False)
+    lock = redis_client().lock(f"gpupool:lock:{name}", timeout=timeout, blocking=False)
     acquired = lock.acquire()
     try:
         yield acquired

@@ -10,7 +10,7 @@ import re
 from cluster.errors import SlurmError
 from console.models import DiagnosticRun
 from console.pinned_jobs import submit_pinned_job
-from gpupool.ratelimit import hit
+from foundation.ratelimit import hit
 from jobs.logs import local_log_path, read_tail
 from jobs.models import FINAL_STATES
 from plans.catalog import plan_for

@@ -13,7 +13,7 @@ from django.dispatch import receiver
 from credits import fraud, grants, ledger, tutorial
 from credits.middleware import browser_id
 from credits.models import Campaign
-from gpupool.ratelimit import client_ip
+from foundation.ratelimit import client_ip
 from jobs.signals import job_changed
 
 log = logging.getLogger(__name__)

@@ -12,8 +12,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from gpupool.env import env_bool, env_float, env_int, env_list, env_path, env_secret, env_str
-from gpupool.gpu_types import DEFAULT_GPU_TYPES_FILE, load_gpu_types
+from foundation.env import env_bool, env_float, env_int, env_list, env_path, env_secret, env_str
+from foundation.gpu_types import DEFAULT_GPU_TYPES_FILE, load_gpu_types
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("GPUPOOL_VAR_DIR", BASE_DIR / "var")
@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "channels",
+    "foundation",
     "gpupool",
     "audit",
     "plans",
@@ -100,7 +101,7 @@ TEMPLATES = [
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
-            "builtins": ["gpupool.templatetags.money", "gpupool.templatetags.units"],
+            "builtins": ["foundation.templatetags.money", "foundation.templatetags.units"],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
@@ -331,7 +332,7 @@ SLURM_JOB_ROOT_LOCAL = env_path("SLURM_JOB_ROOT_LOCAL", DEVCLUSTER_DIR / "root/s
 PROVISIONING_BACKEND = env_str("PROVISIONING_BACKEND", "local")
 
 # --- Jobs ---------------------------------------------------------------------------------
-# GPU types of the pool, defined once in a file (gpupool/gpu_types.py; the dev cluster is
+# GPU types of the pool, defined once in a file (foundation/gpu_types.py; the dev cluster is
 # generated from the same file): {type: {label, memory_gb, shards_per_gpu, per_node, power_w}}.
 # A bad file stops the process here.
 GPU_TYPES_FILE = env_path("GPU_TYPES_FILE", DEFAULT_GPU_TYPES_FILE)
@@ -426,9 +427,9 @@ DEFAULT_PLAN = env_str("DEFAULT_PLAN", "free")
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    # JSON only, as the schema says: one body type, with a size cap (gpupool/api/parsers.py).
-    "DEFAULT_PARSER_CLASSES": ["gpupool.api.parsers.CappedJSONParser"],
-    "EXCEPTION_HANDLER": "gpupool.api.exceptions.api_exception_handler",
+    # JSON only, as the schema says: one body type, with a size cap (foundation/api/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["foundation.api.parsers.CappedJSONParser"],
+    "EXCEPTION_HANDLER": "foundation.api.exceptions.api_exception_handler",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "accounts.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",

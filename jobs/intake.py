@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 
-from gpupool.ratelimit import client_ip, hit, refund
+from foundation.ratelimit import client_ip, hit, refund
 from jobs import actions
 from jobs.models import Job
 from jobs.spec import SpecPolicy, parse_job_spec

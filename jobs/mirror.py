@@ -28,7 +28,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-import gpupool.lookups  # noqa: F401  (registers __any_of)
+import foundation.lookups  # noqa: F401  (registers __any_of)
 from cluster.cli import SlurmCli
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.gres import requested_quota

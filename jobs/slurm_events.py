@@ -34,7 +34,7 @@ from django.db import transaction
 
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.services import rest_client
-from gpupool.redis_client import redis_client
+from foundation.redis_client import redis_client
 from jobs.mirror import apply_slurm_job, fetch_jobs, finish_vanished_job
 from jobs.tasks import sync_cluster
 

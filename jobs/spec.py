@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cluster.gres import build_tres_per_node
-from gpupool.gpu_types import GpuType, gpu_types_from_mapping
+from foundation.gpu_types import GpuType, gpu_types_from_mapping
 from plans.catalog import PlanSnapshot as Plan
 
 DEFAULT_OFFICIAL_IMAGES = (
@@ -109,7 +109,7 @@ _MAX_INT_DIGITS = 18
 _DIGITS_RE = re.compile(r"[0-9]+", re.ASCII)
 
 
-# The spec's name for a GPU type (gpupool/gpu_types.py): memory, most per node, shards per GPU.
+# The spec's name for a GPU type (foundation/gpu_types.py): memory, most per node, shards per GPU.
 GpuTypeInfo = GpuType
 
 

@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from gpupool.ratelimit import hit
+from foundation.ratelimit import hit
 from jobs import actions, intake
 from jobs.costs import cost_for
 from jobs.events import job_payload

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import redis
 
-from gpupool.redis_client import redis_client
+from foundation.redis_client import redis_client
 
 log = logging.getLogger(__name__)
 KEY = "gpupool:jobs:watched"

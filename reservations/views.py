@@ -21,7 +21,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.models import Role
 from cluster.hostlist import expand_hostlist
-from gpupool.ratelimit import hit
+from foundation.ratelimit import hit
 from plans.catalog import plan_for
 from reservations import actions, capacity, forms
 from reservations.models import HOLDING, Reservation, ReservationEvent, State

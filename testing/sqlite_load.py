@@ -21,10 +21,22 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpupool.settings")
 django.setup()
 
+# Imported once Django is set up (above): every role runs the portal's own code.
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import DatabaseError  # noqa: E402
 from django.utils import timezone  # noqa: E402
+
+from accounts import actions as account_actions  # noqa: E402
+from accounts.lifecycle import change_plan  # noqa: E402
+from billing.credit_limits import approve_credit_limit  # noqa: E402
+from jobs import actions as job_actions  # noqa: E402
+from jobs.spec import SpecPolicy, parse_job_spec  # noqa: E402
+from jobs.tasks import run_sync  # noqa: E402
+from plans.catalog import plan_for  # noqa: E402
+from telemetry import storage  # noqa: E402
+from telemetry.emulator import emulated_samples  # noqa: E402
+from testing.slurm import remove_cluster_user, unique_cluster_name  # noqa: E402
 
 USERNAME = "sqliteload"
 
@@ -34,21 +46,16 @@ def _user():
 
 
 def setup() -> dict:
-    from accounts import actions
-    from accounts.lifecycle import change_plan
-    from billing.credit_limits import approve_credit_limit
-    from testing.slurm import unique_cluster_name
 
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user(USERNAME, f"{USERNAME}@example.org", "x-load-password-1")
     change_plan(user, "enterprise")
     approve_credit_limit(user, Decimal("100000"), actor=None, reason="load test account")
-    profile = actions.provision(user.profile.pk, preferred_name=unique_cluster_name("ptq"))
+    profile = account_actions.provision(user.profile.pk, preferred_name=unique_cluster_name("ptq"))
     return {"cluster_user": profile.cluster_username}
 
 
 def mirror(seconds: float) -> dict:
-    from jobs.tasks import run_sync
 
     passes, errors = 0, []
     deadline = time.monotonic() + seconds
@@ -61,8 +68,6 @@ def mirror(seconds: float) -> dict:
 
 
 def emulator(seconds: float) -> dict:
-    from telemetry import storage
-    from telemetry.emulator import emulated_samples
 
     writes, errors = 0, []
     deadline = time.monotonic() + seconds
@@ -77,9 +82,6 @@ def emulator(seconds: float) -> dict:
 
 
 def submit(seconds: float) -> dict:
-    from jobs import actions
-    from jobs.spec import SpecPolicy, parse_job_spec
-    from plans.catalog import plan_for
 
     user = _user()
     policy = SpecPolicy.from_settings()
@@ -95,7 +97,7 @@ def submit(seconds: float) -> dict:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            actions.submit(user, parse_job_spec(data, plan=plan_for(user), policy=policy))
+            job_actions.submit(user, parse_job_spec(data, plan=plan_for(user), policy=policy))
             accepted += 1
         except DatabaseError as exc:
             errors.append(f"{type(exc).__name__}: {exc}")
@@ -110,7 +112,6 @@ def submit(seconds: float) -> dict:
 
 
 def cleanup() -> dict:
-    from testing.slurm import remove_cluster_user
 
     name = _user().profile.cluster_username
     remove_cluster_user(name)

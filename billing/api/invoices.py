@@ -17,8 +17,8 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from billing import documents
 from billing.models import Invoice, InvoiceLine
 from billing.pricing import format_quantity
-from gpupool.api.errors import error_responses
-from gpupool.api.pagination import StrictCursorPagination
+from foundation.api.errors import error_responses
+from foundation.api.pagination import StrictCursorPagination
 
 ERROR_DESCRIPTIONS = {
     400: "Bad input: a page_size outside 1-200",

@@ -22,7 +22,7 @@ from billing.rates import NoRateCard, rates_for_plan
 from billing.usage_page import invoice_month
 from credits import ledger
 from credits.weights import NoBurnWeight, weight_for
-from gpupool.api.errors import error_responses
+from foundation.api.errors import error_responses
 from plans.catalog import plan_by_code, plan_for
 from plans.models import Plan
 

@@ -1,5 +1,5 @@
 """Metering (billing/metering.py) on slurmdbd payloads captured from the dev cluster
-(`manage.py capture_accounting_payloads`): the quantities of a GPU job with an NVMe cache, a
+(`python -m testing.capture_accounting_payloads`): the quantities of a GPU job with an NVMe cache, a
 shard job and a requeued job, then the database half: one record per run, however often the
 same records are metered, charged to the user's draft."""
 

@@ -1,6 +1,6 @@
 """The v0.0.41 adapter on payloads captured from the real slurmrestd 24.11.
 
-Recapture with `python manage.py capture_slurm_payloads` (dev cluster running).
+Recapture with `python -m testing.capture_slurm_payloads` (dev cluster running).
 """
 
 import json

@@ -2,7 +2,7 @@
 and v0.0.45 from Slurm 26.05 (v0.0.42 has the same fields on both). What the portal reads must
 come out the same whatever the version; the differences are tested by name below.
 
-Recapture: `python manage.py capture_slurm_payloads --release 26.05 --api-version all`.
+Recapture: `python -m testing.capture_slurm_payloads --release 26.05 --api-version all`.
 """
 
 import json

@@ -12,8 +12,8 @@ from credits import ledger
 from credits.api.serializers import CampaignSerializer, EntrySerializer
 from credits.campaigns import create_campaign
 from credits.models import Campaign, LedgerEntry
-from gpupool.api.errors import error_responses
-from gpupool.api.pagination import StrictCursorPagination
+from foundation.api.errors import error_responses
+from foundation.api.pagination import StrictCursorPagination
 
 ERROR_DESCRIPTIONS = {
     400: "Bad input: `errors` names each field and what is wrong with it",

@@ -5,7 +5,7 @@ cluster.sh runs `gpu_layout.py shell FILE --base-port P --cpus C --memory-mb M` 
 evaluates what it prints: the node list, GPUs per node, and the generated slurm.conf node
 lines, gres.conf, AccountingStorageTRES and job_submit.lua. So adding a GPU type is one
 edit of the file. Runs on the host's bare python3 (standard library only); the file is
-checked by gpupool/gpu_types.py, the module the portal's settings use.
+checked by foundation/gpu_types.py, the module the portal's settings use.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ JOB_SUBMIT_TEMPLATE = HERE / "job_submit.lua"
 
 def _gpu_types_module() -> ModuleType:
     # By path: importing the `gpupool` package would start Celery, absent on the host.
-    spec = importlib.util.spec_from_file_location("gpupool_gpu_types", REPO / "gpupool" / "gpu_types.py")
+    spec = importlib.util.spec_from_file_location("foundation_gpu_types", REPO / "foundation" / "gpu_types.py")
     module = importlib.util.module_from_spec(spec)
     # dataclasses look their module up in sys.modules while the class is built.
     sys.modules[spec.name] = module

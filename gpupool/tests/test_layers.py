@@ -1,52 +1,60 @@
-"""The direction of imports (issue: layers for the money side).
+"""The direction of imports, as docs/architecture.md's table says (the README shows the same
+table).
 
-Apps stand in layers and import only their own layer and those below; `cluster/` knows
-Slurm and no product; no two modules import each other, even through a function-level
-import (the way circles used to be dodged), and the few function-level imports of the
-portal's own modules that remain say why on the line before.
+Packages stand in layers and import only packages on lower layers; two packages on the same
+layer never import each other; `cluster/` knows Slurm and no product; no two modules import
+each other, even through a function-level import (the way circles used to be dodged), and
+the few function-level imports of the portal's own modules that remain say why on the line
+before. Every package is scanned (management commands and `testing/` included); tests and
+migrations are not.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# Lower numbers are lower layers. gpupool's helpers are at the bottom; its project modules
-# (settings, URLs, ASGI, Celery, the demo seed) sit on top of everything.
-LAYERS = {
-    "gpupool.base": 0,
-    "cluster": 1,
-    "audit": 2,
-    "plans": 3,
-    "accounts": 4,
-    "reservations": 5,
-    "jobs": 6,
-    "telemetry": 7,
-    "alerts": 8,
-    "billing": 9,
-    "credits": 9,
-    "console": 10,
-    "gpupool": 11,
-}
-GPUPOOL_BASE = {
-    "gpupool.env",
-    "gpupool.envfile",
-    "gpupool.gpu_types",
-    "gpupool.lookups",
-    "gpupool.ratelimit",
-    "gpupool.redis_client",
-    "gpupool.api",
-}
+TABLE_FILE = REPO / "docs" / "architecture.md"
+# A table row: "| 7 | `telemetry`, `credits` | what lives there |".
+ROW = re.compile(r"^\|\s*(\d+)\s*\|([^|]*)\|")
 # Function-level imports that need no reason: Django's way of registering signal receivers.
 READY_FUNCTIONS = {"ready"}
+# Folders of Python that are not portal packages: tools run from outside (benchmarks, the dev
+# cluster's scripts) and the telemetry agent, which runs on GPU nodes without Django.
+NOT_PACKAGES = {"bench", "deploy", "scripts", "docs", "static", "templates", "var", "node_modules"}
+
+
+def table_rows(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if ROW.match(line.strip())]
+
+
+def read_layers(text: str) -> dict[str, int]:
+    layers = {}
+    for line in table_rows(text):
+        match = ROW.match(line)
+        for package in re.findall(r"`([a-z_]+)`", match[2]):
+            layers[package] = int(match[1])
+    return layers
+
+
+LAYERS = read_layers(TABLE_FILE.read_text())
+
+
+def _packages() -> set[str]:
+    return {
+        path.parent.name
+        for path in REPO.glob("*/__init__.py")
+        if path.parent.name not in NOT_PACKAGES and not path.parent.name.startswith(".")
+    }
 
 
 def _modules() -> dict[str, Path]:
     found = {}
-    for app in {name.split(".")[0] for name in LAYERS}:
-        for path in (REPO / app).rglob("*.py") if (REPO / app).is_dir() else []:
+    for package in _packages():
+        for path in (REPO / package).rglob("*.py"):
             parts = path.relative_to(REPO).with_suffix("").parts
             if "migrations" in parts or "tests" in parts or "agent" in parts:
                 continue
@@ -56,9 +64,6 @@ def _modules() -> dict[str, Path]:
 
 
 def _layer(module: str) -> int:
-    if module.split(".")[0] == "gpupool":
-        base = module in GPUPOOL_BASE or module.startswith("gpupool.api.")
-        return LAYERS["gpupool.base"] if base else LAYERS["gpupool"]
     return LAYERS[module.split(".")[0]]
 
 
@@ -92,14 +97,32 @@ def _edges():
 
 def test_cluster_imports_no_product_app():
     _modules_, imports = _edges()
-    leaks = sorted({(a, b) for a, b, *_ in imports if a.startswith("cluster") and not b.startswith("cluster")})
+    leaks = sorted(
+        {(a, b) for a, b, *_ in imports if a.startswith("cluster") and b.split(".")[0] not in {"cluster", "foundation"}}
+    )
     assert leaks == []
 
 
-def test_apps_import_only_their_layer_and_below():
+def _crossing(a: str, b: str) -> bool:
+    """True when module a may not import module b: another package on its own layer or above."""
+    return a.split(".")[0] != b.split(".")[0] and _layer(b) >= _layer(a)
+
+
+def test_every_package_has_a_place_in_the_table():
+    assert LAYERS, f"no layer table found in {TABLE_FILE}"
+    assert sorted(_packages() - set(LAYERS)) == []
+    assert sorted(set(LAYERS) - _packages()) == []
+
+
+def test_the_readme_shows_the_same_table():
+    readme = table_rows((REPO / "README.md").read_text())
+    assert readme == table_rows(TABLE_FILE.read_text())
+
+
+def test_packages_import_only_lower_layers():
     _modules_, imports = _edges()
-    upward = sorted({(a, b) for a, b, *_ in imports if a.split(".")[0] != b.split(".")[0] and _layer(b) > _layer(a)})
-    assert upward == []
+    crossing = sorted({(a, b) for a, b, *_ in imports if _crossing(a, b)})
+    assert crossing == []
 
 
 def test_no_two_modules_import_each_other_even_through_functions():
@@ -160,4 +183,13 @@ def test_the_checks_see_a_circle_and_an_upward_import(tmp_path, monkeypatch):
     fake["jobs.fake_b"].write_text("from cluster.fake_a import f\n")
     imports = list(_imports(fake))
     assert {(a, b) for a, b, *_ in imports} >= {("cluster.fake_a", "jobs.fake_b"), ("jobs.fake_b", "cluster.fake_a")}
-    assert any(_layer(b) > _layer(a) for a, b, *_ in imports)
+    assert any(_crossing(a, b) for a, b, *_ in imports)
+
+
+def test_the_table_reader_and_the_sideways_check_can_fail():
+    layers = read_layers("| Layer | Packages |\n|---|---|\n| 7 | `telemetry`, `credits` | x |\n| 9 | `billing` | y |\n")
+    assert layers == {"telemetry": 7, "credits": 7, "billing": 9}
+    assert LAYERS["telemetry"] == LAYERS["credits"]
+    assert _crossing("credits.ledger", "telemetry.models")
+    assert not _crossing("billing.charging", "credits.ledger")
+    assert _crossing("credits.ledger", "billing.charging")

@@ -1,4 +1,4 @@
-from gpupool.api.pagination import StrictCursorPagination
+from foundation.api.pagination import StrictCursorPagination
 
 
 class JobCursorPagination(StrictCursorPagination):

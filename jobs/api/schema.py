@@ -13,7 +13,7 @@ from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from drf_spectacular.utils import OpenApiResponse
 from drf_spectacular.views import SpectacularAPIView
 
-from gpupool.api.errors import error_responses
+from foundation.api.errors import error_responses
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework.throttling import BaseThrottle
 
-from gpupool.ratelimit import RateDecision, hit
+from foundation.ratelimit import RateDecision, hit
 
 
 def log_read(user) -> RateDecision:

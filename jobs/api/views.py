@@ -8,7 +8,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action, api_view
 from rest_framework.response import Response
 
-from gpupool.api.errors import RETRY_AFTER
+from foundation.api.errors import RETRY_AFTER
 from jobs import actions, intake
 from jobs.api.schema import errors
 from jobs.api.serializers import (

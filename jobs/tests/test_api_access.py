@@ -146,7 +146,7 @@ def test_log_reads_are_throttled_per_user(
 ):
     from django.test import Client
 
-    monkeypatch.setattr("gpupool.ratelimit._clock", lambda: 1_800_000_010.0)  # one minute window
+    monkeypatch.setattr("foundation.ratelimit._clock", lambda: 1_800_000_010.0)  # one minute window
     settings.API_LOG_READS_PER_MINUTE = 3
     client = api_client_for(alice)
     statuses = [client.get(f"/api/v1/jobs/{alices_job.pk}/logs").status_code for _ in range(4)]

@@ -57,7 +57,7 @@ def test_only_the_owner_deletes_a_template(alice, bob, client):
 
 
 def test_log_reads_from_the_page_are_throttled_per_user(alice, bob, client, settings, monkeypatch):
-    monkeypatch.setattr("gpupool.ratelimit._clock", lambda: 1_800_000_130.0)
+    monkeypatch.setattr("foundation.ratelimit._clock", lambda: 1_800_000_130.0)
     store = redis.Redis.from_url(settings.REDIS_URL)
     for key in store.scan_iter("gpupool:rl:logs-web:*"):
         store.delete(key)

@@ -16,7 +16,7 @@ INVALID = {**GOOD_SPEC, "image": "nvcr.io/nvidia/pytorch:latest"}  # `latest` is
 @pytest.fixture(autouse=True)
 def _fixed_window(monkeypatch, settings):
     # One fixed moment: a minute boundary falling between the posts would reset the window.
-    monkeypatch.setattr("gpupool.ratelimit._clock", lambda: 1_800_000_070.0)
+    monkeypatch.setattr("foundation.ratelimit._clock", lambda: 1_800_000_070.0)
     store = redis.Redis.from_url(settings.REDIS_URL)
     for key in store.scan_iter("gpupool:rl:*"):
         store.delete(key)

@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
-from gpupool.api.errors import ErrorSerializer
+from foundation.api.errors import ErrorSerializer
 from reservations.actions import MAX_MEMBERS, MAX_PURPOSE_CHARS
 from reservations.models import Reservation, ReservationEvent
 

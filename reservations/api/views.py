@@ -15,7 +15,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from cluster.errors import SlurmError
-from gpupool.api.errors import error_responses
+from foundation.api.errors import error_responses
 from reservations import actions
 from reservations.api.pagination import ReservationCursorPagination
 from reservations.api.serializers import (

@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-import gpupool.lookups  # noqa: F401
+import foundation.lookups  # noqa: F401
 from jobs.models import Job
 
 pytestmark = pytest.mark.django_db

@@ -1,11 +1,11 @@
-"""`|usd`, the one way pages print money (gpupool/templatetags/money.py)."""
+"""`|usd`, the one way pages print money (foundation/templatetags/money.py)."""
 
 from decimal import Decimal
 
 import pytest
 from django.template import Context, Template
 
-from gpupool.templatetags.money import usd
+from foundation.templatetags.money import usd
 
 
 @pytest.mark.parametrize(
@@ -34,7 +34,7 @@ def test_every_template_has_it_without_a_load():
 
 
 def test_hours_speak_the_usage_pages_unit():
-    from gpupool.templatetags.units import hours
+    from foundation.templatetags.units import hours
 
     assert hours(7200) == "2.00" and hours(Decimal("5400")) == "1.50" and hours(360_000) == "100.00"
     assert hours(1_000_000_000) == "277,777.78" and hours("x") == ""

@@ -1,4 +1,4 @@
-"""Every refusal of the API has one shape (gpupool.api.errors.ErrorSerializer):
+"""Every refusal of the API has one shape (foundation.api.errors.ErrorSerializer):
 {"detail": "...", "errors": {"field": ["message", ...]}}, `errors` only for bad input."""
 
 from rest_framework.views import exception_handler

@@ -13,7 +13,7 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from gpupool.gpu_types import (
+from foundation.gpu_types import (
     DEFAULT_GPU_TYPES_FILE,
     GpuType,
     gpu_types_from_mapping,

@@ -1,7 +1,7 @@
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from gpupool.env import env_bool, env_int, env_list, env_secret
+from foundation.env import env_bool, env_int, env_list, env_secret
 
 
 def test_bool_accepts_the_usual_spellings(monkeypatch):

@@ -1,7 +1,7 @@
 """Recapture the slurmdbd payloads the metering tests read (cluster/tests/payloads/<version>/).
 
 Run against the dev cluster (`make cluster-up`):
-    python manage.py capture_accounting_payloads
+    python -m testing.capture_accounting_payloads
 It creates a throwaway user, runs to completion a 1-GPU job with an NVMe cache, a shard job
 with an NVMe cache, and a 1-GPU job requeued once while running, and saves what slurmrestd's
 `slurmdb/job/{id}` answered for each (the requeued job's has two runs).
@@ -15,9 +15,8 @@ from django.core.management.base import BaseCommand
 
 from cluster.provisioning import LocalProvisioner
 from cluster.services import rest_client, slurm_cli
+from testing.capture_slurm_payloads import PAYLOAD_DIR
 from testing.slurm import submission, wait_for_state
-
-from .capture_slurm_payloads import PAYLOAD_DIR
 
 CAPTURE_USER = "ptcapacct"
 
@@ -76,3 +75,9 @@ class Command(BaseCommand):
         payload.pop("meta", None)  # host names, versions and timestamps of the capture machine
         path.write_text(json.dumps({"status": status, "body": payload}, indent=1, sort_keys=True))
         self.stdout.write(f"  {path.name}: HTTP {status}, {runs} run(s)")
+
+
+if __name__ == "__main__":
+    from testing.run_command import run_as_script
+
+    run_as_script(Command)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpupool.envfile import EnvFileError, load_env_file, parse_env_file
+from foundation.envfile import EnvFileError, load_env_file, parse_env_file
 
 REPO = Path(__file__).resolve().parents[2]
 

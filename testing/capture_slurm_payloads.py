@@ -1,7 +1,7 @@
 """Recapture the slurmrestd payloads the adapter tests read (cluster/tests/payloads/<version>/).
 
 Run against a dev cluster (`make cluster-up [SLURM_RELEASE=26.05]`), then the adapter tests:
-    python manage.py capture_slurm_payloads --release 26.05 --api-version all
+    python -m testing.capture_slurm_payloads --release 26.05 --api-version all
 `--release` picks the cluster (as SLURM_RELEASE does); `--api-version` one version the daemon
 serves, or `all` of those the portal has an adapter for (default: the one in use).
 It creates throwaway users, runs a GPU job and a shard job, holds a reservation, and saves
@@ -25,7 +25,7 @@ from cluster.slurmrest.registry import ADAPTERS, adapter_for
 from cluster.tokens import TokenMinter
 from testing.slurm import new_job_dir, submission, wait_for_state
 
-PAYLOAD_DIR = Path(__file__).resolve().parents[2] / "tests" / "payloads"
+PAYLOAD_DIR = Path(__file__).resolve().parents[1] / "cluster" / "tests" / "payloads"
 CAPTURE_USER = "ptcapture"
 OTHER_USER = "ptcapture2"
 # Settings that SLURM_RELEASE derives; set by hand they would keep pointing at one cluster.
@@ -52,7 +52,8 @@ class Command(BaseCommand):
             # Settings are read once per process: start again with the other cluster's.
             environment = {key: value for key, value in os.environ.items() if key not in _RELEASE_DERIVED}
             environment["SLURM_RELEASE"] = release
-            os.execve(sys.executable, [sys.executable, *sys.argv], environment)
+            arguments = [sys.executable, "-m", "testing.capture_slurm_payloads", *sys.argv[1:]]
+            os.execve(sys.executable, arguments, environment)
         served = served_api()
         if not requested:
             versions = [api_version()]
@@ -169,3 +170,9 @@ class Command(BaseCommand):
             cli.run("scancel", "-u", name, check=False)
             backend.remove_user(name)
         self.stdout.write(f"saved to {out}")
+
+
+if __name__ == "__main__":
+    from testing.run_command import run_as_script
+
+    run_as_script(Command)

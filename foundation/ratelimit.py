@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 
-from gpupool.redis_client import redis_client
+from foundation.redis_client import redis_client
 
 log = logging.getLogger(__name__)
 _clock = time.time  # the tests fix it, so a minute boundary cannot fall inside one
