@@ -48,7 +48,7 @@ class Counting:
 
 def pass_costs(size: int, user, raw_client) -> None:
     from cluster.services import rest_client
-    from jobs.mirror import mirror_jobs
+    from jobs.mirror.passes import mirror_jobs
     from jobs.models import Job
 
     slurm = rest_client(user.profile.cluster_username)

@@ -9,7 +9,7 @@ class BillingConfig(AppConfig):
         # billing fills in here (a job's cost for its page and API; the budget hold and the credit limit at submit).
         from billing import budgets, costs, credit_limits
         from jobs.costs import register_cost_provider
-        from jobs.submission_checks import register_submission_check
+        from jobs.submission.checks import register_submission_check
 
         register_cost_provider(costs.job_costs)
         register_submission_check("billing.budget_hold", budgets.hold_at_limit_check)

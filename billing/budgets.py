@@ -15,7 +15,7 @@ month's first day, so of two workers only one sends; a failed send gives the cla
 the next pass. Reaching 100 % with no 80 % e-mail sent yet sends only the 100 % one (and marks
 both). Changing the amount starts the month's warnings afresh (they were about the old amount).
 
-The hold is checked live at every submission (jobs.submission_checks): raising the budget,
+The hold is checked live at every submission (jobs.submission.checks): raising the budget,
 clearing it or turning the hold off lets the next submission through at once.
 """
 
@@ -36,7 +36,7 @@ from django.utils import timezone
 from billing.drafts import month_of
 from billing.models import Budget, Invoice, UsageRecord
 from billing.pricing import to_cents
-from jobs.submission_checks import SubmissionRefused
+from jobs.submission.checks import SubmissionRefused
 from plans.catalog import PlanSnapshot
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ def check_budget(user_id: int, now: datetime | None = None) -> int | None:
 
 
 def hold_at_limit_check(user, plan: PlanSnapshot) -> None:
-    """A submission check (jobs.submission_checks): refuse while a held budget is spent."""
+    """A submission check (jobs.submission.checks): refuse while a held budget is spent."""
     budget = Budget.objects.filter(user=user, hold_at_limit=True).first()
     if budget is None:
         return

@@ -9,7 +9,7 @@
 
 Each refusal says why and what to do; reaching the limit also e-mails the user once a month
 (claimed by a conditional UPDATE of `warned_for`, so of two requests only one sends). The check
-runs inside every submission's profile lock (jobs.submission_checks), so raising the limit or
+runs inside every submission's profile lock (jobs.submission.checks), so raising the limit or
 recording a payment lets the next submission through at once.
 """
 
@@ -30,7 +30,7 @@ from billing.drafts import month_of
 from billing.models import CreditLimit, Invoice, Payment, UsageRecord
 from billing.payments import paid_so_far
 from billing.pricing import to_cents
-from jobs.submission_checks import SubmissionRefused
+from jobs.submission.checks import SubmissionRefused
 from plans.catalog import PlanSnapshot
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ def overdue_invoice(user_id: int) -> Invoice | None:
 
 
 def credit_limit_check(user, plan: PlanSnapshot) -> None:
-    """A submission check (jobs.submission_checks): see the module."""
+    """A submission check (jobs.submission.checks): see the module."""
     invoice = overdue_invoice(user.pk)
     if invoice is not None:
         raise SubmissionRefused(

@@ -116,7 +116,7 @@ def requested_gpus(tres_per_node: str | None) -> tuple[str, int]:
 def requested_quota(tres_per_node: str | None) -> tuple[str, int, int]:
     """(GPU type, whole GPUs, shards) a job asks for per node: ("a100", 2, 0) for
     "gres/gpu:a100:2", ("a100", 0, 3) for "gres/shard:a100:3", ("", 0, 0) without a typed GPU.
-    What the portal counts against a plan's concurrent GPUs (jobs.quota)."""
+    What the portal counts against a plan's concurrent GPUs (jobs.submission.quota)."""
     items = parse_gres(",".join(part.strip().removeprefix("gres/") for part in (tres_per_node or "").split(",")))
     for item in items:
         if item.name == "gpu" and item.gres_type:

@@ -46,7 +46,7 @@ class GpuTypesError(_ConfigError):
 
 @dataclass(frozen=True)
 class GpuType:
-    # Field order kept from jobs.spec's former GpuTypeInfo(name, memory_gb, per_node, shards_per_gpu).
+    # Field order kept from jobs.submission.spec's former GpuTypeInfo(name, memory_gb, per_node, shards_per_gpu).
     name: str
     memory_gb: int
     per_node: int

@@ -18,7 +18,7 @@ from django.urls import path, re_path  # noqa: E402
 
 from gpupool.asgi_http import DjangoHttp  # noqa: E402
 from gpupool.routing import websocket_urlpatterns  # noqa: E402
-from jobs.asgi_events import events_app  # noqa: E402
+from jobs.live.asgi_events import events_app  # noqa: E402
 from telemetry.asgi_ingest import ingest_app  # noqa: E402
 
 django_http_app = DjangoHttp(django_wsgi_app, threads=settings.HTTP_THREADS)
@@ -29,7 +29,7 @@ application = ProtocolTypeRouter(
             [
                 # Node agents' batches skip Django's middleware (telemetry/asgi_ingest.py).
                 path("api/v1/telemetry/ingest", ingest_app),
-                # slurmctld's job events, signed in their headers (jobs/asgi_events.py).
+                # slurmctld's job events, signed in their headers (jobs/live/asgi_events.py).
                 path("api/v1/slurm/events", events_app),
                 re_path(r"", django_http_app),
             ]

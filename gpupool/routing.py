@@ -1,6 +1,6 @@
 from django.urls import path
 
-from jobs.consumers import JobStatusConsumer
+from jobs.live.consumers import JobStatusConsumer
 
 websocket_urlpatterns = [
     path("ws/jobs/", JobStatusConsumer.as_asgi()),

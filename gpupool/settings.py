@@ -214,7 +214,7 @@ CLUSTER_SYNC_INTERVAL_SECONDS = env_float("CLUSTER_SYNC_INTERVAL_SECONDS", 2.0)
 # thread of its own with its own database connection: keep processes x threads below
 # PostgreSQL's max_connections.
 HTTP_THREADS = env_int("HTTP_THREADS", 16, minimum=1)
-# Changed jobs the mirror fetches from slurmrestd at once (each by id; jobs/mirror.py).
+# Changed jobs the mirror fetches from slurmrestd at once (each by id; jobs/mirror/passes.py).
 MIRROR_FETCH_CONCURRENCY = env_int("MIRROR_FETCH_CONCURRENCY", 8, minimum=1)
 # Submit to Slurm from the web request itself once the job is recorded (a worker takes over on
 # any failure): the job is in Slurm when the API answers. Needs the web process to be allowed

@@ -12,12 +12,12 @@ from django.db import transaction
 from accounts.models import Profile
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.services import job_paths, rest_client
-from jobs.events import publish_job_update
-from jobs.mirror import apply_slurm_job
+from jobs.live.events import publish_job_update
+from jobs.mirror.rows import apply_slurm_job
 from jobs.models import FINAL_STATES, Job, JobState
-from jobs.quota import QuotaExceeded, check_quota
-from jobs.spec import JobSpec, SpecError
-from jobs.submission_checks import run_submission_checks
+from jobs.submission.checks import run_submission_checks
+from jobs.submission.quota import QuotaExceeded, check_quota
+from jobs.submission.spec import JobSpec, SpecError
 from jobs.tasks import claimed_for_inline_submission, enqueue_submission, submit_now
 from plans.catalog import PlanSnapshot, plan_for
 from reservations.actions import ReservationError, usable_for_job

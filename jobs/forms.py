@@ -1,9 +1,9 @@
-"""The job form's fields, values and errors. Validation itself is jobs.spec.parse_job_spec,
+"""The job form's fields, values and errors. Validation itself is jobs.submission.spec.parse_job_spec,
 shared with the API, so the browser and the API refuse exactly the same things."""
 
 from __future__ import annotations
 
-from jobs.spec import FIELDS as SPEC_FIELDS
+from jobs.submission.spec import FIELDS as SPEC_FIELDS
 
 # The spec's fields, but the environment, which the form takes as NAME=value lines.
 FIELDS = [field for field in SPEC_FIELDS if field != "environment"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from accounts.models import Profile
 from cluster import jobfs
 from cluster.services import job_paths
-from jobs.diagnosis import diagnose
+from jobs.diagnosis.diagnose import diagnose
 
 
 @dataclass(frozen=True)

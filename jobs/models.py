@@ -5,7 +5,7 @@ from django.db import models
 
 from cluster.gres import parse_tres, requested_gpus
 from cluster.types import TERMINAL_JOB_STATES
-from jobs.reasons import explain_reason
+from jobs.diagnosis.reasons import explain_reason
 
 
 class JobState(models.TextChoices):
@@ -68,7 +68,7 @@ class Job(models.Model):
     gpu_count = models.IntegerField(null=True, blank=True)
     # slurmdbd can lag slurmctld: the mirror asks again on later passes, a bounded number of times.
     accounting_attempts = models.PositiveSmallIntegerField(default=0)
-    # What the user asked for (jobs.spec.JobSpec.to_dict()); empty for jobs seen only in Slurm.
+    # What the user asked for (jobs.submission.spec.JobSpec.to_dict()); empty for jobs seen only in Slurm.
     spec = models.JSONField(default=dict, blank=True)
     # The GPU reservation the job runs in (jobs.actions.submit checks it is the owner's).
     reservation = models.ForeignKey(
@@ -80,7 +80,7 @@ class Job(models.Model):
     image = models.CharField(max_length=300, blank=True)
     gpu_type = models.CharField(max_length=32, blank=True)
     # What this job counts against the concurrent GPU quota: whole GPUs, or for a GPU-memory
-    # job its shards (a share of one GPU: jobs.quota adds shares up to whole GPUs).
+    # job its shards (a share of one GPU: jobs.submission.quota adds shares up to whole GPUs).
     quota_gpus = models.PositiveSmallIntegerField(default=0)
     quota_shards = models.PositiveSmallIntegerField(default=0)
     submit_attempts = models.PositiveSmallIntegerField(default=0)

@@ -8,7 +8,7 @@ from django.db import transaction
 
 from cluster import jobfs
 from cluster.services import job_paths
-from jobs.events import publish_job, publish_job_update
+from jobs.live.events import publish_job, publish_job_update
 from jobs.models import Job, JobState
 
 COMMENT_PREFIX = "gpupool:"

@@ -7,7 +7,7 @@ from django.dispatch import receiver
 
 from accounts.lifecycle import account_deactivated
 from jobs import protocol
-from jobs.events import close_user_sockets
+from jobs.live.events import close_user_sockets
 from jobs.models import Job, JobState
 
 DEACTIVATED_MESSAGE = "The account was deactivated before the job reached Slurm."

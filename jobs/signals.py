@@ -3,7 +3,7 @@
 from django.dispatch import Signal
 
 # Sent after the transaction that changed a job's row has committed (from
-# jobs.events.publish_job_update, which every writer of a job's state calls on commit),
+# jobs.live.events.publish_job_update, which every writer of a job's state calls on commit),
 # with `job`: the row as it is now. Receivers read the mirror's state, never the browser's;
 # they are called with send_robust, so one that fails never stops the mirror.
 job_changed = Signal()

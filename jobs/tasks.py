@@ -18,10 +18,10 @@ from cluster.services import rest_client, slurm_cli
 from cluster.sync import record_run, single_flight, sync_nodes_if_due
 from cluster.types import JobSubmission
 from jobs import protocol
-from jobs.batch_script import render_batch_script
-from jobs.mirror import mirror_jobs, record_missing_accounting
+from jobs.mirror.passes import mirror_jobs, record_missing_accounting
 from jobs.models import Job, JobState
-from jobs.spec import job_spec_from_dict
+from jobs.submission.batch_script import render_batch_script
+from jobs.submission.spec import job_spec_from_dict
 
 log = logging.getLogger(__name__)
 # How long a worker owns a submission before another may try (longer than any one try).

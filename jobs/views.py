@@ -8,16 +8,17 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from foundation.ratelimit import hit
-from jobs import actions, intake
+from jobs import actions
 from jobs.costs import cost_for
-from jobs.events import job_payload
+from jobs.diagnosis.reasons import explain_reason
 from jobs.forms import form_data_from_post, initial_from_spec
+from jobs.live.events import job_payload
+from jobs.live.watching import watch_pending
 from jobs.logs import job_logs
 from jobs.models import Job, JobTemplate
-from jobs.quota import QuotaExceeded
-from jobs.reasons import explain_reason
-from jobs.spec import SpecError
-from jobs.watching import watch_pending
+from jobs.submission import intake
+from jobs.submission.quota import QuotaExceeded
+from jobs.submission.spec import SpecError
 from plans.catalog import plan_for
 from reservations.queries import usable_reservations
 

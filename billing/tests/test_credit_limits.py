@@ -13,7 +13,7 @@ from audit.models import AuditLog
 from billing.credit_limits import approve_credit_limit, credit_limit_check, owed
 from billing.models import CreditLimit, Invoice, Payment, UsageRecord
 from conftest import subscribe
-from jobs.submission_checks import SubmissionRefused, run_submission_checks
+from jobs.submission.checks import SubmissionRefused, run_submission_checks
 from plans.catalog import plan_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

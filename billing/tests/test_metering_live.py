@@ -17,7 +17,7 @@ from cluster.services import rest_client, slurm_cli
 from conftest import subscribe
 from jobs import actions
 from jobs.models import Job
-from jobs.spec import SpecPolicy, parse_job_spec
+from jobs.submission.spec import SpecPolicy, parse_job_spec
 from jobs.tasks import run_sync, submit_to_slurm
 from plans.catalog import plan_for
 from telemetry import storage

@@ -5,7 +5,7 @@ import threading
 import pytest
 from django.db import transaction
 
-from jobs.events import publish_job_update
+from jobs.live.events import publish_job_update
 from jobs.models import Job
 from testing.browser import chromium_page, log_in
 from testing.servers import daphne_server

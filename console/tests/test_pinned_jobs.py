@@ -6,7 +6,7 @@ import pytest
 from cluster.services import rest_client
 from console.pinned_jobs import submit_pinned_job
 from jobs import actions, protocol
-from jobs.mirror import mirror_jobs
+from jobs.mirror.passes import mirror_jobs
 from jobs.models import Job, JobState
 from jobs.tasks import _submission, submit_claimed
 from testing.slurm import wait_for_state

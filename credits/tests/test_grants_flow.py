@@ -1,6 +1,6 @@
 """The grants through the real flows: the landing link, allauth's sign-up form, the
 verification link from the sent mail, and a job the mirror records COMPLETED (the signal
-jobs.events.publish_job_update sends after the mirror's commit)."""
+jobs.live.events.publish_job_update sends after the mirror's commit)."""
 
 import re
 
@@ -13,7 +13,7 @@ from audit.models import AuditLog
 from credits import ledger
 from credits.models import Campaign, Enrollment, HeldGrant, LedgerEntry
 from credits.tutorial import TEMPLATE_NAME, TUTORIAL_SPEC
-from jobs.events import publish_job_update
+from jobs.live.events import publish_job_update
 from jobs.models import Job, JobState, JobTemplate
 
 pytestmark = pytest.mark.django_db(transaction=True)

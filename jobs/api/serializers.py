@@ -7,9 +7,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from jobs.costs import JobCost, cost_for, costs_for, money
+from jobs.diagnosis.reasons import explain_reason
 from jobs.models import Job
-from jobs.reasons import explain_reason
-from jobs.spec import IMAGE_RE, MAX_IMAGE_CHARS, NAME_RE
+from jobs.submission.spec import IMAGE_RE, MAX_IMAGE_CHARS, NAME_RE
 
 MONEY_HELP = "USD as a decimal string, exact (not rounded to the cent)"
 
@@ -180,14 +180,14 @@ def _most_gpu_memory_gb() -> int:
 
 
 def _json_schema_pattern(regex: re.Pattern) -> str:
-    """A Python regex that jobs.spec fullmatches, as a JSON Schema pattern: anchored (JSON
+    """A Python regex that jobs.submission.spec fullmatches, as a JSON Schema pattern: anchored (JSON
     Schema patterns search), without Python's named groups."""
     return "^(?:" + re.sub(r"\(\?P<\w+>", "(", regex.pattern) + ")$"
 
 
 class JobSpecInputSerializer(serializers.Serializer):
     """The body of a submission. For the schema: the API checks the JSON types of these
-    fields (jobs.api.views) and jobs.spec.parse_job_spec the values, the plan's rules included."""
+    fields (jobs.api.views) and jobs.submission.spec.parse_job_spec the values, the plan's rules included."""
 
     name = serializers.RegexField(
         # "" (like null) means the default name.

@@ -9,7 +9,7 @@ from rest_framework.decorators import action, api_view
 from rest_framework.response import Response
 
 from foundation.api.errors import RETRY_AFTER
-from jobs import actions, intake
+from jobs import actions
 from jobs.api.schema import errors
 from jobs.api.serializers import (
     JobCloneInputSerializer,
@@ -20,11 +20,12 @@ from jobs.api.serializers import (
     submission_json_types,
 )
 from jobs.api.throttles import LogReadThrottle, log_read
+from jobs.live.watching import watch
 from jobs.logs import job_logs, local_log_path, open_log
 from jobs.models import Job
-from jobs.quota import QuotaExceeded, usage_of
-from jobs.spec import SpecError
-from jobs.watching import watch
+from jobs.submission import intake
+from jobs.submission.quota import QuotaExceeded, usage_of
+from jobs.submission.spec import SpecError
 from plans.catalog import plan_for
 
 INVALID_SPEC = "The job spec is invalid."
@@ -39,7 +40,7 @@ TYPE_MESSAGES = {
 def json_type_errors(data) -> dict[str, list[str]]:
     """Fields of a JSON body whose type is not the schema's (null is "not given").
 
-    jobs.spec also reads the job form, whose values are all strings, so it takes "60" for
+    jobs.submission.spec also reads the job form, whose values are all strings, so it takes "60" for
     60; over the API a number is a JSON number, as the schema says."""
     if not isinstance(data, dict):
         return {"non_field_errors": ["expected a JSON object with the job's fields"]}

@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from jobs.api.serializers import JobSpecInputSerializer
 from jobs.models import Job
-from jobs.spec import FIELDS
+from jobs.submission.spec import FIELDS
 from jobs.tests.conftest import GOOD_SPEC
 
 pytestmark = pytest.mark.django_db
@@ -111,7 +111,7 @@ def test_fields_that_can_be_null_are_nullable(schema):
 
 def test_the_submission_body_lists_exactly_the_specs_fields(schema):
     body = schema["components"]["schemas"]["JobSpecInput"]
-    # The spec's fields, and where to run: a reservation is not part of the spec (jobs.intake).
+    # The spec's fields, and where to run: a reservation is not part of the spec (jobs.submission.intake).
     assert set(body["properties"]) == set(FIELDS) | {"reservation"} == set(JobSpecInputSerializer().fields)
     assert body["additionalProperties"] is False  # unknown fields are refused
     assert set(body["properties"]["gpu_type"]["allOf"][0]["$ref"].split("/")[-1:]) == {"GpuTypeEnum"}

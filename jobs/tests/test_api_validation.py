@@ -93,7 +93,7 @@ def test_form_bodies_are_refused_as_unsupported(alice, api_client_for, fmt):
     [("gpu_count", "1"), ("time_limit_minutes", "60"), ("gpu_count", True), ("image", 5), ("environment", "A=1")],
 )
 def test_a_json_value_of_the_wrong_type_is_a_400_naming_the_field(alice, api_client_for, field, value):
-    # jobs.spec accepts "60" from the job form; the API's schema says a number, so it is one.
+    # jobs.submission.spec accepts "60" from the job form; the API's schema says a number, so it is one.
     _provisioned(alice)
     response = api_client_for(alice).post("/api/v1/jobs/", {**GOOD_SPEC, field: value}, format="json")
     assert response.status_code == 400

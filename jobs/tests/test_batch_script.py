@@ -1,4 +1,4 @@
-"""jobs.batch_script: the script has fixed lines whatever the input, and really runs under bash."""
+"""jobs.submission.batch_script: the script has fixed lines whatever the input, and really runs under bash."""
 
 import os
 import re
@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from jobs.batch_script import HEADER_LINES, OUTPUT_MARKER, pyxis_image_reference, render_batch_script
-from jobs.spec import ENV_NAME_RE, GpuRequest, JobSpec, is_reserved_env_name
+from jobs.submission.batch_script import HEADER_LINES, OUTPUT_MARKER, pyxis_image_reference, render_batch_script
+from jobs.submission.spec import ENV_NAME_RE, GpuRequest, JobSpec, is_reserved_env_name
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 UUID = "3f1c2d9e-8b7a-4c6d-9e0f-1a2b3c4d5e6f"

@@ -6,7 +6,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from gpupool.asgi import application
-from jobs.events import publish_job_update
+from jobs.live.events import publish_job_update
 from jobs.models import Job
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.diagnosis import EVIDENCE_MAX, MAX_SCAN_CHARS, RULES, Finding, diagnose
+from jobs.diagnosis.diagnose import EVIDENCE_MAX, MAX_SCAN_CHARS, RULES, Finding, diagnose
 
 LOGS = Path(__file__).parent / "logs"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.diagnosis import RULES, diagnose
+from jobs.diagnosis.diagnose import RULES, diagnose
 
 LOGS = Path(__file__).parent / "logs"
 

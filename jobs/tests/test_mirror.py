@@ -9,8 +9,9 @@ from channels.layers import get_channel_layer
 
 from accounts import actions
 from cluster.services import rest_client
-from jobs.events import user_group
-from jobs.mirror import WATCHED_FIELDS, apply_slurm_job, mirror_jobs, record_missing_accounting
+from jobs.live.events import user_group
+from jobs.mirror.passes import mirror_jobs, record_missing_accounting
+from jobs.mirror.rows import WATCHED_FIELDS, apply_slurm_job
 from jobs.models import Job
 from jobs.tasks import run_sync
 from testing.slurm import (

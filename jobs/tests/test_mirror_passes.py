@@ -11,14 +11,16 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
+from cluster import job_reader
 from cluster.errors import SlurmNotFound
 from cluster.slurmrest.v0041 import V0041Adapter
 from cluster.tests.test_v0041_adapter import captured
 from cluster.types import JobStateEntry
-from jobs import mirror
-from jobs.events import publish_job_updates, user_group
+from jobs.live.events import publish_job_updates, user_group
+from jobs.live.watching import KEY, watch, watched
+from jobs.mirror import passes as mirror
+from jobs.mirror import rows
 from jobs.models import Job
-from jobs.watching import KEY, watch, watched
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TEMPLATE = V0041Adapter().decode_jobs(captured("job_running")[1])[0]
@@ -146,9 +148,9 @@ def test_many_updates_reach_the_owner_in_few_messages(alice, bob):
 
 def test_an_ended_job_that_slurm_briefly_reports_without_nodes_keeps_them():
     running = replace(TEMPLATE, job_id=884000, nodes="gpu-a100-01")
-    assert mirror.apply_slurm_job(running)
+    assert rows.apply_slurm_job(running)
     ended = replace(running, states=("COMPLETED",), nodes="", gpu_allocation={}, end_time=timezone.now())
-    assert mirror.apply_slurm_job(ended)
+    assert rows.apply_slurm_job(ended)
     row = Job.objects.get(slurm_job_id=884000)
     assert row.state == "COMPLETED" and row.nodes == "gpu-a100-01"
 
@@ -156,19 +158,18 @@ def test_an_ended_job_that_slurm_briefly_reports_without_nodes_keeps_them():
 def test_new_jobs_are_fetched_by_id_when_squeue_cannot_be_reached(caplog, monkeypatch):
     from cluster.cli import SlurmCli
 
-    monkeypatch.setattr(mirror, "_queue_unavailable_until", 0.0)
+    monkeypatch.setattr(job_reader.QUEUE_BACKOFF, "unavailable_until", 0.0)
     unreachable = SlurmCli(prefix=["/nonexistent/slurm-login"])
-    client = ListingOnlyClient([_pending(884000 + n) for n in range(mirror.QUEUE_MIN_JOBS)])
+    client = ListingOnlyClient([_pending(884000 + n) for n in range(job_reader.QUEUE_MIN_JOBS)])
     result = mirror.mirror_jobs(client, queue=unreachable)
-    assert result.changed == mirror.QUEUE_MIN_JOBS
-    assert sorted(client.fetched) == list(range(884000, 884000 + mirror.QUEUE_MIN_JOBS))
+    assert result.changed == job_reader.QUEUE_MIN_JOBS
+    assert sorted(client.fetched) == list(range(884000, 884000 + job_reader.QUEUE_MIN_JOBS))
     assert "squeue could not read" in caplog.text and len(unreachable.executed) == 1
     # Not asked again at the next burst, for a while: a stalled login node costs one timeout.
-    client.jobs.update({job.job_id: job for job in (_pending(885000 + n) for n in range(mirror.QUEUE_MIN_JOBS))})
+    client.jobs.update({job.job_id: job for job in (_pending(885000 + n) for n in range(job_reader.QUEUE_MIN_JOBS))})
     mirror.mirror_jobs(client, queue=unreachable)
-    assert (
-        len(unreachable.executed) == 1 and Job.objects.filter(slurm_job_id__gte=885000).count() == mirror.QUEUE_MIN_JOBS
-    )
+    assert len(unreachable.executed) == 1
+    assert Job.objects.filter(slurm_job_id__gte=885000).count() == job_reader.QUEUE_MIN_JOBS
 
 
 def test_a_jobs_owner_follows_the_user_slurmrestd_names(alice):
@@ -177,8 +178,8 @@ def test_a_jobs_owner_follows_the_user_slurmrestd_names(alice):
     alice.profile.cluster_username = "alice7"
     alice.profile.save()
     read = _pending(886000, user_name="4242")
-    mirror._create_outside_jobs([read])
+    rows.create_outside_jobs([read])
     assert Job.objects.get(slurm_job_id=886000).owner_id is None
-    assert mirror.apply_slurm_job(replace(read, user_name="alice7"))
+    assert rows.apply_slurm_job(replace(read, user_name="alice7"))
     row = Job.objects.get(slurm_job_id=886000)
     assert (row.cluster_user, row.owner_id) == ("alice7", alice.pk)

@@ -4,7 +4,7 @@ GPU each (a 12 GB job on a 40 GB A100 used to count as one A100)."""
 import pytest
 
 from jobs.models import Job, JobState
-from jobs.quota import QuotaExceeded, active_gpus_by_type, check_quota
+from jobs.submission.quota import QuotaExceeded, active_gpus_by_type, check_quota
 from plans.catalog import plan_for
 
 pytestmark = pytest.mark.django_db

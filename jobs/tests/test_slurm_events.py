@@ -15,9 +15,9 @@ from channels.testing import HttpCommunicator
 from django.conf import settings
 
 from cluster.services import rest_client, slurm_cli
-from jobs import slurm_events
-from jobs.asgi_events import events_app
-from jobs.mirror import mirror_jobs
+from jobs.live import slurm_events
+from jobs.live.asgi_events import events_app
+from jobs.mirror.passes import mirror_jobs
 from jobs.models import Job
 from testing.servers import portal_stack
 from testing.slurm import submission, wait_for
@@ -68,7 +68,7 @@ async def _post(headers, body=b""):
 
 def test_the_endpoint_refuses_bodies_and_bad_signatures_before_doing_anything(events_on, monkeypatch):
     taken = []
-    monkeypatch.setattr("jobs.asgi_events.accept", lambda event: taken.append(event) or 0)
+    monkeypatch.setattr("jobs.live.asgi_events.accept", lambda event: taken.append(event) or 0)
     line, signature = _signed(7)
     with_body = async_to_sync(_post)(
         [(b"x-gpupool-event", line.encode()), (b"x-gpupool-signature", signature.encode()), (b"content-length", b"5")],

@@ -1,4 +1,4 @@
-"""jobs.spec: every rule, accepted and refused, with the field named in the error. No database."""
+"""jobs.submission.spec: every rule, accepted and refused, with the field named in the error. No database."""
 
 import time
 
@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from jobs.spec import (
+from jobs.submission.spec import (
     IMAGE_RE,
     GpuRequest,
     GpuTypeInfo,

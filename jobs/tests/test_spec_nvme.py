@@ -5,7 +5,7 @@ import pytest
 
 from cluster.gres import build_tres_per_node, requested_gpus, requested_nvme_gb, requested_shards
 from jobs.forms import form_data_from_post
-from jobs.spec import SpecError, job_spec_from_dict, parse_job_spec
+from jobs.submission.spec import SpecError, job_spec_from_dict, parse_job_spec
 from jobs.tests.test_spec import PRO, policy, spec_data
 
 POLICY = policy(max_nvme_gb=3500)

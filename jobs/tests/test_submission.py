@@ -4,7 +4,7 @@ import pytest
 
 from jobs import actions, protocol
 from jobs.models import Job
-from jobs.spec import SpecPolicy, parse_job_spec
+from jobs.submission.spec import SpecPolicy, parse_job_spec
 from jobs.tasks import reconcile_submissions, submit_to_slurm
 from jobs.tests.conftest import GOOD_SPEC
 from testing.slurm import wait_for

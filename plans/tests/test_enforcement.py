@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from accounts import lifecycle
 from cluster.services import slurm_cli
 from conftest import subscribe
-from jobs.mirror import mirror_jobs
+from jobs.mirror.passes import mirror_jobs
 from jobs.models import Job
 from plans import enforcement
 from plans.catalog import plan_by_code

@@ -17,7 +17,7 @@ from cluster.services import slurm_cli
 from conftest import subscribe
 from jobs import actions as job_actions
 from jobs.models import Job
-from jobs.spec import SpecPolicy, parse_job_spec
+from jobs.submission.spec import SpecPolicy, parse_job_spec
 from jobs.tasks import submit_claimed
 from jobs.tests.conftest import GOOD_SPEC
 from plans.catalog import plan_for
@@ -100,7 +100,7 @@ def test_a_job_runs_in_the_reservation_and_another_users_job_is_refused(
 
 
 def test_a_job_longer_than_its_reservation_is_refused_before_slurm(alice, admin_user, enterprise_alice, cleanup):
-    from jobs.spec import SpecError
+    from jobs.submission.spec import SpecError
 
     start = timezone.now().replace(microsecond=0) + timedelta(seconds=30)
     reservation = _row(alice, start=start, minutes=10, gpu_type="a100", count=1)

@@ -4,7 +4,7 @@
   "use strict";
   const indicator = document.querySelector("[data-live-indicator]");
   const POLL_MS = 10000;
-  const WATCH_MS = 30000;  // under the server's 60 s watch (jobs/watching.py)
+  const WATCH_MS = 30000;  // under the server's 60 s watch (jobs/live/watching.py)
   let watchTimer = null;
   let socket = null;
   let retryMs = 1000;

@@ -14,8 +14,8 @@ from accounts.models import Profile, Role
 from billing.credit_limits import approve_credit_limit
 from cluster.errors import SlurmError
 from jobs import actions as job_actions
-from jobs.quota import QuotaExceeded
-from jobs.spec import SpecError, SpecPolicy, parse_job_spec
+from jobs.submission.quota import QuotaExceeded
+from jobs.submission.spec import SpecError, SpecPolicy, parse_job_spec
 from plans import enforcement, subscriptions
 from plans.catalog import plan_for
 from plans.models import Plan

@@ -1,9 +1,9 @@
-"""The log analyser's rules (see `jobs.diagnosis`): what each failure looks like, its cause and its fix.
+"""The log analyser's rules (see `jobs.diagnosis.diagnose`): what each failure looks like, its cause and its fix.
 
 The rules are data. Each `Rule` has compiled patterns in order of preference (the first pattern that matches
 anywhere gives the evidence), optional runs (a pattern that counts only when it repeats on nearby lines),
 optional Slurm states or exit codes that fire it even when the log says nothing, and optionally a function
-(`jobs.diagnosis_explain`) that tailors the cause and the fix to what matched.
+(`jobs.diagnosis.explain`) that tailors the cause and the fix to what matched.
 
 The order of RULES is the order of the findings: a failure that explains another comes first (a GPU that could
 not be used before "no GPU", a failed `pip install` before the missing module, a hardware Xid before the CUDA and
@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from jobs.diagnosis_explain import (
+from jobs.diagnosis.explain import (
     GPU_MEMORY_HINT,
     ONE_PROCESS_PER_GPU,
     WRITE_UNDER_DATA,

@@ -2,9 +2,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth import get_user_model
 
-from jobs.events import user_group
+from jobs.live.events import user_group
+from jobs.live.watching import watch
 from jobs.models import Job, JobState
-from jobs.watching import watch
 
 
 class JobStatusConsumer(AsyncJsonWebsocketConsumer):
@@ -26,7 +26,7 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
 
     async def receive_json(self, content, **kwargs):
         # The open page says it is still looking every 30 s: its pending jobs' expected
-        # starts stay fresh (jobs/watching.py). Anything else from the browser is ignored.
+        # starts stay fresh (jobs/live/watching.py). Anything else from the browser is ignored.
         if isinstance(content, dict) and content.get("type") == "watch":
             await _watch_pending(self.scope["user"].pk)
 

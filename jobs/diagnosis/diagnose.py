@@ -1,8 +1,8 @@
 """Recognise common GPU-job failures in a job's log and say the cause and the fix.
 
 `diagnose()` reads the tail of a job's stdout+stderr (plus, when known, the Slurm state and exit code)
-and returns findings, most specific first. The rules are data, in `jobs.diagnosis_rules` (what each failure
-looks like, in priority order) and `jobs.diagnosis_explain` (tailoring a cause and fix to what matched: the Xid
+and returns findings, most specific first. The rules are data, in `jobs.diagnosis.rules` (what each failure
+looks like, in priority order) and `jobs.diagnosis.explain` (tailoring a cause and fix to what matched: the Xid
 code, the missing module, the HTTP status of a registry...); this module is the engine that applies them.
 
 Line numbers count `\\n`-separated lines from 1; a finding from the state or the exit code alone has line
@@ -16,7 +16,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from jobs.diagnosis_rules import RULES, Rule, Run
+from jobs.diagnosis.rules import RULES, Rule, Run
 
 __all__ = ["EVIDENCE_MAX", "MAX_SCAN_CHARS", "RULES", "Finding", "Rule", "Run", "diagnose"]
 

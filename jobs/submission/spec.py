@@ -2,7 +2,7 @@
 
 `parse_job_spec` turns what a user sent into a `JobSpec` or raises one `SpecError`
 that lists every problem by field, so an API user or a form sees all of them at once.
-Nothing here talks to Slurm; `jobs.batch_script` turns a `JobSpec` into the script
+Nothing here talks to Slurm; `jobs.submission.batch_script` turns a `JobSpec` into the script
 Slurm runs, and the caller turns `JobSpec.gpu.tres_per_node()` into the submission.
 
 What is checked (docs/product.md, "Jobs" and "Plans"):

@@ -1,4 +1,4 @@
-"""How the log analyser tailors a finding's cause and fix to what matched (see `jobs.diagnosis`).
+"""How the log analyser tailors a finding's cause and fix to what matched (see `jobs.diagnosis.diagnose`).
 
 Each function takes the match and its evidence line and returns (cause, fix), or None to keep the rule's
 own texts. They read only the matched text and that one line, never the rest of the log.

@@ -1,7 +1,7 @@
 """POST /api/v1/slurm/events as a bare ASGI application (like telemetry/asgi_ingest.py): the
 signature is in the headers and checked before any body is read; an event has no body, and
 one that declares a body is refused unread. Answers 202 once the job is marked and, when
-this request is the drainer, written (jobs/slurm_events.py)."""
+this request is the drainer, written (jobs/live/slurm_events.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import logging
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
-from jobs.slurm_events import EventRefused, accept, verify
+from jobs.live.slurm_events import EventRefused, accept, verify
 
 log = logging.getLogger(__name__)
 

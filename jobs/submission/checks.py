@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from jobs.quota import QuotaExceeded
+from jobs.submission.quota import QuotaExceeded
 from plans.catalog import PlanSnapshot
 
 

@@ -33,9 +33,10 @@ from django.conf import settings
 from django.db import transaction
 
 from cluster.errors import SlurmError, SlurmNotFound
+from cluster.job_reader import fetch_jobs
 from cluster.services import rest_client
 from foundation.redis_client import redis_client
-from jobs.mirror import apply_slurm_job, fetch_jobs, finish_vanished_job
+from jobs.mirror.rows import apply_slurm_job, finish_vanished_job
 from jobs.tasks import sync_cluster
 
 log = logging.getLogger(__name__)

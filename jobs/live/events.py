@@ -18,8 +18,8 @@ import threading
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from jobs.diagnosis.reasons import explain_reason
 from jobs.models import Job
-from jobs.reasons import explain_reason
 from jobs.signals import job_changed
 
 log = logging.getLogger(__name__)

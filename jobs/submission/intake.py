@@ -10,7 +10,7 @@ from django.conf import settings
 from foundation.ratelimit import client_ip, hit, refund
 from jobs import actions
 from jobs.models import Job
-from jobs.spec import SpecPolicy, parse_job_spec
+from jobs.submission.spec import SpecPolicy, parse_job_spec
 from plans.catalog import plan_for
 
 

@@ -1,0 +1,201 @@
+"""Mirror Slurm's jobs into the Job table, cheaply.
+
+Slurm's `jobs/state/` lists ids and states only (~30 ms for 3,000 jobs, where the full
+`/jobs` costs seconds and grows slurmrestd by gigabytes), so every pass reads it and fetches
+details, by id and a few at a time, just for jobs that are new or whose state changed; a job
+that ended without ever starting (a mass cancel of pending jobs) is written from the listing
+alone, in bulk. The full list is never read. `update_time` cannot narrow this: slurmctld compares it with
+one global "last change" time, so it returns everything or nothing. Jobs that leave
+slurmctld's memory (MinJobAge) before we saw their end are finished from slurmdbd.
+
+How Slurm is read is cluster.job_reader's; how a job's row is written, jobs/mirror/rows.py's
+(conditional UPDATEs: two passes racing never overwrite a newer state with an older one).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+import foundation.lookups  # noqa: F401  (registers __any_of)
+from cluster.cli import SlurmCli
+from cluster.errors import SlurmNotFound
+from cluster.job_reader import JobReader
+from cluster.slurmrest.client import SlurmRestClient
+from cluster.types import TERMINAL_JOB_STATES
+from jobs.live.events import publish_job_update
+from jobs.live.watching import watched
+from jobs.mirror.rows import (
+    apply_from_listing,
+    apply_slurm_job,
+    create_outside_jobs,
+    finish_from_accounting,
+    state_signature,
+)
+from jobs.models import FINAL_STATES, Job, JobState
+from jobs.protocol import COMMENT_PREFIX
+
+log = logging.getLogger(__name__)
+
+# Watched pending jobs (an open page, an API client) have their expected start re-read this
+# often, at most PENDING_REFRESH_PER_PASS a pass; the others every BACKGROUND_PENDING_REFRESH,
+# a few a pass, so an idle pass with thousands queued asks slurmrestd almost nothing.
+PENDING_REFRESH = timedelta(seconds=30)
+PENDING_REFRESH_PER_PASS = 50
+BACKGROUND_PENDING_REFRESH = timedelta(minutes=10)
+BACKGROUND_REFRESH_PER_PASS = 5
+VANISHED_PER_PASS = 200
+# Endings a job can reach without ever running: the listing alone says all there is.
+NEVER_STARTED_ENDINGS = frozenset({"CANCELLED", "FAILED", "DEADLINE", "TIMEOUT", "NODE_FAIL", "BOOT_FAIL"})
+
+
+@dataclass
+class MirrorResult:
+    seen: int = 0
+    fetched: int = 0
+    changed: int = 0
+    finished_from_accounting: int = 0
+
+
+def _pending_due_for_refresh(live: dict[int, str], exclude: set[int]) -> set[int]:
+    """Pending jobs whose expected start is due for a re-read: the ones someone is looking at
+    (jobs/live/watching.py) every PENDING_REFRESH, the others every BACKGROUND_PENDING_REFRESH, a
+    few per pass. Slurm moves a pending job's estimate without a state change."""
+    now = timezone.now()
+    pending = Job.objects.filter(state=JobState.PENDING, slurm_job_id__isnull=False)
+    watched_ids = watched()
+    due: set[int] = set()
+    if watched_ids:
+        due |= set(
+            pending.filter(pk__in=watched_ids, updated_at__lt=now - PENDING_REFRESH)
+            .order_by("updated_at")
+            .values_list("slurm_job_id", flat=True)[:PENDING_REFRESH_PER_PASS]
+        )
+    due |= set(
+        pending.filter(updated_at__lt=now - BACKGROUND_PENDING_REFRESH)
+        .order_by("updated_at")
+        .values_list("slurm_job_id", flat=True)[:BACKGROUND_REFRESH_PER_PASS]
+    )
+    return {job_id for job_id in due if job_id in live and job_id not in exclude}
+
+
+def mirror_jobs(client: SlurmRestClient, queue: SlurmCli | None = None) -> MirrorResult:
+    """One pass. With `queue` (the Slurm CLI), a burst of new pending jobs is read with squeue
+    in bulk rather than one `GET /job/{id}` each."""
+    result = MirrorResult()
+    entries = client.list_job_states()
+    result.seen = len(entries)
+    live = {entry.job_id: state_signature(entry.states) for entry in entries}
+    rows = {
+        row["slurm_job_id"]: row
+        for row in Job.objects.filter(slurm_job_id__any_of=list(live)).values(
+            "pk", "slurm_job_id", "slurm_states", "state", "start_time"
+        )
+    }
+    changed_ids = [
+        job_id for job_id, signature in live.items() if job_id not in rows or rows[job_id]["slurm_states"] != signature
+    ]
+    # Ended without starting, as far as the listing and the row tell: no details needed.
+    from_listing = [
+        job_id
+        for job_id in changed_ids
+        if job_id in rows
+        and rows[job_id]["start_time"] is None
+        and rows[job_id]["state"] in (JobState.PENDING, JobState.SUBMITTING)
+        and live[job_id].split(",")[0] in NEVER_STARTED_ENDINGS
+    ]
+    written = set(apply_from_listing(rows, live, from_listing)) if from_listing else set()
+    result.changed += len(written)
+    skipped = {job_id for job_id in from_listing if rows[job_id]["pk"] in written}
+    to_fetch = [job_id for job_id in changed_ids if job_id not in skipped]
+    refreshed = _pending_due_for_refresh(live, exclude=set(to_fetch))
+    to_fetch += sorted(refreshed)
+    entry_states = {entry.job_id: entry.states for entry in entries}
+    reader = JobReader(client, queue)
+    new_pending = {
+        job_id: entry_states[job_id] for job_id in to_fetch if job_id not in rows and live[job_id] == "PENDING"
+    }
+    # A job the portal submitted is left to the fetch by id, which reads its output paths.
+    read = {
+        job_id: job
+        for job_id, job in reader.new_pending(new_pending).items()
+        if not job.comment.startswith(COMMENT_PREFIX)
+    }
+
+    unchanged = []
+    for details in reader.detail_batches(read, to_fetch):
+        result.fetched += len(details)
+        # Jobs new to the portal from outside it (sbatch on a login node): one INSERT a batch.
+        # The portal's own (their comment names a portal job) are attached one by one.
+        outside = [job for job in details if job.job_id not in rows and not job.comment.startswith(COMMENT_PREFIX)]
+        result.changed += create_outside_jobs(outside)
+        created = {job.job_id for job in outside}
+        for job in details:
+            if job.job_id in created:
+                continue
+            if apply_slurm_job(job):
+                result.changed += 1
+            elif job.job_id in refreshed:
+                unchanged.append(job.job_id)
+    if unchanged:
+        # Checked and still the same: not due again until its next refresh.
+        Job.objects.filter(slurm_job_id__any_of=unchanged).update(updated_at=timezone.now())
+
+    # Jobs we last saw unfinished that slurmctld no longer lists: ask slurmdbd how they ended.
+    vanished = (
+        Job.objects.filter(slurm_job_id__isnull=False)
+        .exclude(state__in=FINAL_STATES)
+        .exclude(slurm_job_id__any_of=list(live))
+        .values_list("pk", "slurm_job_id", "slurm_states")[:VANISHED_PER_PASS]
+    )
+    for job_pk, slurm_job_id, signature in vanished:
+        if finish_from_accounting(client, job_pk, slurm_job_id, signature):
+            result.finished_from_accounting += 1
+    return result
+
+
+MAX_ACCOUNTING_ATTEMPTS = 20
+
+
+def record_missing_accounting(client: SlurmRestClient, limit: int = 20) -> int:
+    """Copy slurmdbd's elapsed time and GPU count onto finished jobs that lack them
+    (billing reads these). slurmdbd may lag slurmctld, so a miss is asked again on a later
+    pass, at most MAX_ACCOUNTING_ATTEMPTS times; `limit` bounds the work of one pass."""
+    since = timezone.now() - timedelta(days=2)
+    pending = list(
+        Job.objects.filter(
+            slurm_job_id__isnull=False,
+            elapsed_seconds__isnull=True,
+            state__in=TERMINAL_JOB_STATES,
+            accounting_attempts__lt=MAX_ACCOUNTING_ATTEMPTS,
+            updated_at__gte=since,
+        )
+        .order_by("accounting_attempts", "-updated_at")
+        .values_list("pk", "slurm_job_id")[:limit]
+    )
+    recorded = 0
+    for job_pk, slurm_job_id in pending:
+        Job.objects.filter(pk=job_pk).update(accounting_attempts=F("accounting_attempts") + 1)
+        try:
+            record = client.get_accounting(slurm_job_id)
+        except SlurmNotFound:
+            continue
+        if not record.is_settled:
+            continue  # slurmdbd has not heard all of the run yet
+        # slurmdbd's end time too: a job ended from the state listing has the pass's.
+        exact_end = {"end_time": record.end_time} if record.end_time else {}
+        if Job.objects.filter(pk=job_pk, elapsed_seconds__isnull=True).update(
+            elapsed_seconds=record.elapsed_seconds, gpu_count=record.gpu_count, **exact_end
+        ):
+            # A run the mirror first saw ended may have been listed without its nodes
+            # (SlurmRestClient.ended_job_nodes): slurmdbd's record says where it ran.
+            Job.objects.filter(pk=job_pk, nodes="").update(nodes=record.ran_on[:500])
+            recorded += 1
+            # An open job page shows the accounting as soon as it is here.
+            transaction.on_commit(lambda pk=job_pk: publish_job_update(pk))
+    return recorded

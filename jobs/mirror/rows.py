@@ -1,0 +1,272 @@
+"""Writing what Slurm says of jobs into Job rows: one job in full (`apply_slurm_job`), a
+burst of jobs from outside the portal in one INSERT, jobs that ended without starting from the
+state listing alone, and jobs slurmctld forgot from slurmdbd's record.
+
+Every write is a conditional UPDATE on the state string read, so two writers racing (a mirror
+pass, an event from slurmctld's hooks) never overwrite a newer state with an older one, and a
+write repeated changes nothing. Each change is pushed to the owner's pages on commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import defaultdict
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+import foundation.lookups  # noqa: F401  (registers __any_of)
+from cluster.errors import SlurmError, SlurmNotFound
+from cluster.gres import requested_quota
+from cluster.job_reader import batches
+from cluster.services import rest_client
+from cluster.slurmrest.client import SlurmRestClient
+from cluster.types import Job as SlurmJob
+from jobs.live.events import publish_job_update, publish_job_updates
+from jobs.models import FINAL_STATES, Job, JobState
+from jobs.protocol import COMMENT_PREFIX
+
+log = logging.getLogger(__name__)
+# Rows written this many at a time (small transactions never hold others' updates long).
+WRITE_BATCH = 500
+
+
+def _cancel_orphan(job: SlurmJob) -> None:
+    try:
+        rest_client(job.user_name).cancel_job(job.job_id)
+    except SlurmError as exc:
+        log.warning("could not cancel orphaned Slurm job %s: %s", job.job_id, exc)
+
+
+def _uuid_or_none(text: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        return None
+
+
+def state_signature(states: tuple[str, ...]) -> str:
+    return ",".join(states)
+
+
+def portal_state(state: str) -> str:
+    return state if state in JobState.values else JobState.UNKNOWN
+
+
+def _fields_from_slurm(job: SlurmJob) -> dict:
+    return {
+        "name": job.name[:200],
+        "cluster_user": job.user_name,
+        "account": job.account,
+        "partition": job.partition,
+        "qos": job.qos,
+        "state": portal_state(job.state),
+        "slurm_states": state_signature(job.states)[:200],
+        "state_reason": "" if job.state_reason == "None" else job.state_reason[:200],
+        "nodes": job.nodes[:500],
+        "tres_per_node": job.tres_per_node[:200],
+        "allocated_tres": job.allocated_tres[:500],
+        "gpu_allocation": {node: list(indexes) for node, indexes in job.gpu_allocation.items()},
+        "constraints": job.constraints[:200],
+        "comment": job.comment[:500],
+        "submit_time": job.submit_time,
+        "start_time": job.start_time,
+        "end_time": job.end_time,
+        "time_limit_minutes": job.time_limit_minutes,
+        # Slurm says 0 for a job still running: that is no exit code yet.
+        "exit_code": job.exit_code if job.is_terminal else None,
+        "standard_output": job.standard_output[:500],
+        "standard_error": job.standard_error[:500],
+    }
+
+
+def _owner_id_for(cluster_user: str) -> int | None:
+    User = get_user_model()
+    return User.objects.filter(profile__cluster_username=cluster_user).values_list("pk", flat=True).first()
+
+
+# What a user watches change: a difference in any of these is written and pushed.
+WATCHED_FIELDS = ("slurm_states", "state", "state_reason", "start_time", "end_time", "nodes", "gpu_allocation")
+
+
+def _row(**lookup) -> dict | None:
+    return Job.objects.filter(**lookup).values("pk", "cluster_user", *WATCHED_FIELDS).first()
+
+
+def apply_slurm_job(job: SlurmJob) -> bool:
+    """Record what Slurm says of one job. Returns True when the row changed."""
+    fields = _fields_from_slurm(job)
+    row = _row(slurm_job_id=job.job_id)
+    if row is None and job.comment.startswith(COMMENT_PREFIX):
+        portal_uuid = _uuid_or_none(job.comment[len(COMMENT_PREFIX) :])
+        portal = (
+            Job.objects.filter(uuid=portal_uuid).values("pk", "state", "slurm_job_id", "cluster_user").first()
+            if portal_uuid
+            else None
+        )
+        if portal is not None and portal["cluster_user"] != job.user_name:
+            # Anyone can write any comment: only the job's own user's job can be the portal's.
+            log.warning(
+                "Slurm job %s of %s claims portal job %s of %s",
+                job.job_id,
+                job.user_name,
+                portal_uuid,
+                portal["cluster_user"],
+            )
+            portal = None
+        if portal is not None:
+            if portal["slurm_job_id"] is None and portal["state"] == JobState.CANCELLED and not job.is_terminal:
+                # Cancelled while it was being submitted, and its worker died before it could
+                # cancel what it had submitted: cancel it here, once, as its own user.
+                _cancel_orphan(job)
+                return False
+            if portal["slurm_job_id"] is None and portal["state"] == JobState.SUBMITTING:
+                # Slurm took the job before the submitting worker recorded it: attach it here.
+                Job.objects.filter(pk=portal["pk"], slurm_job_id__isnull=True).update(slurm_job_id=job.job_id)
+                row = _row(pk=portal["pk"])
+            elif portal["slurm_job_id"] != job.job_id:
+                # Cancelled before it reached Slurm (its worker cancels it there), or a
+                # duplicate: either way not a job of its own in the portal.
+                log.warning("Slurm job %s carries portal job %s, which is not waiting for it", job.job_id, portal_uuid)
+                return False
+    if row is None:
+        try:
+            with transaction.atomic():
+                # A job from outside the portal (sbatch on a login node, a job's own
+                # sbatch) counts toward its owner's quota like the portal's own.
+                gpu_type, gpus, shards = requested_quota(job.tres_per_node)
+                created = Job.objects.create(
+                    slurm_job_id=job.job_id,
+                    owner_id=_owner_id_for(job.user_name),
+                    gpu_type=gpu_type,
+                    quota_gpus=gpus,
+                    quota_shards=shards,
+                    **fields,
+                )
+        except IntegrityError:
+            # Another pass created it first; fall through to the conditional update.
+            row = _row(slurm_job_id=job.job_id)
+        else:
+            transaction.on_commit(lambda: publish_job_update(created.pk))
+            return True
+    if job.is_terminal and not fields["gpu_allocation"] and row["gpu_allocation"]:
+        # slurmctld forgets which GPUs an ended job held (its gres_detail is empty); billing
+        # attributes those GPUs' telemetry to the run, so the last allocation stays.
+        fields["gpu_allocation"] = row["gpu_allocation"]
+    if job.is_terminal and not fields["nodes"] and row["nodes"]:
+        # Seen on 24.11 (v0.0.41 and v0.0.42 alike): a job just COMPLETED briefly reports no
+        # nodes, then its nodes again. Where it ran does not change once it has ended.
+        fields["nodes"] = row["nodes"]
+    same_user = row["cluster_user"] == fields["cluster_user"]
+    if same_user and all(row[name] == fields[name] for name in WATCHED_FIELDS):
+        return False
+    if not same_user:
+        # The row's user came from a bulk read (cluster/queue.py) and slurmrestd names another:
+        # slurmrestd's word stands, and the job counts toward that user's quota.
+        fields["owner_id"] = _owner_id_for(fields["cluster_user"])
+    updated = Job.objects.filter(pk=row["pk"], slurm_states=row["slurm_states"]).update(**fields)
+    if updated:
+        transaction.on_commit(lambda: publish_job_update(row["pk"]))
+    return bool(updated)
+
+
+def finish_from_accounting(client: SlurmRestClient, job_pk: int, slurm_job_id: int, old_signature: str) -> bool:
+    try:
+        record = client.get_accounting(slurm_job_id)
+    except SlurmNotFound:
+        return False
+    usage = {"elapsed_seconds": record.elapsed_seconds, "gpu_count": record.gpu_count} if record.is_settled else {}
+    updated = Job.objects.filter(pk=job_pk, slurm_states=old_signature).update(
+        state=portal_state(record.state),
+        slurm_states=state_signature(record.states),
+        start_time=record.start_time,
+        end_time=record.end_time,
+        exit_code=record.exit_code,
+        **usage,  # unsettled: record_missing_accounting asks again later
+    )
+    if updated and record.ran_on:
+        Job.objects.filter(pk=job_pk, nodes="").update(nodes=record.ran_on[:500])
+    if updated:
+        transaction.on_commit(lambda: publish_job_update(job_pk))
+    return bool(updated)
+
+
+def create_outside_jobs(jobs: list[SlurmJob]) -> int:
+    """Rows for Slurm jobs the portal has never seen that were not submitted through it, in
+    one INSERT (a mass submission of thousands is a few statements, not thousands); each
+    counts toward its owner's quota like the portal's own. Returns the rows created."""
+    if not jobs:
+        return 0
+    owners = dict(
+        get_user_model()
+        .objects.filter(profile__cluster_username__in={job.user_name for job in jobs})
+        .values_list("profile__cluster_username", "pk")
+    )
+    rows = []
+    for job in jobs:
+        gpu_type, gpus, shards = requested_quota(job.tres_per_node)
+        rows.append(
+            Job(
+                slurm_job_id=job.job_id,
+                owner_id=owners.get(job.user_name),
+                gpu_type=gpu_type,
+                quota_gpus=gpus,
+                quota_shards=shards,
+                **_fields_from_slurm(job),
+            )
+        )
+    ids = [job.job_id for job in jobs]
+    with transaction.atomic():
+        before = set(Job.objects.filter(slurm_job_id__any_of=ids).values_list("slurm_job_id", flat=True))
+        # A job another pass created meanwhile is left to it (the unique Slurm id).
+        Job.objects.bulk_create([row for row in rows if row.slurm_job_id not in before], ignore_conflicts=True)
+        new_pks = list(
+            Job.objects.filter(slurm_job_id__any_of=[i for i in ids if i not in before]).values_list("pk", flat=True)
+        )
+        transaction.on_commit(lambda: publish_job_updates(new_pks))
+    return len(new_pks)
+
+
+def finish_vanished_job(client: SlurmRestClient, slurm_job_id: int) -> bool:
+    """A job slurmctld no longer has, if the portal still has it unfinished: its end from
+    slurmdbd. True when the row changed."""
+    row = (
+        Job.objects.filter(slurm_job_id=slurm_job_id)
+        .exclude(state__in=FINAL_STATES)
+        .values_list("pk", "slurm_states")
+        .first()
+    )
+    if row is None:
+        return False
+    return finish_from_accounting(client, row[0], slurm_job_id, row[1])
+
+
+def apply_from_listing(rows: dict[int, dict], live: dict[int, str], job_ids: list[int]) -> list[int]:
+    """Jobs that ended without ever starting (a pending job cancelled, or refused by the
+    scheduler) change nothing but their state: written straight from the state listing, in
+    bulk, without fetching each one. A mass cancel of thousands of pending jobs is a few
+    UPDATEs. Returns the portal ids written; their end time is the pass's (slurmdbd's exact
+    one follows with the accounting)."""
+    now = timezone.now()
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for job_id in job_ids:
+        groups[(rows[job_id]["slurm_states"], live[job_id])].append(rows[job_id]["pk"])
+    written: list[int] = []
+    for (old_signature, new_signature), pks in groups.items():
+        state = portal_state(new_signature.split(",")[0])
+        for batch in batches(pks, WRITE_BATCH):
+            # Small transactions: a mass change never holds other rows' updates for long.
+            with transaction.atomic():
+                matched = list(
+                    Job.objects.filter(pk__in=batch, slurm_states=old_signature, start_time__isnull=True)
+                    .select_for_update(skip_locked=True)
+                    .values_list("pk", flat=True)
+                )
+                Job.objects.filter(pk__in=matched).update(
+                    state=state, slurm_states=new_signature[:200], state_reason="", end_time=now, updated_at=now
+                )
+                transaction.on_commit(lambda pks=matched: publish_job_updates(pks))
+            written += matched
+    return written
