@@ -28,7 +28,7 @@ def subscribe(user, plan_code: str, status: str = "active"):
         # limit's own tests (billing/tests/test_credit_limits.py) remove or lower it.
         from decimal import Decimal
 
-        from billing.credit_limits import approve_credit_limit
+        from billing.actions import approve_credit_limit
 
         approve_credit_limit(user, Decimal("100000"), actor=None, reason="test account")
 

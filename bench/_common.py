@@ -54,7 +54,7 @@ def make_user(username: str, plan: str = "enterprise", provision: bool = True):
     if plan in settings.PAY_AFTERWARDS_PLANS:
         from decimal import Decimal
 
-        from billing.credit_limits import approve_credit_limit
+        from billing.actions import approve_credit_limit
 
         approve_credit_limit(user, Decimal("1000000"), actor=None, reason="benchmark account")
     if provision:

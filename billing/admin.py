@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from audit.log import record
-from billing.credit_limits import approve_credit_limit
+from billing.actions import approve_credit_limit
 from billing.models import CreditLimit, Invoice, InvoiceLine, RateCard, RateCardGpuPrice
 from billing.rates import card_state
 

@@ -25,7 +25,6 @@ import logging
 from datetime import date, datetime
 from decimal import Decimal
 
-from celery import shared_task
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
@@ -151,7 +150,6 @@ def clear_budget(user) -> bool:
     return bool(deleted)
 
 
-@shared_task(ignore_result=True)
 def check_budgets() -> int:
     """Beat: check every budget not yet warned at 100 % this month; the number e-mailed."""
     period = month_of(timezone.now())

@@ -14,7 +14,7 @@ billing.rates.rates_for_plan).
 What covers a run, in this order (its "GPU-seconds to cover": whole GPUs x seconds):
 1. the plan's included hours of the run's GPU type this month: hours x 3600 minus what the
    records already charged to this draft took of them (the draft's lock orders this);
-2. credits (`apply_credits`, the seam to credits.ledger.spend; idempotency key per record);
+2. credits (`apply_credits`, the seam to credits.actions.spend; idempotency key per record);
 3. the rest is billable.
 Amounts (exact Decimal, billing/pricing.py rule 2): GPU = billable GPU-seconds x the GPU
 price; GPU memory = the memory GB-seconds of the billable share (GB-s x billable / covered
@@ -50,6 +50,7 @@ from billing.drafts import open_draft
 from billing.models import RateCard, UsageRecord
 from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates, divide
 from billing.rates import LIST_CARD, NoRateCard, snapshot
+from credits import actions as credit_actions
 from credits import ledger
 from credits.weights import NoBurnWeight
 from plans.catalog import PlansHeld, PlanSnapshot
@@ -67,14 +68,14 @@ def apply_credits(
     user_id: int, gpu_type: str, gpu_seconds: int, idempotency_key: str, *, job_uuid=None
 ) -> tuple[int, int | None]:
     """GPU-seconds of `gpu_type` that the user's credits cover, up to `gpu_seconds`, and the
-    credits ledger's spend entry id: (0, None) without credits (credits.ledger.spend takes at
+    credits ledger's spend entry id: (0, None) without credits (credits.actions.spend takes at
     most the balance, once per key). The spend names the job (`job_reference`), so the job page
     lists it. Runs inside charge()'s transaction, so a charge that fails spends nothing."""
     if gpu_seconds <= 0:
         return 0, None
     reference = ledger.job_reference(job_uuid) if job_uuid else ""
     try:
-        entry = ledger.spend(
+        entry = credit_actions.spend(
             user_id, gpu_seconds, gpu_type=gpu_type, idempotency_key=idempotency_key, reference=reference
         )
     except NoBurnWeight as exc:  # credits do not pay for this GPU type

@@ -17,7 +17,6 @@ import logging
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from celery import shared_task
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -97,7 +96,6 @@ def close(period: date, *, now: datetime | None = None) -> Closing:
     return Closing(period=period, drafts_created=created, issued=issued)
 
 
-@shared_task
 def close_month(period: str | None = None) -> str:
     """Beat, hourly: close the latest month that may close (or `period`, "YYYY-MM")."""
     if period:
@@ -111,7 +109,6 @@ def close_month(period: str | None = None) -> str:
     return f"{target:%Y-%m}: {result.drafts_created} drafts created, {len(result.issued)} issued"
 
 
-@shared_task
 def refresh_drafts() -> int:
     """Beat: rebuild the lines of drafts with usage charged since they were last built."""
     count = 0

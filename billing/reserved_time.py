@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from celery import shared_task
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -97,7 +96,6 @@ def due(now: datetime):
     )
 
 
-@shared_task(ignore_result=True)
 def meter_reservations(now: datetime | None = None) -> int:
     """Beat: meter every ended reservation not metered yet; the number of records written."""
     now = now or timezone.now()

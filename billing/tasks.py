@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from billing.budgets import check_budgets
+from billing import budgets, closing, reserved_time
 from billing.metering import run_metering
 from cluster.sync import single_flight
 
@@ -20,5 +20,30 @@ def meter_usage() -> str | None:
         result = run_metering()
         if result and result.charged:
             # Charges just landed: the budgets' 80/100 % e-mails go now, not at their own beat.
-            check_budgets()
+            budgets.check_budgets()
         return result.summary() if result else None
+
+
+@shared_task(ignore_result=True)
+def check_budgets() -> int:
+    """Beat: e-mail the budgets that crossed 80 % or 100 % this month (billing/budgets.py)."""
+    return budgets.check_budgets()
+
+
+@shared_task
+def close_month(period: str | None = None) -> str:
+    """Beat, hourly: close the latest month that may close, or `period` ("YYYY-MM")
+    (billing/closing.py)."""
+    return closing.close_month(period)
+
+
+@shared_task
+def refresh_drafts() -> int:
+    """Beat: rebuild the drafts whose lines are stale (billing/closing.py)."""
+    return closing.refresh_drafts()
+
+
+@shared_task(ignore_result=True)
+def meter_reservations() -> int:
+    """Beat: meter every ended reservation's unused time (billing/reserved_time.py)."""
+    return reserved_time.meter_reservations()

@@ -19,9 +19,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.models import Role
-from billing import documents, invoicing
+from billing import actions, documents, invoicing
 from billing.models import Invoice, InvoiceLine
-from billing.payments import PaymentError, provider
+from billing.payments import PaymentError
 
 LINES_PER_PAGE = 100
 # Revenue counts what was invoiced and stands: issued (owed) and paid, never drafts or void.
@@ -154,7 +154,7 @@ def admin_invoice(request, pk):
 def admin_record_payment(request, pk):
     invoice = get_object_or_404(Invoice, pk=pk)
     try:
-        result = provider("manual").record_payment(
+        result = actions.record_payment(
             invoice.pk,
             request.POST.get("amount", ""),
             idempotency_key=request.POST.get("idempotency_key", ""),
@@ -176,7 +176,7 @@ def admin_record_payment(request, pk):
 def admin_void(request, pk):
     invoice = get_object_or_404(Invoice, pk=pk)
     try:
-        invoicing.void_invoice(invoice.pk, request.user, request.POST.get("reason", ""))
+        actions.void_invoice(invoice.pk, actor=request.user, reason=request.POST.get("reason", ""))
     except (ValueError, invoicing.InvoiceStateError) as exc:
         messages.error(request, f"Not voided: {exc}")
     else:
@@ -189,6 +189,6 @@ def admin_void(request, pk):
 def admin_issue(request, pk):
     """Issue a redraft (the closer issues every other draft itself)."""
     invoice = get_object_or_404(Invoice, pk=pk, status=Invoice.Status.DRAFT, replaces__isnull=False)
-    issued = invoicing.issue_invoice(invoice.pk, actor=request.user)
+    issued = actions.issue_invoice(invoice.pk, actor=request.user)
     messages.success(request, f"{issued.number} issued.")
     return redirect("billing:admin_invoice", pk=invoice.pk)

@@ -15,8 +15,9 @@ from django.views.decorators.http import require_POST
 from accounts.models import Role
 from console import marketing_figures as figures
 from console.access import role_required
+from credits import actions as credit_actions
 from credits import grants
-from credits.campaigns import FIELDS, create_campaign, terms_errors
+from credits.campaigns import FIELDS, terms_errors
 from credits.models import Campaign, HeldGrant
 
 marketing_only = role_required(Role.MARKETING)
@@ -81,7 +82,7 @@ def campaigns(request):
     price = figures.credit_price()
     form = CampaignForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        campaign = create_campaign(request.user, form.cleaned_data)
+        campaign = credit_actions.create_campaign(request.user, form.cleaned_data)
         messages.success(request, f"Campaign {campaign.name} created: its link is /r/{campaign.code}")
         return redirect("console:marketing_campaign", pk=campaign.pk)
     rows = list(_campaign_rows(price))
@@ -228,7 +229,9 @@ def review_decide(request, pk: int):
         messages.error(request, "Choose approve or reject.")
         return redirect("console:marketing_review")
     try:
-        held = grants.decide(pk, approve=decision == "approve", actor=request.user, note=request.POST.get("note", ""))
+        held = credit_actions.decide_held_grant(
+            pk, approve=decision == "approve", actor=request.user, note=request.POST.get("note", "")
+        )
     except HeldGrant.DoesNotExist:
         raise Http404("No such held grant.") from None
     except grants.ReviewError as exc:

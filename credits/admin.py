@@ -7,7 +7,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from audit.log import record
-from credits import ledger
+from credits import actions, ledger
 from credits.models import BurnWeight, Campaign, CreditAccount, LedgerEntry
 
 
@@ -98,7 +98,7 @@ class CreditAccountAdmin(admin.ModelAdmin):
         reason = form.cleaned_data["reason"]
         key = f"adjustment:{obj.user_id}:{form.cleaned_data['submission_key']}"
         try:
-            entry, created = ledger.adjust(obj.user_id, amount, actor=request.user, reason=reason, key=key)
+            entry, created = actions.adjust(obj.user_id, amount, actor=request.user, reason=reason, key=key)
         except ledger.LedgerError as exc:
             messages.error(request, str(exc))
             return

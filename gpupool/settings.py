@@ -263,9 +263,9 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Hourly: issue the invoices of the month that ended BILLING_CLOSE_GRACE_HOURS ago or more
     # (billing/closing.py; a second run issues nothing new), and rebuild drafts with new usage.
-    "billing-close-month": {"task": "billing.closing.close_month", "schedule": 3600.0, "options": {"expires": 3600.0}},
+    "billing-close-month": {"task": "billing.tasks.close_month", "schedule": 3600.0, "options": {"expires": 3600.0}},
     "billing-refresh-drafts": {
-        "task": "billing.closing.refresh_drafts",
+        "task": "billing.tasks.refresh_drafts",
         "schedule": 600.0,
         "options": {"expires": 600.0},
     },
@@ -361,12 +361,12 @@ CELERY_BEAT_SCHEDULE["billing-meter-usage"] = {
 # the charges took; metering may also call billing.budgets.check_budget after charging.
 # Reserved GPU time its jobs did not use, billed once a reservation has ended (billing/reserved_time.py).
 CELERY_BEAT_SCHEDULE["billing-meter-reservations"] = {
-    "task": "billing.reserved_time.meter_reservations",
+    "task": "billing.tasks.meter_reservations",
     "schedule": 300.0,
     "options": {"expires": 300.0},
 }
 CELERY_BEAT_SCHEDULE["billing-check-budgets"] = {
-    "task": "billing.budgets.check_budgets",
+    "task": "billing.tasks.check_budgets",
     "schedule": 300.0,
     "options": {"expires": 300.0},
 }

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from billing import closing, invoicing
+from billing import closing, invoicing, tasks
 from billing.models import Invoice, InvoiceLine, UsageRecord
 from billing.tests.invoice_support import at, charge, subscription_history
 
@@ -54,7 +54,7 @@ def test_closing_invoices_fee_payers_without_usage_and_twice_is_once(alice, bob,
 @pytest.mark.django_db
 def test_the_beat_task_closes_the_last_closable_month(alice, settings):
     subscription_history(alice, ("pro", "active", at(2020, 1, 1)))
-    summary = closing.close_month.apply(kwargs={"period": "2026-03"}).get()
+    summary = tasks.close_month.apply(kwargs={"period": "2026-03"}).get()
     assert summary == "2026-03: 1 drafts created, 1 issued"
     assert Invoice.objects.get(user=alice, period=MARCH).status == Invoice.Status.ISSUED
 

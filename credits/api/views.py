@@ -8,9 +8,8 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
-from credits import ledger
+from credits import actions, ledger
 from credits.api.serializers import CampaignSerializer, EntrySerializer
-from credits.campaigns import create_campaign
 from credits.models import Campaign, LedgerEntry
 from foundation.api.errors import error_responses
 from foundation.api.pagination import StrictCursorPagination
@@ -121,5 +120,5 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, viewsets.G
     def create(self, request, *args, **kwargs):
         body = self.get_serializer(data=request.data)
         body.is_valid(raise_exception=True)
-        campaign = create_campaign(request.user, body.validated_data)
+        campaign = actions.create_campaign(request.user, body.validated_data)
         return Response(self.get_serializer(campaign).data, status=status.HTTP_201_CREATED)

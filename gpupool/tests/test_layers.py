@@ -193,3 +193,67 @@ def test_the_table_reader_and_the_sideways_check_can_fail():
     assert _crossing("credits.ledger", "telemetry.models")
     assert not _crossing("billing.charging", "credits.ledger")
     assert _crossing("credits.ledger", "billing.charging")
+
+
+# Writes that touch several tables, reached from outside their app's internals only through
+# the app's `actions` module (docs/architecture.md, "One skeleton per app").
+WRITES_BEHIND_ACTIONS = {
+    ("billing.charging", "charge"),
+    ("billing.closing", "close"),
+    ("billing.invoicing", "issue_invoice"),
+    ("billing.invoicing", "void_invoice"),
+    ("billing.payments", "provider"),
+    ("billing.credit_limits", "approve_credit_limit"),
+    ("billing.reserved_time", "meter_reservation"),
+    ("credits.ledger", "grant"),
+    ("credits.ledger", "spend"),
+    ("credits.ledger", "adjust"),
+    ("credits.ledger", "reverse"),
+    ("credits.grants", "decide"),
+    ("credits.campaigns", "create_campaign"),
+}
+# An app's entry points call its actions too; its other modules (actions included) are internals.
+ENTRY_MODULES = ("views", "api", "admin", "tasks", "receivers", "management")
+
+
+def _write_calls(source: str) -> set[tuple[str, str]]:
+    """(module, function) pairs of WRITES_BEHIND_ACTIONS that `source` imports or calls."""
+    tree = ast.parse(source)
+    aliases: dict[str, str] = {}
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                found |= {(node.module, alias.name)} & WRITES_BEHIND_ACTIONS
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = alias.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            found |= {(aliases[node.value.id], node.attr)} & WRITES_BEHIND_ACTIONS
+    return found
+
+
+def _is_internal(module: str, target_module: str) -> bool:
+    app, *rest = module.split(".")
+    return app == target_module.split(".")[0] and (not rest or rest[0] not in ENTRY_MODULES)
+
+
+def test_other_apps_and_entry_points_write_through_actions():
+    modules = _modules()
+    bypassing = sorted(
+        (name, f"{target}.{function}")
+        for name, path in modules.items()
+        for target, function in _write_calls(path.read_text())
+        if not _is_internal(name, target)
+    )
+    assert bypassing == []
+
+
+def test_the_actions_check_sees_a_bypass():
+    source = "from billing import invoicing\nfrom credits.ledger import grant\ninvoicing.void_invoice(1)\n"
+    assert _write_calls(source) == {("billing.invoicing", "void_invoice"), ("credits.ledger", "grant")}
+    assert not _is_internal("billing.views", "billing.invoicing")
+    assert not _is_internal("console.marketing", "credits.grants")
+    assert _is_internal("billing.closing", "billing.invoicing")

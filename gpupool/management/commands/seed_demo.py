@@ -11,7 +11,7 @@ from django.db import transaction
 
 from accounts import actions
 from accounts.models import Profile, Role
-from billing.credit_limits import approve_credit_limit
+from billing.actions import approve_credit_limit
 from cluster.errors import SlurmError
 from jobs import actions as job_actions
 from jobs.submission.quota import QuotaExceeded
