@@ -10,7 +10,7 @@ from plans.models import Plan, Subscription
 
 
 class _NamesTheActor:
-    """Saves and deletes made here name the admin in the audit log (accounts/signals.py)."""
+    """Saves and deletes made here name the admin in the audit log (accounts/receivers.py)."""
 
     def save_model(self, request, obj, form, change):
         obj._audit_actor = request.user

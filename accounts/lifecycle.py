@@ -3,7 +3,7 @@ follows from it: the cluster account held or restored, the audit log, and (throu
 signals below) the apps above, which stop the person's jobs and close their live sockets.
 
 Entry points: `deactivate`/`reactivate` (admins' tools call them with the acting admin),
-and the model signals in accounts/signals.py, which route a plain `user.save()` (Django
+and the model signals in accounts/receivers.py, which route a plain `user.save()` (Django
 admin, shell) through the same steps.
 """
 
@@ -14,20 +14,15 @@ import logging
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.dispatch import Signal
 
 from accounts.models import Profile
+from accounts.signals import account_deactivated
 from accounts.tasks import lock_cluster_account, lock_cluster_user, provision_user
 from audit.log import record
 from plans import subscriptions
 from plans.models import Plan, Subscription
 
 log = logging.getLogger(__name__)
-
-# Sent inside the transaction that deactivates or deletes a user (kwargs: user_id). Receivers
-# write their own rows in that transaction and defer anything external to on_commit.
-account_deactivated = Signal()
-
 
 def deactivate(user, actor=None, reason: str = "") -> bool:
     """Deactivate `user`; False when the account was not active. Conditional, so two admins
@@ -103,7 +98,7 @@ def before_deletion(user, actor=None) -> None:
 
 def after_profile_change(profile: Profile, before: dict, actor=None) -> None:
     """A role change: admins hold every plan's QOS, users their plan's, so Slurm must be
-    told (accounts/signals.py calls this on save)."""
+    told (accounts/receivers.py calls this on save)."""
     after = profile.current_terms()
     record(actor, "account.change", f"user:{profile.user.username}", before=before, after=after)
     _reprovision_on_commit(profile.pk)

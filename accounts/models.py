@@ -28,7 +28,7 @@ class Profile(models.Model):
         return f"{self.user.username} ({self.role})"
 
     # The role as read from the database, so a save can tell that it changed
-    # (accounts/signals.py re-provisions the association then).
+    # (accounts/receivers.py re-provisions the association then).
     loaded_terms: dict | None = None
 
     @classmethod

@@ -2,7 +2,6 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from accounts import api as accounts_api
 from jobs.api.schema import schema_view
 from telemetry import views as telemetry_views
 
@@ -19,7 +18,7 @@ urlpatterns = [
     path("django-admin/login/", RedirectView.as_view(url="/accounts/login/", query_string=True)),
     path("django-admin/", admin.site.urls),
     path("api/v1/telemetry/ingest", telemetry_views.ingest, name="telemetry-ingest"),
-    path("api/v1/plan", accounts_api.plan_view, name="api-plan"),
+    path("api/v1/", include("accounts.api.urls")),
     path("api/v1/billing/", include("billing.api.urls")),
     path("api/v1/reservations/", include("reservations.api.urls")),
     path("api/v1/", include("credits.api.urls")),

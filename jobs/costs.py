@@ -16,17 +16,15 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from foundation.money import format_amount
+
 if TYPE_CHECKING:
     from jobs.models import Job
 
 
 def money(amount: Decimal | None) -> str | None:
-    """Exact, trailing zeros dropped but at least two places ("2.70", "0.864"): the form of
-    billing.pricing.format_amount, for the API and the page."""
-    if amount is None:
-        return None
-    whole, _, places = format(amount.normalize(), "f").partition(".")
-    return f"{whole}.{places.ljust(2, '0')}"
+    """The API's form of an amount (foundation.money.format_amount), or None."""
+    return None if amount is None else format_amount(amount)
 
 
 def _hours(seconds: int) -> Decimal:

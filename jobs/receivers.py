@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.dispatch import receiver
 
-from accounts.lifecycle import account_deactivated
+from accounts.signals import account_deactivated
 from jobs import protocol
 from jobs.live.events import close_user_sockets
 from jobs.models import Job, JobState

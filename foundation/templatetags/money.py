@@ -7,23 +7,13 @@ to the last digit shown; trailing zeros are dropped but two places always stay (
 never here. A value already formatted by the API's rule (a string) takes the same form; None
 and "" print as a dash."""
 
-from decimal import Decimal, InvalidOperation
-
 from django import template
+
+from foundation import money
 
 register = template.Library()
 
 
 @register.filter
 def usd(amount) -> str:
-    if amount is None or amount == "":
-        return "—"
-    try:
-        value = Decimal(str(amount))
-    except InvalidOperation:
-        return str(amount)
-    if not value.is_finite():
-        return str(amount)
-    sign = "-" if value < 0 else ""
-    whole, _, places = format(abs(value).normalize(), "f").partition(".")
-    return f"{sign}${int(whole):,}.{places.ljust(2, '0')}"
+    return money.usd(amount)

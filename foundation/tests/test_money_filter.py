@@ -5,6 +5,7 @@ from decimal import Decimal
 import pytest
 from django.template import Context, Template
 
+from foundation.money import format_amount, to_cents
 from foundation.templatetags.money import usd
 
 
@@ -38,3 +39,11 @@ def test_hours_speak_the_usage_pages_unit():
 
     assert hours(7200) == "2.00" and hours(Decimal("5400")) == "1.50" and hours(360_000) == "100.00"
     assert hours(1_000_000_000) == "277,777.78" and hours("x") == ""
+
+
+def test_the_api_form_and_the_page_form_agree_and_refuse_floats():
+    assert format_amount(Decimal("8.5640")) == "8.564" and usd(Decimal("8.5640")) == "$8.564"
+    assert format_amount(Decimal("12000")) == "12000.00" and usd(Decimal("12000")) == "$12,000.00"
+    assert to_cents(Decimal("0.005")) == Decimal("0.01") and to_cents(Decimal("-0.005")) == Decimal("-0.01")
+    with pytest.raises(TypeError):
+        format_amount(0.1)
