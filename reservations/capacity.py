@@ -76,6 +76,24 @@ def free_in(
     return Availability(gpu_type, sum(per_node.values()), sum(free.values()), free)
 
 
+def free_by_hour(
+    gpu_type: str,
+    per_node: dict[str, int],
+    reservations: list[Reservation],
+    maintenance: list[SlurmReservation],
+    start: datetime,
+    *,
+    days: int,
+) -> list[int]:
+    """GPUs free in each hour from `start` for `days` days (the calendar's grid): `free_in`
+    for every hour, over rows read once."""
+    hour = timedelta(hours=1)
+    return [
+        free_in(gpu_type, per_node, reservations, maintenance, start + n * hour, start + (n + 1) * hour).free
+        for n in range(days * 24)
+    ]
+
+
 def _take(free: dict[str, int], count: int, preferred: list[str]) -> None:
     """Take the nodes that hold `count` GPUs: those Slurm chose, else those with most room.
     A GPU reservation takes every core of its node (notes/slurm-26.05.md, seen on 24.11

@@ -311,6 +311,49 @@ def _week_start(text: str | None) -> date:
     return day - timedelta(days=day.weekday())
 
 
+def _calendar_blocks(user, rows, holds, per_node: dict[str, int], week_start: datetime, week_end: datetime):
+    """The week's blocks: the user's own reservations (with their state), everyone else's
+    holding ones (named to admins only), and maintenance holds on nodes of the type."""
+    is_admin = _is_admin(user)
+    blocks = []
+    for reservation in rows:
+        own = reservation.user_id == user.pk
+        if own:
+            label = f"#{reservation.pk} {reservation.gpu_count} GPU · {reservation.state}"
+        elif is_admin:
+            label = f"{reservation.user.get_username()} #{reservation.pk} {reservation.gpu_count} GPU"
+        else:
+            label = f"{reservation.gpu_count} GPU reserved"
+        blocks.append(
+            {
+                "kind": "own" if own else "other",
+                "start": reservation.start,
+                "end": reservation.end,
+                "label": label,
+                "state": reservation.state,
+                "holds": reservation.gpu_count if reservation.state in HOLDING else 0,
+                "url": reverse("reservations:detail", args=[reservation.pk]) if own or is_admin else "",
+            }
+        )
+    for hold in holds:
+        nodes = [node for node in expand_hostlist(hold.nodes) if node in per_node]
+        if "MAINT" not in hold.flags or not nodes:
+            continue
+        blocks.append(
+            {
+                "kind": "maintenance",
+                # An open-ended hold holds the whole week shown.
+                "start": hold.start_time or week_start,
+                "end": hold.end_time or week_end,
+                "label": f"maintenance {', '.join(nodes)}",
+                "state": "maintenance",
+                "holds": sum(per_node[node] for node in nodes),
+                "url": "",
+            }
+        )
+    return blocks
+
+
 @login_required
 def calendar(request):
     gpu_types = list(settings.GPU_TYPES)
@@ -333,45 +376,12 @@ def calendar(request):
         .select_related("user")
         .order_by("start", "id")
     )
-    blocks = []
-    for reservation in rows:
-        own = reservation.user_id == request.user.pk
-        if own:
-            label = f"#{reservation.pk} {reservation.gpu_count} GPU · {reservation.state}"
-        elif is_admin:
-            label = f"{reservation.user.get_username()} #{reservation.pk} {reservation.gpu_count} GPU"
-        else:
-            label = f"{reservation.gpu_count} GPU reserved"
-        blocks.append(
-            {
-                "kind": "own" if own else "other",
-                "start": reservation.start,
-                "end": reservation.end,
-                "label": label,
-                "state": reservation.state,
-                "holds": reservation.gpu_count if reservation.state in HOLDING else 0,
-                "url": reverse("reservations:detail", args=[reservation.pk]) if own or is_admin else "",
-            }
-        )
     holding = [reservation for reservation in rows if reservation.state in HOLDING]
     holds = actions.maintenance_holds()
-    for hold in holds:
-        nodes = [node for node in expand_hostlist(hold.nodes) if node in per_node]
-        if "MAINT" not in hold.flags or not nodes:
-            continue
-        blocks.append(
-            {
-                "kind": "maintenance",
-                # An open-ended hold holds the whole week shown.
-                "start": hold.start_time or week_start,
-                "end": hold.end_time or week_end,
-                "label": f"maintenance {', '.join(nodes)}",
-                "state": "maintenance",
-                "holds": sum(per_node[node] for node in nodes),
-                "url": "",
-            }
-        )
+    blocks = _calendar_blocks(request.user, rows, holds, per_node, week_start, week_end)
 
+    # The capacity rule's own answer for every hour of the week, over rows read once.
+    free_by_hour = capacity.free_by_hour(gpu_type, per_node, holding, holds, week_start, days=7)
     days = []
     for offset in range(7):
         day_start = week_start + timedelta(days=offset)
@@ -381,8 +391,7 @@ def calendar(request):
             slot_start = day_start + timedelta(hours=hour)
             slot_end = slot_start + timedelta(hours=1)
             items = [block for block in blocks if block["start"] < slot_end and block["end"] > slot_start]
-            # The capacity rule's own answer (reservations.capacity), over rows read once.
-            free = capacity.free_in(gpu_type, per_node, holding, holds, slot_start, slot_end).free
+            free = free_by_hour[offset * 24 + hour]
             hours.append({
                 "start": slot_start, "items": items, "free": free,
                 # A free slot ahead links to the request form with its type and start filled in.
