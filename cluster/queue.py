@@ -69,7 +69,8 @@ def _text(value: str) -> str:
     return "" if value in _NOTHING else value
 
 
-def _time(value: str) -> datetime | None:
+def parse_slurm_time(value: str) -> datetime | None:
+    """A time squeue or sacct printed (standard format, TZ=UTC0) as an aware UTC datetime."""
     try:
         return datetime.strptime(value, _SQUEUE_TIME).replace(tzinfo=UTC)
     except ValueError:
@@ -130,9 +131,9 @@ def _pending_job(record: dict[str, str], listing: Mapping[int, tuple[str, ...]])
         tres_per_node=_text(record["TRES-PER-NODE"]),
         allocated_tres="",
         constraints=_text(record["Feature"]),
-        submit_time=_time(record["SubmitTime"]),
-        start_time=_time(record["StartTime"]),  # the expected start, as slurmrestd gives it
-        end_time=_time(record["EndTime"]),
+        submit_time=parse_slurm_time(record["SubmitTime"]),
+        start_time=parse_slurm_time(record["StartTime"]),  # the expected start, as slurmrestd gives it
+        end_time=parse_slurm_time(record["EndTime"]),
         time_limit_minutes=_minutes(record["TimeLimit"]),
         exit_code=None,
         exit_signal=None,

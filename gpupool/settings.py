@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "audit",
     "plans",
     "accounts",
+    "groups",
     "reservations",
     "cluster",
     "jobs",
@@ -249,6 +250,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(ALERT_EVALUATION_SECONDS),
         "options": {"expires": float(ALERT_EVALUATION_SECONDS)},
     },
+    # Hourly, so each month starts with the limits an allocation has left (groups/slurm_terms.py).
+    "groups-sync": {"task": "groups.tasks.sync_all_groups", "schedule": 3600.0, "options": {"expires": 3600.0}},
     "reservations-advance": {"task": "reservations.tasks.advance_reservations", "schedule": 30.0},
     "reservations-check": {"task": "reservations.tasks.check_reservations", "schedule": 300.0},
     # Hourly; acts once, on the 1st of the month (plans/tasks.py).
@@ -323,6 +326,14 @@ SLURM_CLI_PREFIX = shlex.split(env_str("SLURM_CLI_PREFIX", f"chroot {DEVCLUSTER_
 SLURM_CLI_NOOP = env_bool("SLURM_CLI_NOOP", False)
 SLURM_CLI_TIMEOUT_SECONDS = env_float("SLURM_CLI_TIMEOUT_SECONDS", 30.0)
 SLURM_ACCOUNT = env_str("SLURM_ACCOUNT", "portal")
+# Groups (groups/, docs/groups.md): each is a Slurm account "<prefix><slug>" under its
+# organisation's account "<prefix><organisation>", under root.
+GROUP_ACCOUNT_PREFIX = env_str("GROUP_ACCOUNT_PREFIX", "g-")
+ORGANIZATION_ACCOUNT_PREFIX = env_str("ORGANIZATION_ACCOUNT_PREFIX", "o-")
+GROUP_DEFAULT_ORGANIZATION = env_str("GROUP_DEFAULT_ORGANIZATION", "pool")
+# Verified users may create groups (they become its PI); off: only admins do.
+GROUPS_SELF_SERVICE = env_bool("GROUPS_SELF_SERVICE", True)
+GROUP_INVITATION_DAYS = env_int("GROUP_INVITATION_DAYS", 14, minimum=1)
 SLURM_PARTITION = env_str("SLURM_PARTITION", "gpu")
 # Where job directories are as Slurm sees them, and where this portal reads them.
 SLURM_JOB_ROOT = env_str("SLURM_JOB_ROOT", "/srv/gpupool/jobs")

@@ -12,6 +12,7 @@ from django.db import transaction
 from accounts.models import Profile
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.services import job_paths, rest_client
+from groups.queries import GroupError, default_group, group_to_charge
 from jobs.live.events import publish_job_update
 from jobs.mirror.rows import apply_slurm_job
 from jobs.models import FINAL_STATES, Job, JobState
@@ -33,7 +34,25 @@ class CancelRefused(Exception):
     pass
 
 
-def submit(user, spec: JobSpec, *, reservation_id=None, plan: PlanSnapshot | None = None) -> Job:
+# `group_id` left out: the user's default group (groups.queries.default_group), if any.
+DEFAULT_GROUP = object()
+
+
+def _charged_group(user, group_id):
+    """The group to charge, or None for the user themself; SpecError on `group` otherwise."""
+    if group_id is DEFAULT_GROUP:
+        return default_group(user)
+    if group_id in (None, ""):
+        return None
+    try:
+        return group_to_charge(user, group_id)
+    except GroupError as exc:
+        raise SpecError({"group": [exc.message]}) from exc
+
+
+def submit(
+    user, spec: JobSpec, *, reservation_id=None, group_id=DEFAULT_GROUP, plan: PlanSnapshot | None = None
+) -> Job:
     """Accept a job: check the plan (and the reservation it should run in), record it as
     SUBMITTING, and hand it on once the row is committed: straight to Slurm from this request
     (settings.SUBMIT_INLINE; the returned job then carries its Slurm id) or to a worker.
@@ -64,6 +83,7 @@ def submit(user, spec: JobSpec, *, reservation_id=None, plan: PlanSnapshot | Non
                 )
             except ReservationError as exc:
                 raise SpecError(exc.errors) from exc
+        group = _charged_group(user, group_id)
         shares = spec.gpu.shards if not spec.gpu.count else 0
         check_quota(user, plan, spec.gpu.gpu_type, spec.gpu.count, shares)
         # Higher layers' checks (a held budget: billing.budgets), registered in their ready().
@@ -80,7 +100,8 @@ def submit(user, spec: JobSpec, *, reservation_id=None, plan: PlanSnapshot | Non
             tres_per_node=spec.gpu.tres_per_node(),
             time_limit_minutes=spec.time_limit_minutes,
             partition=settings.SLURM_PARTITION,
-            account=settings.SLURM_ACCOUNT,
+            account=group.slurm_account if group else settings.SLURM_ACCOUNT,
+            group=group,
             qos=plan.qos,
             reservation=reservation,
             state=JobState.SUBMITTING,

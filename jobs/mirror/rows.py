@@ -13,6 +13,7 @@ import logging
 import uuid
 from collections import defaultdict
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -24,6 +25,7 @@ from cluster.job_reader import batches
 from cluster.services import rest_client
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import Job as SlurmJob
+from groups.models import Group
 from jobs.live.events import publish_job_update, publish_job_updates
 from jobs.models import FINAL_STATES, Job, JobState
 from jobs.protocol import COMMENT_PREFIX
@@ -80,6 +82,16 @@ def _fields_from_slurm(job: SlurmJob) -> dict:
         "standard_output": job.standard_output[:500],
         "standard_error": job.standard_error[:500],
     }
+
+
+def _group_ids(accounts: set[str]) -> dict[str, int]:
+    """Slurm account -> the portal group it is (a job from outside the portal names its group
+    by `--account`)."""
+    prefix = settings.GROUP_ACCOUNT_PREFIX
+    slugs = {account[len(prefix) :]: account for account in accounts if account.startswith(prefix)}
+    if not slugs:
+        return {}
+    return {slugs[slug]: pk for slug, pk in Group.objects.filter(slug__in=slugs).values_list("slug", "pk")}
 
 
 def _owner_id_for(cluster_user: str) -> int | None:
@@ -140,6 +152,7 @@ def apply_slurm_job(job: SlurmJob) -> bool:
                 created = Job.objects.create(
                     slurm_job_id=job.job_id,
                     owner_id=_owner_id_for(job.user_name),
+                    group_id=_group_ids({job.account}).get(job.account),
                     gpu_type=gpu_type,
                     quota_gpus=gpus,
                     quota_shards=shards,
@@ -204,6 +217,7 @@ def create_outside_jobs(jobs: list[SlurmJob]) -> int:
         .objects.filter(profile__cluster_username__in={job.user_name for job in jobs})
         .values_list("profile__cluster_username", "pk")
     )
+    groups = _group_ids({job.account for job in jobs})
     rows = []
     for job in jobs:
         gpu_type, gpus, shards = requested_quota(job.tres_per_node)
@@ -211,6 +225,7 @@ def create_outside_jobs(jobs: list[SlurmJob]) -> int:
             Job(
                 slurm_job_id=job.job_id,
                 owner_id=owners.get(job.user_name),
+                group_id=groups.get(job.account),
                 gpu_type=gpu_type,
                 quota_gpus=gpus,
                 quota_shards=shards,

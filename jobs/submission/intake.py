@@ -30,11 +30,13 @@ def accept(request, data: Mapping[str, Any]) -> Job:
     data = dict(data)
     # Where the job runs is not part of its spec (a clone runs wherever its new form says).
     reservation_id = data.pop("reservation", None)
+    # Who pays is not part of it either: a group's id, null for oneself, absent for the default.
+    group_id = data.pop("group", actions.DEFAULT_GROUP)
     plan = plan_for(request.user)
     spec = parse_job_spec(data, plan=plan, policy=SpecPolicy.from_settings())
     counted = _count_submission(request)
     try:
-        return actions.submit(request.user, spec, reservation_id=reservation_id, plan=plan)
+        return actions.submit(request.user, spec, reservation_id=reservation_id, group_id=group_id, plan=plan)
     except Exception:
         for scope, key in counted:
             refund(scope, key)

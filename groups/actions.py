@@ -1,0 +1,235 @@
+"""Groups' writes: the only entry for views, the API, tasks and other apps.
+
+Each is atomic and audited; what Slurm must learn (the account, its members, its limits) is
+sent on commit to `tasks.sync_group`, which records on the group's row whether Slurm has it.
+Refusals raise GroupError with the field at fault and an HTTP status, and write nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from audit.log import record
+from foundation.emails import verified_addresses
+from groups.models import MANAGING_ROLES, Group, GroupRole, Invitation, Membership, hash_token
+from groups.queries import GroupError, membership, visible_group
+from groups.queries import is_admin as _is_admin
+from groups.tasks import sync_group
+
+
+def _sync_on_commit(group_id: int) -> None:
+    transaction.on_commit(lambda: sync_group.delay(group_id))
+
+
+def _managing(user, group_id: int) -> Membership | None:
+    found = membership(user, group_id)
+    return found if found and found.role in MANAGING_ROLES else None
+
+
+def _require_manager(user, group_id: int) -> Membership | None:
+    visible_group(user, group_id)
+    found = _managing(user, group_id)
+    if found is None and not _is_admin(user):
+        raise GroupError("group", "Only the group's PI and managers may do this.", 403)
+    return found
+
+
+def _state(group: Group) -> dict:
+    return {"name": group.name, "slug": group.slug, "organization": group.organization, "shares": group.shares}
+
+
+def create_group(actor, *, name: str, slug: str, organization: str = "") -> Group:
+    """A new group with `actor` as its PI. Verified users may create groups when
+    GROUPS_SELF_SERVICE is on; admins always. A new group has no GPU time in Slurm until an
+    admin approves an allocation (docs/groups.md)."""
+    if not _is_admin(actor):
+        if not settings.GROUPS_SELF_SERVICE:
+            raise GroupError("group", "Groups are created by the pool's admins.", 403)
+        if not verified_addresses(actor):
+            raise GroupError("group", "Verify your e-mail address before creating a group.", 403)
+    name = (name or "").strip()
+    if not name or len(name) > 80:
+        raise GroupError("name", "A name of 1-80 characters is required.")
+    group = Group(
+        name=name,
+        slug=(slug or "").strip().lower(),
+        organization=(organization or settings.GROUP_DEFAULT_ORGANIZATION).strip().lower(),
+        created_by=actor,
+    )
+    try:
+        group.full_clean(exclude=["created_by"])
+    except Exception as exc:  # ValidationError: the first message of the first field
+        errors = getattr(exc, "message_dict", {"group": [str(exc)]})
+        field_name, messages = next(iter(errors.items()))
+        status = 409 if field_name == "slug" and "already exists" in messages[0] else 400
+        raise GroupError(field_name, messages[0], status) from None
+    try:
+        with transaction.atomic():
+            group.save()
+            Membership.objects.create(group=group, user=actor, role=GroupRole.PI)
+            record(actor, "group.create", f"group:{group.slug}", after=_state(group))
+    except IntegrityError:
+        raise GroupError("slug", "A group with this short name exists already.", 409) from None
+    _sync_on_commit(group.pk)
+    return group
+
+
+def invite(group_id: int, actor, *, email: str, role: str = GroupRole.MEMBER) -> tuple[Invitation, str]:
+    """Invite an address; e-mails the link (an address with no account signs up from it).
+    A new invitation to an address replaces the open one. Returns (invitation, token)."""
+    inviter = _require_manager(actor, group_id)
+    email = (email or "").strip().lower()
+    if "@" not in email or len(email) > 254:
+        raise GroupError("email", "A valid e-mail address is required.")
+    if role not in GroupRole.values or role == GroupRole.PI:
+        raise GroupError("role", "Invite as a member or a manager; the PI hands the group over instead.")
+    if role == GroupRole.MANAGER and inviter is not None and inviter.role != GroupRole.PI and not _is_admin(actor):
+        raise GroupError("role", "Only the PI invites managers.", 403)
+    User = get_user_model()
+    if Membership.objects.active().filter(group_id=group_id, user__in=User.objects.filter(email__iexact=email)):
+        raise GroupError("email", "That address belongs to a member already.", 409)
+    token, token_hash = Invitation.new_token()
+    with transaction.atomic():
+        group = Group.objects.select_for_update().get(pk=group_id)
+        now = timezone.now()
+        Invitation.objects.filter(group=group, email=email, state=Invitation.State.OPEN).update(
+            state=Invitation.State.REVOKED, decided_at=now
+        )
+        invitation = Invitation.objects.create(
+            group=group,
+            email=email,
+            role=role,
+            token_hash=token_hash,
+            invited_by=actor,
+            expires_at=now + timedelta(days=settings.GROUP_INVITATION_DAYS),
+        )
+        record(actor, "group.invite", f"group:{group.slug}", after={"email": email, "role": role})
+    link = f"{settings.SITE_URL}/groups/invitations/{token}/"
+    transaction.on_commit(
+        lambda: send_mail(
+            f"You are invited to {group.name} on the GPU pool",
+            f"{actor.get_username()} invites you to the group {group.name} as {role}.\n\n"
+            f"Accept (sign up first if you have no account, with this address): {link}\n\n"
+            f"The link works until {invitation.expires_at:%Y-%m-%d}.",
+            None,
+            [email],
+            fail_silently=True,  # the inviter sees the invitation and can send it again
+        )
+    )
+    return invitation, token
+
+
+def revoke_invitation(group_id: int, invitation_id: int, actor) -> Invitation:
+    _require_manager(actor, group_id)
+    with transaction.atomic():
+        changed = Invitation.objects.filter(
+            pk=invitation_id, group_id=group_id, state=Invitation.State.OPEN
+        ).update(state=Invitation.State.REVOKED, decided_at=timezone.now())
+        invitation = Invitation.objects.filter(pk=invitation_id, group_id=group_id).first()
+        if invitation is None:
+            raise GroupError("invitation", "No such invitation.", 404)
+        if not changed:
+            raise GroupError("invitation", f"The invitation is {invitation.state} already.", 409)
+        record(actor, "group.invite_revoke", f"group:{invitation.group.slug}", after={"email": invitation.email})
+    return invitation
+
+
+def invitation_for(token: str) -> Invitation | None:
+    return Invitation.objects.filter(token_hash=hash_token(token or "")).select_related("group").first()
+
+
+def accept_invitation(token: str, user) -> Membership:
+    """Join the group the token names. The user's verified address must be the invited one
+    (a forwarded link does not make someone else a member)."""
+    with transaction.atomic():
+        found = invitation_for(token)
+        if found is None:
+            raise GroupError("invitation", "This invitation link is not valid.", 404)
+        invitation = Invitation.objects.select_for_update().get(pk=found.pk)
+        if invitation.state != Invitation.State.OPEN:
+            raise GroupError("invitation", f"This invitation was {invitation.state}.", 409)
+        if invitation.expires_at <= timezone.now():
+            raise GroupError("invitation", "This invitation has expired; ask for a new one.", 409)
+        if invitation.email not in verified_addresses(user):
+            raise GroupError(
+                "invitation", f"Sign in with {invitation.email}, verified, to accept this invitation.", 403
+            )
+        if invitation.group.closed_at:
+            raise GroupError("invitation", "This group is closed.", 409)
+        if membership(user, invitation.group_id):
+            raise GroupError("invitation", "You are a member of this group already.", 409)
+        joined = Membership.objects.create(group=invitation.group, user=user, role=invitation.role)
+        Invitation.objects.filter(pk=invitation.pk).update(
+            state=Invitation.State.ACCEPTED, accepted_by=user, decided_at=timezone.now()
+        )
+        record(user, "group.join", f"group:{invitation.group.slug}", after={"role": invitation.role})
+    _sync_on_commit(invitation.group_id)
+    return joined
+
+
+def remove_member(group_id: int, actor, user_id: int) -> Membership:
+    """A manager removes a member (the PI removes managers too); a member may leave. The PI
+    hands the group over before leaving."""
+    with transaction.atomic():
+        target = Membership.objects.active().select_for_update().filter(group_id=group_id, user_id=user_id).first()
+        own = target is not None and target.user_id == actor.pk
+        if not own:
+            acting = _require_manager(actor, group_id)
+        if target is None:
+            raise GroupError("member", "No such member.", 404)
+        if target.role == GroupRole.PI:
+            raise GroupError("member", "The PI hands the group over to another member before leaving.", 409)
+        if not own and target.role == GroupRole.MANAGER and acting is not None and acting.role != GroupRole.PI:
+            raise GroupError("member", "Only the PI removes a manager.", 403)
+        Membership.objects.filter(pk=target.pk, left_at__isnull=True).update(left_at=timezone.now())
+        target.refresh_from_db()
+        action = "group.leave" if own else "group.remove_member"
+        record(actor, action, f"group:{target.group.slug}", before={"user": user_id, "role": target.role})
+    _sync_on_commit(group_id)
+    return target
+
+
+def change_role(group_id: int, actor, user_id: int, role: str) -> Membership:
+    """The PI (or an admin) changes a member's role; naming a new PI hands the group over
+    (the old PI stays as a manager)."""
+    if role not in GroupRole.values:
+        raise GroupError("role", f"One of {', '.join(GroupRole.values)}.")
+    acting = _require_manager(actor, group_id)
+    if not _is_admin(actor) and (acting is None or acting.role != GroupRole.PI):
+        raise GroupError("role", "Only the PI changes roles.", 403)
+    with transaction.atomic():
+        target = Membership.objects.active().select_for_update().filter(group_id=group_id, user_id=user_id).first()
+        if target is None:
+            raise GroupError("member", "No such member.", 404)
+        if target.role == GroupRole.PI and role != GroupRole.PI:
+            raise GroupError("role", "Name another member PI to hand the group over.", 409)
+        before = target.role
+        if role == GroupRole.PI:
+            Membership.objects.active().filter(group_id=group_id, role=GroupRole.PI).update(role=GroupRole.MANAGER)
+        Membership.objects.filter(pk=target.pk).update(role=role)
+        target.refresh_from_db()
+        record(actor, "group.role", f"group:{target.group.slug}", before={"user": user_id, "role": before},
+               after={"user": user_id, "role": role})  # fmt: skip
+    return target
+
+
+def set_shares(group_id: int, actor, shares: int, reason: str = "") -> Group:
+    """Admins set a group's shares of the pool (Slurm's Fairshare)."""
+    if not _is_admin(actor):
+        raise GroupError("shares", "Only the pool's admins set a group's shares.", 403)
+    if isinstance(shares, bool) or not isinstance(shares, int) or not 1 <= shares <= 1_000_000:
+        raise GroupError("shares", "A whole number from 1 to 1,000,000.")
+    with transaction.atomic():
+        group = Group.objects.select_for_update().get(pk=group_id)
+        before = _state(group)
+        Group.objects.filter(pk=group_id).update(shares=shares, slurm_state=Group.SlurmState.PENDING)
+        group.refresh_from_db()
+        record(actor, "group.shares", f"group:{group.slug}", before=before, after=_state(group), reason=reason)
+    _sync_on_commit(group_id)
+    return group

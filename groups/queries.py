@@ -1,0 +1,75 @@
+"""Reading groups as a given user may: every group object a user can reach goes through
+these, so a non-member gets the same 404 as for a group that does not exist."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from groups.models import Group, Membership
+
+
+class GroupError(Exception):
+    """A refusal: the field at fault, words for the user, and the HTTP status it means."""
+
+    def __init__(self, field_name: str, message: str, status: int = 400):
+        super().__init__(f"{field_name}: {message}")
+        self.field = field_name
+        self.message = message
+        self.status = status
+
+
+def is_admin(user) -> bool:
+    profile = getattr(user, "profile", None)
+    return bool(getattr(user, "is_authenticated", False) and profile and profile.is_admin)
+
+
+def membership(user, group_id) -> Membership | None:
+    """The user's active membership of the group, or None."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    return Membership.objects.active().filter(group_id=group_id, user=user).select_related("group").first()
+
+
+def visible_group(user, group_id) -> Group:
+    """The group if the user is a member (or an admin); GroupError 404 otherwise."""
+    try:
+        group = Group.objects.filter(pk=int(group_id)).first()
+    except (TypeError, ValueError):
+        group = None
+    if group is None or not (is_admin(user) or membership(user, group.pk)):
+        raise GroupError("group", "No such group.", 404)
+    return group
+
+
+def groups_of(user) -> QuerySet[Group]:
+    """The open groups the user is an active member of."""
+    return Group.objects.filter(
+        memberships__user=user, memberships__left_at__isnull=True, closed_at__isnull=True
+    ).distinct()
+
+
+def group_to_charge(user, group_id) -> Group:
+    """The group a job of `user` is charged to: one they belong to, open, whose account Slurm
+    has. GroupError (field "group") says what is wrong otherwise."""
+    if isinstance(group_id, bool) or not str(group_id).isdigit():
+        raise GroupError("group", "A group's id (a whole number) is required.", 400)
+    found = membership(user, int(group_id))
+    if found is None:
+        raise GroupError("group", "You are not a member of that group.", 400)
+    group = found.group
+    if group.closed_at is not None:
+        raise GroupError("group", "That group is closed.", 400)
+    if group.synced_at is None:
+        raise GroupError("group", "The group's Slurm account is not ready yet; try again in a minute.", 400)
+    return group
+
+
+def default_group(user) -> Group | None:
+    """The group the user's jobs are charged to when they name none (None: themselves)."""
+    found = (
+        Membership.objects.active()
+        .filter(user=user, is_default=True, group__closed_at__isnull=True)
+        .select_related("group")
+        .first()
+    )
+    return found.group if found else None
