@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import Profile
+from accounts.signals import cluster_identity_changed
 from cluster.provisioning import provisioning_backend
 from cluster.services import slurm_cli
 from plans.catalog import plan_for
@@ -120,4 +121,5 @@ def provision(profile_id: int, preferred_name: str | None = None, *, adopt_exist
         provisioned_at=timezone.now(), provisioning_error="", cluster_uid=identity.uid, cluster_gid=identity.gid
     )
     profile.refresh_from_db()
+    cluster_identity_changed.send(sender=Profile, user_id=profile.user_id)
     return profile

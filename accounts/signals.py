@@ -5,3 +5,8 @@ from django.dispatch import Signal
 # Sent inside the transaction that deactivates or deletes a user (kwargs: user_id). Receivers
 # write their own rows in that transaction and defer anything external to on_commit.
 account_deactivated = Signal()
+
+# Sent after a user's cluster identity was created or changed (provisioning, a plan change
+# re-provisioning the QOS), kwargs: user_id. Groups re-write the user's associations in their
+# accounts (groups/receivers.py).
+cluster_identity_changed = Signal()

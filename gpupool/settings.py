@@ -334,6 +334,10 @@ GROUP_DEFAULT_ORGANIZATION = env_str("GROUP_DEFAULT_ORGANIZATION", "pool")
 # Verified users may create groups (they become its PI); off: only admins do.
 GROUPS_SELF_SERVICE = env_bool("GROUPS_SELF_SERVICE", True)
 GROUP_INVITATION_DAYS = env_int("GROUP_INVITATION_DAYS", 14, minimum=1)
+# A group's managers are e-mailed once its use of an allocation reaches WARN %; Slurm holds
+# its new jobs at HOLD % (the account's GrpTRESMins).
+ALLOCATION_WARN_PERCENT = env_int("ALLOCATION_WARN_PERCENT", 80, minimum=1)
+ALLOCATION_HOLD_PERCENT = env_int("ALLOCATION_HOLD_PERCENT", 100, minimum=1)
 SLURM_PARTITION = env_str("SLURM_PARTITION", "gpu")
 # Where job directories are as Slurm sees them, and where this portal reads them.
 SLURM_JOB_ROOT = env_str("SLURM_JOB_ROOT", "/srv/gpupool/jobs")

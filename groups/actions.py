@@ -7,7 +7,7 @@ Refusals raise GroupError with the field at fault and an HTTP status, and write 
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from audit.log import record
 from foundation.emails import verified_addresses
-from groups.models import MANAGING_ROLES, Group, GroupRole, Invitation, Membership, hash_token
+from groups.models import MANAGING_ROLES, Allocation, Group, GroupRole, Invitation, Membership, hash_token
 from groups.queries import GroupError, membership, visible_group
 from groups.queries import is_admin as _is_admin
 from groups.tasks import sync_group
@@ -233,3 +233,124 @@ def set_shares(group_id: int, actor, shares: int, reason: str = "") -> Group:
         record(actor, "group.shares", f"group:{group.slug}", before=before, after=_state(group), reason=reason)
     _sync_on_commit(group_id)
     return group
+
+
+MAX_ALLOCATION_DAYS = 366
+
+
+def request_allocation(
+    group_id: int,
+    actor,
+    *,
+    gpu_type: str,
+    gpu_hours,
+    starts_on,
+    ends_on,
+    justification: str,
+    renews_id: int | None = None,
+) -> Allocation:
+    """The PI or a manager asks for GPU-hours of a type for a period; admins decide."""
+    _require_manager(actor, group_id)
+    if gpu_type not in settings.GPU_TYPES:
+        raise GroupError("gpu_type", f"One of {', '.join(sorted(settings.GPU_TYPES))}.")
+    if isinstance(gpu_hours, bool) or not isinstance(gpu_hours, int) or not 1 <= gpu_hours <= 1_000_000:
+        raise GroupError("gpu_hours", "A whole number of GPU-hours from 1 to 1,000,000.")
+    if not isinstance(starts_on, date) or not isinstance(ends_on, date):
+        raise GroupError("starts_on", "Dates as YYYY-MM-DD.")
+    if ends_on <= starts_on:
+        raise GroupError("ends_on", "The period ends after it starts.")
+    if (ends_on - starts_on).days > MAX_ALLOCATION_DAYS:
+        raise GroupError("ends_on", f"A period is at most {MAX_ALLOCATION_DAYS} days; ask again to renew.")
+    if ends_on <= timezone.now().date():
+        raise GroupError("ends_on", "The period has ended already.")
+    justification = (justification or "").strip()
+    if not 10 <= len(justification) <= 4000:
+        raise GroupError("justification", "Say what the time is for, in 10-4000 characters.")
+    if renews_id is not None and not Allocation.objects.filter(pk=renews_id, group_id=group_id).exists():
+        raise GroupError("renews", "No such allocation of this group.", 404)
+    with transaction.atomic():
+        allocation = Allocation.objects.create(
+            group_id=group_id,
+            gpu_type=gpu_type,
+            gpu_hours=gpu_hours,
+            starts_on=starts_on,
+            ends_on=ends_on,
+            justification=justification,
+            requested_by=actor,
+            renews_id=renews_id,
+        )
+        record(actor, "group.allocation_request", f"group:{allocation.group.slug}", after=_allocation_state(allocation))
+    return allocation
+
+
+def _allocation_state(allocation: Allocation) -> dict:
+    return {
+        "allocation": allocation.pk,
+        "gpu_type": allocation.gpu_type,
+        "gpu_hours": allocation.gpu_hours,
+        "approved_gpu_hours": allocation.approved_gpu_hours,
+        "period": f"{allocation.starts_on}..{allocation.ends_on}",
+        "state": allocation.state,
+    }
+
+
+def decide_allocation(allocation_id: int, actor, *, approve: bool, gpu_hours=None, note: str = "") -> Allocation:
+    """An admin approves (possibly fewer or more hours than asked) or refuses a request.
+    An admin who belongs to the group does not decide its requests (another admin does)."""
+    if not _is_admin(actor):
+        raise GroupError("allocation", "Only the pool's admins decide allocations.", 403)
+    note = (note or "").strip()[:500]
+    with transaction.atomic():
+        allocation = Allocation.objects.select_for_update().select_related("group").filter(pk=allocation_id).first()
+        if allocation is None:
+            raise GroupError("allocation", "No such allocation.", 404)
+        if membership(actor, allocation.group_id):
+            raise GroupError("allocation", "You belong to this group: another admin decides its allocations.", 403)
+        if allocation.state != Allocation.State.REQUESTED:
+            raise GroupError("allocation", f"The request was {allocation.state} already.", 409)
+        hours = allocation.gpu_hours if gpu_hours in (None, "") else gpu_hours
+        if approve and (isinstance(hours, bool) or not isinstance(hours, int) or not 1 <= hours <= 1_000_000):
+            raise GroupError("gpu_hours", "A whole number of GPU-hours from 1 to 1,000,000.")
+        if not approve and not note:
+            raise GroupError("note", "Say why the request is refused; the group reads it.")
+        before = _allocation_state(allocation)
+        Allocation.objects.filter(pk=allocation.pk, state=Allocation.State.REQUESTED).update(
+            state=Allocation.State.APPROVED if approve else Allocation.State.REFUSED,
+            approved_gpu_hours=hours if approve else None,
+            decided_by=actor,
+            decided_at=timezone.now(),
+            decision_note=note,
+        )
+        allocation.refresh_from_db()
+        action = "group.allocation_approve" if approve else "group.allocation_refuse"
+        record(actor, action, f"group:{allocation.group.slug}", before=before, after=_allocation_state(allocation),
+               reason=note)  # fmt: skip
+    if approve:
+        _sync_on_commit(allocation.group_id)
+    return allocation
+
+
+def withdraw_allocation(group_id: int, allocation_id: int, actor) -> Allocation:
+    _require_manager(actor, group_id)
+    with transaction.atomic():
+        changed = Allocation.objects.filter(
+            pk=allocation_id, group_id=group_id, state=Allocation.State.REQUESTED
+        ).update(state=Allocation.State.WITHDRAWN, decided_at=timezone.now())
+        allocation = Allocation.objects.filter(pk=allocation_id, group_id=group_id).first()
+        if allocation is None:
+            raise GroupError("allocation", "No such allocation.", 404)
+        if not changed:
+            raise GroupError("allocation", f"The request was {allocation.state} already.", 409)
+        target = f"group:{allocation.group.slug}"
+        record(actor, "group.allocation_withdraw", target, after=_allocation_state(allocation))
+    return allocation
+
+
+def set_default_group(user, group_id: int | None) -> None:
+    """Charge the user's jobs to this group when they name none (None: to themselves)."""
+    with transaction.atomic():
+        if group_id is not None and membership(user, group_id) is None:
+            raise GroupError("group", "No such group.", 404)
+        Membership.objects.active().filter(user=user, is_default=True).update(is_default=False)
+        if group_id is not None:
+            Membership.objects.active().filter(user=user, group_id=group_id).update(is_default=True)

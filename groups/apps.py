@@ -3,3 +3,6 @@ from django.apps import AppConfig
 
 class GroupsConfig(AppConfig):
     name = "groups"
+
+    def ready(self):
+        from groups import receivers  # noqa: F401

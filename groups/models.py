@@ -173,6 +173,11 @@ class Allocation(models.Model):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_note = models.CharField(max_length=500, blank=True)
+    # Usage against it, as Slurm's accounting says (refreshed by every sync of the group).
+    used_gpu_minutes = models.PositiveIntegerField(default=0)
+    usage_read_at = models.DateTimeField(null=True, blank=True)
+    # When the group's managers were told it is nearly used up (ALLOCATION_WARN_PERCENT), once.
+    warned_at = models.DateTimeField(null=True, blank=True)
     # A renewal names the allocation it follows, so the history of a group's time reads as a chain.
     renews = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="renewals")
 
@@ -184,3 +189,9 @@ class Allocation(models.Model):
 
     def __str__(self):
         return f"{self.group} {self.gpu_type} {self.gpu_hours} h {self.starts_on}..{self.ends_on}"
+
+    @property
+    def used_percent(self) -> int | None:
+        if not self.approved_gpu_hours:
+            return None
+        return int(self.used_gpu_minutes * 100 // (self.approved_gpu_hours * 60))

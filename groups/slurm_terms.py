@@ -19,12 +19,16 @@ from collections.abc import Iterable, Mapping
 from cluster.accounts import AccountSpec
 
 
-def allocated_minutes(allocations: Iterable, used_before_reset: Mapping[str, int]) -> dict[str, int]:
-    """{gpu_type: GPU-minutes Slurm may still allow} from approved allocations in force."""
+def allocated_minutes(
+    allocations: Iterable, used_before_reset: Mapping[str, int], hold_percent: int = 100
+) -> dict[str, int]:
+    """{gpu_type: GPU-minutes Slurm may still allow} from approved allocations in force: each
+    allocation's hours (times `hold_percent` %, where Slurm holds new jobs), less what was used
+    before the current month's usage reset."""
     minutes: dict[str, int] = {}
     for allocation in allocations:
-        hours = allocation.approved_gpu_hours or 0
-        minutes[allocation.gpu_type] = minutes.get(allocation.gpu_type, 0) + hours * 60
+        held_at = (allocation.approved_gpu_hours or 0) * 60 * hold_percent // 100
+        minutes[allocation.gpu_type] = minutes.get(allocation.gpu_type, 0) + held_at
     return {gpu_type: max(0, total - used_before_reset.get(gpu_type, 0)) for gpu_type, total in minutes.items()}
 
 

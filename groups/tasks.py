@@ -9,13 +9,14 @@ from datetime import UTC, date, datetime
 
 from celery import shared_task
 from django.conf import settings
+from django.core.mail import send_mail
 from django.db.models import Q
 from django.utils import timezone
 
 from cluster.accounts import SlurmAccounts
 from cluster.errors import SlurmError, SlurmTransientError
 from cluster.services import slurm_cli
-from groups.models import Allocation, Group, Membership
+from groups.models import MANAGING_ROLES, Allocation, Group, Membership
 from groups.slurm_terms import account_spec, allocated_minutes
 from plans.catalog import plan_for
 from plans.slurm_limits import association_terms
@@ -49,11 +50,39 @@ def used_before_reset(accounts: SlurmAccounts, group: Group, allocations: list[A
         if period_start >= month_start:
             continue
         held = accounts.allocated_minutes(group.slurm_account, period_start, month_start)
-        shards = int(settings.GPU_TYPES[allocation.gpu_type]["shards_per_gpu"])
-        gpu_minutes = held.get(f"gres/gpu:{allocation.gpu_type}", 0)
-        minutes = gpu_minutes + held.get(f"gres/shard:{allocation.gpu_type}", 0) / shards
-        used[allocation.gpu_type] = max(used.get(allocation.gpu_type, 0), int(minutes))
+        used[allocation.gpu_type] = max(used.get(allocation.gpu_type, 0), _gpu_minutes(held, allocation.gpu_type))
     return used
+
+
+def _gpu_minutes(held: dict, gpu_type: str) -> int:
+    """GPU-minutes of a type from sacct's TRES-minutes, a shard counted as its share of a GPU."""
+    shards = int(settings.GPU_TYPES[gpu_type]["shards_per_gpu"])
+    return int(held.get(f"gres/gpu:{gpu_type}", 0) + held.get(f"gres/shard:{gpu_type}", 0) / shards)
+
+
+def record_usage(accounts: SlurmAccounts, group: Group, allocation: Allocation, now: datetime) -> None:
+    """What the group has used of `allocation` so far (running jobs up to now), on its row;
+    the group's managers are e-mailed once it passes ALLOCATION_WARN_PERCENT."""
+    period_start = datetime.combine(allocation.starts_on, datetime.min.time(), tzinfo=UTC)
+    used = _gpu_minutes(accounts.allocated_minutes(group.slurm_account, period_start, now), allocation.gpu_type)
+    Allocation.objects.filter(pk=allocation.pk).update(used_gpu_minutes=used, usage_read_at=now)
+    allocation.used_gpu_minutes = used
+    percent = allocation.used_percent or 0
+    if percent >= settings.ALLOCATION_WARN_PERCENT and Allocation.objects.filter(
+        pk=allocation.pk, warned_at__isnull=True
+    ).update(warned_at=now):
+        managers = Membership.objects.active().filter(group=group, role__in=MANAGING_ROLES)
+        addresses = [address for address in managers.values_list("user__email", flat=True) if address]
+        send_mail(
+            f"{group.name}: {percent} % of the {allocation.gpu_type} allocation used",
+            f"{group.name} has used {used // 60} of its {allocation.approved_gpu_hours} {allocation.gpu_type} "
+            f"GPU-hours ({allocation.starts_on} to {allocation.ends_on}). At "
+            f"{settings.ALLOCATION_HOLD_PERCENT} % Slurm holds the group's new jobs; ask for more time on the "
+            "group's page.",
+            None,
+            addresses,
+            fail_silently=True,  # the page shows the same figure; the warning is not sent twice
+        )
 
 
 def _member_terms(membership: Membership):
@@ -74,7 +103,10 @@ def write_group(group: Group, now: datetime | None = None) -> list[str]:
         return [f"account {group.slurm_account} removed"] if shown else []
     accounts.ensure_parent(group.parent_account, organization=group.organization)
     allocations = allocations_in_force(group.pk, now.astimezone(UTC).date())
-    minutes = allocated_minutes(allocations, used_before_reset(accounts, group, allocations, now))
+    before_reset = used_before_reset(accounts, group, allocations, now)
+    minutes = allocated_minutes(allocations, before_reset, settings.ALLOCATION_HOLD_PERCENT)
+    for allocation in allocations:
+        record_usage(accounts, group, allocation, now)
     changes = accounts.ensure(account_spec(group, settings.GPU_TYPES, minutes), organization=group.organization)
     members = (
         Membership.objects.active()

@@ -1,0 +1,31 @@
+"""What groups do when something below them changes (accounts send, groups listen)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.dispatch import receiver
+
+from accounts.signals import account_deactivated, cluster_identity_changed
+from groups.models import Group
+from groups.tasks import sync_group
+
+
+def _sync_groups_of(user_id: int) -> None:
+    groups = Group.objects.filter(memberships__user_id=user_id, closed_at__isnull=True)
+    ids = list(groups.values_list("pk", flat=True).distinct())
+    for group_id in ids:
+        transaction.on_commit(lambda group_id=group_id: sync_group.delay(group_id))
+
+
+@receiver(cluster_identity_changed)
+def rewrite_memberships(sender, user_id: int, **kwargs):
+    """A user just provisioned (or whose plan's QOS changed) gets their associations in every
+    group's account, with the QOS their plan gives."""
+    _sync_groups_of(user_id)
+
+
+@receiver(account_deactivated)
+def drop_memberships(sender, user_id: int, **kwargs):
+    """A deactivated user's associations leave the groups' accounts (the sync skips inactive
+    users); their membership rows stay, for the bills."""
+    _sync_groups_of(user_id)
