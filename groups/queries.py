@@ -3,9 +3,10 @@ these, so a non-member gets the same 404 as for a group that does not exist."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db.models import QuerySet
 
-from groups.models import Group, Membership
+from groups.models import Allocation, Group, Membership
 
 
 class GroupError(Exception):
@@ -73,3 +74,17 @@ def default_group(user) -> Group | None:
         .first()
     )
     return found.group if found else None
+
+
+def gpu_minutes_left(group: Group, gpu_type: str, day) -> int:
+    """What the group's approved allocations of `gpu_type` in force on `day` still allow,
+    in GPU-minutes, as of the last usage read (Slurm, which holds the exact figure, has the
+    last word: this is for a clear refusal before submitting)."""
+    allocations = Allocation.objects.filter(
+        group=group, gpu_type=gpu_type, state=Allocation.State.APPROVED, starts_on__lte=day, ends_on__gt=day
+    )
+    left = 0
+    for allocation in allocations:
+        allowed = (allocation.approved_gpu_hours or 0) * 60 * settings.ALLOCATION_HOLD_PERCENT // 100
+        left += max(0, allowed - allocation.used_gpu_minutes)
+    return left

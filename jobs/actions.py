@@ -4,15 +4,17 @@ they do not repeat the steps."""
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from accounts.models import Profile
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.services import job_paths, rest_client
-from groups.queries import GroupError, default_group, group_to_charge
+from groups.queries import GroupError, default_group, gpu_minutes_left, group_to_charge
 from jobs.live.events import publish_job_update
 from jobs.mirror.rows import apply_slurm_job
 from jobs.models import FINAL_STATES, Job, JobState
@@ -50,6 +52,24 @@ def _charged_group(user, group_id):
         raise SpecError({"group": [exc.message]}) from exc
 
 
+def _check_allocation(group, spec: JobSpec) -> None:
+    """A group job must fit what is left of the group's allocation of its GPU type (Slurm
+    would refuse it with AssocGrpGRESMinutes; this says so in words, with the figures)."""
+    info = settings.GPU_TYPES[spec.gpu.gpu_type]
+    gpus = spec.gpu.count or spec.gpu.shards / int(info["shards_per_gpu"])
+    needs = math.ceil(gpus * spec.time_limit_minutes)
+    left = gpu_minutes_left(group, spec.gpu.gpu_type, timezone.now().date())
+    if needs > left:
+        raise SpecError(
+            {
+                "group": [
+                    f"This job may use up to {needs} {spec.gpu.gpu_type} GPU-minutes; {group.name} has {left} "
+                    "left of its allocation. Shorten the time limit, or ask the group's PI to request more time."
+                ]
+            }
+        )
+
+
 def submit(
     user, spec: JobSpec, *, reservation_id=None, group_id=DEFAULT_GROUP, plan: PlanSnapshot | None = None
 ) -> Job:
@@ -84,6 +104,8 @@ def submit(
             except ReservationError as exc:
                 raise SpecError(exc.errors) from exc
         group = _charged_group(user, group_id)
+        if group is not None:
+            _check_allocation(group, spec)
         shares = spec.gpu.shards if not spec.gpu.count else 0
         check_quota(user, plan, spec.gpu.gpu_type, spec.gpu.count, shares)
         # Higher layers' checks (a held budget: billing.budgets), registered in their ready().

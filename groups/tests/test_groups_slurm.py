@@ -1,0 +1,124 @@
+"""Groups against the real dev cluster: the account, its shares and members in slurmdbd, a
+member's job running with the group's account, an approved allocation as the account's
+limits, and Slurm itself refusing a job that would run past it."""
+
+from datetime import timedelta
+
+import pytest
+from allauth.account.models import EmailAddress
+from django.utils import timezone
+
+from cluster.accounts import SlurmAccounts
+from cluster.errors import SlurmError
+from cluster.services import rest_client, slurm_cli
+from groups import actions
+from groups.models import Group
+from groups.tasks import sync_group
+from jobs import actions as job_actions
+from jobs.models import Job
+from jobs.submission.spec import SpecError, SpecPolicy, parse_job_spec
+from plans.catalog import plan_for
+from testing.slurm import submission, wait_for
+
+pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+
+
+def _verified(user):
+    EmailAddress.objects.create(user=user, email=user.email, verified=True, primary=True)
+    return user
+
+
+@pytest.fixture
+def group_accounts():
+    """Accounts the test's groups made in slurmdbd, removed afterwards with their members."""
+    made: list[Group] = []
+    yield made
+    accounts = SlurmAccounts(slurm_cli())
+    for group in made:
+        slurm_cli().run("scancel", f"--account={group.slurm_account}", check=False)
+        shown = accounts.show([group.slurm_account]).get(group.slurm_account)
+        for user in shown.users if shown else ():
+            accounts.remove_member(group.slurm_account, user)
+        accounts.delete(group.slurm_account)
+        accounts.delete(group.parent_account)
+
+
+def _sync(group: Group) -> Group:
+    sync_group.apply(args=[group.pk]).get()
+    group.refresh_from_db()
+    assert group.slurm_state == Group.SlurmState.SYNCED, group.slurm_error
+    return group
+
+
+def _spec(user, minutes: int):
+    data = {
+        "name": "group-job",
+        "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+        "gpu_type": "a100",
+        "gpu_count": 1,
+        "command": "sleep 30",
+        "time_limit_minutes": minutes,
+    }
+    return parse_job_spec(data, plan=plan_for(user), policy=SpecPolicy.from_settings())
+
+
+def test_a_group_is_an_account_with_shares_members_and_the_limits_of_its_allocation(
+    alice, bob, admin_user, provision, group_accounts
+):
+    pi = provision(_verified(alice))
+    member = provision(_verified(bob))
+    slug = f"lab{timezone.now():%H%M%S%f}"[:20]
+    group = actions.create_group(alice, name="Vision lab", slug=slug, organization=f"uni{slug[-6:]}")
+    group_accounts.append(group)
+    accounts = SlurmAccounts(slurm_cli())
+    _sync(group)
+    shown = accounts.show([group.slurm_account])[group.slurm_account]
+    assert shown.parent == group.parent_account and shown.users == {pi.cluster_username}
+    # No allocation yet: no GPU time at all, by type and in total (shards too).
+    assert shown.gpu_minutes["gres/gpu"] == 0 and shown.gpu_minutes["gres/shard:a100"] == 0
+
+    _invitation, token = actions.invite(group.pk, alice, email=bob.email)
+    actions.accept_invitation(token, bob)
+    actions.set_shares(group.pk, admin_user, 7)
+    _sync(group)
+    shown = accounts.show([group.slurm_account])[group.slurm_account]
+    assert shown.users == {pi.cluster_username, member.cluster_username} and shown.shares == 7
+    shares = {row.user: row for row in accounts.shares([group.slurm_account])}
+    assert shares[""].raw_shares == 7 and member.cluster_username in shares
+
+    today = timezone.now().date()
+    allocation = actions.request_allocation(
+        group.pk, alice, gpu_type="a100", gpu_hours=2, starts_on=today, ends_on=today + timedelta(days=90),
+        justification="Training the segmentation baseline.",
+    )  # fmt: skip
+    actions.decide_allocation(allocation.pk, admin_user, approve=True, gpu_hours=1)
+    _sync(group)
+    shown = accounts.show([group.slurm_account])[group.slurm_account]
+    assert shown.gpu_minutes["gres/gpu:a100"] == 60 and shown.gpu_minutes["gres/shard:a100"] == 600
+    assert shown.gpu_minutes["gres/gpu:h100"] == 0 and shown.gpu_minutes["gres/gpu"] == 60
+
+    # The member's job runs with the group's account.
+    job = job_actions.submit(bob, _spec(bob, 20), group_id=group.pk)
+    assert job.group_id == group.pk and job.account == group.slurm_account
+    in_slurm = Job.objects.filter(pk=job.pk, slurm_job_id__isnull=False).values_list("slurm_job_id", flat=True)
+    slurm_job_id = wait_for(
+        in_slurm.first,
+        timeout=30,
+        what="the group job to reach Slurm",
+    )
+    shown_job = slurm_cli().run("scontrol", "show", "job", str(slurm_job_id)).stdout
+    assert f"Account={group.slurm_account}" in shown_job
+
+    # Past the allocation: the portal says so with the figures; Slurm refuses it too.
+    with pytest.raises(SpecError) as refused:
+        job_actions.submit(bob, _spec(bob, 120), group_id=group.pk)
+    assert "60 left" in refused.value.errors["group"][0]
+    # A member's own submission, not through the portal's check: Slurm holds the line itself.
+    with pytest.raises(SlurmError) as by_slurm:
+        rest_client(member.cluster_username).submit_job(
+            submission(
+                "sleep 1", account=group.slurm_account, qos="pro", tres_per_node="gres/gpu:a100:1",
+                time_limit_minutes=120,
+            )
+        )  # fmt: skip
+    assert "AssocGrpGRESMinutes" in str(by_slurm.value) or "QOS policy" in str(by_slurm.value)
