@@ -241,10 +241,19 @@ class SlurmAccounts:
 
     def allocated_minutes(self, account: str, start: datetime, end: datetime) -> dict[str, Decimal]:
         """Typed GPU and shard minutes the account's jobs held within [start, end) (UTC)."""
+        total: dict[str, Decimal] = {}
+        for (_user, tres), minutes in self.allocated_minutes_by_user(account, start, end).items():
+            total[tres] = total.get(tres, Decimal(0)) + minutes
+        return total
+
+    def allocated_minutes_by_user(
+        self, account: str, start: datetime, end: datetime
+    ) -> dict[tuple[str, str], Decimal]:
+        """{(user, TRES): minutes} held by the account's jobs within [start, end) (UTC)."""
         shown = self.cli.run(
             "env", "TZ=UTC0", "SLURM_TIME_FORMAT=standard", "sacct", "-n", "-P", "-X", "--allusers",
             f"--accounts={check_account_name(account)}", f"--starttime={start:%Y-%m-%dT%H:%M:%S}",
-            f"--endtime={end:%Y-%m-%dT%H:%M:%S}", "--format=Start,End,AllocTRES",
+            f"--endtime={end:%Y-%m-%dT%H:%M:%S}", "--format=User,Start,End,AllocTRES",
         )  # fmt: skip
         return parse_allocated_minutes(shown.stdout, start, end)
 
@@ -262,12 +271,12 @@ class SlurmAccounts:
             raise SlurmCommandError(f"{' '.join(result.args[-6:])} failed ({result.returncode}): {output}")
 
 
-def parse_allocated_minutes(text: str, start: datetime, end: datetime) -> dict[str, Decimal]:
-    """`sacct -n -P -X --format=Start,End,AllocTRES` (UTC, standard times) -> {TRES: minutes}
-    of the typed GPU and shard TRES the jobs held within [start, end)."""
-    used: dict[str, Decimal] = {}
+def parse_allocated_minutes(text: str, start: datetime, end: datetime) -> dict[tuple[str, str], Decimal]:
+    """`sacct -n -P -X --format=User,Start,End,AllocTRES` (UTC, standard times) ->
+    {(user, TRES): minutes} of the typed GPU and shard TRES the jobs held within [start, end)."""
+    used: dict[tuple[str, str], Decimal] = {}
     for line in text.splitlines():
-        began, ended, tres = (line.split("|") + ["", "", ""])[:3]
+        user, began, ended, tres = (line.split("|") + ["", "", "", ""])[:4]
         began_at, ended_at = parse_slurm_time(began), parse_slurm_time(ended)
         if began_at is None:
             continue  # never started: held nothing
@@ -277,5 +286,6 @@ def parse_allocated_minutes(text: str, start: datetime, end: datetime) -> dict[s
             continue
         for name, count in parse_tres(tres).items():
             if name.startswith(("gres/gpu:", "gres/shard:")):
-                used[name] = used.get(name, Decimal(0)) + Decimal(count) * Decimal(int(seconds)) / 60
+                key = (user, name)
+                used[key] = used.get(key, Decimal(0)) + Decimal(count) * Decimal(int(seconds)) / 60
     return used

@@ -32,7 +32,7 @@ def _managing(user, group_id: int) -> Membership | None:
     return found if found and found.role in MANAGING_ROLES else None
 
 
-def _require_manager(user, group_id: int) -> Membership | None:
+def require_manager(user, group_id: int) -> Membership | None:
     visible_group(user, group_id)
     found = _managing(user, group_id)
     if found is None and not _is_admin(user):
@@ -83,7 +83,7 @@ def create_group(actor, *, name: str, slug: str, organization: str = "") -> Grou
 def invite(group_id: int, actor, *, email: str, role: str = GroupRole.MEMBER) -> tuple[Invitation, str]:
     """Invite an address; e-mails the link (an address with no account signs up from it).
     A new invitation to an address replaces the open one. Returns (invitation, token)."""
-    inviter = _require_manager(actor, group_id)
+    inviter = require_manager(actor, group_id)
     email = (email or "").strip().lower()
     if "@" not in email or len(email) > 254:
         raise GroupError("email", "A valid e-mail address is required.")
@@ -126,7 +126,7 @@ def invite(group_id: int, actor, *, email: str, role: str = GroupRole.MEMBER) ->
 
 
 def revoke_invitation(group_id: int, invitation_id: int, actor) -> Invitation:
-    _require_manager(actor, group_id)
+    require_manager(actor, group_id)
     with transaction.atomic():
         changed = Invitation.objects.filter(
             pk=invitation_id, group_id=group_id, state=Invitation.State.OPEN
@@ -180,7 +180,7 @@ def remove_member(group_id: int, actor, user_id: int) -> Membership:
         target = Membership.objects.active().select_for_update().filter(group_id=group_id, user_id=user_id).first()
         own = target is not None and target.user_id == actor.pk
         if not own:
-            acting = _require_manager(actor, group_id)
+            acting = require_manager(actor, group_id)
         if target is None:
             raise GroupError("member", "No such member.", 404)
         if target.role == GroupRole.PI:
@@ -200,7 +200,7 @@ def change_role(group_id: int, actor, user_id: int, role: str) -> Membership:
     (the old PI stays as a manager)."""
     if role not in GroupRole.values:
         raise GroupError("role", f"One of {', '.join(GroupRole.values)}.")
-    acting = _require_manager(actor, group_id)
+    acting = require_manager(actor, group_id)
     if not _is_admin(actor) and (acting is None or acting.role != GroupRole.PI):
         raise GroupError("role", "Only the PI changes roles.", 403)
     with transaction.atomic():
@@ -250,7 +250,7 @@ def request_allocation(
     renews_id: int | None = None,
 ) -> Allocation:
     """The PI or a manager asks for GPU-hours of a type for a period; admins decide."""
-    _require_manager(actor, group_id)
+    require_manager(actor, group_id)
     if gpu_type not in settings.GPU_TYPES:
         raise GroupError("gpu_type", f"One of {', '.join(sorted(settings.GPU_TYPES))}.")
     if isinstance(gpu_hours, bool) or not isinstance(gpu_hours, int) or not 1 <= gpu_hours <= 1_000_000:
@@ -331,7 +331,7 @@ def decide_allocation(allocation_id: int, actor, *, approve: bool, gpu_hours=Non
 
 
 def withdraw_allocation(group_id: int, allocation_id: int, actor) -> Allocation:
-    _require_manager(actor, group_id)
+    require_manager(actor, group_id)
     with transaction.atomic():
         changed = Allocation.objects.filter(
             pk=allocation_id, group_id=group_id, state=Allocation.State.REQUESTED

@@ -98,6 +98,8 @@ class JobSerializer(serializers.ModelSerializer):
             "allocated_tres",
             "nodes",
             "qos",
+            "account",
+            "group",
             "time_limit_minutes",
             "submit_time",
             "start_time",
@@ -233,6 +235,13 @@ class JobSpecInputSerializer(serializers.Serializer):
         allow_null=True,
         min_value=1,
         help_text="Run in this approved reservation of yours (same GPU type; the time limit ends with it)",
+    )
+    group = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        help_text="Charge it to this group of yours (it runs with the group's Slurm account); null: to yourself; "
+        "absent: your default group, if you set one",
     )
 
     def __init__(self, *args, **kwargs):

@@ -1,0 +1,104 @@
+"""The shapes of /api/v1/groups/: what a group, a member, an invitation and an allocation
+look like to the caller, and the bodies the writes take."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from groups.models import Allocation, Group, GroupRole, Invitation, Membership
+
+
+class GroupSerializer(serializers.ModelSerializer):
+    slurm_account = serializers.CharField(read_only=True, help_text="The group's Slurm account (`--account`)")
+    parent_account = serializers.CharField(read_only=True, help_text="Its organisation's Slurm account")
+    my_role = serializers.SerializerMethodField(help_text="The caller's role; null for an admin who is not a member")
+
+    class Meta:
+        model = Group
+        fields = [
+            "id", "name", "slug", "organization", "shares", "slurm_account", "parent_account", "slurm_state",
+            "slurm_error", "synced_at", "created_at", "closed_at", "my_role",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_my_role(self, group) -> str | None:
+        return self.context.get("roles", {}).get(group.pk)
+
+
+class GroupInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=80)
+    slug = serializers.CharField(max_length=30, help_text="Short name: a-z, 0-9 and -; the Slurm account is g-<slug>")
+    organization = serializers.CharField(max_length=30, required=False, allow_blank=True)
+
+
+class MemberSerializer(serializers.ModelSerializer):
+    user_id = serializers.IntegerField(source="user.pk", read_only=True)
+    username = serializers.CharField(source="user.username", read_only=True)
+    cluster_user = serializers.CharField(source="user.profile.cluster_username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Membership
+        fields = ["user_id", "username", "cluster_user", "role", "joined_at", "is_default"]
+        read_only_fields = fields
+
+
+class RoleInputSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=GroupRole.choices)
+
+
+class InvitationSerializer(serializers.ModelSerializer):
+    invited_by = serializers.CharField(source="invited_by.username", read_only=True)
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "email", "role", "state", "invited_by", "created_at", "expires_at", "decided_at"]
+        read_only_fields = fields
+
+
+class InvitationInputSerializer(serializers.Serializer):
+    email = serializers.EmailField()
+    role = serializers.ChoiceField(choices=[GroupRole.MEMBER, GroupRole.MANAGER], default=GroupRole.MEMBER)
+
+
+class AcceptInputSerializer(serializers.Serializer):
+    token = serializers.CharField(max_length=200, help_text="The token from the invitation's link")
+
+
+class AllocationSerializer(serializers.ModelSerializer):
+    used_percent = serializers.IntegerField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Allocation
+        fields = [
+            "id", "gpu_type", "gpu_hours", "approved_gpu_hours", "starts_on", "ends_on", "justification", "state",
+            "decision_note", "decided_at", "used_gpu_minutes", "used_percent", "usage_read_at", "renews",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
+class AllocationInputSerializer(serializers.Serializer):
+    gpu_type = serializers.CharField(max_length=32)
+    gpu_hours = serializers.IntegerField(min_value=1, max_value=1_000_000)
+    starts_on = serializers.DateField()
+    ends_on = serializers.DateField()
+    justification = serializers.CharField(max_length=4000)
+    renews = serializers.IntegerField(required=False, allow_null=True)
+
+
+class DecisionInputSerializer(serializers.Serializer):
+    approve = serializers.BooleanField()
+    gpu_hours = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False, allow_null=True)
+    note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+
+
+class UsageRowSerializer(serializers.Serializer):
+    user = serializers.CharField(help_text="Cluster user name")
+    gpu_type = serializers.CharField()
+    gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=2, coerce_to_string=True)
+
+
+class UsageSerializer(serializers.Serializer):
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()
+    rows = UsageRowSerializer(many=True, help_text="GPU-hours by member and GPU type (a member sees their own only)")
+    allocations = AllocationSerializer(many=True)

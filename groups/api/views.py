@@ -1,0 +1,278 @@
+"""/api/v1/groups/: groups, members, invitations, allocations and usage. Every write goes
+through groups.actions; every group is found through groups.queries, so a group the caller
+is not a member of is a 404 (admins see every group). Refusals have the API's one shape."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+from django.core.cache import cache
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from cluster.errors import SlurmError
+from foundation.api.errors import error_responses
+from groups import actions, usage
+from groups.api.serializers import (
+    AcceptInputSerializer,
+    AllocationInputSerializer,
+    AllocationSerializer,
+    DecisionInputSerializer,
+    GroupInputSerializer,
+    GroupSerializer,
+    InvitationInputSerializer,
+    InvitationSerializer,
+    MemberSerializer,
+    RoleInputSerializer,
+    UsageSerializer,
+)
+from groups.models import Allocation, Group, Membership
+from groups.queries import GroupError, is_admin, membership, visible_group
+
+TAGS = ["groups"]
+ERRORS = {
+    400: "Bad input: `errors` names each field and what is wrong with it",
+    401: "No credentials, or an unknown or revoked token",
+    403: "Visible but not yours to do (e.g. a member inviting; a non-admin deciding an allocation)",
+    404: "No such group among the caller's (admins: all), or no such member, invitation or allocation",
+    409: "Not possible in the current state (already a member, already decided, the PI leaving)",
+    503: "Slurm's accounting did not answer; nothing was changed",
+}
+
+
+def errors(*codes: int) -> dict:
+    return error_responses(ERRORS, *codes)
+
+
+def refusal(exc: GroupError) -> Response:
+    body = {"detail": exc.message}
+    if exc.status == 400:
+        body = {"detail": "The request is invalid.", "errors": {exc.field: [exc.message]}}
+    return Response(body, status=exc.status)
+
+
+def invalid(serializer) -> Response:
+    return Response(
+        {"detail": "The request is invalid.", "errors": {k: [str(m) for m in v] for k, v in serializer.errors.items()}},
+        status=status.HTTP_400_BAD_REQUEST,
+    )
+
+
+def _roles(user) -> dict[int, str]:
+    return dict(Membership.objects.active().filter(user=user).values_list("group_id", "role"))
+
+
+class GroupListView(APIView):
+    @extend_schema(tags=TAGS, responses={200: GroupSerializer(many=True), **errors(401)}, summary="Your groups")
+    def get(self, request):
+        groups = Group.objects.all() if is_admin(request.user) else Group.objects.filter(
+            memberships__user=request.user, memberships__left_at__isnull=True
+        )
+        context = {"roles": _roles(request.user)}
+        return Response(GroupSerializer(groups.distinct(), many=True, context=context).data)
+
+    @extend_schema(
+        tags=TAGS,
+        request=GroupInputSerializer,
+        responses={201: GroupSerializer, **errors(400, 401, 403, 409)},
+        summary="Create a group (you are its PI)",
+    )
+    def post(self, request):
+        body = GroupInputSerializer(data=request.data)
+        if not body.is_valid():
+            return invalid(body)
+        try:
+            group = actions.create_group(request.user, **body.validated_data)
+        except GroupError as exc:
+            return refusal(exc)
+        return Response(GroupSerializer(group, context={"roles": _roles(request.user)}).data, status=201)
+
+
+class GroupDetailView(APIView):
+    @extend_schema(tags=TAGS, responses={200: GroupSerializer, **errors(401, 404)}, summary="One group")
+    def get(self, request, pk: int):
+        try:
+            group = visible_group(request.user, pk)
+        except GroupError as exc:
+            return refusal(exc)
+        return Response(GroupSerializer(group, context={"roles": _roles(request.user)}).data)
+
+
+class MemberListView(APIView):
+    @extend_schema(tags=TAGS, responses={200: MemberSerializer(many=True), **errors(401, 404)}, summary="Members")
+    def get(self, request, pk: int):
+        try:
+            group = visible_group(request.user, pk)
+        except GroupError as exc:
+            return refusal(exc)
+        members = Membership.objects.active().filter(group=group).select_related("user__profile")
+        return Response(MemberSerializer(members, many=True).data)
+
+
+class MemberView(APIView):
+    @extend_schema(
+        tags=TAGS, responses={204: None, **errors(401, 403, 404, 409)}, summary="Remove a member, or leave"
+    )
+    def delete(self, request, pk: int, user_id: int):
+        try:
+            actions.remove_member(pk, request.user, user_id)
+        except GroupError as exc:
+            return refusal(exc)
+        return Response(status=204)
+
+    @extend_schema(
+        tags=TAGS,
+        request=RoleInputSerializer,
+        responses={200: MemberSerializer, **errors(400, 401, 403, 404, 409)},
+        summary="Change a member's role (the PI)",
+    )
+    def patch(self, request, pk: int, user_id: int):
+        body = RoleInputSerializer(data=request.data)
+        if not body.is_valid():
+            return invalid(body)
+        try:
+            changed = actions.change_role(pk, request.user, user_id, body.validated_data["role"])
+        except GroupError as exc:
+            return refusal(exc)
+        return Response(MemberSerializer(changed).data)
+
+
+class InvitationListView(APIView):
+    @extend_schema(
+        tags=TAGS, responses={200: InvitationSerializer(many=True), **errors(401, 403, 404)}, summary="Invitations"
+    )
+    def get(self, request, pk: int):
+        try:
+            actions.require_manager(request.user, pk)
+        except GroupError as exc:
+            return refusal(exc)
+        return Response(InvitationSerializer(Group.objects.get(pk=pk).invitations.all(), many=True).data)
+
+    @extend_schema(
+        tags=TAGS,
+        request=InvitationInputSerializer,
+        responses={201: InvitationSerializer, **errors(400, 401, 403, 404, 409)},
+        summary="Invite an address (an e-mail with the link goes out)",
+    )
+    def post(self, request, pk: int):
+        body = InvitationInputSerializer(data=request.data)
+        if not body.is_valid():
+            return invalid(body)
+        try:
+            invitation, _token = actions.invite(pk, request.user, **body.validated_data)
+        except GroupError as exc:
+            return refusal(exc)
+        return Response(InvitationSerializer(invitation).data, status=201)
+
+
+class InvitationView(APIView):
+    @extend_schema(tags=TAGS, responses={204: None, **errors(401, 403, 404, 409)}, summary="Revoke an invitation")
+    def delete(self, request, pk: int, invitation_id: int):
+        try:
+            actions.revoke_invitation(pk, invitation_id, request.user)
+        except GroupError as exc:
+            return refusal(exc)
+        return Response(status=204)
+
+
+class AcceptView(APIView):
+    @extend_schema(
+        tags=TAGS,
+        request=AcceptInputSerializer,
+        responses={201: MemberSerializer, **errors(400, 401, 403, 404, 409)},
+        summary="Accept an invitation (your verified address must be the invited one)",
+    )
+    def post(self, request):
+        body = AcceptInputSerializer(data=request.data)
+        if not body.is_valid():
+            return invalid(body)
+        try:
+            joined = actions.accept_invitation(body.validated_data["token"], request.user)
+        except GroupError as exc:
+            return refusal(exc)
+        return Response(MemberSerializer(joined).data, status=201)
+
+
+class AllocationListView(APIView):
+    @extend_schema(
+        tags=TAGS, responses={200: AllocationSerializer(many=True), **errors(401, 404)}, summary="Allocations"
+    )
+    def get(self, request, pk: int):
+        try:
+            group = visible_group(request.user, pk)
+        except GroupError as exc:
+            return refusal(exc)
+        return Response(AllocationSerializer(group.allocations.all(), many=True).data)
+
+    @extend_schema(
+        tags=TAGS,
+        request=AllocationInputSerializer,
+        responses={201: AllocationSerializer, **errors(400, 401, 403, 404)},
+        summary="Ask for GPU-hours for a period (the PI or a manager); admins decide",
+    )
+    def post(self, request, pk: int):
+        body = AllocationInputSerializer(data=request.data)
+        if not body.is_valid():
+            return invalid(body)
+        values = dict(body.validated_data)
+        renews = values.pop("renews", None)
+        try:
+            allocation = actions.request_allocation(pk, request.user, renews_id=renews, **values)
+        except GroupError as exc:
+            return refusal(exc)
+        return Response(AllocationSerializer(allocation).data, status=201)
+
+
+class AllocationDecisionView(APIView):
+    @extend_schema(
+        tags=TAGS,
+        request=DecisionInputSerializer,
+        responses={200: AllocationSerializer, **errors(400, 401, 403, 404, 409)},
+        summary="Approve or refuse a request (admins; not one of their own group's)",
+    )
+    def post(self, request, allocation_id: int):
+        body = DecisionInputSerializer(data=request.data)
+        if not body.is_valid():
+            return invalid(body)
+        if not is_admin(request.user):
+            # Not an admin: whether the allocation exists is not theirs to learn.
+            return Response({"detail": "No such allocation."}, status=404)
+        try:
+            allocation = actions.decide_allocation(allocation_id, request.user, **body.validated_data)
+        except GroupError as exc:
+            return refusal(exc)
+        return Response(AllocationSerializer(allocation).data)
+
+
+class UsageView(APIView):
+    @extend_schema(
+        tags=TAGS,
+        responses={200: UsageSerializer, **errors(401, 404, 503)},
+        summary="GPU-hours by member and type this month (Slurm's accounting); a member sees their own",
+    )
+    def get(self, request, pk: int):
+        try:
+            group = visible_group(request.user, pk)
+        except GroupError as exc:
+            return refusal(exc)
+        until = timezone.now()
+        since = until.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        key = f"groups:usage:{group.pk}:{since:%Y-%m}"
+        try:
+            rows = cache.get(key)
+            if rows is None:
+                rows = usage.gpu_hours_by_member(group, since, until)
+                cache.set(key, rows, 60)  # sacct is asked at most once a minute per group
+        except SlurmError as exc:
+            return Response({"detail": f"Slurm's accounting did not answer: {exc}"}, status=503)
+        mine = membership(request.user, group.pk)
+        if not (is_admin(request.user) or (mine and mine.may_manage)):
+            own = getattr(request.user.profile, "cluster_username", None)
+            rows = [row for row in rows if row["user"] == own]
+        allocations = group.allocations.filter(state=Allocation.State.APPROVED, ends_on__gt=since.date())
+        data = {"since": since, "until": until, "rows": rows, "allocations": allocations}
+        return Response(UsageSerializer(data).data)
+
