@@ -66,13 +66,20 @@ def _gives_the_same(own_cards, list_cards, own_prices) -> bool:
     return True
 
 
-def _free_code(RateCard, plan_code: str) -> str:
-    code, number = plan_code, 1
-    while RateCard.objects.filter(code=code).exists():
-        suffix = "-plan" if number == 1 else f"-plan{number}"
+def _code_for(RateCard, plan_code: str, own_prices: dict, list_cards) -> tuple[str, bool]:
+    """The card code the plan pays from now on, and whether its cards must be written: the
+    first of "<code>", "<code>-plan", "<code>-plan2"... whose cards give what the plan paid (a
+    migration undone and done again finds its own), or the first with no cards at all."""
+    number = 0
+    while True:
+        suffix = "" if number == 0 else ("-plan" if number == 1 else f"-plan{number}")
         code = plan_code[: 32 - len(suffix)] + suffix
+        cards = list(RateCard.objects.filter(code=code).order_by("effective_from").prefetch_related("gpu_prices"))
+        if not cards:
+            return code, True
+        if code != LIST_CARD and _gives_the_same(cards, list_cards, own_prices):
+            return code, False
         number += 1
-    return code
 
 
 def move_plan_prices(apps, schema_editor):
@@ -87,11 +94,8 @@ def move_plan_prices(apps, schema_editor):
         }
         if not own_prices and plan.code not in DISCOUNTED_PLANS:
             continue  # the list card, as before
-        own_cards = list(RateCard.objects.filter(code=plan.code).order_by("effective_from").prefetch_related("gpu_prices"))
-        if plan.code != LIST_CARD and _gives_the_same(own_cards, list_cards, own_prices):
-            code = plan.code
-        else:
-            code = _free_code(RateCard, plan.code)
+        code, write = _code_for(RateCard, plan.code, own_prices, list_cards)
+        if write:
             for listed in list_cards:
                 card = RateCard.objects.create(
                     code=code,
