@@ -22,6 +22,10 @@ A quote shows each line's exact amount, the exact `total` (the sum of the exact 
 alone would come to on an invoice. The article's example: $2.70 + $0.864 + $5.00 = $8.564
 exact; $2.70 + $0.86 + $5.00 = $8.56 rounded.
 
+Prices come in as a frozen rate card (`Rates`, read by plans/rates.py) and the volume discount
+tiers as an argument (`volume_discount`; the tiers are rows of a rate card): the core holds no
+price of its own (docs/billing.md says which card applies when).
+
 Floats are refused everywhere (TypeError): 0.1 + 0.2 is not money.
 """
 
