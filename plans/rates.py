@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.utils import timezone
@@ -99,7 +100,7 @@ class CardBook:
         return self.card_at(plan.rate_card, moment)
 
 
-def gpu_prices_for_plan(plan: PlanSnapshot, book: CardBook | None = None) -> dict[str, object]:
+def gpu_prices_for_plan(plan: PlanSnapshot, book: CardBook | None = None) -> dict[str, Decimal]:
     """{GPU type: USD per GPU-second} of the plan's GPU types at its card in force now (the plan
     pages); empty without a card in force, a type its card lacks left out."""
     try:
