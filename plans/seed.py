@@ -79,7 +79,8 @@ def seed_rate_cards(card_model, price_model, discount_model=None) -> int:
         )
         if discount_model is not None:
             discount_model.objects.bulk_create(
-                discount_model(card=card, min_spend=spend, fraction=fraction) for spend, fraction in spec["discounts"]
+                discount_model(card=card, min_spend=spend, fraction=fraction)
+                for spend, fraction in spec.get("discounts", ())
             )
     return created_count
 
