@@ -106,13 +106,11 @@ def _product_plans(request):
     if not uses_database:
         return
     request.getfixturevalue("_django_db_helper")
-    from billing.models import RateCard, RateCardGpuPrice
-    from billing.seed import seed_rate_cards
-    from plans.models import Plan, PlanGpuType
-    from plans.seed import seed_product_plans
+    from plans.models import Plan, PlanGpuType, RateCard, RateCardDiscount, RateCardGpuPrice
+    from plans.seed import seed_product_plans, seed_rate_cards
 
     seed_product_plans(Plan, PlanGpuType)
-    seed_rate_cards(RateCard, RateCardGpuPrice)
+    seed_rate_cards(RateCard, RateCardGpuPrice, RateCardDiscount)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -25,6 +25,7 @@ from django.utils import timezone
 from accounts import lifecycle
 from plans.catalog import monthly_price_for, plan_for, snapshot
 from plans.models import Plan, Subscription, billing_month, billing_zone, fee_in_force, first_of_next_billing_month
+from plans.rates import CardBook, gpu_prices_for_plan
 
 ACTIONS = ("switch", "pause", "resume")
 
@@ -46,6 +47,8 @@ class OfferedPlan:
     monthly_price: Decimal  # in force this month
     next_monthly_price: Decimal | None  # from next month, when an admin changed it
     included_gpu_hours: dict[str, int]
+    # Pay-per-second plans only (no monthly fee, hours not a cap: Enterprise): the GPU prices of
+    # the rate card the plan pays, in force now.
     rates_per_second: dict[str, Decimal]
     gpu_quota: dict[str, int]
     max_job_hours: Decimal
@@ -89,15 +92,16 @@ class PlanStanding:
     offered: list[OfferedPlan]
 
 
-def _offer(plan: Plan, current_code: str) -> OfferedPlan:
+def _offer(plan: Plan, current_code: str, cards: CardBook) -> OfferedPlan:
     terms = snapshot(plan)  # the catalogue's one reading of a plan's GPU rows
+    per_second = plan.fee_now <= 0 and not plan.included_hours_are_a_cap
     return OfferedPlan(
         code=plan.code,
         name=plan.name,
         monthly_price=plan.fee_now,
         next_monthly_price=plan.fee_next if plan.fee_next != plan.fee_now else None,
         included_gpu_hours=dict(terms.included_gpu_hours),
-        rates_per_second=dict(terms.rates_per_second),
+        rates_per_second=gpu_prices_for_plan(terms, cards) if per_second else {},
         gpu_quota=dict(terms.gpu_quota),
         max_job_hours=Decimal(plan.max_job_minutes) / 60,
         official_images_only=plan.official_images_only,
@@ -117,7 +121,8 @@ def offered_plans(current_code: str = "") -> list[OfferedPlan]:
             fee_next=fee_in_force(first_of_next_billing_month(), plan_ref="pk"),
         )
     )
-    return [_offer(plan, current_code) for plan in plans]
+    cards = CardBook()  # each card code read once for all the plans
+    return [_offer(plan, current_code, cards) for plan in plans]
 
 
 def standing(user) -> PlanStanding:

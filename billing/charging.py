@@ -7,9 +7,10 @@ it to the next open month), then the record, and sets the plan, the rate card, t
 the split and the amounts once.
 
 Prices: the plan the user held when the run started (plans.catalog.plan_held_at: a plan
-changed while the run ran never makes it cheaper) and the list rate card in force at the
-run's start with that plan's own per-second GPU prices laid over it (Enterprise:
-billing.rates.rates_for_plan).
+changed while the run ran never makes it cheaper) and the rate card that plan pays
+(`Plan.rate_card`: "list", or "enterprise" for Enterprise) in force at the run's start
+(plans.rates.rates_for_plan). The record keeps the card and its prices, so a later card
+never reprices it.
 
 What covers a run, in this order (its "GPU-seconds to cover": whole GPUs x seconds):
 1. the plan's included hours of the run's GPU type this month: hours x 3600 minus what the
@@ -47,13 +48,14 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from billing.drafts import open_draft
-from billing.models import RateCard, UsageRecord
+from billing.models import UsageRecord
 from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates, divide
-from billing.rates import LIST_CARD, NoRateCard, snapshot
 from credits import actions as credit_actions
 from credits import ledger
 from credits.weights import NoBurnWeight
 from plans.catalog import PlansHeld, PlanSnapshot
+from plans.models import RateCard
+from plans.rates import CardBook, NoRateCard
 
 log = logging.getLogger(__name__)
 ZERO = Decimal(0)
@@ -113,28 +115,22 @@ def _share(amount_times_whole: Decimal, part: int, whole: int) -> Decimal:
 
 
 class PriceBook:
-    """Users' plan histories and the list rate cards, read once for many charges (a metering
-    pass): the same answers as plans.catalog.plan_held_at and billing.rates.rates_for_plan,
-    without their queries for every record. A plan or card changed during a pass applies from
-    the next pass; a new book per pass."""
+    """Users' plan histories and the rate cards, read once for many charges (a metering pass):
+    the same answers as plans.catalog.plan_held_at and plans.rates.rates_for_plan, without
+    their queries for every record. A plan or card changed during a pass applies from the next
+    pass; a new book per pass."""
 
     def __init__(self):
         self._plans = PlansHeld()
-        self._cards: list[tuple[RateCard, Rates]] | None = None
+        self._cards = CardBook()
 
     def plan(self, user, moment) -> PlanSnapshot:
         """The plan `user` held at `moment` (a run's start)."""
         return self._plans.at(user.pk, moment)
 
     def rates(self, plan: PlanSnapshot, moment) -> tuple[Rates, RateCard]:
-        """The list card in force at `moment` with the plan's own GPU prices laid over it."""
-        if self._cards is None:
-            cards = RateCard.objects.filter(code=LIST_CARD).prefetch_related("gpu_prices").order_by("-effective_from")
-            self._cards = [(card, snapshot(card)) for card in cards]
-        for card, rates in self._cards:
-            if card.effective_from <= moment:
-                return rates.with_plan_prices(plan.code, plan.rates_per_second), card
-        raise NoRateCard(LIST_CARD, moment)
+        """The card the plan pays in force at `moment`."""
+        return self._cards.for_plan(plan, moment)
 
 
 def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:

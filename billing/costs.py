@@ -9,8 +9,8 @@ run, and its amount is set when it is charged to the month's draft invoice.
 `cost_so_far` (an estimate), while the job is RUNNING: the runs already charged (earlier runs
 of a requeued job) plus the run in progress priced as if it ended now, by the rules charging
 applies to a metered run (billing/charging.py), as far as they can be known before metering:
-- seconds = now - the run's start; prices = the list card in force at the run's start with
-  the plan's own GPU prices laid over it (billing.rates.rates_for_plan);
+- seconds = now - the run's start; prices = the card the plan pays in force at the run's
+  start, read by the same book as charging's (plans.rates.CardBook);
 - GPU-seconds to cover: whole GPUs x seconds; for a shard job, its GPU-second equivalent
   (shards / shards per GPU x seconds, rounded down), since it holds part of one GPU;
 - the plan's included hours of the job's GPU type left this month cover them first: plan
@@ -26,8 +26,8 @@ applies to a metered run (billing/charging.py), as far as they can be known befo
 
 Amounts are exact `Decimal` (pricing rule 2); a share of a line is carried to 12 places half-up
 like the pricing core's one division. Queries: a fixed number for any number of jobs (one for
-their records, one for the month's included hours, two for the list cards, and per distinct
-owner their plan history).
+their records, one for the month's included hours, three per rate card code the owners' plans
+pay, and per distinct owner their plan history).
 """
 
 from __future__ import annotations
@@ -43,14 +43,14 @@ from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
 from billing.drafts import month_of
-from billing.models import Invoice, RateCard, UsageRecord
+from billing.models import Invoice, UsageRecord
 from billing.pricing import DIVISION_QUANTUM, SECONDS_PER_HOUR, PricingError, Rates
-from billing.rates import LIST_CARD, snapshot
 from cluster.gres import parse_gres
 from foundation.gpu_types import gpu_types_from_mapping
 from jobs.costs import CostDetail, JobCost
 from jobs.models import Job, JobState
 from plans.catalog import PlansHeld, PlanSnapshot
+from plans.rates import CardBook, NoRateCard
 
 ZERO = Decimal(0)
 ESTIMATE_NOTE = (
@@ -188,7 +188,7 @@ def _priced(job: Job) -> bool:
 
 
 class _Estimator:
-    """Prices runs in progress; caches each owner's plan and the list cards, and shares out
+    """Prices runs in progress; caches each owner's plan and the rate cards, and shares out
     each user's included hours left between their running jobs, earliest start first."""
 
     def __init__(self, owners: set[int], now: datetime):
@@ -197,21 +197,18 @@ class _Estimator:
         self.plans_held = PlansHeld()
         self.included_used = included_seconds_used(owners, self.period) if owners else {}
         self.gpu_types = gpu_types_from_mapping(settings.GPU_TYPES)
-        # Every list card in force by now, newest first (two queries): each run is priced at
-        # the card in force at its start, as rates_for_plan(plan, start) would.
-        self.cards = list(
-            RateCard.objects.filter(code=LIST_CARD, effective_from__lte=now)
-            .order_by("-effective_from")
-            .prefetch_related("gpu_prices")
-        )
+        # Each run is priced at its plan's card in force at its start, as charging will.
+        self.cards = CardBook()
 
     def _plan(self, job: Job) -> PlanSnapshot:
         """The plan held when the run started: the one charging will price it by."""
         return self.plans_held.at(job.owner_id, job.start_time)
 
     def _rates(self, plan: PlanSnapshot, start: datetime) -> Rates | None:
-        card = next((card for card in self.cards if card.effective_from <= start), None)
-        return snapshot(card).with_plan_prices(plan.code, plan.rates_per_second) if card else None
+        try:
+            return self.cards.for_plan(plan, start)[0]
+        except NoRateCard:
+            return None
 
     def estimate(self, job: Job) -> _Sums | None:
         plan = self._plan(job)

@@ -33,9 +33,11 @@ prices; each record was priced and split when it was charged, see billing/models
   overage line at the runs' price;
 - "GPU-seconds only: no telemetry": a note where whole-GPU runs had no GPU-memory samples and
   were charged for GPU-seconds only;
-- volume discount (plans in `VOLUME_DISCOUNT_PLANS`, i.e. Enterprise): `pricing.volume_discount`
-  of that plan's month: its rounded usage lines net of its credits (>= $5,000: 5 %, >= $10,000:
-  10 % of the whole), a negative line.
+- volume discount: `pricing.volume_discount` of each plan's month (its rounded usage lines net
+  of its credits) under the tiers of the rate card the plan pays in force when the month starts
+  (00:00 on the 1st in the billing zone; `plan_facts`), a negative line. Only the enterprise
+  card has tiers (>= $5,000: 5 %, >= $10,000: 10 % of the whole); a card without tiers gives
+  none, and a tier changed from a later date leaves the month under way alone.
 The free plan bills nothing: its usage shows as included, its fee is 0.
 
 **Rounding** (pricing's one rule): every line's exact amount is rounded half-up to the cent on
@@ -57,13 +59,12 @@ from django.utils import timezone
 from audit.log import record
 from billing.drafts import billing_zone, month_bounds
 from billing.models import Invoice, InvoiceLine, InvoiceNumber, UsageRecord
-from billing.pricing import SECONDS_PER_HOUR, days_in_month, pro_rata, to_cents, volume_discount
+from billing.pricing import SECONDS_PER_HOUR, DiscountTier, days_in_month, pro_rata, to_cents, volume_discount
 from plans.models import Plan, Subscription, fee_in_force
+from plans.rates import NoRateCard, rate_card_at
 
 Kind = InvoiceLine.Kind
 ZERO = Decimal(0)
-# Plans whose month of usage earns docs/product.md's volume discount.
-VOLUME_DISCOUNT_PLANS = frozenset({"enterprise"})
 NUMBER_FORMAT = "GP-{year}-{number:06d}"
 SUMMARY_KINDS = {Kind.DISCOUNT: "discount", Kind.CREDITS: "credits"}
 
@@ -131,6 +132,8 @@ class PlanFacts:
     name: str
     monthly_price: Decimal
     included_hours: dict[str, int]
+    # The volume discount tiers of the month: its card's in force when the month starts.
+    discount_tiers: tuple[DiscountTier, ...] = ()
 
 
 # --- days ------------------------------------------------------------------------------------
@@ -351,17 +354,18 @@ def credit_lines(groups, credit_entries: dict[tuple, list[int]]) -> list[DraftLi
 
 
 def discount_lines(lines, plans: dict[str, PlanFacts]) -> list[DraftLine]:
-    """The volume discount of each plan in VOLUME_DISCOUNT_PLANS, on its month net of credits."""
+    """The volume discount of each plan whose month has discount tiers, on its month net of
+    credits."""
     spend: dict[str, Decimal] = defaultdict(Decimal)
     for line in lines:
-        if line.plan in VOLUME_DISCOUNT_PLANS and line.kind != Kind.PLAN_FEE:
+        if line.plan in plans and plans[line.plan].discount_tiers and line.kind != Kind.PLAN_FEE:
             spend[line.plan] += line.amount
     found = []
     for plan, month_spend in sorted(spend.items()):
-        discount = volume_discount(max(month_spend, ZERO))
+        discount = volume_discount(max(month_spend, ZERO), plans[plan].discount_tiers)
         if not discount.rate:
             continue
-        name = plans[plan].name if plan in plans else plan
+        name = plans[plan].name
         found.append(
             DraftLine(
                 Kind.DISCOUNT,
@@ -509,21 +513,37 @@ def credit_entries(invoice_id: int) -> dict[tuple, list[int]]:
     return entries
 
 
+def month_discount_tiers(rate_card: str, period: date) -> tuple[DiscountTier, ...]:
+    """The volume discount tiers that govern the month `period` for a plan paying `rate_card`:
+    those of the card in force when the month starts (00:00 on its 1st in the billing zone), so
+    a card dated mid-month changes the tiers from the next month on. None without a card then."""
+    start, _end = month_bounds(period)
+    try:
+        return rate_card_at(rate_card, start).discount_tiers
+    except NoRateCard:
+        return ()
+
+
 def plan_facts(codes, period: date) -> dict[str, PlanFacts]:
-    """The plans as they were for the month `period`: its fee is the price in force then."""
+    """The plans as they were for the month `period`: its fee is the price in force then, its
+    discount tiers those of the plan's card in force when it started."""
     plans = (
         Plan.objects.filter(code__in=set(codes))
         .prefetch_related("gpu_types")
         .annotate(fee_in_force=fee_in_force(period, plan_ref="pk"))
     )
-    return {
-        plan.code: PlanFacts(
+    tiers: dict[str, tuple[DiscountTier, ...]] = {}
+    facts = {}
+    for plan in plans:
+        if plan.rate_card not in tiers:
+            tiers[plan.rate_card] = month_discount_tiers(plan.rate_card, period)
+        facts[plan.code] = PlanFacts(
             name=plan.name,
             monthly_price=plan.fee_in_force,
             included_hours={row.gpu_type: row.included_hours for row in plan.gpu_types.all() if row.included_hours},
+            discount_tiers=tiers[plan.rate_card],
         )
-        for plan in plans
-    }
+    return facts
 
 
 def lines_for(invoice: Invoice) -> list[DraftLine]:

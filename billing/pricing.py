@@ -22,47 +22,49 @@ A quote shows each line's exact amount, the exact `total` (the sum of the exact 
 alone would come to on an invoice. The article's example: $2.70 + $0.864 + $5.00 = $8.564
 exact; $2.70 + $0.86 + $5.00 = $8.56 rounded.
 
+Prices come in as a frozen rate card (`Rates`, read by plans/rates.py) and the volume discount
+tiers as an argument (`volume_discount`; the tiers are rows of a rate card): the core holds no
+price of its own (docs/billing.md says which card applies when).
+
 Floats are refused everywhere (TypeError): 0.1 + 0.2 is not money.
 """
 
 from __future__ import annotations
 
 import calendar
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, localcontext
-from types import MappingProxyType
+
+# The rate card as a value lives with the catalogue (plans/price_list.py: the plan pages, a lower
+# layer, show its prices); the core prices with it and names it from here too.
+from plans.price_list import DiscountTier, PricingError, Rates
+from plans.price_list import number as _number
+
+__all__ = [
+    "CENT",
+    "DIVISION_QUANTUM",
+    "SECONDS_PER_HOUR",
+    "Discount",
+    "DiscountTier",
+    "Line",
+    "PricingError",
+    "Quote",
+    "Rates",
+    "days_in_month",
+    "divide",
+    "format_amount",
+    "format_quantity",
+    "pro_rata",
+    "quote",
+    "to_cents",
+    "volume_discount",
+]
 
 CENT = Decimal("0.01")
 # Where the one division (by 3600 s, or by the days of a month) stops; see rule 2 above.
 DIVISION_QUANTUM = Decimal("1e-12")
 SECONDS_PER_HOUR = 3600
-
-# Volume discount for Enterprise (docs/product.md): the month's spend at or above the threshold
-# takes that much off the whole month. Highest threshold first.
-VOLUME_DISCOUNTS = ((Decimal("10000"), Decimal("0.10")), (Decimal("5000"), Decimal("0.05")))
-
-
-class PricingError(ValueError):
-    """Input the core cannot price; `field` names the argument at fault."""
-
-    def __init__(self, field_name: str, message: str):
-        super().__init__(f"{field_name}: {message}")
-        self.field = field_name
-        self.message = message
-
-
-def _number(value, name: str, *, whole: bool = False) -> Decimal:
-    # bool is an int in Python; True GPUs is a mistake, not 1.
-    if isinstance(value, bool) or isinstance(value, float) or not isinstance(value, int | Decimal):
-        raise TypeError(f"{name} must be an int{'' if whole else ' or a Decimal'}, not {type(value).__name__}")
-    if whole and not isinstance(value, int):
-        raise TypeError(f"{name} must be an int")
-    number = Decimal(value)
-    if not number.is_finite() or number < 0:
-        raise PricingError(name, "must be a finite number, 0 or more")
-    return number
 
 
 def to_cents(amount: Decimal) -> Decimal:
@@ -96,58 +98,6 @@ def format_amount(amount: Decimal) -> str:
 def format_quantity(quantity: Decimal) -> str:
     """A quantity as a decimal string without exponent or trailing zeros ("1800", "250")."""
     return format(quantity.normalize(), "f") if quantity else "0"
-
-
-@dataclass(frozen=True)
-class Rates:
-    """A frozen price list: what `billing.rates.rate_card_at` returns, and what a plan's own
-    per-second prices are laid over (`with_plan_prices`). Prices in USD."""
-
-    card: str
-    name: str
-    effective_from: datetime | None
-    gpu_second: Mapping[str, Decimal]
-    gpu_memory_gb_second: Decimal
-    nvme_gb_hour: Decimal
-    # The plan whose per-second GPU prices replace the card's for `plan_gpu_types`.
-    plan: str = ""
-    plan_gpu_types: frozenset[str] = field(default_factory=frozenset)
-
-    def __post_init__(self):
-        for name, price in [
-            *self.gpu_second.items(),
-            ("memory", self.gpu_memory_gb_second),
-            ("nvme", self.nvme_gb_hour),
-        ]:
-            _number(price, f"price of {name}")
-        # Frozen means frozen: a dict passed in could still be changed by its owner.
-        object.__setattr__(self, "gpu_second", MappingProxyType(dict(self.gpu_second)))
-
-    def with_plan_prices(self, plan: str, prices: Mapping[str, Decimal]) -> Rates:
-        """These rates with a plan's per-second GPU prices (Enterprise) in place of the card's."""
-        if not prices:
-            return self
-        return Rates(
-            card=self.card,
-            name=self.name,
-            effective_from=self.effective_from,
-            gpu_second={**self.gpu_second, **prices},
-            gpu_memory_gb_second=self.gpu_memory_gb_second,
-            nvme_gb_hour=self.nvme_gb_hour,
-            plan=plan,
-            plan_gpu_types=frozenset(prices),
-        )
-
-    def gpu_price(self, gpu_type: str) -> Decimal:
-        try:
-            return self.gpu_second[gpu_type]
-        except KeyError:
-            raise PricingError("gpu_type", f"the rate card {self.card!r} has no price for {gpu_type!r}") from None
-
-    def gpu_price_source(self, gpu_type: str) -> str:
-        if gpu_type in self.plan_gpu_types:
-            return f"plan {self.plan}"
-        return f"rate card {self.card}"
 
 
 @dataclass(frozen=True)
@@ -230,17 +180,19 @@ def quote(
 
 @dataclass(frozen=True)
 class Discount:
-    rate: Decimal  # 0, 0.05 or 0.10
+    rate: Decimal  # the tier's fraction (0.05, 0.10), 0 below every tier
     amount: Decimal  # exact; the invoice shows it as a negative line, rounded like any line
 
 
-def volume_discount(month_spend: Decimal) -> Discount:
-    """Enterprise: a month's spend >= $5,000 takes 5 % off the whole month, >= $10,000 10 %.
-    `month_spend` is the month's usage as invoiced (the sum of its rounded lines)."""
+def volume_discount(month_spend: Decimal, tiers: Sequence[DiscountTier]) -> Discount:
+    """The volume discount of a month's spend under `tiers` (the rate card that governs the
+    month: `Rates.discount_tiers`): the highest tier whose `min_spend` the spend reaches takes its
+    fraction off the whole month; none reached, or no tiers, nothing. `month_spend` is the
+    month's usage as invoiced (the sum of its rounded lines)."""
     spend = _number(month_spend, "month_spend")
-    for threshold, rate in VOLUME_DISCOUNTS:
-        if spend >= threshold:
-            return Discount(rate=rate, amount=spend * rate)
+    for tier in sorted(tiers, key=lambda tier: tier.min_spend, reverse=True):
+        if spend >= tier.min_spend:
+            return Discount(rate=tier.fraction, amount=spend * tier.fraction)
     return Discount(rate=Decimal(0), amount=Decimal(0))
 
 

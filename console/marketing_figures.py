@@ -13,9 +13,9 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from billing.pricing import PricingError, to_cents
-from billing.rates import NoRateCard, rate_card_at
 from credits.models import CampaignDay, Enrollment
 from jobs.models import Job
+from plans.rates import NoRateCard, rate_card_at
 
 FIGURES = ("signups", "verified", "activated", "granted", "spent", "expired", "reversed")
 RETENTION_DEFINITION = (

@@ -17,13 +17,13 @@ from accounts.models import Role
 from accounts.plan_choice import offered_plans
 from alerts.models import Alert
 from billing.pricing import PricingError
-from billing.rates import LIST_CARD, NoRateCard, rate_card_at
 from cluster.models import Node, SyncRun
 from console.access import role_required
 from credits.grants import default_campaign
 from credits.models import HeldGrant
 from jobs.models import Job, JobState
 from plans.catalog import plan_for
+from plans.rates import LIST_CARD, NoRateCard, rate_card_at
 from reservations.models import Reservation
 from reservations.models import State as ReservationState
 

@@ -24,7 +24,8 @@ class PlanSnapshot:
     # GPUs by type a user may hold or queue at once; a type missing may not be used.
     gpu_quota: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     included_gpu_hours: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
-    rates_per_second: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    # The code of the rate card its usage is priced at (plans.rates.rates_for_plan).
+    rate_card: str = "list"
     included_hours_are_a_cap: bool = False
     included_nvme_gb: int = 0
     max_reservation_minutes: int = 0
@@ -58,9 +59,7 @@ def snapshot(plan: Plan, status: str = Subscription.Status.ACTIVE) -> PlanSnapsh
         official_images_only=plan.official_images_only,
         gpu_quota=MappingProxyType({row.gpu_type: row.max_concurrent for row in rows}),
         included_gpu_hours=MappingProxyType({row.gpu_type: row.included_hours for row in rows if row.included_hours}),
-        rates_per_second=MappingProxyType(
-            {row.gpu_type: row.rate_per_second for row in rows if row.rate_per_second is not None}
-        ),
+        rate_card=plan.rate_card,
         included_hours_are_a_cap=plan.included_hours_are_a_cap,
         included_nvme_gb=plan.included_nvme_gb,
         max_reservation_minutes=plan.max_reservation_minutes,

@@ -10,13 +10,27 @@ from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MinValueValidator
 from django.db import models, transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-SLUG = RegexValidator(r"^[a-z][a-z0-9_-]{0,31}\Z", "lower-case letters, digits, - and _ (at most 32)")
+# The rate cards are the catalogue's prices; their models live beside this module.
+from plans.rate_cards import SLUG, CardInForce, RateCard, RateCardDiscount, RateCardGpuPrice
+
+__all__ = [
+    "SINCE_THE_START",
+    "CardInForce",
+    "MonthlyUsageReset",
+    "Plan",
+    "PlanGpuType",
+    "PlanPrice",
+    "RateCard",
+    "RateCardDiscount",
+    "RateCardGpuPrice",
+    "Subscription",
+]
 
 
 class Plan(models.Model):
@@ -35,6 +49,15 @@ class Plan(models.Model):
     included_nvme_gb = models.PositiveIntegerField(default=0)
     # The longest GPU reservation a subscriber may request; 0: the plan may not reserve.
     max_reservation_minutes = models.PositiveIntegerField(default=0)
+    # The code of the rate card its use is priced at (plans/rate_cards.py): the card of that code
+    # in force when a run starts. Every card of the code must price each GPU type of the plan
+    # (plans.rates.check_plan_prices; the admin refuses a plan or a card that breaks this).
+    rate_card = models.CharField(
+        max_length=32,
+        default="list",
+        validators=[SLUG],
+        help_text='The rate card its usage is priced at: "list" for most plans, "enterprise" for Enterprise',
+    )
     # Offered for new subscriptions; an old plan stays for the subscriptions that name it.
     available = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -134,16 +157,13 @@ def fee_in_force(period: date, plan_ref: str = "plan"):
 
 
 class PlanGpuType(models.Model):
-    """What a plan gives on one GPU type; a type without a row is not in the plan."""
+    """What a plan gives on one GPU type; a type without a row is not in the plan. Its price per
+    GPU-second is on the plan's rate card (`Plan.rate_card`), not here."""
 
     plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="gpu_types")
     gpu_type = models.CharField(max_length=32, validators=[SLUG])
     max_concurrent = models.PositiveSmallIntegerField(help_text="GPUs of this type a user may hold or queue at once")
     included_hours = models.PositiveIntegerField(default=0, help_text="GPU-hours a month included in the price")
-    # Pay-as-you-go price per GPU-second (USD); null: not billed per second on this plan.
-    rate_per_second = models.DecimalField(
-        max_digits=12, decimal_places=6, null=True, blank=True, validators=[MinValueValidator(0)]
-    )
 
     class Meta:
         ordering = ["plan", "gpu_type"]

@@ -21,8 +21,10 @@ PRODUCT_PLANS = [
         "included_hours_are_a_cap": True,
         "included_nvme_gb": 0,
         "max_reservation_minutes": 0,  # the free plan may not reserve GPUs
-        # (GPU type, at once, included hours a month, price per second)
-        "gpu_types": [("rtx4090", 1, 10, None)],
+        # Its usage is recorded at the list card's prices (and billed $0: the hours are a cap).
+        "rate_card": "list",
+        # (GPU type, at once, included hours a month)
+        "gpu_types": [("rtx4090", 1, 10)],
     },
     {
         "code": "pro",
@@ -36,7 +38,8 @@ PRODUCT_PLANS = [
         "included_hours_are_a_cap": False,
         "included_nvme_gb": 500,
         "max_reservation_minutes": 8 * 60,
-        "gpu_types": [("rtx4090", 2, 0, None), ("a100", 2, 100, None)],
+        "rate_card": "list",
+        "gpu_types": [("rtx4090", 2, 0), ("a100", 2, 100)],
     },
     {
         "code": "enterprise",
@@ -49,8 +52,10 @@ PRODUCT_PLANS = [
         "included_hours_are_a_cap": False,
         "included_nvme_gb": 0,
         "max_reservation_minutes": 7 * 24 * 60,
-        # Pay per second: A100 $0.0025/s, H100 $0.004/s. docs/product.md prices no RTX 4090 here.
-        "gpu_types": [("rtx4090", 4, 0, None), ("a100", 4, 0, Decimal("0.0025")), ("h100", 2, 0, Decimal("0.004"))],
+        # Pay per second at the enterprise card (A100 $0.0025/s, H100 $0.004/s, and the volume
+        # discount tiers; plans/seed.py).
+        "rate_card": "enterprise",
+        "gpu_types": [("rtx4090", 4, 0), ("a100", 4, 0), ("h100", 2, 0)],
     },
 ]
 
@@ -60,10 +65,9 @@ def product_plan(base: str, **changes) -> PlanSnapshot:
     spec = next(plan for plan in PRODUCT_PLANS if plan["code"] == base)
     fields = {key: value for key, value in spec.items() if key != "gpu_types"}
     rows = spec["gpu_types"]
-    fields["gpu_quota"] = {gpu_type: n for gpu_type, n, _hours, _rate in rows}
-    fields["included_gpu_hours"] = {gpu_type: hours for gpu_type, _n, hours, _rate in rows if hours}
-    fields["rates_per_second"] = {gpu_type: rate for gpu_type, _n, _h, rate in rows if rate is not None}
+    fields["gpu_quota"] = {gpu_type: n for gpu_type, n, _hours in rows}
+    fields["included_gpu_hours"] = {gpu_type: hours for gpu_type, _n, hours in rows if hours}
     fields.update(changes)
-    for name in ("gpu_quota", "included_gpu_hours", "rates_per_second"):
+    for name in ("gpu_quota", "included_gpu_hours"):
         fields[name] = MappingProxyType(dict(fields[name]))
     return PlanSnapshot(**fields)

@@ -30,7 +30,10 @@ class OfferedPlanSerializer(serializers.Serializer):
         **MONEY, allow_null=True, help_text="USD a month from next month when it changes, else null"
     )
     included_gpu_hours = serializers.DictField(child=serializers.IntegerField(), help_text="GPU type -> hours a month")
-    rates_per_second = serializers.DictField(child=serializers.DecimalField(**MONEY), help_text="GPU type -> USD")
+    rates_per_second = serializers.DictField(
+        child=serializers.DecimalField(**MONEY),
+        help_text="GPU type -> USD a GPU-second, for a plan paid per second (its rate card in force now), else empty",
+    )
     gpu_quota = serializers.DictField(child=serializers.IntegerField(), help_text="GPU type -> GPUs at once")
     max_job_hours = serializers.DecimalField(max_digits=8, decimal_places=2, coerce_to_string=True)
     official_images_only = serializers.BooleanField()

@@ -121,7 +121,8 @@ def test_the_api_shows_and_changes_ones_plan(alice, bob, api_client_for):
         True,
     )
     offered = {plan["code"]: plan for plan in body["offered"]}
-    assert offered["enterprise"]["rates_per_second"]["a100"] == "0.002500"
+    assert offered["enterprise"]["rates_per_second"]["a100"] == "0.002500"  # its card in force
+    assert offered["pro"]["rates_per_second"] == {}  # a monthly fee, not billed per second
     assert offered["pro"]["current"] and offered["pro"]["included_gpu_hours"] == {"a100": 100}
 
     changed = client.post(API, {"action": "switch", "plan": "free"}, format="json")

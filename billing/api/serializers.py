@@ -1,7 +1,7 @@
 from django.conf import settings
 from rest_framework import serializers
 
-from billing.models.rate_cards import SLUG
+from plans.rate_cards import SLUG
 
 # Bounds that keep a quote's arithmetic small; far beyond any job the pool can run.
 MOST_GPUS = 1024
@@ -70,7 +70,7 @@ class QuoteRatesSerializer(serializers.Serializer):
     name = serializers.CharField()
     effective_from = serializers.DateTimeField(help_text="When the card in force came into force")
     gpu_price_per_second = serializers.CharField(help_text="USD per GPU-second for this GPU type")
-    gpu_price_from = serializers.CharField(help_text='"rate card <code>" or "plan <code>" (Enterprise\'s own prices)')
+    gpu_price_from = serializers.CharField(help_text='"rate card <code>": the card the plan pays')
     gpu_memory_price_per_gb_second = serializers.CharField()
     nvme_price_per_gb_hour = serializers.CharField()
 

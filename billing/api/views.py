@@ -18,13 +18,13 @@ from billing.pricing import (
     quote,
     to_cents,
 )
-from billing.rates import NoRateCard, rates_for_plan
 from billing.usage_page import invoice_month
 from credits import ledger
 from credits.weights import NoBurnWeight, weight_for
 from foundation.api.errors import error_responses
 from plans.catalog import plan_by_code, plan_for
 from plans.models import Plan
+from plans.rates import NoRateCard, rates_for_plan
 
 ERROR_DESCRIPTIONS = {
     400: "Bad input: `errors` names each field and what is wrong with it",
@@ -77,8 +77,8 @@ def _quote_body(result, plan_code: str, gpu_count: int, seconds: int) -> dict:
     description=(
         "Charge = GPU-seconds x GPU price + GPU-memory GB-seconds x memory price + NVMe GB-hours x NVMe price. "
         "Amounts are exact; `amount_rounded` and `total_rounded` round each line half-up to the cent, as an "
-        "invoice does. Prices: the list rate card, with the plan's own per-second GPU prices where it has "
-        "them (Enterprise: A100, H100). `coverage` says how much of it your included plan hours and credits "
+        "invoice does. Prices: the rate card the plan pays (`list`; Enterprise: `enterprise`) in force now. "
+        "`coverage` says how much of it your included plan hours and credits "
         "would cover now (the amounts are before them)."
     ),
     request=QuoteInputSerializer,

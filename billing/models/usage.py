@@ -69,7 +69,7 @@ class UsageRecord(models.Model):
     charged_at = models.DateTimeField(null=True, blank=True)
     plan = models.CharField(max_length=32, blank=True, help_text="The plan's code when the run was charged")
     rate_card = models.ForeignKey(
-        "billing.RateCard", null=True, blank=True, on_delete=models.PROTECT, related_name="usage_records"
+        "plans.RateCard", null=True, blank=True, on_delete=models.PROTECT, related_name="usage_records"
     )
     gpu_price = models.DecimalField(**UNIT_PRICE, help_text="USD per GPU-second (per shard GB-second: memory)")
     memory_price = models.DecimalField(**UNIT_PRICE, help_text="USD per GB-second of GPU memory")

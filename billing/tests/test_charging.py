@@ -16,10 +16,10 @@ from billing import charging
 from billing.charging import charge
 from billing.models import Invoice, UsageRecord
 from billing.pricing import quote
-from billing.rates import rates_for_plan
 from conftest import subscribe
 from plans.catalog import plan_for
 from plans.models import Plan, PlanGpuType
+from plans.rates import rates_for_plan
 
 pytestmark = pytest.mark.django_db
 
@@ -244,6 +244,34 @@ def test_the_price_book_gives_rates_for_plans_answer_and_a_price_change_applies_
     after = charged(usage(alice, end=later + timedelta(hours=2), seconds=3600))
     assert (before.gpu_price, before.rate_card.effective_from < later) == (Decimal("0.0015"), True)
     assert (after.gpu_price, after.rate_card.effective_from) == (Decimal("0.0020"), later)
+
+
+def test_a_new_enterprise_card_does_not_reprice_runs_that_started_before_its_date(alice, make_card):
+    """Enterprise's prices are dated now (they used to be undated plan rows, and a change
+    repriced every run not yet charged): a run that started before the new card keeps the old
+    card's price even when charged after it; one that started after pays the new price."""
+    later = datetime(2026, 7, 1, tzinfo=UTC)
+    make_card(
+        "enterprise", later, {"a100": Decimal("0.003"), "h100": Decimal("0.005"), "rtx4090": Decimal("0.0005")}
+    )
+    subscribe(alice, "enterprise")
+    before = charged(usage(alice, end=later + timedelta(minutes=10), seconds=3600))
+    after = charged(usage(alice, end=later + timedelta(hours=2), seconds=3600))
+    assert (before.gpu_price, before.amount_gpu) == (Decimal("0.0025"), Decimal("9.00"))
+    assert (before.rate_card.code, before.rate_card.effective_from < later) == ("enterprise", True)
+    assert (after.gpu_price, after.amount_gpu) == (Decimal("0.003"), Decimal("10.80"))
+    assert (after.rate_card.code, after.rate_card.effective_from) == ("enterprise", later)
+
+
+def test_a_card_missing_the_runs_gpu_type_leaves_it_uncharged_naming_card_and_type(alice, make_card):
+    later = datetime(2026, 7, 1, tzinfo=UTC)
+    make_card("enterprise", later, {"a100": Decimal("0.003")})  # written around the admin's check
+    subscribe(alice, "enterprise")
+    record = usage(alice, end=later + timedelta(hours=2), seconds=3600, gpu_type="h100")
+    with pytest.raises(charging.ChargeError, match="rate card 'enterprise' has no price for 'h100'"):
+        charge(record.pk)
+    record.refresh_from_db()
+    assert record.invoice_id is None
 
 
 def test_a_run_is_priced_by_the_plan_held_when_it_started_not_by_a_later_switch(alice, bob):

@@ -162,6 +162,29 @@ def test_volume_discount_starts_at_exactly_5000_and_10000(alice, bob, admin_user
         assert invoice.discount == amount and invoice.total == Decimal(seconds) * price + amount
 
 
+def test_the_card_in_force_when_the_month_starts_governs_its_discount(alice, bob, make_card):
+    """Discount tiers are rows of the rate card, read with it: a card dated mid-March or from
+    1 April (00:00 in the billing zone) leaves March's discount alone; April takes the April
+    card's tiers. Before, the tiers were constants in the code and could not be dated."""
+    prices = {"a100": Decimal("0.0025"), "h100": Decimal("0.004"), "rtx4090": Decimal("0.00048")}
+    make_card("enterprise", at(2026, 3, 15), prices, discounts=[(Decimal("1000"), Decimal("0.50"))])
+    make_card("enterprise", at(2026, 4, 1), prices, discounts=[(Decimal("5000"), Decimal("0.20"))])
+    for user in (alice, bob):
+        subscription_history(user, ("enterprise", "active", at(2026, 1, 1)))
+    charge(alice, at(2026, 3, 31, 23, 59), billable=2_000_000)  # $5,000.00 in March
+    charge(bob, at(2026, 4, 1, 0, 1), billable=2_000_000)  # $5,000.00 in April
+    (march,) = lines(draft_of(alice), Kind.DISCOUNT)
+    assert (march.unit_price, march.amount) == (Decimal("0.05"), Decimal("-250.00"))
+    (april,) = lines(draft_of(bob, date(2026, 4, 1)), Kind.DISCOUNT)
+    assert (april.unit_price, april.amount) == (Decimal("0.20"), Decimal("-1000.00"))
+
+
+def test_a_plan_paying_a_card_without_tiers_gets_no_discount(alice):
+    subscription_history(alice, ("pro", "active", at(2026, 1, 1)))
+    charge(alice, at(2026, 3, 10), plan="pro", billable=8_000_000, gpu_price=Decimal("0.0015"))  # $12,000
+    assert lines(draft_of(alice), Kind.DISCOUNT) == []
+
+
 def test_credits_applied_name_their_ledger_entries_and_reduce_the_discount_base(alice):
     subscription_history(alice, ("enterprise", "active", at(2026, 1, 1)))
     price = Decimal("0.0025")

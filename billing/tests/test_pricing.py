@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from billing import pricing
-from billing.pricing import PricingError, Rates, pro_rata, quote, to_cents, volume_discount
+from billing.pricing import DiscountTier, PricingError, Rates, pro_rata, quote, to_cents, volume_discount
 
 # The article's list prices, written out here rather than read from the seed, so the seed
 # is checked against the article too (test_rate_cards).
@@ -111,12 +111,16 @@ def test_a_gpu_type_the_card_does_not_price_is_refused():
     assert caught.value.field == "gpu_type"
 
 
-def test_a_plans_prices_replace_the_cards_for_its_types_only():
-    rates = LIST.with_plan_prices("enterprise", {"a100": Decimal("0.0025")})
+def test_a_card_prices_only_the_types_it_lists_and_says_which_card():
+    rates = Rates("enterprise", "Enterprise", None, {"a100": Decimal("0.0025")}, Decimal(0), Decimal(0))
     assert quote("a100", 1, 1800, rates=rates).total == Decimal("4.50")
-    assert quote("h100", 1, 1000, rates=rates).total == Decimal("2.40")
-    assert rates.gpu_price_source("a100") == "plan enterprise"
-    assert rates.gpu_price_source("h100") == "rate card list"
+    assert rates.gpu_price_source("a100") == "rate card enterprise"
+    with pytest.raises(PricingError, match="'enterprise' has no price for 'h100'"):
+        quote("h100", 1, 1000, rates=rates)
+
+
+# docs/product.md's Enterprise tiers, as the seeded enterprise card holds them (in either order).
+TIERS = (DiscountTier(Decimal("5000"), Decimal("0.05")), DiscountTier(Decimal("10000"), Decimal("0.10")))
 
 
 @pytest.mark.parametrize(
@@ -132,13 +136,22 @@ def test_a_plans_prices_replace_the_cards_for_its_types_only():
     ],
 )
 def test_volume_discount_at_its_thresholds(spend, rate, amount):
-    discount = volume_discount(Decimal(spend))
+    discount = volume_discount(Decimal(spend), TIERS)
     assert discount.rate == Decimal(rate)
     assert discount.amount == Decimal(amount)
 
 
 def test_volume_discount_rounds_like_any_line_at_invoice_time():
-    assert to_cents(volume_discount(Decimal("9999.99")).amount) == Decimal("500.00")
+    assert to_cents(volume_discount(Decimal("9999.99"), TIERS).amount) == Decimal("500.00")
+
+
+def test_no_tiers_no_discount_and_tiers_are_checked():
+    assert volume_discount(Decimal("1000000"), ()).rate == 0
+    assert volume_discount(Decimal("6000"), TIERS[::-1]).rate == Decimal("0.05")
+    with pytest.raises(PricingError):
+        DiscountTier(Decimal("1"), Decimal("1"))
+    with pytest.raises(TypeError):
+        DiscountTier(Decimal("1"), 0.05)
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
-from billing.models import RateCard
 from conftest import subscribe
+from plans.models import RateCard
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/billing/quote"
@@ -41,23 +41,24 @@ def test_the_articles_example_over_the_api(api_client_for, alice):
     assert isinstance(raw["total"], str) and all(isinstance(line["amount"], str) for line in raw["lines"])
 
 
-def test_enterprise_pays_its_plans_gpu_prices_and_the_list_card_for_the_rest(api_client_for, alice):
+def test_enterprise_pays_the_enterprise_card_for_every_gpu_type(api_client_for, alice):
     subscribe(alice, "enterprise")
     client = api_client_for(alice)
     a100 = client.post(URL, {"gpu_type": "a100", "gpu_count": 2, "seconds": 1000}, format="json").json()
     assert a100["plan"] == "enterprise"
     assert a100["rates"]["gpu_price_per_second"] == "0.0025"
-    assert a100["rates"]["gpu_price_from"] == "plan enterprise"
+    assert a100["rates"]["gpu_price_from"] == "rate card enterprise"
     assert a100["total"] == "5.00"
     rtx = client.post(URL, {"gpu_type": "rtx4090", "gpu_count": 1, "seconds": 1000}, format="json").json()
-    assert rtx["rates"]["gpu_price_from"] == "rate card list"
+    # The enterprise card's RTX 4090 price is the list card's (plans/seed.py): the same amount as before.
+    assert rtx["rates"]["gpu_price_from"] == "rate card enterprise"
     assert rtx["total"] == "0.48"
 
 
 def test_a_plan_named_in_the_body_is_quoted_instead_of_the_callers(api_client_for, alice):
     body = api_client_for(alice).post(URL, {**ARTICLE, "plan": "enterprise"}, format="json").json()
     assert body["plan"] == "enterprise"
-    # 1800 x 0.0025 = 4.50, memory and NVMe at list: 4.50 + 0.864 + 5.00.
+    # 1800 x 0.0025 = 4.50, memory and NVMe at the enterprise card (the list prices): 4.50 + 0.864 + 5.00.
     assert body["total"] == "10.364"
 
 
@@ -122,6 +123,7 @@ def test_without_a_card_in_force_the_quote_says_prices_are_not_set(api_client_fo
 
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM billing_ratecardgpuprice")
+        cursor.execute("DELETE FROM plans_ratecarddiscount")
         cursor.execute("DELETE FROM billing_ratecard")
     response = api_client_for(alice).post(URL, ARTICLE, format="json")
     assert response.status_code == 409

@@ -1,17 +1,25 @@
-"""Rate cards: prices with effective dates.
+"""Rate cards: the one home of per-use prices (GPU-seconds by type, GPU memory, NVMe) and of
+the volume discount tiers, with effective dates (docs/billing.md).
 
 A card is a code ("list", "enterprise") and the moment from which it is in force; the card in
 force at a moment is the newest of its code whose `effective_from` is not after it
-(`billing.rates.rate_card_at`). Once in force a card is never edited or deleted: usage already
-priced at it must keep its price. A price change is a new card of the same code with a later
-`effective_from`. A card not yet in force (scheduled) may still be edited or withdrawn.
+(`plans.rates.rate_card_at`). A plan names the code it pays (`Plan.rate_card`). Once in force a
+card is never edited or deleted: usage already priced at it must keep its price. A price change
+is a new card of the same code with a later `effective_from`. A card not yet in force
+(scheduled) may still be edited or withdrawn.
+
+The tables keep the names they had when these models lived in billing (`billing_ratecard`,
+`billing_ratecardgpuprice`): the move (plans migration 0005) changed no rows. They sit with the
+catalogue because the plan pages (accounts, a lower layer than billing) show their prices.
 """
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -59,6 +67,7 @@ class RateCard(models.Model):
     objects = RateCardQuerySet.as_manager()
 
     class Meta:
+        db_table = "billing_ratecard"
         ordering = ["code", "-effective_from"]
         constraints = [models.UniqueConstraint(fields=["code", "effective_from"], name="one_card_per_code_and_moment")]
 
@@ -99,19 +108,14 @@ class RateCard(models.Model):
                 )
 
 
-class RateCardGpuPrice(models.Model):
-    """One GPU type's price on a card; a type without a row cannot be priced by that card."""
+class CardRow(models.Model):
+    """A row of a card (a GPU price, a discount tier): it changes only while its card is
+    scheduled, like the card itself."""
 
-    card = models.ForeignKey(RateCard, on_delete=models.CASCADE, related_name="gpu_prices")
-    gpu_type = models.CharField(max_length=32, validators=[SLUG])
-    price_per_gpu_second = models.DecimalField(**PRICE, help_text="USD per GPU-second")
+    card = models.ForeignKey(RateCard, on_delete=models.CASCADE)
 
     class Meta:
-        ordering = ["card", "gpu_type"]
-        constraints = [models.UniqueConstraint(fields=["card", "gpu_type"], name="one_price_per_card_and_gpu_type")]
-
-    def __str__(self):
-        return f"{self.card.code}/{self.gpu_type}"
+        abstract = True
 
     def save(self, *args, **kwargs):
         if self._card_in_force():
@@ -123,12 +127,58 @@ class RateCardGpuPrice(models.Model):
             raise CardInForce(f"the card of {self} is in force: its prices no longer change")
         return super().delete(*args, **kwargs)
 
+    def _card_in_force(self) -> bool:
+        # The stored card's date, not the instance's: a form could carry a changed one.
+        stored = RateCard.objects.filter(pk=self.card_id).first()
+        return stored is not None and stored.in_force_since()
+
+
+class RateCardGpuPrice(CardRow):
+    """One GPU type's price on a card; a type without a row cannot be priced by that card."""
+
+    card = models.ForeignKey(RateCard, on_delete=models.CASCADE, related_name="gpu_prices")
+    gpu_type = models.CharField(max_length=32, validators=[SLUG])
+    price_per_gpu_second = models.DecimalField(**PRICE, help_text="USD per GPU-second")
+
+    class Meta:
+        db_table = "billing_ratecardgpuprice"
+        ordering = ["card", "gpu_type"]
+        constraints = [models.UniqueConstraint(fields=["card", "gpu_type"], name="one_price_per_card_and_gpu_type")]
+
+    def __str__(self):
+        return f"{self.card.code}/{self.gpu_type}"
+
     def clean(self):
         super().clean()
         if self.gpu_type and self.gpu_type not in settings.GPU_TYPES:
             raise ValidationError({"gpu_type": f"not a GPU type of the pool ({', '.join(settings.GPU_TYPES)})"})
 
-    def _card_in_force(self) -> bool:
-        # The stored card's date, not the instance's: a form could carry a changed one.
-        stored = RateCard.objects.filter(pk=self.card_id).first()
-        return stored is not None and stored.in_force_since()
+
+class RateCardDiscount(CardRow):
+    """A volume discount tier of a card: a month whose usage under a plan paying this card comes
+    to at least `min_spend` takes `fraction` off the whole month. The card that governs a month
+    is the one in force when the month starts (00:00 on its first day in the billing zone), so a
+    tier changed from next month leaves this month alone. A card without tiers gives none."""
+
+    card = models.ForeignKey(RateCard, on_delete=models.CASCADE, related_name="discounts")
+    min_spend = models.DecimalField(
+        max_digits=12, decimal_places=2, validators=[MinValueValidator(0)], help_text="USD of usage in the month"
+    )
+    fraction = models.DecimalField(
+        max_digits=5,
+        decimal_places=4,
+        validators=[MinValueValidator(0), MaxValueValidator(Decimal("0.9999"))],
+        help_text="Taken off the whole month (0.05 is 5 %)",
+    )
+
+    class Meta:
+        ordering = ["card", "min_spend"]
+        constraints = [
+            models.UniqueConstraint(fields=["card", "min_spend"], name="one_tier_per_card_and_spend"),
+            models.CheckConstraint(
+                condition=models.Q(fraction__gte=0, fraction__lt=1), name="a_discount_takes_less_than_all"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.card.code}: {self.fraction} off from ${self.min_spend}"
