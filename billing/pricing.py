@@ -38,6 +38,8 @@ from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 # The rate card as a value lives with the catalogue (plans/price_list.py: the plan pages, a lower
 # layer, show its prices); the core prices with it and names it from here too.
+# Rule 3's rounding and the API's written form of an amount, kept with the pages' in foundation.
+from foundation.money import CENT, format_amount, to_cents
 from plans.price_list import DiscountTier, PricingError, Rates
 from plans.price_list import number as _number
 
@@ -61,15 +63,9 @@ __all__ = [
     "volume_discount",
 ]
 
-CENT = Decimal("0.01")
 # Where the one division (by 3600 s, or by the days of a month) stops; see rule 2 above.
 DIVISION_QUANTUM = Decimal("1e-12")
 SECONDS_PER_HOUR = 3600
-
-
-def to_cents(amount: Decimal) -> Decimal:
-    """The invoice rounding: half-up to the cent (0.005 -> 0.01, -0.005 -> -0.01)."""
-    return amount.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
 def _divide(numerator: Decimal, denominator: int) -> Decimal:
@@ -85,14 +81,6 @@ def divide(numerator: Decimal, denominator: int) -> Decimal:
     """Rule 2's one division, for the share of a line that charging takes (billing/charging.py:
     a run partly covered by included hours or credits pays that share of its memory and NVMe)."""
     return _divide(numerator, denominator)
-
-
-def format_amount(amount: Decimal) -> str:
-    """A money amount as a decimal string: exact, trailing zeros dropped but at least two
-    places ("2.70", "0.864", "5.00", "8.564")."""
-    text = format(amount.normalize(), "f")
-    whole, _, places = text.partition(".")
-    return f"{whole}.{places.ljust(2, '0')}"
 
 
 def format_quantity(quantity: Decimal) -> str:
