@@ -471,6 +471,7 @@ SPECTACULAR_SETTINGS = {
         "ReservationStateEnum": "reservations.models.State",
         "SubscriptionStatusEnum": "plans.models.Subscription.Status",
         "InvoiceStatusEnum": "billing.models.Invoice.Status",
+        "GroupRoleEnum": "groups.models.GroupRole",
     },
 }
 

@@ -91,14 +91,16 @@ class DecisionInputSerializer(serializers.Serializer):
     note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
 
 
-class UsageRowSerializer(serializers.Serializer):
+class GroupUsageRowSerializer(serializers.Serializer):
     user = serializers.CharField(help_text="Cluster user name")
     gpu_type = serializers.CharField()
     gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=2, coerce_to_string=True)
 
 
-class UsageSerializer(serializers.Serializer):
+class GroupUsageSerializer(serializers.Serializer):
     since = serializers.DateTimeField()
     until = serializers.DateTimeField()
-    rows = UsageRowSerializer(many=True, help_text="GPU-hours by member and GPU type (a member sees their own only)")
+    rows = GroupUsageRowSerializer(
+        many=True, help_text="GPU-hours by member and GPU type (a member sees their own only)"
+    )
     allocations = AllocationSerializer(many=True)

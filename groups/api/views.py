@@ -23,11 +23,11 @@ from groups.api.serializers import (
     DecisionInputSerializer,
     GroupInputSerializer,
     GroupSerializer,
+    GroupUsageSerializer,
     InvitationInputSerializer,
     InvitationSerializer,
     MemberSerializer,
     RoleInputSerializer,
-    UsageSerializer,
 )
 from groups.models import Allocation, Group, Membership
 from groups.queries import GroupError, is_admin, membership, visible_group
@@ -250,7 +250,7 @@ class AllocationDecisionView(APIView):
 class UsageView(APIView):
     @extend_schema(
         tags=TAGS,
-        responses={200: UsageSerializer, **errors(401, 404, 503)},
+        responses={200: GroupUsageSerializer, **errors(401, 404, 503)},
         summary="GPU-hours by member and type this month (Slurm's accounting); a member sees their own",
     )
     def get(self, request, pk: int):
@@ -274,5 +274,5 @@ class UsageView(APIView):
             rows = [row for row in rows if row["user"] == own]
         allocations = group.allocations.filter(state=Allocation.State.APPROVED, ends_on__gt=since.date())
         data = {"since": since, "until": until, "rows": rows, "allocations": allocations}
-        return Response(UsageSerializer(data).data)
+        return Response(GroupUsageSerializer(data).data)
 
