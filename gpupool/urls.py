@@ -9,6 +9,7 @@ urlpatterns = [
     path("", include("console.urls")),
     path("jobs/", include("jobs.urls")),
     path("reservations/", include("reservations.urls")),
+    path("groups/", include("groups.urls")),
     path("billing/", include("billing.urls")),
     path("accounts/", include("allauth.urls")),
     path("settings/", include("accounts.urls")),

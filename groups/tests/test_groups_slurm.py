@@ -11,7 +11,7 @@ from django.utils import timezone
 from cluster.accounts import SlurmAccounts
 from cluster.errors import SlurmError
 from cluster.services import rest_client, slurm_cli
-from groups import actions
+from groups import actions, usage
 from groups.models import Group
 from groups.tasks import sync_group
 from jobs import actions as job_actions
@@ -108,6 +108,15 @@ def test_a_group_is_an_account_with_shares_members_and_the_limits_of_its_allocat
     )
     shown_job = slurm_cli().run("scontrol", "show", "job", str(slurm_job_id)).stdout
     assert f"Account={group.slurm_account}" in shown_job
+
+    # Usage by member comes from Slurm's accounting (a running job counts up to now).
+    since = timezone.now() - timedelta(hours=1)
+    rows = wait_for(
+        lambda: [row for row in usage.gpu_hours_by_member(group, since, timezone.now()) if row["gpu_hours"] > 0],
+        timeout=60,
+        what="the group job's GPU time in sacct",
+    )
+    assert {(row["user"], row["gpu_type"]) for row in rows} == {(member.cluster_username, "a100")}
 
     # Past the allocation: the portal says so with the figures; Slurm refuses it too.
     with pytest.raises(SpecError) as refused:

@@ -1,0 +1,245 @@
+"""The groups pages: one's groups, a group (members, invitations, allocations, usage), an
+invitation's link, and the admins' queue of allocation requests. Every write goes through
+groups.actions; every group through groups.queries (a non-member gets a 404)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from cluster.errors import SlurmError
+from groups import actions, charts, usage
+from groups.models import Allocation, GroupRole, Invitation, Membership
+from groups.queries import GroupError, is_admin, membership, visible_group
+
+
+def _group_or_404(user, pk: int):
+    try:
+        return visible_group(user, pk)
+    except GroupError as exc:
+        raise Http404(exc.message) from None
+
+
+def _said(request, exc: GroupError, what: str) -> None:
+    messages.error(request, f"{what}: {exc.message}")
+
+
+@login_required
+def group_list(request):
+    if request.method == "POST":
+        try:
+            group = actions.create_group(
+                request.user,
+                name=request.POST.get("name", ""),
+                slug=request.POST.get("slug", ""),
+                organization=request.POST.get("organization", ""),
+            )
+        except GroupError as exc:
+            _said(request, exc, "Not created")
+        else:
+            messages.success(request, f"{group.name} created; its Slurm account is being set up.")
+            return redirect("groups:detail", pk=group.pk)
+    mine = Membership.objects.active().filter(user=request.user).select_related("group").order_by("group__name")
+    context = {
+        "memberships": mine,
+        "may_create": settings.GROUPS_SELF_SERVICE or is_admin(request.user),
+        "default_organization": settings.GROUP_DEFAULT_ORGANIZATION,
+        "form": request.POST if request.method == "POST" else {},
+    }
+    return render(request, "groups/list.html", context)
+
+
+def _usage(group, user, mine):
+    """This month's GPU-hours by member and type (Slurm's accounting, a minute's cache);
+    a member sees their own, managers and admins everyone's. (rows, error)."""
+    now = timezone.now()
+    since = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    key = f"groups:usage:{group.pk}:{since:%Y-%m}"
+    try:
+        rows = cache.get(key)
+        if rows is None:
+            rows = usage.gpu_hours_by_member(group, since, now)
+            cache.set(key, rows, 60)
+    except SlurmError as exc:
+        return [], f"Slurm's accounting did not answer ({exc.public_message}); the figures come back when it does."
+    if not (is_admin(user) or (mine and mine.may_manage)):
+        own = getattr(user.profile, "cluster_username", None)
+        rows = [row for row in rows if row["user"] == own]
+    return rows, ""
+
+
+@login_required
+def group_detail(request, pk: int):
+    group = _group_or_404(request.user, pk)
+    mine = membership(request.user, group.pk)
+    manages = bool(mine and mine.may_manage) or is_admin(request.user)
+    rows, usage_error = _usage(group, request.user, mine)
+    allocations = list(group.allocations.select_related("requested_by", "decided_by"))
+    context = {
+        "group": group,
+        "mine": mine,
+        "manages": manages,
+        "is_pi": bool(mine and mine.role == GroupRole.PI),
+        "members": Membership.objects.active().filter(group=group).select_related("user__profile"),
+        "invitations": group.invitations.filter(state=Invitation.State.OPEN) if manages else [],
+        "allocations": allocations,
+        "usage_rows": rows,
+        "usage_error": usage_error,
+        "usage_chart": charts.usage_chart(rows) if rows else None,
+        "gpu_types": sorted(settings.GPU_TYPES),
+        "today": date.today(),
+        "roles": [GroupRole.MEMBER, GroupRole.MANAGER],
+    }
+    return render(request, "groups/detail.html", context)
+
+
+def _back(pk: int):
+    return redirect("groups:detail", pk=pk)
+
+
+@login_required
+@require_POST
+def invite(request, pk: int):
+    _group_or_404(request.user, pk)
+    try:
+        invitation, _token = actions.invite(
+            pk, request.user, email=request.POST.get("email", ""), role=request.POST.get("role", GroupRole.MEMBER)
+        )
+    except GroupError as exc:
+        _said(request, exc, "Not invited")
+    else:
+        messages.success(request, f"Invitation sent to {invitation.email}.")
+    return _back(pk)
+
+
+@login_required
+@require_POST
+def revoke(request, pk: int, invitation_id: int):
+    _group_or_404(request.user, pk)
+    try:
+        actions.revoke_invitation(pk, invitation_id, request.user)
+    except GroupError as exc:
+        _said(request, exc, "Not revoked")
+    return _back(pk)
+
+
+@login_required
+@require_POST
+def remove(request, pk: int, user_id: int):
+    _group_or_404(request.user, pk)
+    try:
+        actions.remove_member(pk, request.user, user_id)
+    except GroupError as exc:
+        _said(request, exc, "Not removed")
+        return _back(pk)
+    if user_id == request.user.pk:
+        messages.success(request, "You left the group.")
+        return redirect("groups:list")
+    return _back(pk)
+
+
+@login_required
+@require_POST
+def change_role(request, pk: int, user_id: int):
+    _group_or_404(request.user, pk)
+    try:
+        actions.change_role(pk, request.user, user_id, request.POST.get("role", ""))
+    except GroupError as exc:
+        _said(request, exc, "Role not changed")
+    return _back(pk)
+
+
+@login_required
+@require_POST
+def make_default(request, pk: int):
+    _group_or_404(request.user, pk)
+    chosen = request.POST.get("default") == "1"
+    try:
+        actions.set_default_group(request.user, pk if chosen else None)
+    except GroupError as exc:
+        _said(request, exc, "Not changed")
+    else:
+        messages.success(request, "New jobs are charged to this group." if chosen else "New jobs are charged to you.")
+    return _back(pk)
+
+
+def _date(text: str):
+    try:
+        return date.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+
+
+@login_required
+@require_POST
+def request_allocation(request, pk: int):
+    _group_or_404(request.user, pk)
+    hours = request.POST.get("gpu_hours", "")
+    try:
+        actions.request_allocation(
+            pk,
+            request.user,
+            gpu_type=request.POST.get("gpu_type", ""),
+            gpu_hours=int(hours) if hours.isdigit() else hours,
+            starts_on=_date(request.POST.get("starts_on")),
+            ends_on=_date(request.POST.get("ends_on")),
+            justification=request.POST.get("justification", ""),
+        )
+    except GroupError as exc:
+        _said(request, exc, "Not requested")
+    else:
+        messages.success(request, "Requested: an admin decides, and the group's page shows the answer.")
+    return _back(pk)
+
+
+def invitation(request, token: str):
+    """The link in the e-mail. Signed out: sign up or sign in first (back here after)."""
+    found = actions.invitation_for(token)
+    if found is None:
+        raise Http404("This invitation link is not valid.")
+    if not request.user.is_authenticated:
+        here = reverse("groups:invitation", args=[token])
+        return render(request, "groups/invitation.html", {"invitation": found, "next": here, "signed_out": True})
+    if request.method == "POST":
+        try:
+            joined = actions.accept_invitation(token, request.user)
+        except GroupError as exc:
+            _said(request, exc, "Not joined")
+        else:
+            messages.success(request, f"You joined {joined.group.name}.")
+            return redirect("groups:detail", pk=joined.group_id)
+    return render(request, "groups/invitation.html", {"invitation": found})
+
+
+@login_required
+def allocation_queue(request):
+    """Admins: the allocation requests waiting for a decision."""
+    if not is_admin(request.user):
+        raise Http404("No such page.")
+    if request.method == "POST":
+        hours = request.POST.get("gpu_hours", "")
+        try:
+            decided = actions.decide_allocation(
+                int(request.POST.get("allocation", "0") or 0),
+                request.user,
+                approve=request.POST.get("decision") == "approve",
+                gpu_hours=int(hours) if hours.isdigit() else (hours or None),
+                note=request.POST.get("note", ""),
+            )
+        except GroupError as exc:
+            _said(request, exc, "Not decided")
+        else:
+            messages.success(request, f"{decided.group.name}: {decided.gpu_type} allocation {decided.state}.")
+        return redirect("groups:allocation_queue")
+    waiting = Allocation.objects.filter(state=Allocation.State.REQUESTED).select_related("group", "requested_by")
+    return render(request, "groups/allocation_queue.html", {"waiting": waiting})
+
