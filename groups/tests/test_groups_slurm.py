@@ -100,12 +100,16 @@ def test_a_group_is_an_account_with_shares_members_and_the_limits_of_its_allocat
     # The member's job runs with the group's account.
     job = job_actions.submit(bob, _spec(bob, 20), group_id=group.pk)
     assert job.group_id == group.pk and job.account == group.slurm_account
-    in_slurm = Job.objects.filter(pk=job.pk, slurm_job_id__isnull=False).values_list("slurm_job_id", flat=True)
+    def in_slurm_or_failed():
+        row = Job.objects.filter(pk=job.pk).values("slurm_job_id", "error").first()
+        return row["slurm_job_id"] or row["error"]
+
     slurm_job_id = wait_for(
-        in_slurm.first,
-        timeout=30,
+        in_slurm_or_failed,
+        timeout=90,  # a loaded controller may answer the submission slowly; an error ends the wait at once
         what="the group job to reach Slurm",
     )
+    assert isinstance(slurm_job_id, int), slurm_job_id
     shown_job = slurm_cli().run("scontrol", "show", "job", str(slurm_job_id)).stdout
     assert f"Account={group.slurm_account}" in shown_job
 
