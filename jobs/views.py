@@ -8,6 +8,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from foundation.ratelimit import hit
+from groups.queries import default_group, groups_of
 from jobs import actions
 from jobs.costs import cost_for
 from jobs.diagnosis.reasons import explain_reason
@@ -33,7 +34,7 @@ def job_list(request):
 @login_required
 def job_detail(request, pk: int):
     # Another user's job is a 404, not a 403: its existence is not theirs to learn.
-    job = get_object_or_404(Job, pk=pk, owner=request.user)
+    job = get_object_or_404(Job.objects.select_related("owner", "group"), pk=pk, owner=request.user)
     watch_pending([job])
     logs = job_logs(job, settings.LOG_TAIL_BYTES)
     return render(
@@ -99,6 +100,9 @@ def job_new(request):
         data = form_data_from_post(request.POST)
         if request.POST.get("reservation"):
             data["reservation"] = request.POST["reservation"]
+        # "" charges oneself; a group's id charges it (the select always sends one or the other).
+        if "group" in request.POST:
+            data["group"] = request.POST["group"] or None
         values = {**values, **request.POST.dict()}
         try:
             job = intake.accept(request, data)
@@ -132,6 +136,8 @@ def job_new(request):
         "gpu_types": _gpu_types(request),
         "templates": JobTemplate.objects.filter(owner=request.user),
         "reservations": usable_reservations(request.user),
+        "groups": groups_of(request.user).order_by("name"),
+        "default_group": default_group(request.user),
         "is_clone": "clone" in request.GET,
     }
     return render(request, "jobs/new.html", context, status=400 if errors else 200)

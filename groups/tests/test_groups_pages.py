@@ -93,3 +93,15 @@ def test_the_admins_queue_decides_a_request(client, lab, alice, admin_user):
     client.post("/groups/allocations/", {"allocation": allocation.pk, "decision": "approve", "gpu_hours": "8"})
     allocation.refresh_from_db()
     assert allocation.state == "approved" and allocation.approved_gpu_hours == 8
+
+
+def test_the_job_form_offers_ones_groups_with_the_default_chosen(client, lab, alice, bob):
+    from django.utils import timezone
+
+    Group.objects.filter(pk=lab.pk).update(synced_at=timezone.now())
+    client.force_login(bob)
+    assert b'name="group"' not in client.get("/jobs/new/").content  # bob is in no group
+    client.force_login(alice)
+    actions.set_default_group(alice, lab.pk)
+    page = client.get("/jobs/new/").content.decode()
+    assert f'<option value="{lab.pk}" selected>Vision lab (g-vision)</option>' in page
