@@ -90,6 +90,40 @@ def _member_terms(membership: Membership):
     return association_terms(plan_for(membership.user), is_admin=profile.is_admin)
 
 
+def _active_members(group: Group) -> dict[str, Membership]:
+    """Cluster user name -> membership, for active members whose cluster identity exists."""
+    members = (
+        Membership.objects.active()
+        .filter(group=group, user__is_active=True)
+        .exclude(Q(user__profile__cluster_username__isnull=True) | Q(user__profile__cluster_username=""))
+        .select_related("user__profile")
+    )
+    return {membership.user.profile.cluster_username: membership for membership in members}
+
+
+def wanted_account(accounts: SlurmAccounts, group: Group, now: datetime):
+    allocations = allocations_in_force(group.pk, now.astimezone(UTC).date())
+    before_reset = used_before_reset(accounts, group, allocations, now)
+    minutes = allocated_minutes(allocations, before_reset, settings.ALLOCATION_HOLD_PERCENT)
+    return account_spec(group, settings.GPU_TYPES, minutes), allocations
+
+
+def differences(group: Group, now: datetime | None = None) -> list[str]:
+    """What Slurm holds that the rows do not say, in words ([] when they agree); writes nothing."""
+    now = now or timezone.now()
+    accounts = SlurmAccounts(slurm_cli())
+    shown = accounts.show([group.slurm_account]).get(group.slurm_account)
+    if group.closed_at is not None:
+        return [f"account {group.slurm_account} still exists for a closed group"] if shown else []
+    spec, _allocations = wanted_account(accounts, group, now)
+    found = spec.differences(shown)
+    wanted, present = set(_active_members(group)), shown.users if shown else frozenset()
+    account = group.slurm_account
+    found += [f"{name} is a member but has no association in {account}" for name in sorted(wanted - present)]
+    found += [f"{name} has an association in {account} but is no member" for name in sorted(present - wanted)]
+    return found
+
+
 def write_group(group: Group, now: datetime | None = None) -> list[str]:
     """Make Slurm hold the group as its rows say; the changes made, in words."""
     now = now or timezone.now()
@@ -102,21 +136,11 @@ def write_group(group: Group, now: datetime | None = None) -> list[str]:
             accounts.delete(group.slurm_account)
         return [f"account {group.slurm_account} removed"] if shown else []
     accounts.ensure_parent(group.parent_account, organization=group.organization)
-    allocations = allocations_in_force(group.pk, now.astimezone(UTC).date())
-    before_reset = used_before_reset(accounts, group, allocations, now)
-    minutes = allocated_minutes(allocations, before_reset, settings.ALLOCATION_HOLD_PERCENT)
+    spec, allocations = wanted_account(accounts, group, now)
     for allocation in allocations:
         record_usage(accounts, group, allocation, now)
-    changes = accounts.ensure(account_spec(group, settings.GPU_TYPES, minutes), organization=group.organization)
-    members = (
-        Membership.objects.active()
-        .filter(group=group, user__is_active=True)
-        .exclude(Q(user__profile__cluster_username__isnull=True) | Q(user__profile__cluster_username=""))
-        .select_related("user__profile")
-    )
-    wanted = {}
-    for membership in members:
-        wanted[membership.user.profile.cluster_username] = membership
+    changes = accounts.ensure(spec, organization=group.organization)
+    wanted = _active_members(group)
     present = shown.users if shown else frozenset()
     for name, membership in sorted(wanted.items()):
         terms = _member_terms(membership)

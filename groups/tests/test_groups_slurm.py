@@ -2,10 +2,12 @@
 member's job running with the group's account, an approved allocation as the account's
 limits, and Slurm itself refusing a job that would run past it."""
 
+import io
 from datetime import timedelta
 
 import pytest
 from allauth.account.models import EmailAddress
+from django.core.management import call_command
 from django.utils import timezone
 
 from cluster.accounts import SlurmAccounts
@@ -13,7 +15,7 @@ from cluster.errors import SlurmError
 from cluster.services import rest_client, slurm_cli
 from groups import actions, usage
 from groups.models import Group
-from groups.tasks import sync_group
+from groups.tasks import differences, sync_group
 from jobs import actions as job_actions
 from jobs.models import Job
 from jobs.submission.spec import SpecError, SpecPolicy, parse_job_spec
@@ -85,6 +87,13 @@ def test_a_group_is_an_account_with_shares_members_and_the_limits_of_its_allocat
     assert shown.users == {pi.cluster_username, member.cluster_username} and shown.shares == 7
     shares = {row.user: row for row in accounts.shares([group.slurm_account])}
     assert shares[""].raw_shares == 7 and member.cluster_username in shares
+
+    # Drift made by hand in Slurm is reported, and repaired by --sync.
+    accounts.remove_member(group.slurm_account, member.cluster_username)
+    missing = f"{member.cluster_username} is a member but has no association in {group.slurm_account}"
+    assert differences(group) == [missing]
+    call_command("groups_check", "--sync", stdout=io.StringIO())
+    assert differences(group) == []
 
     today = timezone.now().date()
     allocation = actions.request_allocation(
