@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Q, Sum
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from accounts.access import role_required
 from accounts.models import Role
 from billing import actions, documents, invoicing
 from billing.models import Invoice, InvoiceLine
@@ -28,18 +27,8 @@ LINES_PER_PAGE = 100
 BILLED = Q(invoice__status__in=[Invoice.Status.ISSUED, Invoice.Status.PAID])
 
 
-def admin_required(view):
-    """Admins only (403 to anyone else), as console.access does for the console's pages."""
-
-    @login_required
-    @wraps(view)
-    def wrapped(request, *args, **kwargs):
-        profile = getattr(request.user, "profile", None)
-        if profile is None or profile.role != Role.ADMIN:
-            raise PermissionDenied("This page is not available to your account.")
-        return view(request, *args, **kwargs)
-
-    return wrapped
+# Admins only: 403 to anyone else (accounts.access, the one rule for role pages).
+admin_required = role_required(Role.ADMIN)
 
 
 def _own(request, pk) -> Invoice:

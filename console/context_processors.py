@@ -1,7 +1,7 @@
 from django.urls import reverse
 
+from accounts.access import user_role
 from accounts.models import Role
-from console.access import user_role
 
 _NAVIGATION = {
     Role.USER: [

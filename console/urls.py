@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console import marketing, views, views_audit, views_cluster, views_operations
+from console import views, views_audit, views_cluster, views_operations
 
 app_name = "console"
 urlpatterns = [
@@ -21,10 +21,5 @@ urlpatterns = [
     path("console/operations/", views_operations.operations, name="operations"),
     path("console/jobs/", views.all_jobs, name="all_jobs"),
     path("marketing/signups/", views.signups, name="signups"),
-    path("marketing/campaigns/", marketing.campaigns, name="marketing_campaigns"),
-    path("marketing/campaigns/<int:pk>/", marketing.campaign_detail, name="marketing_campaign"),
-    path("marketing/campaigns/<int:pk>/<slug:table>.csv", marketing.campaign_detail, name="marketing_campaign_csv"),
-    path("marketing/review/", marketing.review_queue, name="marketing_review"),
-    path("marketing/review/<int:pk>/decide", marketing.review_decide, name="marketing_review_decide"),
     path("vendor/plotly.min.js", views.plotly_js, name="plotly_js"),
 ]

@@ -13,12 +13,12 @@ from django.utils import timezone
 from django.views.decorators.cache import cache_control
 from plotly.offline import get_plotlyjs
 
+from accounts.access import role_required
 from accounts.models import Role
 from accounts.plan_choice import offered_plans
 from alerts.models import Alert
 from billing.pricing import PricingError
 from cluster.models import Node, SyncRun
-from console.access import role_required
 from credits.grants import default_campaign
 from credits.models import HeldGrant
 from jobs.models import Job, JobState
@@ -108,7 +108,7 @@ def to_act_on(role: str, nodes) -> list[dict]:
         ]
     elif role == Role.MARKETING:
         held = HeldGrant.objects.filter(state=HeldGrant.State.PENDING).count()
-        items.append(_item(held, "held grants to review", "console:marketing_review"))
+        items.append(_item(held, "held grants to review", "credits:marketing_review"))
     return [item for item in items if item["count"]]
 
 

@@ -9,9 +9,9 @@ from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.utils import timezone
 
+from accounts.access import role_required
 from accounts.models import Role
 from audit.models import AuditLog
-from console.access import role_required
 
 PAGE_SIZE = 50
 SUCCEEDED_CHOICES = [("", "Any outcome"), ("yes", "Succeeded"), ("no", "Failed")]

@@ -13,12 +13,12 @@ from django.utils import timezone
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_POST
 
+from accounts.access import role_required, user_role
 from accounts.models import Role
 from alerts.models import Alert
 from audit.models import AuditLog
 from cluster.models import Node, SyncRun
 from console import node_actions
-from console.access import role_required, user_role
 from console.diagnostics import DiagnosticRefused, latest_diagnostic, start_diagnostic
 from console.heatmap import heatmap_payload, shared_heatmap
 from console.models import GpuReset

@@ -13,12 +13,12 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.shortcuts import render
 from django.utils import timezone
 
+from accounts.access import role_required
 from accounts.models import Role
 from cluster.accounting import gpus_allocated_at
 from cluster.errors import SlurmError
 from cluster.services import rest_client
 from console import operations as ops
-from console.access import role_required
 
 log = logging.getLogger(__name__)
 

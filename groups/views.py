@@ -16,6 +16,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from accounts.access import role_required
+from accounts.models import Role
 from cluster.errors import SlurmError
 from groups import actions, charts, usage
 from groups.models import Allocation, GroupRole, Invitation, Membership
@@ -220,11 +222,9 @@ def invitation(request, token: str):
     return render(request, "groups/invitation.html", {"invitation": found})
 
 
-@login_required
+@role_required(Role.ADMIN)
 def allocation_queue(request):
-    """Admins: the allocation requests waiting for a decision."""
-    if not is_admin(request.user):
-        raise Http404("No such page.")
+    """Admins: the allocation requests waiting for a decision (403 to anyone else)."""
     if request.method == "POST":
         hours = request.POST.get("gpu_hours", "")
         try:

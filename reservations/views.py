@@ -5,13 +5,11 @@ goes through `reservations.actions`; these views only read forms and show outcom
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
-from functools import wraps
 from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
@@ -19,6 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from accounts.access import role_required
 from accounts.models import Role
 from cluster.hostlist import expand_hostlist
 from foundation.ratelimit import hit
@@ -40,17 +39,8 @@ def _is_admin(user) -> bool:
     return bool(profile and profile.role == Role.ADMIN)
 
 
-def admin_required(view):
-    """console.access.role_required(ADMIN), which this layer may not import: 403 to others."""
-
-    @login_required
-    @wraps(view)
-    def wrapped(request, *args, **kwargs):
-        if not _is_admin(request.user):
-            raise PermissionDenied("This page is not available to your account.")
-        return view(request, *args, **kwargs)
-
-    return wrapped
+# Admins only: 403 to anyone else (accounts.access, the one rule for role pages).
+admin_required = role_required(Role.ADMIN)
 
 
 def _visible(user, pk: int) -> Reservation:

@@ -60,7 +60,7 @@ def test_an_outsider_gets_a_404_everywhere(client, lab, bob):
     assert client.get(f"/groups/{lab.pk}/").status_code == 404
     assert client.post(f"/groups/{lab.pk}/invite", {"email": "x@x.org"}).status_code == 404
     assert not Invitation.objects.exists()
-    assert client.get("/groups/allocations/").status_code == 404  # admins' page
+    assert client.get("/groups/allocations/").status_code == 403  # the admins' page
 
 
 def test_an_invitation_link_signed_out_asks_to_sign_up_then_joins(client, lab, alice, bob):

@@ -1,4 +1,4 @@
-// Campaign figures per day (console/marketing.py _chart), from #marketing-data.
+// Campaign figures per day (credits/views_marketing.py _chart), from #marketing-data.
 (function () {
   "use strict";
   const source = document.getElementById("marketing-data");

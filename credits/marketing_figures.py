@@ -12,9 +12,10 @@ from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from billing.pricing import PricingError, to_cents
 from credits.models import CampaignDay, Enrollment
+from foundation.money import to_cents
 from jobs.models import Job
+from plans.price_list import PricingError
 from plans.rates import NoRateCard, rate_card_at
 
 FIGURES = ("signups", "verified", "activated", "granted", "spent", "expired", "reversed")

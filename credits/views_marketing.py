@@ -12,11 +12,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from accounts.access import role_required
 from accounts.models import Role
-from console import marketing_figures as figures
-from console.access import role_required
 from credits import actions as credit_actions
 from credits import grants
+from credits import marketing_figures as figures
 from credits.campaigns import FIELDS, terms_errors
 from credits.models import Campaign, HeldGrant
 
@@ -84,7 +84,7 @@ def campaigns(request):
     if request.method == "POST" and form.is_valid():
         campaign = credit_actions.create_campaign(request.user, form.cleaned_data)
         messages.success(request, f"Campaign {campaign.name} created: its link is /r/{campaign.code}")
-        return redirect("console:marketing_campaign", pk=campaign.pk)
+        return redirect("credits:marketing_campaign", pk=campaign.pk)
     rows = list(_campaign_rows(price))
     if request.GET.get("format") == "csv":
         return _csv(
@@ -113,7 +113,7 @@ def campaigns(request):
     over_time = figures.per_day()
     return render(
         request,
-        "console/marketing_campaigns.html",
+        "credits/marketing_campaigns.html",
         {
             "rows": rows,
             "form": form,
@@ -175,7 +175,7 @@ def campaign_detail(request, pk: int, table: str = ""):
     totals = figures.totals_of(campaign.pk)
     return render(
         request,
-        "console/marketing_campaign.html",
+        "credits/marketing_campaign.html",
         {
             "campaign": campaign,
             "closed": campaign.closed_reason(),
@@ -217,7 +217,7 @@ def review_queue(request):
             ),
         )
     return render(
-        request, "console/marketing_review.html", {"held": held, "decided": decided.order_by("-decided_at")[:50]}
+        request, "credits/marketing_review.html", {"held": held, "decided": decided.order_by("-decided_at")[:50]}
     )
 
 
@@ -227,7 +227,7 @@ def review_decide(request, pk: int):
     decision = request.POST.get("decision")
     if decision not in ("approve", "reject"):
         messages.error(request, "Choose approve or reject.")
-        return redirect("console:marketing_review")
+        return redirect("credits:marketing_review")
     try:
         held = credit_actions.decide_held_grant(
             pk, approve=decision == "approve", actor=request.user, note=request.POST.get("note", "")
@@ -238,4 +238,4 @@ def review_decide(request, pk: int):
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Grant {held.pk} to {held.user.username}: {held.get_state_display().lower()}.")
-    return redirect("console:marketing_review")
+    return redirect("credits:marketing_review")
