@@ -3,6 +3,7 @@ look like to the caller, and the bodies the writes take."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from rest_framework import serializers
 
 from groups.models import Allocation, Group, GroupRole, Invitation, Membership
@@ -25,10 +26,17 @@ class GroupSerializer(serializers.ModelSerializer):
         return self.context.get("roles", {}).get(group.pk)
 
 
+SLUG_PATTERN = r"^[a-z][a-z0-9-]{1,29}$"
+
+
 class GroupInputSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=80)
-    slug = serializers.CharField(max_length=30, help_text="Short name: a-z, 0-9 and -; the Slurm account is g-<slug>")
-    organization = serializers.CharField(max_length=30, required=False, allow_blank=True)
+    name = serializers.CharField(min_length=1, max_length=80)
+    slug = serializers.RegexField(
+        SLUG_PATTERN, max_length=30, help_text="Short name: a-z, 0-9 and -; the Slurm account is g-<slug>"
+    )
+    organization = serializers.RegexField(
+        SLUG_PATTERN, max_length=30, required=False, help_text="The parent account's short name (default: the pool's)"
+    )
 
 
 class MemberSerializer(serializers.ModelSerializer):
@@ -61,7 +69,7 @@ class InvitationInputSerializer(serializers.Serializer):
 
 
 class AcceptInputSerializer(serializers.Serializer):
-    token = serializers.CharField(max_length=200, help_text="The token from the invitation's link")
+    token = serializers.CharField(min_length=1, max_length=200, help_text="The token from the invitation's link")
 
 
 class AllocationSerializer(serializers.ModelSerializer):
@@ -77,12 +85,19 @@ class AllocationSerializer(serializers.ModelSerializer):
 
 
 class AllocationInputSerializer(serializers.Serializer):
-    gpu_type = serializers.CharField(max_length=32)
+    gpu_type = serializers.ChoiceField(choices=[])
     gpu_hours = serializers.IntegerField(min_value=1, max_value=1_000_000)
     starts_on = serializers.DateField()
-    ends_on = serializers.DateField()
-    justification = serializers.CharField(max_length=4000)
-    renews = serializers.IntegerField(required=False, allow_null=True)
+    ends_on = serializers.DateField(help_text="The first day it no longer applies; at most 366 days after starts_on")
+    justification = serializers.CharField(min_length=10, max_length=4000, help_text="What the time is for")
+    renews = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, help_text="The allocation this one renews"
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The pool's GPU types are a setting: read when the schema is made, not at import.
+        self.fields["gpu_type"].choices = sorted(settings.GPU_TYPES)
 
 
 class DecisionInputSerializer(serializers.Serializer):

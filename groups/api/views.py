@@ -66,10 +66,17 @@ def _roles(user) -> dict[int, str]:
 
 
 class GroupListView(APIView):
-    @extend_schema(tags=TAGS, responses={200: GroupSerializer(many=True), **errors(401)}, summary="Your groups")
+    @extend_schema(
+        tags=TAGS,
+        responses={200: GroupSerializer(many=True), **errors(401)},
+        summary="Your groups",
+        operation_id="groups_list",
+    )
     def get(self, request):
-        groups = Group.objects.all() if is_admin(request.user) else Group.objects.filter(
-            memberships__user=request.user, memberships__left_at__isnull=True
+        groups = (
+            Group.objects.all()
+            if is_admin(request.user)
+            else Group.objects.filter(memberships__user=request.user, memberships__left_at__isnull=True)
         )
         context = {"roles": _roles(request.user)}
         return Response(GroupSerializer(groups.distinct(), many=True, context=context).data)
@@ -79,6 +86,7 @@ class GroupListView(APIView):
         request=GroupInputSerializer,
         responses={201: GroupSerializer, **errors(400, 401, 403, 409)},
         summary="Create a group (you are its PI)",
+        operation_id="groups_create",
     )
     def post(self, request):
         body = GroupInputSerializer(data=request.data)
@@ -92,7 +100,12 @@ class GroupListView(APIView):
 
 
 class GroupDetailView(APIView):
-    @extend_schema(tags=TAGS, responses={200: GroupSerializer, **errors(401, 404)}, summary="One group")
+    @extend_schema(
+        tags=TAGS,
+        responses={200: GroupSerializer, **errors(401, 404)},
+        summary="One group",
+        operation_id="groups_retrieve",
+    )
     def get(self, request, pk: int):
         try:
             group = visible_group(request.user, pk)
@@ -102,7 +115,12 @@ class GroupDetailView(APIView):
 
 
 class MemberListView(APIView):
-    @extend_schema(tags=TAGS, responses={200: MemberSerializer(many=True), **errors(401, 404)}, summary="Members")
+    @extend_schema(
+        tags=TAGS,
+        responses={200: MemberSerializer(many=True), **errors(401, 404)},
+        summary="Members",
+        operation_id="groups_members_list",
+    )
     def get(self, request, pk: int):
         try:
             group = visible_group(request.user, pk)
@@ -114,7 +132,10 @@ class MemberListView(APIView):
 
 class MemberView(APIView):
     @extend_schema(
-        tags=TAGS, responses={204: None, **errors(401, 403, 404, 409)}, summary="Remove a member, or leave"
+        tags=TAGS,
+        responses={204: None, **errors(401, 403, 404, 409)},
+        summary="Remove a member, or leave",
+        operation_id="groups_member_remove",
     )
     def delete(self, request, pk: int, user_id: int):
         try:
@@ -128,8 +149,9 @@ class MemberView(APIView):
         request=RoleInputSerializer,
         responses={200: MemberSerializer, **errors(400, 401, 403, 404, 409)},
         summary="Change a member's role (the PI)",
+        operation_id="groups_member_role",
     )
-    def patch(self, request, pk: int, user_id: int):
+    def put(self, request, pk: int, user_id: int):
         body = RoleInputSerializer(data=request.data)
         if not body.is_valid():
             return invalid(body)
@@ -142,7 +164,10 @@ class MemberView(APIView):
 
 class InvitationListView(APIView):
     @extend_schema(
-        tags=TAGS, responses={200: InvitationSerializer(many=True), **errors(401, 403, 404)}, summary="Invitations"
+        tags=TAGS,
+        responses={200: InvitationSerializer(many=True), **errors(401, 403, 404)},
+        summary="Invitations",
+        operation_id="groups_invitations_list",
     )
     def get(self, request, pk: int):
         try:
@@ -156,6 +181,7 @@ class InvitationListView(APIView):
         request=InvitationInputSerializer,
         responses={201: InvitationSerializer, **errors(400, 401, 403, 404, 409)},
         summary="Invite an address (an e-mail with the link goes out)",
+        operation_id="groups_invite",
     )
     def post(self, request, pk: int):
         body = InvitationInputSerializer(data=request.data)
@@ -169,7 +195,12 @@ class InvitationListView(APIView):
 
 
 class InvitationView(APIView):
-    @extend_schema(tags=TAGS, responses={204: None, **errors(401, 403, 404, 409)}, summary="Revoke an invitation")
+    @extend_schema(
+        tags=TAGS,
+        responses={204: None, **errors(401, 403, 404, 409)},
+        summary="Revoke an invitation",
+        operation_id="groups_invitation_revoke",
+    )
     def delete(self, request, pk: int, invitation_id: int):
         try:
             actions.revoke_invitation(pk, invitation_id, request.user)
@@ -184,6 +215,7 @@ class AcceptView(APIView):
         request=AcceptInputSerializer,
         responses={201: MemberSerializer, **errors(400, 401, 403, 404, 409)},
         summary="Accept an invitation (your verified address must be the invited one)",
+        operation_id="groups_invitation_accept",
     )
     def post(self, request):
         body = AcceptInputSerializer(data=request.data)
@@ -198,7 +230,10 @@ class AcceptView(APIView):
 
 class AllocationListView(APIView):
     @extend_schema(
-        tags=TAGS, responses={200: AllocationSerializer(many=True), **errors(401, 404)}, summary="Allocations"
+        tags=TAGS,
+        responses={200: AllocationSerializer(many=True), **errors(401, 404)},
+        summary="Allocations",
+        operation_id="groups_allocations_list",
     )
     def get(self, request, pk: int):
         try:
@@ -212,6 +247,7 @@ class AllocationListView(APIView):
         request=AllocationInputSerializer,
         responses={201: AllocationSerializer, **errors(400, 401, 403, 404)},
         summary="Ask for GPU-hours for a period (the PI or a manager); admins decide",
+        operation_id="groups_allocation_request",
     )
     def post(self, request, pk: int):
         body = AllocationInputSerializer(data=request.data)
@@ -232,6 +268,7 @@ class AllocationDecisionView(APIView):
         request=DecisionInputSerializer,
         responses={200: AllocationSerializer, **errors(400, 401, 403, 404, 409)},
         summary="Approve or refuse a request (admins; not one of their own group's)",
+        operation_id="groups_allocation_decide",
     )
     def post(self, request, allocation_id: int):
         body = DecisionInputSerializer(data=request.data)
@@ -252,6 +289,7 @@ class UsageView(APIView):
         tags=TAGS,
         responses={200: GroupUsageSerializer, **errors(401, 404, 503)},
         summary="GPU-hours by member and type this month (Slurm's accounting); a member sees their own",
+        operation_id="groups_usage",
     )
     def get(self, request, pk: int):
         try:
@@ -275,4 +313,3 @@ class UsageView(APIView):
         allocations = group.allocations.filter(state=Allocation.State.APPROVED, ends_on__gt=since.date())
         data = {"since": since, "until": until, "rows": rows, "allocations": allocations}
         return Response(GroupUsageSerializer(data).data)
-

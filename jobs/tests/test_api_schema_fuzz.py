@@ -25,7 +25,13 @@ pytestmark = pytest.mark.django_db
 # Bodies the schema cannot fully describe (plan rules; a reservation's window must lie ahead on
 # the grid, its members exist; a plan switch names its plan): a 400 to schema-valid data is an
 # answer, not a failure.
-SUBMISSIONS = ["jobs_create", "jobs_submit", "jobs_clone", "reservations_create", "reservations_reject", "plan_change"]
+# Groups: a short name taken, an unverified creator, a period that ends before it starts or ahead
+# of a year, a refusal without a note, a token that names no invitation.
+SUBMISSIONS = [
+    "jobs_create", "jobs_submit", "jobs_clone", "reservations_create", "reservations_reject", "plan_change",
+    "groups_create", "groups_invite", "groups_member_role", "groups_invitation_accept", "groups_allocation_request",
+    "groups_allocation_decide",
+]  # fmt: skip
 POSITIVE_WITH_BAD_VALUES = ["2xx", "400", "401", "403", "404", "409", "429"]
 
 
