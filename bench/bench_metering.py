@@ -1,4 +1,4 @@
-"""Metering a month of accounting: 100,000 slurmdbd records through billing.metering's code
+"""Metering a month of accounting: 100,000 slurmdbd records through billing.usage.metering's code
 path (parsed records -> usage records -> charged to drafts), on PostgreSQL.
 
     .venv/bin/python bench/bench_metering.py [--records 100000] [--users 200] [--pass-size 5000]
@@ -72,8 +72,9 @@ def main():
     parser.add_argument("--pass-size", type=int, default=5000)
     args = parser.parse_args()
 
-    from billing import charging, metering
+    from billing import charging
     from billing.models import Invoice, UsageRecord
+    from billing.usage import metering
     from cluster.models import Node
 
     with bench_database():

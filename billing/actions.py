@@ -12,8 +12,10 @@ from __future__ import annotations
 from datetime import date, datetime
 from decimal import Decimal
 
-from billing import charging, closing, credit_limits, invoicing, payments, reserved_time
+from billing import charging, credit_limits
+from billing.invoices import closing, invoicing, payments
 from billing.models import CreditLimit, Invoice, UsageRecord
+from billing.usage import reserved_time
 
 
 def charge(record_id: int, *, prices: charging.PriceBook | None = None) -> bool:

@@ -21,7 +21,7 @@ class InvoiceLineInline(admin.TabularInline):
 
 @admin.register(Invoice)
 class InvoiceAdmin(admin.ModelAdmin):
-    """Read-only: invoices change only through billing.invoicing and billing.payments (issue,
+    """Read-only: invoices change only through billing.invoices.invoicing and billing.invoices.payments (issue,
     void, payments: on the admins' Billing pages, audited)."""
 
     list_display = ("__str__", "user", "period", "status", "total", "issued_at", "paid_at")

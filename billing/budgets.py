@@ -2,7 +2,7 @@
 asks for it, new submissions held once the budget is spent.
 
 What counts against a budget: the month's charges, i.e. the exact `amount` of the usage
-records charged to the user's invoice of this billing month (billing.drafts; late records
+records charged to the user's invoice of this billing month (billing.invoices.drafts; late records
 of last month's runs that went on this month's draft count here, as they do on the invoice).
 The plan fee is not usage and does not count; a run counts once it is metered and charged,
 so a job still running is not in it (its estimate is on the job page).
@@ -32,7 +32,7 @@ from django.db.models import Q, Sum
 from django.urls import reverse
 from django.utils import timezone
 
-from billing.drafts import month_of
+from billing.invoices.drafts import month_of
 from billing.models import Budget, Invoice, UsageRecord
 from billing.pricing import to_cents
 from jobs.submission.checks import SubmissionRefused

@@ -1,8 +1,8 @@
 """Charging one usage record to its user's draft invoice: what covers it, and what it comes to.
 
-`charge(record_id)` runs right after metering writes a record (billing/metering.py) and is
+`charge(record_id)` runs right after metering writes a record (billing/usage/metering.py) and is
 idempotent: a record already on an invoice is left alone. Inside one transaction it locks the
-draft of the month the run ended in (billing.drafts.open_draft: a month already issued sends
+draft of the month the run ended in (billing.invoices.drafts.open_draft: a month already issued sends
 it to the next open month), then the record, and sets the plan, the rate card, the prices,
 the split and the amounts once.
 
@@ -47,7 +47,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from billing.drafts import open_draft
+from billing.invoices.drafts import open_draft
 from billing.models import UsageRecord
 from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates, divide
 from credits import actions as credit_actions

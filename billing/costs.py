@@ -42,7 +42,7 @@ from django.conf import settings
 from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
-from billing.drafts import month_of
+from billing.invoices.drafts import month_of
 from billing.models import Invoice, UsageRecord
 from billing.pricing import DIVISION_QUANTUM, SECONDS_PER_HOUR, PricingError, Rates
 from cluster.gres import parse_gres

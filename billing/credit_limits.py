@@ -26,9 +26,9 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from audit.log import record
-from billing.drafts import month_of
+from billing.invoices.drafts import month_of
+from billing.invoices.payments import paid_so_far
 from billing.models import CreditLimit, Invoice, Payment, UsageRecord
-from billing.payments import paid_so_far
 from billing.pricing import to_cents
 from jobs.submission.checks import SubmissionRefused
 from plans.catalog import PlanSnapshot

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from billing import budgets, closing, reserved_time
-from billing.metering import run_metering
+from billing import budgets
+from billing.invoices import closing
+from billing.usage import reserved_time
+from billing.usage.metering import run_metering
 from cluster.sync import single_flight
 
 
 @shared_task(ignore_result=True)
 def meter_usage() -> str | None:
-    """One metering pass over the moving window (billing/metering.py). One pass at a time;
+    """One metering pass over the moving window (billing/usage/metering.py). One pass at a time;
     a pass that finds another running does nothing (the unique constraint would make it
     harmless anyway)."""
     with single_flight("meter_usage", timeout=900) as acquired:
@@ -33,17 +35,17 @@ def check_budgets() -> int:
 @shared_task
 def close_month(period: str | None = None) -> str:
     """Beat, hourly: close the latest month that may close, or `period` ("YYYY-MM")
-    (billing/closing.py)."""
+    (billing/invoices/closing.py)."""
     return closing.close_month(period)
 
 
 @shared_task
 def refresh_drafts() -> int:
-    """Beat: rebuild the drafts whose lines are stale (billing/closing.py)."""
+    """Beat: rebuild the drafts whose lines are stale (billing/invoices/closing.py)."""
     return closing.refresh_drafts()
 
 
 @shared_task(ignore_result=True)
 def meter_reservations() -> int:
-    """Beat: meter every ended reservation's unused time (billing/reserved_time.py)."""
+    """Beat: meter every ended reservation's unused time (billing/usage/reserved_time.py)."""
     return reserved_time.meter_reservations()

@@ -1,7 +1,7 @@
 """Invoice pages: a user's invoices and one invoice (lines a page at a time, so the page costs
 the same queries at 10 lines and at 10,000), its PDF and CSV; the admins' billing pages:
 revenue by month, plan and GPU type, unpaid invoices, one invoice with "record a payment" and
-"void" (both audited by billing.payments / billing.invoicing)."""
+"void" (both audited by billing.invoices.payments / billing.invoices.invoicing)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import role_required
 from accounts.models import Role
-from billing import actions, documents, invoicing
+from billing import actions
+from billing.invoices import documents, invoicing
+from billing.invoices.payments import PaymentError
 from billing.models import Invoice, InvoiceLine
-from billing.payments import PaymentError
 
 LINES_PER_PAGE = 100
 # Revenue counts what was invoiced and stands: issued (owed) and paid, never drafts or void.

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 
 from billing import budgets
 from billing.models import Budget
-from billing.usage_page import month_usage
+from billing.usage.usage_page import month_usage
 
 
 @login_required

@@ -265,7 +265,7 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 15.0},
     },
     # Hourly: issue the invoices of the month that ended BILLING_CLOSE_GRACE_HOURS ago or more
-    # (billing/closing.py; a second run issues nothing new), and rebuild drafts with new usage.
+    # (billing/invoices/closing.py; a second run issues nothing new), and rebuild drafts with new usage.
     "billing-close-month": {"task": "billing.tasks.close_month", "schedule": 3600.0, "options": {"expires": 3600.0}},
     "billing-refresh-drafts": {
         "task": "billing.tasks.refresh_drafts",
@@ -274,7 +274,7 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 # Task modules other than the apps' tasks.py, which Celery finds by itself.
-CELERY_IMPORTS = ("billing.closing",)
+CELERY_IMPORTS = ("billing.invoices.closing",)
 # How long after a month ends its invoices wait for slurmdbd's late records before issue.
 BILLING_CLOSE_GRACE = timedelta(hours=env_int("BILLING_CLOSE_GRACE_HOURS", 2, minimum=0))
 CHANNEL_LAYERS = {
@@ -361,7 +361,7 @@ NVME_MAX_GB = env_int(
     "NVME_MAX_GB", max((node.nvme_gb for node in load_gpu_types(GPU_TYPES_FILE).dev_nodes), default=0), minimum=0
 )
 
-# --- Metering (billing/metering.py) ------------------------------------------------------------
+# --- Metering (billing/usage/metering.py) ------------------------------------------------------------
 # slurmdbd's ClusterName: part of each usage record's identity (cluster, job id, run start).
 SLURM_CLUSTER_NAME = env_str("SLURM_CLUSTER_NAME", "gpupool")
 # Each pass reads the runs that ended in the last this many hours: slurmdbd may be that late.
@@ -374,7 +374,7 @@ CELERY_BEAT_SCHEDULE["billing-meter-usage"] = {
 }
 # Budgets (billing/budgets.py): the 80 % and 100 % e-mails, each once a month, whatever path
 # the charges took; metering may also call billing.budgets.check_budget after charging.
-# Reserved GPU time its jobs did not use, billed once a reservation has ended (billing/reserved_time.py).
+# Reserved GPU time its jobs did not use, billed once a reservation has ended (billing/usage/reserved_time.py).
 CELERY_BEAT_SCHEDULE["billing-meter-reservations"] = {
     "task": "billing.tasks.meter_reservations",
     "schedule": 300.0,

@@ -108,7 +108,7 @@ SINCE_THE_START = date(2000, 1, 1)
 
 def billing_zone() -> ZoneInfo:
     """The zone whose midnights start billing days and months (BILLING_TIME_ZONE, else
-    TIME_ZONE); billing.drafts counts months in it too."""
+    TIME_ZONE); billing.invoices.drafts counts months in it too."""
     return ZoneInfo(getattr(settings, "BILLING_TIME_ZONE", "") or settings.TIME_ZONE)
 
 

@@ -14,7 +14,7 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
-from billing import documents
+from billing.invoices import documents
 from billing.models import Invoice, InvoiceLine
 from billing.pricing import format_quantity
 from foundation.api.errors import error_responses

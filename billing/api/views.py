@@ -8,7 +8,7 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from billing.api.serializers import QuoteInputSerializer, QuoteSerializer
-from billing.drafts import month_of
+from billing.invoices.drafts import month_of
 from billing.pricing import (
     SECONDS_PER_HOUR,
     PricingError,
@@ -18,7 +18,7 @@ from billing.pricing import (
     quote,
     to_cents,
 )
-from billing.usage_page import invoice_month
+from billing.usage.usage_page import invoice_month
 from credits import ledger
 from credits.weights import NoBurnWeight, weight_for
 from foundation.api.errors import error_responses

@@ -1,6 +1,6 @@
 """Usage records charged to their draft for invoice tests: the record's split and amounts are
 given (what billing.charging decides is tested with charging), the draft is the real one
-(billing.drafts.open_draft, under its row lock)."""
+(billing.invoices.drafts.open_draft, under its row lock)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from billing.drafts import billing_zone, open_draft
+from billing.invoices.drafts import billing_zone, open_draft
 from billing.models import UsageRecord
 from plans.models import Plan, Subscription
 

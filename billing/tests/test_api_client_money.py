@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from accounts.models import ApiToken
-from billing.invoicing import issue_invoice
+from billing.invoices.invoicing import issue_invoice
 from billing.tests.invoice_support import at, charge
 from credits import ledger
 from jobs.tests.test_api_client import PACKAGE, client_package, generate_client  # noqa: F401

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from billing.drafts import month_bounds, month_of
+from billing.invoices.drafts import month_bounds, month_of
 from billing.tests.usage_records import record
 from testing.browser import chromium_page, log_in
 from testing.servers import daphne_server

@@ -9,7 +9,8 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from billing import closing, invoicing, tasks
+from billing import tasks
+from billing.invoices import closing, invoicing
 from billing.models import Invoice, InvoiceLine, UsageRecord
 from billing.tests.invoice_support import at, charge, subscription_history
 

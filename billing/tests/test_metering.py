@@ -1,4 +1,4 @@
-"""Metering (billing/metering.py) on slurmdbd payloads captured from the dev cluster
+"""Metering (billing/usage/metering.py) on slurmdbd payloads captured from the dev cluster
 (`python -m testing.capture_accounting_payloads`): the quantities of a GPU job with an NVMe cache, a
 shard job and a requeued job, then the database half: one record per run, however often the
 same records are metered, charged to the user's draft."""
@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from billing import charging, metering
-from billing.metering import gb_per_shard, meter_records, run_metering, runs_of
+from billing import charging
 from billing.models import UsageRecord
+from billing.usage import metering
+from billing.usage.metering import gb_per_shard, meter_records, run_metering, runs_of
 from cluster.models import Node, SyncRun
 from cluster.slurmrest.v0041 import V0041Adapter
 from jobs.models import Job

@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 
 from billing import charging
-from billing.metering import run_metering
 from billing.models import UsageRecord
+from billing.usage.metering import run_metering
 from cluster.services import rest_client, slurm_cli
 from conftest import subscribe
 from jobs import actions

@@ -7,9 +7,9 @@ from decimal import Decimal
 import pytest
 
 from audit.models import AuditLog
-from billing import invoicing
+from billing.invoices import invoicing
+from billing.invoices.payments import ManualPayments, PaymentError, provider
 from billing.models import Invoice, Payment
-from billing.payments import ManualPayments, PaymentError, provider
 from billing.tests.invoice_support import at, subscription_history
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from billing.drafts import open_draft
+from billing.invoices.drafts import open_draft
 from billing.models import UsageRecord
 from billing.tests.usage_records import record
 from conftest import subscribe
@@ -138,7 +138,7 @@ def test_the_charges_tile_agrees_with_the_invoice_to_the_cent(alice, client):
     used to show $2.01 (the exact sum rounded)."""
     from django.utils import timezone
 
-    from billing import invoicing
+    from billing.invoices import invoicing
     from billing.models import Invoice
     from billing.tests.invoice_support import charge
 

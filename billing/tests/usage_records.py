@@ -10,7 +10,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from billing.drafts import open_draft
+from billing.invoices.drafts import open_draft
 from billing.models import UsageRecord
 
 _slurm_ids = itertools.count(900_000)

@@ -20,7 +20,7 @@ import django.core.validators
 import django.db.models.deletion
 from django.db import migrations, models
 
-# billing/pricing.py's VOLUME_DISCOUNTS and billing/invoicing.py's VOLUME_DISCOUNT_PLANS until now.
+# billing/pricing.py's VOLUME_DISCOUNTS and billing/invoices/invoicing.py's VOLUME_DISCOUNT_PLANS until now.
 VOLUME_DISCOUNTS = [(Decimal("5000"), Decimal("0.05")), (Decimal("10000"), Decimal("0.10"))]
 DISCOUNTED_PLANS = {"enterprise"}
 LIST_CARD = "list"

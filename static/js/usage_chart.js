@@ -1,5 +1,5 @@
 // The usage page's stacked bars: one trace per GPU type, by day, from #usage-data
-// (billing.usage_page.MonthUsage.chart). Numbers arrive as decimal strings; Plotly reads them.
+// (billing.usage.usage_page.MonthUsage.chart). Numbers arrive as decimal strings; Plotly reads them.
 (function () {
   "use strict";
   const source = document.getElementById("usage-data");

@@ -8,7 +8,7 @@ zone and `BILLING_CLOSE_GRACE` (default 2 h, for slurmdbd's late records) has pa
    transaction each, under its row lock.
 Safe to run twice: the second run finds no drafts (issuing skips what is already issued), and
 a user whose invoice of the month exists (even void) gets no second one from the closer.
-Usage charged after its month was issued goes on the next month's draft (billing.drafts).
+Usage charged after its month was issued goes on the next month's draft (billing.invoices.drafts).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from billing import invoicing
-from billing.drafts import month_bounds, month_of
+from billing.invoices import invoicing
+from billing.invoices.drafts import month_bounds, month_of
 from billing.models import Invoice
 from plans.models import Subscription
 
@@ -87,7 +87,7 @@ def close(period: date, *, now: datetime | None = None) -> Closing:
         raise ValueError(f"{period:%Y-%m} cannot close before {month_bounds(period)[1] + grace():%Y-%m-%d %H:%M %Z}")
     created = sum(_create_draft(user_id, period) for user_id in fee_payers_without_invoice(period))
     issued = []
-    # A redraft of a voided invoice waits for an admin (billing.invoicing.void_invoice).
+    # A redraft of a voided invoice waits for an admin (billing.invoices.invoicing.void_invoice).
     drafts = Invoice.objects.filter(status=Invoice.Status.DRAFT, period__lte=period, replaces__isnull=True)
     drafts = drafts.order_by("period", "id")
     for invoice_id in drafts.values_list("pk", flat=True):

@@ -16,7 +16,7 @@ writing (`AccountingRecord.run_is_settled`; anything else is left for a later pa
    (cluster, job id, run start, GPU type): the unique constraint makes a re-run over any
    window, or two passes at once, change nothing. A requeued job's runs have distinct
    starts, so each is its own record. Whole-GPU runs get their GPU memory GB-seconds from
-   telemetry (billing/telemetry_memory.py, source "telemetry"), or 0 with source "none"
+   telemetry (billing/usage/telemetry_memory.py, source "telemetry"), or 0 with source "none"
    (the invoice says "GPU-seconds only"). `job` links the portal's job with that Slurm id
    and user;
 4. charges every record not yet on an invoice (billing/charging.py), oldest run end first,
@@ -39,7 +39,7 @@ from django.utils import timezone
 from accounts.models import Profile
 from billing import charging
 from billing.models import UsageRecord
-from billing.telemetry_memory import memory_gb_seconds
+from billing.usage.telemetry_memory import memory_gb_seconds
 from cluster.accounting import epoch_seconds, gpus_by_type, shards_by_type
 from cluster.errors import SlurmError
 from cluster.hostlist import expand_hostlist
@@ -181,7 +181,7 @@ class _NodeGpus:
 
 def held_gpus(run: RunUsage, job: Mapping | None, node_gpus: _NodeGpus) -> list[tuple[str, int]]:
     """The (node, index) GPUs the run held, or [] when the portal cannot tell (see
-    billing/telemetry_memory.py): the mirrored allocation of the job's latest run, else every
+    billing/usage/telemetry_memory.py): the mirrored allocation of the job's latest run, else every
     GPU of the type on the run's nodes when the run held all of them."""
     if job and job["gpu_allocation"] and job["start_time"] is not None:
         if epoch_seconds(job["start_time"]) == epoch_seconds(run.run_start):

@@ -3,14 +3,14 @@ included hours left, the charges so far and where the month is heading.
 
 Which records, and why:
 - The chart and the day table: the user's usage records whose run *ended* this billing month
-  (billing.drafts' zone), by the day it ended: usage as it happened.
+  (billing.invoices.drafts' zone), by the day it ended: usage as it happened.
 - Charges month-to-date and the included hours used: the records charged to the user's
   invoice of this month, which is what the invoice will bill (a run of last month that
-  slurmdbd reported late is charged, and counts, here; billing.drafts). The same figure is
+  slurmdbd reported late is charged, and counts, here; billing.invoices.drafts). The same figure is
   what a budget is measured against (billing.budgets).
 - Included hours left, per GPU type of the plan: the plan's hours x 3600 minus the included
   GPU-seconds on this month's invoice, never below 0.
-- The "charges so far" tile: this month's draft as the invoice bills it (billing.invoicing's
+- The "charges so far" tile: this month's draft as the invoice bills it (billing.invoices.invoicing's
   usage and credit lines, each rounded to the cent), so the page and the invoice agree to the
   cent; the exact sum (`charges_exact`) is what budgets and the projection use.
 - Projected month-end cost: month-to-date charges / the days of the month so far (today
@@ -33,8 +33,8 @@ from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from billing import invoicing
-from billing.drafts import billing_zone, month_bounds, month_of
+from billing.invoices import invoicing
+from billing.invoices.drafts import billing_zone, month_bounds, month_of
 from billing.models import Budget, Invoice, InvoiceLine, UsageRecord
 from billing.pricing import days_in_month, to_cents
 from plans.catalog import PlanSnapshot, monthly_price_for, plan_for

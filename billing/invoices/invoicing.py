@@ -4,7 +4,7 @@ A draft's lines are rebuilt from scratch (`refresh_draft`) from two sources, und
 row lock, and frozen with the totals and a number when it is issued (`issue_invoice`).
 
 **Days** (plan fees). Billing months are calendar months in the billing zone
-(`billing.drafts.billing_zone`). A day belongs to every subscription row that held any moment
+(`billing.invoices.drafts.billing_zone`). A day belongs to every subscription row that held any moment
 of it (00:00 to 00:00 in the billing zone): a subscription started at 10:00 on the 5th pays
 the 5th; a plan changed at 14:00 pays that day under both plans; a pause from 23:59 to 00:01
 pays both days (it used to pay neither, the day going to whoever held 00:00).
@@ -57,7 +57,7 @@ from django.db.models import Count, DecimalField, F, Q, Sum
 from django.utils import timezone
 
 from audit.log import record
-from billing.drafts import billing_zone, month_bounds
+from billing.invoices.drafts import billing_zone, month_bounds
 from billing.models import Invoice, InvoiceLine, InvoiceNumber, UsageRecord
 from billing.pricing import SECONDS_PER_HOUR, DiscountTier, days_in_month, pro_rata, to_cents, volume_discount
 from plans.models import Plan, Subscription, fee_in_force

@@ -19,7 +19,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from audit.log import record
-from billing.invoicing import invoice_state
+from billing.invoices.invoicing import invoice_state
 from billing.models import Invoice, Payment
 from billing.pricing import CENT
 

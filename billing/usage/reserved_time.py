@@ -2,7 +2,7 @@
 
 A reservation holds its GPUs (and in Slurm every core of their nodes) for its whole window,
 whether or not its jobs use them, so the window is billed in full, once:
-- jobs run inside it are metered and charged as any job (billing/metering.py);
+- jobs run inside it are metered and charged as any job (billing/usage/metering.py);
 - what they leave unused, GPUs x the window's seconds minus the GPU-seconds of its jobs inside
   the window, is one usage record of its own (cluster "reservation", the reservation's id),
   charged like GPU time by the plan held at the reservation's start: the plan's included hours
