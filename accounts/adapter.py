@@ -7,7 +7,10 @@ own address, and the owner signs in from theirs. Guessing one account from many 
 still meets the per-address limit at each of them (SIGN_IN_FAILURES_PER_MINUTE)."""
 
 from allauth.account.adapter import DefaultAccountAdapter
+from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
+from django.conf import settings
 
+from accounts import oidc
 from foundation.ratelimit import client_ip
 
 
@@ -19,3 +22,18 @@ class AccountAdapter(DefaultAccountAdapter):
     def _get_login_attempts_cache_key(self, request, **credentials) -> str:
         # allauth's key for the per-name count ("<site>:<login>"), narrowed to this address.
         return f"{super()._get_login_attempts_cache_key(request, **credentials)}:{client_ip(request)}"
+
+    def get_logout_redirect_url(self, request) -> str:
+        """Signed in through the institution's provider: sign out there too (computed before
+        the portal's session ends, which holds how the user signed in)."""
+        here = super().get_logout_redirect_url(request)
+        if request.session.get(oidc.SESSION_KEY):
+            return oidc.end_session_url(request.build_absolute_uri(here)) or here
+        return here
+
+
+class SocialAccountAdapter(DefaultSocialAccountAdapter):
+    """Sign-ups through the provider: allowed whenever a provider is configured."""
+
+    def is_open_for_signup(self, request, sociallogin) -> bool:
+        return bool(settings.OIDC_SERVER_URL) or super().is_open_for_signup(request, sociallogin)

@@ -2,13 +2,13 @@
 through accounts/lifecycle.py. Admin views set `instance._audit_actor` so the audit log
 names who acted; changes made by `QuerySet.update()` (the lifecycle's own) send no signal."""
 
-from allauth.account.signals import user_signed_up
+from allauth.account.signals import user_logged_in, user_signed_up
 from django.conf import settings
 from django.db import transaction
 from django.db.models.signals import post_save, pre_delete, pre_save
 from django.dispatch import receiver
 
-from accounts import lifecycle
+from accounts import lifecycle, oidc
 from accounts.models import Profile
 from accounts.tasks import provision_user
 
@@ -57,3 +57,10 @@ def follow_role_change(sender, instance, created, raw=False, **kwargs):
     if created or raw or before is None or before == instance.loaded_terms:
         return
     lifecycle.after_profile_change(instance, before, getattr(instance, "_audit_actor", None))
+
+
+@receiver(user_logged_in)
+def remember_provider_sign_in(sender, request, user, sociallogin=None, **kwargs):
+    """A session that began at the institution's provider ends there too (accounts/oidc.py)."""
+    if sociallogin is not None and request is not None:
+        request.session[oidc.SESSION_KEY] = sociallogin.account.provider

@@ -60,6 +60,9 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "allauth",
     "allauth.account",
+    # Sign-in through an institution's OpenID Connect provider (configured by OIDC_* below).
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
     "rest_framework",
     "drf_spectacular",
     "channels",
@@ -162,6 +165,36 @@ ACCOUNT_SIGNUP_FIELDS = ["email*", "username*", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = env_str("ACCOUNT_EMAIL_VERIFICATION", "optional")
 ACCOUNT_SIGNUP_REDIRECT_URL = "/"
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
+
+# --- Sign-in through an institution (OpenID Connect: Keycloak, CILogon...), docs/groups.md -----
+# Off until OIDC_SERVER_URL (the issuer) is set. The authorization-code flow with PKCE; the
+# claim OIDC_GROUPS_CLAIM names portal groups (by short name, after OIDC_GROUP_PREFIX) and is
+# applied at every sign-in; signing out also ends the provider's session.
+OIDC_SERVER_URL = env_str("OIDC_SERVER_URL", "")
+OIDC_PROVIDER_ID = env_str("OIDC_PROVIDER_ID", "institution")
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "your institution")
+OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID", "")
+OIDC_CLIENT_SECRET = env_secret("OIDC_CLIENT_SECRET") or ""
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+OIDC_GROUP_PREFIX = env_str("OIDC_GROUP_PREFIX", "")
+
+
+def oidc_providers(server_url: str, client_id: str, secret: str) -> dict:
+    app = {
+        "provider_id": OIDC_PROVIDER_ID,
+        "name": OIDC_PROVIDER_NAME,
+        "client_id": client_id,
+        "secret": secret,
+        "settings": {"server_url": server_url, "oauth_pkce_enabled": True},
+    }
+    return {"openid_connect": {"OAUTH_PKCE_ENABLED": True, "APPS": [app] if server_url else []}}
+
+
+SOCIALACCOUNT_PROVIDERS = oidc_providers(OIDC_SERVER_URL, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET)
+SOCIALACCOUNT_ADAPTER = "accounts.adapter.SocialAccountAdapter"
+# The provider vouches for the address (its email_verified claim); no second sign-up form.
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # an address alone never merges into a local account
 # Sign-in attempts per client address a minute; failed ones per address a minute, and 5 in 5
 # minutes per login name from one address (accounts/adapter.py: why not per name alone).
 # Password resets clear the last.

@@ -354,3 +354,28 @@ def set_default_group(user, group_id: int | None) -> None:
         Membership.objects.active().filter(user=user, is_default=True).update(is_default=False)
         if group_id is not None:
             Membership.objects.active().filter(user=user, group_id=group_id).update(is_default=True)
+
+
+def apply_claimed_groups(user, slugs: list[str]) -> tuple[list[str], list[str]]:
+    """At each sign-in through the institution: the user is a member of the open groups its
+    groups claim names (short names), and no longer of those the claim made them a member of
+    and stopped naming. Memberships from invitations are left alone. (joined, left) slugs."""
+    wanted = {group.pk: group for group in Group.objects.filter(slug__in=slugs, closed_at__isnull=True)}
+    joined, left, changed = [], [], set()
+    with transaction.atomic():
+        current = {m.group_id: m for m in Membership.objects.active().select_for_update().filter(user=user)}
+        for group_id, group in wanted.items():
+            if group_id not in current:
+                Membership.objects.create(group=group, user=user, role=GroupRole.MEMBER, via_claim=True)
+                joined.append(group.slug)
+                changed.add(group_id)
+                record(user, "group.join", f"group:{group.slug}", after={"role": GroupRole.MEMBER, "via": "claim"})
+        for group_id, found in current.items():
+            if found.via_claim and group_id not in wanted and found.role != GroupRole.PI:
+                Membership.objects.filter(pk=found.pk, left_at__isnull=True).update(left_at=timezone.now())
+                left.append(found.group.slug)
+                changed.add(group_id)
+                record(user, "group.leave", f"group:{found.group.slug}", before={"role": found.role, "via": "claim"})
+    for group_id in sorted(changed):
+        _sync_on_commit(group_id)
+    return joined, left

@@ -81,6 +81,8 @@ class Membership(models.Model):
     left_at = models.DateTimeField(null=True, blank=True)
     # The group the member's jobs are charged to when they name none (one per user at most).
     is_default = models.BooleanField(default=False)
+    # Made by the institution's groups claim at sign-in (and ended by it); not by an invitation.
+    via_claim = models.BooleanField(default=False)
 
     objects = MembershipQuerySet.as_manager()
 

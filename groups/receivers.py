@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from allauth.account.signals import user_logged_in
 from django.db import transaction
 from django.dispatch import receiver
 
+from accounts.oidc import claimed_groups
 from accounts.signals import account_deactivated, cluster_identity_changed
+from groups import actions
 from groups.models import Group
 from groups.tasks import sync_group
 
@@ -29,3 +32,11 @@ def drop_memberships(sender, user_id: int, **kwargs):
     """A deactivated user's associations leave the groups' accounts (the sync skips inactive
     users); their membership rows stay, for the bills."""
     _sync_groups_of(user_id)
+
+
+@receiver(user_logged_in)
+def apply_groups_claim(sender, request, user, sociallogin=None, **kwargs):
+    """Signed in through the institution: its groups claim says which groups the user is in,
+    at every sign-in (a group left at the institution is left here)."""
+    if sociallogin is not None:
+        actions.apply_claimed_groups(user, claimed_groups(sociallogin.account.extra_data))
