@@ -257,6 +257,20 @@ class SlurmAccounts:
         )  # fmt: skip
         return parse_allocated_minutes(shown.stdout, start, end)
 
+    def allocated_minutes_by_account(
+        self, accounts: Iterable[str], start: datetime, end: datetime
+    ) -> dict[tuple[str, str], Decimal]:
+        """{(account, TRES): minutes} held by the accounts' jobs within [start, end), one sacct run."""
+        names = [check_account_name(name) for name in accounts]
+        if not names:
+            return {}
+        shown = self.cli.run(
+            "env", "TZ=UTC0", "SLURM_TIME_FORMAT=standard", "sacct", "-n", "-P", "-X", "--allusers",
+            f"--accounts={','.join(names)}", f"--starttime={start:%Y-%m-%dT%H:%M:%S}",
+            f"--endtime={end:%Y-%m-%dT%H:%M:%S}", "--format=Account,Start,End,AllocTRES",
+        )  # fmt: skip
+        return parse_allocated_minutes(shown.stdout, start, end)
+
     def shares(self, accounts: Iterable[str]) -> list[ShareRow]:
         names = [check_account_name(name) for name in accounts]
         if not names:
@@ -272,8 +286,9 @@ class SlurmAccounts:
 
 
 def parse_allocated_minutes(text: str, start: datetime, end: datetime) -> dict[tuple[str, str], Decimal]:
-    """`sacct -n -P -X --format=User,Start,End,AllocTRES` (UTC, standard times) ->
-    {(user, TRES): minutes} of the typed GPU and shard TRES the jobs held within [start, end)."""
+    """`sacct -n -P -X --format=<Who>,Start,End,AllocTRES` (UTC, standard times; <Who> the user
+    or the account) -> {(who, TRES): minutes} of the typed GPU and shard TRES the jobs held
+    within [start, end)."""
     used: dict[tuple[str, str], Decimal] = {}
     for line in text.splitlines():
         user, began, ended, tres = (line.split("|") + ["", "", "", ""])[:4]

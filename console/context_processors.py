@@ -20,6 +20,8 @@ _NAVIGATION = {
         ("Audit", "console:audit"),
         ("Telemetry", "console:telemetry"),
         ("Operations", "console:operations"),
+        ("Lab", "console:lab"),
+        ("Allocations", "groups:allocation_queue"),
         ("My jobs", "jobs:list"),
         ("New job", "jobs:new"),
     ],

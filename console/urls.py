@@ -19,6 +19,7 @@ urlpatterns = [
     path("console/audit/", views_audit.audit_log, name="audit"),
     path("console/telemetry/", views_cluster.telemetry_status, name="telemetry"),
     path("console/operations/", views_operations.operations, name="operations"),
+    path("console/groups/", views_operations.lab_view, name="lab"),
     path("console/jobs/", views.all_jobs, name="all_jobs"),
     path("marketing/signups/", views.signups, name="signups"),
     path("vendor/plotly.min.js", views.plotly_js, name="plotly_js"),

@@ -9,7 +9,9 @@ from decimal import Decimal
 from urllib.parse import urlencode
 
 from django import forms
+from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
@@ -18,6 +20,7 @@ from accounts.models import Role
 from cluster.accounting import gpus_allocated_at
 from cluster.errors import SlurmError
 from cluster.services import rest_client
+from console import lab
 from console import operations as ops
 
 log = logging.getLogger(__name__)
@@ -252,3 +255,16 @@ def operations(request):
         "article": article,
     }
     return render(request, "console/operations.html", context)
+
+
+@role_required(Role.ADMIN)
+def lab_view(request):
+    """Every group side by side (console/lab.py); ?format=csv for the table as CSV."""
+    figures, error = lab.lab_figures()
+    if request.GET.get("format") == "csv":
+        response = HttpResponse(lab.as_csv(figures), content_type="text/csv")
+        response["Content-Disposition"] = 'attachment; filename="groups.csv"'
+        return response
+    context = {"figures": figures, "error": error, "chart": lab.chart(figures), "gpu_types": sorted(settings.GPU_TYPES)}
+    context["total_hours"] = sum((row.total_gpu_hours for row in figures), Decimal(0))
+    return render(request, "console/lab.html", context)

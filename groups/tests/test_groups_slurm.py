@@ -13,6 +13,7 @@ from django.utils import timezone
 from cluster.accounts import SlurmAccounts
 from cluster.errors import SlurmError
 from cluster.services import rest_client, slurm_cli
+from console import lab
 from groups import actions, usage
 from groups.models import Group
 from groups.tasks import differences, sync_group
@@ -130,6 +131,10 @@ def test_a_group_is_an_account_with_shares_members_and_the_limits_of_its_allocat
         what="the group job's GPU time in sacct",
     )
     assert {(row["user"], row["gpu_type"]) for row in rows} == {(member.cluster_username, "a100")}
+    # The lab view's row for the group: its share from sshare, its hours from sacct.
+    figures, error = lab.lab_figures()
+    row = next(found for found in figures if found.group.pk == group.pk)
+    assert error == "" and row.norm_shares is not None and row.gpu_hours["a100"] > 0
 
     # Past the allocation: the portal says so with the figures; Slurm refuses it too.
     with pytest.raises(SpecError) as refused:
