@@ -125,17 +125,27 @@ def invite(group_id: int, actor, *, email: str, role: str = GroupRole.MEMBER) ->
     return invitation, token
 
 
+def _end_open(model, pk: int, group_id: int, *, open_state: str, new_state: str, noun: str):
+    """A conditional UPDATE from the open state: the row, or GroupError 404 (not this group's)
+    or 409 (decided already), in which case nothing changed."""
+    changed = model.objects.filter(pk=pk, group_id=group_id, state=open_state).update(
+        state=new_state, decided_at=timezone.now()
+    )
+    found = model.objects.filter(pk=pk, group_id=group_id).select_related("group").first()
+    if found is None:
+        raise GroupError(noun, f"No such {noun}.", 404)
+    if not changed:
+        raise GroupError(noun, f"The {noun} is {found.state} already.", 409)
+    return found
+
+
 def revoke_invitation(group_id: int, invitation_id: int, actor) -> Invitation:
     require_manager(actor, group_id)
     with transaction.atomic():
-        changed = Invitation.objects.filter(
-            pk=invitation_id, group_id=group_id, state=Invitation.State.OPEN
-        ).update(state=Invitation.State.REVOKED, decided_at=timezone.now())
-        invitation = Invitation.objects.filter(pk=invitation_id, group_id=group_id).first()
-        if invitation is None:
-            raise GroupError("invitation", "No such invitation.", 404)
-        if not changed:
-            raise GroupError("invitation", f"The invitation is {invitation.state} already.", 409)
+        invitation = _end_open(
+            Invitation, invitation_id, group_id,
+            open_state=Invitation.State.OPEN, new_state=Invitation.State.REVOKED, noun="invitation",
+        )  # fmt: skip
         record(actor, "group.invite_revoke", f"group:{invitation.group.slug}", after={"email": invitation.email})
     return invitation
 
@@ -333,14 +343,10 @@ def decide_allocation(allocation_id: int, actor, *, approve: bool, gpu_hours=Non
 def withdraw_allocation(group_id: int, allocation_id: int, actor) -> Allocation:
     require_manager(actor, group_id)
     with transaction.atomic():
-        changed = Allocation.objects.filter(
-            pk=allocation_id, group_id=group_id, state=Allocation.State.REQUESTED
-        ).update(state=Allocation.State.WITHDRAWN, decided_at=timezone.now())
-        allocation = Allocation.objects.filter(pk=allocation_id, group_id=group_id).first()
-        if allocation is None:
-            raise GroupError("allocation", "No such allocation.", 404)
-        if not changed:
-            raise GroupError("allocation", f"The request was {allocation.state} already.", 409)
+        allocation = _end_open(
+            Allocation, allocation_id, group_id,
+            open_state=Allocation.State.REQUESTED, new_state=Allocation.State.WITHDRAWN, noun="allocation",
+        )  # fmt: skip
         target = f"group:{allocation.group.slug}"
         record(actor, "group.allocation_withdraw", target, after=_allocation_state(allocation))
     return allocation

@@ -182,3 +182,13 @@ def test_only_admins_set_shares(lab, alice, admin_user):
     _refused(lambda: actions.set_shares(lab.pk, alice, 100), 403)
     _refused(lambda: actions.set_shares(lab.pk, admin_user, 0), 400)
     assert actions.set_shares(lab.pk, admin_user, 25).shares == 25
+
+
+def test_a_withdrawn_request_is_not_decided_and_another_groups_request_is_not_found(lab, alice, bob, admin_user):
+    allocation = _ask(lab, alice)
+    _verified(bob)
+    other = actions.create_group(bob, name="Other", slug="other")
+    _refused(lambda: actions.withdraw_allocation(other.pk, allocation.pk, bob), 404)
+    assert actions.withdraw_allocation(lab.pk, allocation.pk, alice).state == Allocation.State.WITHDRAWN
+    _refused(lambda: actions.withdraw_allocation(lab.pk, allocation.pk, alice), 409)
+    _refused(lambda: actions.decide_allocation(allocation.pk, admin_user, approve=True), 409)
