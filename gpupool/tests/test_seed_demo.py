@@ -4,6 +4,9 @@ import pytest
 from django.core.management import call_command
 
 from accounts.models import Profile
+from cluster.accounts import SlurmAccounts
+from cluster.services import slurm_cli
+from groups.models import Group
 from jobs.models import Job
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db]
@@ -27,6 +30,11 @@ def test_seed_demo_creates_provisioned_accounts_and_portal_jobs(settings, tmp_pa
         "gres/shard:a100:3",
     ]
     assert {job.state for job in jobs} == {"SUBMITTING"}  # the worker submits them
+    # A demo group with an approved allocation, written into Slurm with demo as its member.
+    group = Group.objects.get(slug="demo-lab")
+    shown = SlurmAccounts(slurm_cli()).show([group.slurm_account])[group.slurm_account]
+    assert shown.users == {"demo"} and shown.gpu_minutes["gres/gpu:a100"] == 100 * 60
+    assert f"group Demo lab: Slurm account {group.slurm_account}, 1 allocation(s)" in out
 
     call_command("seed_demo", jobs=0)  # again: same accounts, same passwords
     assert dict(line.split(":", 1) for line in (tmp_path / "demo-passwords.txt").read_text().splitlines()) == passwords

@@ -1,18 +1,24 @@
 """Demo accounts (and a few real jobs on the dev cluster) for `make dev`."""
 
 import secrets
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
+from allauth.account.models import EmailAddress
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
+from django.utils import timezone
 
 from accounts import actions
 from accounts.models import Profile, Role
 from billing.actions import approve_credit_limit
 from cluster.errors import SlurmError
+from groups import actions as group_actions
+from groups.models import Allocation, Group
+from groups.tasks import write_group
 from jobs import actions as job_actions
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError, SpecPolicy, parse_job_spec
@@ -85,8 +91,34 @@ class Command(BaseCommand):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(f"{name}:{password}\n" for name, password in passwords.items()))
         path.chmod(0o600)
+        self._demo_group()
         if jobs:
             self._submit_demo_jobs(jobs)
+
+    def _demo_group(self) -> None:
+        """A group with `demo` as its PI and an approved A100 allocation for this quarter, so the
+        group pages, its Slurm account and its limits have something to show."""
+        User = get_user_model()
+        demo, admin = User.objects.get(username="demo"), User.objects.get(username="admin")
+        group = Group.objects.filter(slug="demo-lab").first()
+        if group is None:
+            with transaction.atomic():
+                verified = {"verified": True, "primary": True}
+                EmailAddress.objects.get_or_create(user=demo, email=demo.email, defaults=verified)
+                group = group_actions.create_group(demo, name="Demo lab", slug="demo-lab")
+                today = timezone.now().date()
+                allocation = group_actions.request_allocation(
+                    group.pk, demo, gpu_type="a100", gpu_hours=100, starts_on=today,
+                    ends_on=today + timedelta(days=90), justification="The demo lab's first quarter.",
+                )  # fmt: skip
+                group_actions.decide_allocation(allocation.pk, admin, approve=True, note="demo")
+        try:
+            write_group(group)
+            Group.objects.filter(pk=group.pk).update(slurm_state=Group.SlurmState.SYNCED, synced_at=timezone.now())
+            held = Allocation.objects.filter(group=group, state="approved").count()
+            self.stdout.write(f"  group {group.name}: Slurm account {group.slurm_account}, {held} allocation(s)")
+        except SlurmError as exc:
+            self.stdout.write(f"  group {group.name}: NOT written to Slurm: {exc} (the worker retries)")
 
     def _submit_demo_jobs(self, count: int) -> None:
         """Through the portal's own path: validated, quota-checked, recorded as SUBMITTING,
