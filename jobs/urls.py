@@ -7,6 +7,7 @@ app_name = "jobs"
 urlpatterns = [
     path("", views.job_list, name="list"),
     path("new/", views.job_new, name="new"),
+    path("group/<int:group_id>/", views.group_jobs, name="group"),
     path("status.json", views.job_status, name="status"),
     path("<int:pk>/", views.job_detail, name="detail"),
     path("<int:pk>/summary", views.job_summary, name="summary"),

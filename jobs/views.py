@@ -8,7 +8,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from foundation.ratelimit import hit
-from groups.queries import default_group, groups_of
+from groups.queries import GroupError, default_group, groups_of, is_admin, membership, visible_group
 from jobs import actions
 from jobs.costs import cost_for
 from jobs.diagnosis.reasons import explain_reason
@@ -29,6 +29,22 @@ def job_list(request):
     jobs = list(Job.objects.filter(owner=request.user).order_by("-created_at", "-id")[:100])
     watch_pending(jobs)
     return render(request, "jobs/list.html", {"jobs": jobs})
+
+
+@login_required
+def group_jobs(request, group_id: int):
+    """A group's jobs: its PI and managers see every member's (state, GPUs, times; never their
+    logs: a job's page stays its owner's), a member their own; anyone else a 404."""
+    try:
+        group = visible_group(request.user, group_id)
+    except GroupError as exc:
+        raise Http404(exc.message) from None
+    mine = membership(request.user, group.pk)
+    jobs = Job.objects.filter(group=group).select_related("owner")
+    if not (is_admin(request.user) or (mine and mine.may_manage)):
+        jobs = jobs.filter(owner=request.user)
+    context = {"group": group, "jobs": list(jobs.order_by("-created_at", "-id")[:200]), "show_owner": True}
+    return render(request, "jobs/group_list.html", context)
 
 
 @login_required

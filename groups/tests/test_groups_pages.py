@@ -105,3 +105,29 @@ def test_the_job_form_offers_ones_groups_with_the_default_chosen(client, lab, al
     actions.set_default_group(alice, lab.pk)
     page = client.get("/jobs/new/").content.decode()
     assert f'<option value="{lab.pk}" selected>Vision lab (g-vision)</option>' in page
+
+
+def test_the_pi_lists_every_members_group_jobs_a_member_only_their_own(client, lab, alice, bob):
+    from jobs.models import Job
+
+    carol = _verified_user("carol")
+    Membership.objects.create(group=lab, user=bob)
+    Job.objects.create(owner=bob, group=lab, name="bobs-run", state="RUNNING", slurm_job_id=91001)
+    Job.objects.create(owner=alice, group=lab, name="alices-run", state="PENDING", slurm_job_id=91002)
+    Job.objects.create(owner=bob, name="bobs-own-run", state="RUNNING", slurm_job_id=91003)  # not the group's
+    client.force_login(alice)
+    page = client.get(f"/jobs/group/{lab.pk}/").content.decode()
+    assert "bobs-run" in page and "alices-run" in page and "bobs-own-run" not in page
+    assert f'href="/jobs/{Job.objects.get(name="bobs-run").pk}/"' not in page  # a member's job page stays theirs
+    client.force_login(bob)
+    page = client.get(f"/jobs/group/{lab.pk}/").content.decode()
+    assert "bobs-run" in page and "alices-run" not in page
+    client.force_login(carol)
+    assert client.get(f"/jobs/group/{lab.pk}/").status_code == 404
+
+
+def _verified_user(name):
+    """A user in no group (the name says what the tests above need of them)."""
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_user(name, f"{name}@x.org", "pw")
