@@ -385,3 +385,26 @@ def apply_claimed_groups(user, slugs: list[str]) -> tuple[list[str], list[str]]:
     for group_id in sorted(changed):
         _sync_on_commit(group_id)
     return joined, left
+
+
+def close_group(group_id: int, actor, reason: str = "") -> Group:
+    """The PI (or an admin) closes a group: its account leaves Slurm (once its jobs have
+    ended: Slurm refuses to delete an account with running jobs, and the sync retries), its
+    memberships end, its rows stay for the bills."""
+    acting = require_manager(actor, group_id)
+    if not _is_admin(actor) and (acting is None or acting.role != GroupRole.PI):
+        raise GroupError("group", "Only the PI closes the group.", 403)
+    with transaction.atomic():
+        now = timezone.now()
+        if not Group.objects.filter(pk=group_id, closed_at__isnull=True).update(
+            closed_at=now, slurm_state=Group.SlurmState.PENDING
+        ):
+            raise GroupError("group", "The group is closed already.", 409)
+        Membership.objects.active().filter(group_id=group_id).update(left_at=now, is_default=False)
+        Invitation.objects.filter(group_id=group_id, state=Invitation.State.OPEN).update(
+            state=Invitation.State.REVOKED, decided_at=now
+        )
+        group = Group.objects.get(pk=group_id)
+        record(actor, "group.close", f"group:{group.slug}", before=_state(group), reason=reason)
+    _sync_on_commit(group_id)
+    return group

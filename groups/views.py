@@ -91,6 +91,7 @@ def group_detail(request, pk: int):
         "mine": mine,
         "manages": manages,
         "is_pi": bool(mine and mine.role == GroupRole.PI),
+        "is_admin": is_admin(request.user),
         "members": Membership.objects.active().filter(group=group).select_related("user__profile"),
         "invitations": group.invitations.filter(state=Invitation.State.OPEN) if manages else [],
         "allocations": allocations,
@@ -183,6 +184,33 @@ def _date(text: str):
 
 @login_required
 @require_POST
+def set_shares(request, pk: int):
+    _group_or_404(request.user, pk)
+    shares = request.POST.get("shares", "")
+    try:
+        actions.set_shares(
+            pk, request.user, int(shares) if shares.isdigit() else shares, request.POST.get("reason", "")
+        )
+    except GroupError as exc:
+        _said(request, exc, "Shares not changed")
+    return _back(pk)
+
+
+@login_required
+@require_POST
+def close(request, pk: int):
+    _group_or_404(request.user, pk)
+    try:
+        group = actions.close_group(pk, request.user, request.POST.get("reason", ""))
+    except GroupError as exc:
+        _said(request, exc, "Not closed")
+        return _back(pk)
+    messages.success(request, f"{group.name} is closed; its Slurm account goes once its jobs have ended.")
+    return redirect("groups:list")
+
+
+@login_required
+@require_POST
 def request_allocation(request, pk: int):
     _group_or_404(request.user, pk)
     hours = request.POST.get("gpu_hours", "")
@@ -242,4 +270,3 @@ def allocation_queue(request):
         return redirect("groups:allocation_queue")
     waiting = Allocation.objects.filter(state=Allocation.State.REQUESTED).select_related("group", "requested_by")
     return render(request, "groups/allocation_queue.html", {"waiting": waiting})
-

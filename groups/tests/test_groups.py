@@ -192,3 +192,15 @@ def test_a_withdrawn_request_is_not_decided_and_another_groups_request_is_not_fo
     assert actions.withdraw_allocation(lab.pk, allocation.pk, alice).state == Allocation.State.WITHDRAWN
     _refused(lambda: actions.withdraw_allocation(lab.pk, allocation.pk, alice), 409)
     _refused(lambda: actions.decide_allocation(allocation.pk, admin_user, approve=True), 409)
+
+
+def test_the_pi_closes_the_group_and_everything_ends_with_it(lab, alice, bob):
+    _member(lab, bob)
+    invitation, _token = actions.invite(lab.pk, alice, email="carol@x.org")
+    _refused(lambda: actions.close_group(lab.pk, bob, "no"), 403)
+    closed = actions.close_group(lab.pk, alice, "the project ended")
+    assert closed.closed_at is not None and closed.slurm_state == Group.SlurmState.PENDING
+    assert not Membership.objects.active().filter(group=lab).exists()
+    assert Invitation.objects.get(pk=invitation.pk).state == Invitation.State.REVOKED
+    _refused(lambda: actions.close_group(lab.pk, alice), 404)  # no longer a member: the group is gone for her
+    _refused(lambda: group_to_charge(alice, lab.pk), 400, "group")

@@ -149,3 +149,14 @@ def test_a_group_is_an_account_with_shares_members_and_the_limits_of_its_allocat
             )
         )  # fmt: skip
     assert "AssocGrpGRESMinutes" in str(by_slurm.value) or "QOS policy" in str(by_slurm.value)
+
+    # Closing: the account leaves Slurm once its jobs have ended (Slurm refuses before).
+    slurm_cli().run("scancel", f"--account={group.slurm_account}", check=False)
+    actions.close_group(group.pk, alice, "the project ended")
+
+    def account_gone():
+        sync_group.apply(args=[group.pk])
+        return group.slurm_account not in accounts.show([group.slurm_account])
+
+    wait_for(account_gone, timeout=90, interval=2, what="the closed group's account to leave Slurm")
+    assert Group.objects.get(pk=group.pk).slurm_state == Group.SlurmState.SYNCED
