@@ -45,17 +45,15 @@ def end_session_url(post_logout_redirect_uri: str) -> str | None:
 
 
 def claimed_groups(extra_data: dict) -> list[str]:
-    """Group short names the provider's groups claim names (userinfo preferred, else the ID
-    token), the prefix OIDC_GROUP_PREFIX removed; values without it are not the portal's."""
+    """The values of the provider's groups claim (userinfo preferred, else the ID token), as
+    given: an admin ties a portal group to one of them (groups.Group.claim_value), so a claim
+    never makes anyone a member of a group nobody tied to it."""
     claim = settings.OIDC_GROUPS_CLAIM
     values = (extra_data.get("userinfo") or {}).get(claim)
     if values is None:
         values = (extra_data.get("id_token") or {}).get(claim, [])
     if isinstance(values, str):
         values = [values]
-    prefix = settings.OIDC_GROUP_PREFIX
-    names = []
-    for value in values if isinstance(values, list) else []:
-        if isinstance(value, str) and value.startswith(prefix):
-            names.append(value[len(prefix) :].strip("/").lower())
-    return sorted(set(names))
+    if not isinstance(values, list):
+        return []
+    return sorted({value.strip() for value in values if isinstance(value, str) and value.strip()})

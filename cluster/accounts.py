@@ -32,7 +32,7 @@ from cluster.queue import parse_slurm_time
 
 # Slurm lower-cases account names; ours are short and safe in any shell or file name.
 ACCOUNT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")
-ACCOUNT_FORMAT = "format=Account,User,ParentName,Fairshare,GrpTRES,GrpTRESMins"
+ACCOUNT_FORMAT = "format=Account,User,ParentName,Fairshare,GrpTRES,GrpTRESMins,GrpSubmit"
 SHARE_FORMAT = "Account,User,RawShares,NormShares,RawUsage,EffectvUsage,FairShare"
 
 
@@ -52,10 +52,11 @@ class AccountSpec:
     shares: int = 1
     gpus_at_once: Mapping[str, int] = field(default_factory=dict)  # GrpTRES
     gpu_minutes: Mapping[str, int] = field(default_factory=dict)  # GrpTRESMins
+    held: bool = False  # GrpSubmitJobs=0: no new job through the account (a group being closed)
 
     def set_arguments(self, shown: AccountShown | None = None) -> list[str]:
         """The `set` words that make the account so; limits it no longer has are cleared."""
-        arguments = [f"Fairshare={self.shares}"]
+        arguments = [f"Fairshare={self.shares}", f"GrpSubmitJobs={0 if self.held else CLEAR}"]
         for key, want, have in (
             ("GrpTRES", self.gpus_at_once, shown.gpus_at_once if shown else {}),
             ("GrpTRESMins", self.gpu_minutes, shown.gpu_minutes if shown else {}),
@@ -74,6 +75,7 @@ class AccountSpec:
             ("Fairshare", self.shares, shown.shares),
             ("GrpTRES", dict(self.gpus_at_once), dict(shown.gpus_at_once)),
             ("GrpTRESMins", dict(self.gpu_minutes), dict(shown.gpu_minutes)),
+            ("GrpSubmitJobs", 0 if self.held else None, shown.submit_jobs),
         ):
             if want != have:
                 found.append(f"account {self.name}: {label} is {have}, the portal says {want}")
@@ -88,6 +90,7 @@ class AccountShown:
     gpus_at_once: Mapping[str, int]
     gpu_minutes: Mapping[str, int]
     users: frozenset[str]
+    submit_jobs: int | None = None  # GrpSubmitJobs
 
 
 def parse_accounts(text: str) -> dict[str, AccountShown]:
@@ -95,7 +98,7 @@ def parse_accounts(text: str) -> dict[str, AccountShown]:
     rows: dict[str, dict] = {}
     users: dict[str, set[str]] = {}
     for line in text.splitlines():
-        account, user, parent, shares, grp_tres, grp_tres_mins = (line.split("|") + [""] * 6)[:6]
+        account, user, parent, shares, grp_tres, grp_tres_mins, grp_submit = (line.split("|") + [""] * 7)[:7]
         if not account:
             continue
         if user:
@@ -106,6 +109,7 @@ def parse_accounts(text: str) -> dict[str, AccountShown]:
             "shares": int(shares) if shares.isdigit() else None,
             "gpus_at_once": parse_tres(grp_tres),
             "gpu_minutes": parse_tres(grp_tres_mins),
+            "submit_jobs": int(grp_submit) if grp_submit.isdigit() else None,
         }
     return {
         name: AccountShown(name=name, users=frozenset(users.get(name, ())), **row) for name, row in rows.items()
@@ -214,21 +218,37 @@ class SlurmAccounts:
             *spec.set_arguments(shown), check=False,
         )  # fmt: skip
 
-    def add_member(self, account: str, user: str, qos: list[str], default_qos: str) -> None:
+    def add_member(
+        self, account: str, user: str, qos: list[str], default_qos: str, *, held: bool = False
+    ) -> None:
+        """The user's association in the account, with `qos`; `held`: no new job may be
+        submitted through it (MaxSubmitJobs=0, e.g. a paused plan), jobs already in run on."""
         result = self.cli.add_association(user, check_account_name(account), qos, default_qos)
         # An association that exists already: sacctmgr says "Nothing added" (24.11, 26.05).
         if result.returncode != 0 and "Nothing added" not in (result.stdout + result.stderr):
             self._checked(result)
-        # An association that already existed keeps its old QOS: set it as the plan says.
+        # An association that already existed keeps its old settings: set them as they should be.
         self._checked(
             self.cli.run(
                 "sacctmgr", "-i", "modify", "user", "where", f"name={user}", f"account={account}", "set",
-                f"QOS={','.join(sorted(qos))}", f"DefaultQOS={default_qos}", check=False,
+                f"QOS={','.join(sorted(qos))}", f"DefaultQOS={default_qos}",
+                f"MaxSubmitJobs={0 if held else CLEAR}", check=False,
             )
         )  # fmt: skip
 
     def remove_member(self, account: str, user: str) -> None:
-        result = self.cli.delete_association(user, check_account_name(account))
+        """Take the user out of the account. Slurm refuses to delete an association while the
+        user has unfinished jobs in it, so first no new job may be submitted through it and its
+        pending jobs are cancelled; running ones end on their own, and the caller tries the
+        delete again later (SlurmCommandError until then)."""
+        check_account_name(account)
+        hold = self.cli.run(
+            "sacctmgr", "-i", "modify", "user", "where", f"name={user}", f"account={account}", "set",
+            "MaxSubmitJobs=0", check=False,
+        )  # fmt: skip
+        if hold.returncode == 0:
+            self.cli.run("scancel", f"--user={user}", f"--account={account}", "--state=PENDING", check=False)
+        result = self.cli.delete_association(user, account)
         output = result.stdout + result.stderr
         if result.returncode != 0 and "Nothing deleted" not in output and "does not exist" not in output:
             self._checked(result)

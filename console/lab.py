@@ -14,7 +14,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Avg, DurationField, ExpressionWrapper, F
+from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, Q
 from django.utils import timezone
 
 from cluster.accounts import SlurmAccounts
@@ -74,7 +74,11 @@ def _slurm_figures(accounts: list[str], since: datetime, until: datetime) -> tup
 def lab_figures(now: datetime | None = None) -> tuple[list[GroupFigures], str]:
     now = now or timezone.now()
     since = _month_start(now)
-    groups = list(Group.objects.filter(closed_at__isnull=True).order_by("name"))
+    groups = list(
+        Group.objects.filter(closed_at__isnull=True)
+        .annotate(member_count=Count("memberships", filter=Q(memberships__left_at__isnull=True)))
+        .order_by("name")
+    )
     shares, hours, error = _slurm_figures([group.slurm_account for group in groups], since, now)
     waits = dict(
         Job.objects.filter(group__in=groups, start_time__gte=since, submit_time__isnull=False)
@@ -94,7 +98,7 @@ def lab_figures(now: datetime | None = None) -> tuple[list[GroupFigures], str]:
         row = shares.get(group.slurm_account)
         found = GroupFigures(
             group=group,
-            members=group.memberships.filter(left_at__isnull=True).count(),
+            members=group.member_count,
             shares=group.shares,
             norm_shares=row.norm_shares if row else None,
             effective_usage=row.effective_usage if row else None,

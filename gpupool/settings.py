@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from foundation.env import env_bool, env_float, env_int, env_list, env_path, env_secret, env_str
@@ -167,16 +168,15 @@ ACCOUNT_SIGNUP_REDIRECT_URL = "/"
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
 
 # --- Sign-in through an institution (OpenID Connect: Keycloak, CILogon...), docs/groups.md -----
-# Off until OIDC_SERVER_URL (the issuer) is set. The authorization-code flow with PKCE; the
-# claim OIDC_GROUPS_CLAIM names portal groups (by short name, after OIDC_GROUP_PREFIX) and is
-# applied at every sign-in; signing out also ends the provider's session.
+# Off until OIDC_SERVER_URL (the issuer) is set. The authorization-code flow with PKCE; a value
+# of the claim OIDC_GROUPS_CLAIM that an admin tied to a portal group (Group.claim_value) makes
+# the person a member, at every sign-in; signing out also ends the provider's session.
 OIDC_SERVER_URL = env_str("OIDC_SERVER_URL", "")
 OIDC_PROVIDER_ID = env_str("OIDC_PROVIDER_ID", "institution")
 OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "your institution")
 OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID", "")
 OIDC_CLIENT_SECRET = env_secret("OIDC_CLIENT_SECRET") or ""
 OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
-OIDC_GROUP_PREFIX = env_str("OIDC_GROUP_PREFIX", "")
 
 
 def oidc_providers(server_url: str, client_id: str, secret: str) -> dict:
@@ -285,6 +285,12 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Hourly, so each month starts with the limits an allocation has left (groups/slurm_terms.py).
     "groups-sync": {"task": "groups.tasks.sync_all_groups", "schedule": 3600.0, "options": {"expires": 3600.0}},
+    # Right after Slurm's monthly reset, so no group runs on last month's stale limits for long.
+    "groups-after-reset": {
+        "task": "groups.tasks.sync_all_groups",
+        "schedule": crontab(minute=0, hour=0, day_of_month=1),
+        "options": {"expires": 600.0},
+    },
     "reservations-advance": {"task": "reservations.tasks.advance_reservations", "schedule": 30.0},
     "reservations-check": {"task": "reservations.tasks.check_reservations", "schedule": 300.0},
     # Hourly; acts once, on the 1st of the month (plans/tasks.py).
@@ -367,6 +373,16 @@ GROUP_DEFAULT_ORGANIZATION = env_str("GROUP_DEFAULT_ORGANIZATION", "pool")
 # Verified users may create groups (they become its PI); off: only admins do.
 GROUPS_SELF_SERVICE = env_bool("GROUPS_SELF_SERVICE", True)
 GROUP_INVITATION_DAYS = env_int("GROUP_INVITATION_DAYS", 14, minimum=1)
+# Groups a user (not an admin) may create; each is a Slurm account.
+GROUPS_PER_USER = env_int("GROUPS_PER_USER", 5, minimum=0)
+if GROUP_ACCOUNT_PREFIX == ORGANIZATION_ACCOUNT_PREFIX:
+    # Equal prefixes would let a group's account be named like an organisation's, and nest under it.
+    raise ImproperlyConfigured("GROUP_ACCOUNT_PREFIX and ORGANIZATION_ACCOUNT_PREFIX must differ")
+# The time zone of slurmctld's monthly usage reset (PriorityUsageResetPeriod=MONTHLY: midnight
+# on the 1st there); a group's limits are rewritten at that moment (beat, groups-after-reset).
+SLURM_USAGE_RESET_TIMEZONE = env_str("SLURM_USAGE_RESET_TIMEZONE", "UTC")
+# Beat's crontab entries (groups-after-reset) read the clock in that zone.
+CELERY_TIMEZONE = SLURM_USAGE_RESET_TIMEZONE
 # A group's managers are e-mailed once its use of an allocation reaches WARN %; Slurm holds
 # its new jobs at HOLD % (the account's GrpTRESMins).
 ALLOCATION_WARN_PERCENT = env_int("ALLOCATION_WARN_PERCENT", 80, minimum=1)

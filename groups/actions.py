@@ -13,6 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from audit.log import record
@@ -40,6 +41,20 @@ def require_manager(user, group_id: int) -> Membership | None:
     return found
 
 
+def _open(group_id: int) -> None:
+    if Group.objects.filter(pk=group_id, closed_at__isnull=False).exists():
+        raise GroupError("group", "The group is closed.", 409)
+
+
+def _not_own_group(actor, group_id: int, what: str) -> None:
+    """An admin does not decide for a group they are, or lately were, in (another admin does)."""
+    recent = timezone.now() - timedelta(days=90)
+    if Membership.objects.filter(group_id=group_id, user=actor).filter(
+        Q(left_at__isnull=True) | Q(left_at__gte=recent)
+    ).exists():
+        raise GroupError("group", f"You belong (or lately belonged) to this group: another admin {what}.", 403)
+
+
 def _state(group: Group) -> dict:
     return {"name": group.name, "slug": group.slug, "organization": group.organization, "shares": group.shares}
 
@@ -53,6 +68,12 @@ def create_group(actor, *, name: str, slug: str, organization: str = "") -> Grou
             raise GroupError("group", "Groups are created by the pool's admins.", 403)
         if not verified_addresses(actor):
             raise GroupError("group", "Verify your e-mail address before creating a group.", 403)
+        if Group.objects.filter(created_by=actor).count() >= settings.GROUPS_PER_USER:
+            raise GroupError("group", f"You have created {settings.GROUPS_PER_USER} groups, the most one may.", 409)
+        # Each organisation is an account under Slurm's root: new ones are the admins' to make.
+        given = (organization or "").strip().lower()
+        if given and given != settings.GROUP_DEFAULT_ORGANIZATION and not Group.objects.filter(organization=given):
+            raise GroupError("organization", "A new organisation is made by the pool's admins; leave it empty.", 403)
     name = (name or "").strip()
     if not name or len(name) > 80:
         raise GroupError("name", "A name of 1-80 characters is required.")
@@ -84,6 +105,7 @@ def invite(group_id: int, actor, *, email: str, role: str = GroupRole.MEMBER) ->
     """Invite an address; e-mails the link (an address with no account signs up from it).
     A new invitation to an address replaces the open one. Returns (invitation, token)."""
     inviter = require_manager(actor, group_id)
+    _open(group_id)
     email = (email or "").strip().lower()
     if "@" not in email or len(email) > 254:
         raise GroupError("email", "A valid e-mail address is required.")
@@ -197,7 +219,10 @@ def remove_member(group_id: int, actor, user_id: int) -> Membership:
             raise GroupError("member", "The PI hands the group over to another member before leaving.", 409)
         if not own and target.role == GroupRole.MANAGER and acting is not None and acting.role != GroupRole.PI:
             raise GroupError("member", "Only the PI removes a manager.", 403)
-        Membership.objects.filter(pk=target.pk, left_at__isnull=True).update(left_at=timezone.now())
+        reason = Membership.EndReason.LEFT if own else Membership.EndReason.REMOVED
+        Membership.objects.filter(pk=target.pk, left_at__isnull=True).update(
+            left_at=timezone.now(), end_reason=reason, is_default=False
+        )
         target.refresh_from_db()
         action = "group.leave" if own else "group.remove_member"
         record(actor, action, f"group:{target.group.slug}", before={"user": user_id, "role": target.role})
@@ -233,6 +258,8 @@ def set_shares(group_id: int, actor, shares: int, reason: str = "") -> Group:
     """Admins set a group's shares of the pool (Slurm's Fairshare)."""
     if not _is_admin(actor):
         raise GroupError("shares", "Only the pool's admins set a group's shares.", 403)
+    _not_own_group(actor, group_id, "sets its shares")
+    _open(group_id)
     if isinstance(shares, bool) or not isinstance(shares, int) or not 1 <= shares <= 1_000_000:
         raise GroupError("shares", "A whole number from 1 to 1,000,000.")
     with transaction.atomic():
@@ -261,6 +288,7 @@ def request_allocation(
 ) -> Allocation:
     """The PI or a manager asks for GPU-hours of a type for a period; admins decide."""
     require_manager(actor, group_id)
+    _open(group_id)
     if gpu_type not in settings.GPU_TYPES:
         raise GroupError("gpu_type", f"One of {', '.join(sorted(settings.GPU_TYPES))}.")
     if isinstance(gpu_hours, bool) or not isinstance(gpu_hours, int) or not 1 <= gpu_hours <= 1_000_000:
@@ -314,8 +342,8 @@ def decide_allocation(allocation_id: int, actor, *, approve: bool, gpu_hours=Non
         allocation = Allocation.objects.select_for_update().select_related("group").filter(pk=allocation_id).first()
         if allocation is None:
             raise GroupError("allocation", "No such allocation.", 404)
-        if membership(actor, allocation.group_id):
-            raise GroupError("allocation", "You belong to this group: another admin decides its allocations.", 403)
+        _not_own_group(actor, allocation.group_id, "decides its allocations")
+        _open(allocation.group_id)
         if allocation.state != Allocation.State.REQUESTED:
             raise GroupError("allocation", f"The request was {allocation.state} already.", 409)
         hours = allocation.gpu_hours if gpu_hours in (None, "") else gpu_hours
@@ -355,30 +383,44 @@ def withdraw_allocation(group_id: int, allocation_id: int, actor) -> Allocation:
 def set_default_group(user, group_id: int | None) -> None:
     """Charge the user's jobs to this group when they name none (None: to themselves)."""
     with transaction.atomic():
-        if group_id is not None and membership(user, group_id) is None:
+        # The user's memberships locked: two changes at once leave one default, not an error.
+        mine = list(Membership.objects.active().select_for_update().filter(user=user))
+        if group_id is not None and not any(found.group_id == group_id for found in mine):
             raise GroupError("group", "No such group.", 404)
         Membership.objects.active().filter(user=user, is_default=True).update(is_default=False)
         if group_id is not None:
             Membership.objects.active().filter(user=user, group_id=group_id).update(is_default=True)
+        record(user, "group.default", f"user:{user.pk}", after={"group": group_id})
 
 
-def apply_claimed_groups(user, slugs: list[str]) -> tuple[list[str], list[str]]:
-    """At each sign-in through the institution: the user is a member of the open groups its
-    groups claim names (short names), and no longer of those the claim made them a member of
-    and stopped naming. Memberships from invitations are left alone. (joined, left) slugs."""
-    wanted = {group.pk: group for group in Group.objects.filter(slug__in=slugs, closed_at__isnull=True)}
+def apply_claimed_groups(user, claim_values: list[str]) -> tuple[list[str], list[str]]:
+    """At each sign-in through the institution: the user is a member of the open groups an
+    admin tied to a value its groups claim names (Group.claim_value), and no longer of those
+    the claim made them a member of and stopped naming. Memberships from invitations are left
+    alone, and a person who left a group or was removed from it is not put back. (joined, left)."""
+    values = [value for value in claim_values if value]
+    tied = Group.objects.filter(claim_value__in=values, closed_at__isnull=True).exclude(claim_value="")
+    wanted = {group.pk: group for group in tied}
+    # A member's own leaving, or a manager's removal, stands: the claim does not undo it.
+    decided = set(
+        Membership.objects.filter(
+            user=user, group_id__in=wanted, end_reason__in=[Membership.EndReason.LEFT, Membership.EndReason.REMOVED]
+        ).values_list("group_id", flat=True)
+    )
     joined, left, changed = [], [], set()
     with transaction.atomic():
         current = {m.group_id: m for m in Membership.objects.active().select_for_update().filter(user=user)}
         for group_id, group in wanted.items():
-            if group_id not in current:
+            if group_id not in current and group_id not in decided:
                 Membership.objects.create(group=group, user=user, role=GroupRole.MEMBER, via_claim=True)
                 joined.append(group.slug)
                 changed.add(group_id)
                 record(user, "group.join", f"group:{group.slug}", after={"role": GroupRole.MEMBER, "via": "claim"})
         for group_id, found in current.items():
             if found.via_claim and group_id not in wanted and found.role != GroupRole.PI:
-                Membership.objects.filter(pk=found.pk, left_at__isnull=True).update(left_at=timezone.now())
+                Membership.objects.filter(pk=found.pk, left_at__isnull=True).update(
+                    left_at=timezone.now(), end_reason=Membership.EndReason.CLAIM, is_default=False
+                )
                 left.append(found.group.slug)
                 changed.add(group_id)
                 record(user, "group.leave", f"group:{found.group.slug}", before={"role": found.role, "via": "claim"})
@@ -400,7 +442,9 @@ def close_group(group_id: int, actor, reason: str = "") -> Group:
             closed_at=now, slurm_state=Group.SlurmState.PENDING
         ):
             raise GroupError("group", "The group is closed already.", 409)
-        Membership.objects.active().filter(group_id=group_id).update(left_at=now, is_default=False)
+        Membership.objects.active().filter(group_id=group_id).update(
+            left_at=now, is_default=False, end_reason=Membership.EndReason.CLOSED
+        )
         Invitation.objects.filter(group_id=group_id, state=Invitation.State.OPEN).update(
             state=Invitation.State.REVOKED, decided_at=now
         )

@@ -51,6 +51,9 @@ class Group(models.Model):
     synced_at = models.DateTimeField(null=True, blank=True)
     # Set when the group is closed: its account is removed from Slurm; the row stays for bills.
     closed_at = models.DateTimeField(null=True, blank=True)
+    # The value of the institution's groups claim (OIDC_GROUPS_CLAIM) that makes a person a
+    # member at sign-in; set by an admin, never by the group ("" : no claim names this group).
+    claim_value = models.CharField(max_length=200, blank=True, db_index=True)
 
     class Meta:
         ordering = ["name", "id"]
@@ -83,6 +86,14 @@ class Membership(models.Model):
     is_default = models.BooleanField(default=False)
     # Made by the institution's groups claim at sign-in (and ended by it); not by an invitation.
     via_claim = models.BooleanField(default=False)
+
+    class EndReason(models.TextChoices):
+        LEFT = "left"
+        REMOVED = "removed"
+        CLAIM = "claim"  # the institution's claim stopped naming the group
+        CLOSED = "closed"
+
+    end_reason = models.CharField(max_length=16, choices=EndReason.choices, blank=True)
 
     objects = MembershipQuerySet.as_manager()
 

@@ -54,7 +54,15 @@ def group_to_charge(user, group_id) -> Group:
     has. GroupError (field "group") says what is wrong otherwise."""
     if isinstance(group_id, bool) or not str(group_id).isdigit():
         raise GroupError("group", "A group's id (a whole number) is required.", 400)
-    found = membership(user, int(group_id))
+    # Locked until the caller's transaction ends: a removal committing meanwhile waits, so a job
+    # is never recorded for a group its owner has just left.
+    found = (
+        Membership.objects.active()
+        .select_for_update(of=("self",))
+        .filter(group_id=int(group_id), user=user)
+        .select_related("group")
+        .first()
+    )
     if found is None:
         raise GroupError("group", "You are not a member of that group.", 400)
     group = found.group
@@ -66,7 +74,8 @@ def group_to_charge(user, group_id) -> Group:
 
 
 def default_group(user) -> Group | None:
-    """The group the user's jobs are charged to when they name none (None: themselves)."""
+    """The group the user's jobs are charged to when they name none (None: themselves); not
+    checked for charging: jobs use group_to_charge on its id."""
     found = (
         Membership.objects.active()
         .filter(user=user, is_default=True, group__closed_at__isnull=True)
@@ -88,3 +97,20 @@ def gpu_minutes_left(group: Group, gpu_type: str, day) -> int:
         allowed = (allocation.approved_gpu_hours or 0) * 60 * settings.ALLOCATION_HOLD_PERCENT // 100
         left += max(0, allowed - allocation.used_gpu_minutes)
     return left
+
+
+def sees_everyone(user, group: Group) -> bool:
+    """Whether `user` sees every member's usage and jobs in `group` (its PI and managers, and
+    admins), or only their own."""
+    found = membership(user, group.pk)
+    return is_admin(user) or bool(found and found.may_manage)
+
+
+def group_ids_for_accounts(accounts: set[str]) -> dict[str, int]:
+    """Slurm account -> the portal group it is (a job from outside the portal names its group
+    by `--account`)."""
+    prefix = settings.GROUP_ACCOUNT_PREFIX
+    slugs = {account[len(prefix) :]: account for account in accounts if account.startswith(prefix)}
+    if not slugs:
+        return {}
+    return {slugs[slug]: pk for slug, pk in Group.objects.filter(slug__in=slugs).values_list("slug", "pk")}

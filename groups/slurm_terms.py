@@ -15,6 +15,7 @@ earlier in the allocation's period (read from the portal's job rows by the calle
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 
 from cluster.accounts import AccountSpec
 
@@ -32,11 +33,38 @@ def allocated_minutes(
     return {gpu_type: max(0, total - used_before_reset.get(gpu_type, 0)) for gpu_type, total in minutes.items()}
 
 
-def account_spec(group, gpu_types: Mapping[str, Mapping], minutes_by_type: Mapping[str, int]) -> AccountSpec:
+def account_spec(
+    group,
+    gpu_types: Mapping[str, Mapping],
+    minutes_by_type: Mapping[str, int],
+    used_since_reset: Mapping[str, int | Decimal] | None = None,
+) -> AccountSpec:
+    """The account as Slurm must hold it. `minutes_by_type`: GPU-minutes of each type the group
+    may use since this month's reset (allocated_minutes); `used_since_reset`: what its jobs have
+    held since then, by TRES (gres/gpu:<type> in GPU-minutes, gres/shard:<type> in
+    shard-minutes).
+
+    Slurm counts each TRES of GrpTRESMins on its own, so one allowance written whole on both
+    the GPU and the shard TRES would let a group spend it twice (once in whole GPUs, once in
+    shares). Each kind's limit is what that kind has used plus what is left of the one
+    allowance: between two syncs (hourly, and on every change of the group) the group can
+    overrun by at most what was left at the last one, not by the whole allocation. A closed
+    group gets 0 everywhere and no new submission (GrpSubmitJobs=0)."""
+    used = used_since_reset or {}
+    closed = group.closed_at is not None
     limits: dict[str, int] = {}
     for gpu_type in sorted(gpu_types):
-        minutes = minutes_by_type.get(gpu_type, 0)
-        limits[f"gres/gpu:{gpu_type}"] = minutes
-        limits[f"gres/shard:{gpu_type}"] = minutes * int(gpu_types[gpu_type]["shards_per_gpu"])
-    limits["gres/gpu"] = sum(minutes_by_type.get(gpu_type, 0) for gpu_type in gpu_types)
-    return AccountSpec(name=group.slurm_account, parent=group.parent_account, shares=group.shares, gpu_minutes=limits)
+        shards_per_gpu = int(gpu_types[gpu_type]["shards_per_gpu"])
+        gpu_used = int(used.get(f"gres/gpu:{gpu_type}", 0))
+        shard_used = int(used.get(f"gres/shard:{gpu_type}", 0))
+        if closed:
+            limits[f"gres/gpu:{gpu_type}"] = limits[f"gres/shard:{gpu_type}"] = 0
+            continue
+        left = max(0, minutes_by_type.get(gpu_type, 0) - gpu_used - shard_used // shards_per_gpu)
+        limits[f"gres/gpu:{gpu_type}"] = gpu_used + left
+        limits[f"gres/shard:{gpu_type}"] = shard_used + left * shards_per_gpu
+    limits["gres/gpu"] = sum(limits[f"gres/gpu:{gpu_type}"] for gpu_type in gpu_types)
+    limits["gres/shard"] = sum(limits[f"gres/shard:{gpu_type}"] for gpu_type in gpu_types)
+    return AccountSpec(
+        name=group.slurm_account, parent=group.parent_account, shares=group.shares, gpu_minutes=limits, held=closed
+    )

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, date, datetime
+from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 from celery import shared_task
 from django.conf import settings
@@ -14,8 +16,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from cluster.accounts import SlurmAccounts
-from cluster.errors import SlurmError, SlurmTransientError
+from cluster.errors import SlurmCommandError, SlurmError, SlurmTransientError
 from cluster.services import slurm_cli
+from cluster.sync import single_flight
 from groups.models import MANAGING_ROLES, Allocation, Group, Membership
 from groups.slurm_terms import account_spec, allocated_minutes
 from plans.catalog import plan_for
@@ -37,36 +40,62 @@ def allocations_in_force(group_id: int, day: date) -> list[Allocation]:
 
 
 def _month_start(now: datetime) -> datetime:
-    return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    """When Slurm last reset its usage (PriorityUsageResetPeriod=MONTHLY: midnight on the 1st
+    in slurmctld's time zone, SLURM_USAGE_RESET_TIMEZONE)."""
+    local = now.astimezone(ZoneInfo(settings.SLURM_USAGE_RESET_TIMEZONE))
+    return local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
-def used_before_reset(accounts: SlurmAccounts, group: Group, allocations: list[Allocation], now: datetime):
-    """GPU-minutes by type the group used in each allocation's period before this month's
-    usage reset (shards counted as their share of a GPU); {} when no period began earlier."""
-    month_start = _month_start(now)
-    used: dict[str, int] = {}
+def _start_of(day: date) -> datetime:
+    return datetime.combine(day, datetime.min.time(), tzinfo=ZoneInfo(settings.SLURM_USAGE_RESET_TIMEZONE))
+
+
+def _earliest_starts(allocations: list[Allocation]) -> dict[str, datetime]:
+    starts: dict[str, datetime] = {}
     for allocation in allocations:
-        period_start = datetime.combine(allocation.starts_on, datetime.min.time(), tzinfo=UTC)
-        if period_start >= month_start:
-            continue
-        held = accounts.allocated_minutes(group.slurm_account, period_start, month_start)
-        used[allocation.gpu_type] = max(used.get(allocation.gpu_type, 0), _gpu_minutes(held, allocation.gpu_type))
-    return used
+        start = _start_of(allocation.starts_on)
+        starts[allocation.gpu_type] = min(starts.get(allocation.gpu_type, start), start)
+    return starts
 
 
 def _gpu_minutes(held: dict, gpu_type: str) -> int:
     """GPU-minutes of a type from sacct's TRES-minutes, a shard counted as its share of a GPU."""
     shards = int(settings.GPU_TYPES[gpu_type]["shards_per_gpu"])
-    return int(held.get(f"gres/gpu:{gpu_type}", 0) + held.get(f"gres/shard:{gpu_type}", 0) / shards)
+    whole = Decimal(held.get(f"gres/gpu:{gpu_type}", 0))
+    shared = Decimal(held.get(f"gres/shard:{gpu_type}", 0))
+    return int(whole + shared / shards)
 
 
-def record_usage(accounts: SlurmAccounts, group: Group, allocation: Allocation, now: datetime) -> None:
-    """What the group has used of `allocation` so far (running jobs up to now), on its row;
-    the group's managers are e-mailed once it passes ALLOCATION_WARN_PERCENT."""
-    period_start = datetime.combine(allocation.starts_on, datetime.min.time(), tzinfo=UTC)
-    used = _gpu_minutes(accounts.allocated_minutes(group.slurm_account, period_start, now), allocation.gpu_type)
-    Allocation.objects.filter(pk=allocation.pk).update(used_gpu_minutes=used, usage_read_at=now)
-    allocation.used_gpu_minutes = used
+def used_before_reset(accounts: SlurmAccounts, group: Group, allocations: list[Allocation], now: datetime):
+    """GPU-minutes by type the group used since its allocations of that type began, before
+    this month's usage reset (shards counted as their share of a GPU); each type counted once,
+    however many allocations of it are in force."""
+    month_start = _month_start(now)
+    used: dict[str, int] = {}
+    for gpu_type, start in _earliest_starts(allocations).items():
+        if start < month_start:
+            used[gpu_type] = _gpu_minutes(accounts.allocated_minutes(group.slurm_account, start, month_start), gpu_type)
+    return used
+
+
+def record_usage(accounts: SlurmAccounts, group: Group, allocations: list[Allocation], now: datetime) -> None:
+    """What the group has used of its allocations in force (running jobs up to now), on their
+    rows: a type's usage since its earliest allocation began is spread over its allocations
+    oldest first (never counted twice), the newest taking any excess. The group's managers are
+    e-mailed once an allocation passes ALLOCATION_WARN_PERCENT."""
+    for gpu_type, start in _earliest_starts(allocations).items():
+        left = _gpu_minutes(accounts.allocated_minutes(group.slurm_account, start, now), gpu_type)
+        of_type = sorted((a for a in allocations if a.gpu_type == gpu_type), key=lambda a: (a.starts_on, a.pk))
+        for position, allocation in enumerate(of_type):
+            last = position == len(of_type) - 1
+            share = left if last else min(left, (allocation.approved_gpu_hours or 0) * 60)
+            left -= share
+            Allocation.objects.filter(pk=allocation.pk).update(used_gpu_minutes=share, usage_read_at=now)
+            allocation.used_gpu_minutes = share
+            _warn_if_nearly_used(group, allocation, now)
+
+
+def _warn_if_nearly_used(group: Group, allocation: Allocation, now: datetime) -> None:
     percent = allocation.used_percent or 0
     if percent >= settings.ALLOCATION_WARN_PERCENT and Allocation.objects.filter(
         pk=allocation.pk, warned_at__isnull=True
@@ -75,8 +104,8 @@ def record_usage(accounts: SlurmAccounts, group: Group, allocation: Allocation, 
         addresses = [address for address in managers.values_list("user__email", flat=True) if address]
         send_mail(
             f"{group.name}: {percent} % of the {allocation.gpu_type} allocation used",
-            f"{group.name} has used {used // 60} of its {allocation.approved_gpu_hours} {allocation.gpu_type} "
-            f"GPU-hours ({allocation.starts_on} to {allocation.ends_on}). At "
+            f"{group.name} has used {allocation.used_gpu_minutes // 60} of its {allocation.approved_gpu_hours} "
+            f"{allocation.gpu_type} GPU-hours ({allocation.starts_on} to {allocation.ends_on}). At "
             f"{settings.ALLOCATION_HOLD_PERCENT} % Slurm holds the group's new jobs; ask for more time on the "
             "group's page.",
             None,
@@ -102,10 +131,13 @@ def _active_members(group: Group) -> dict[str, Membership]:
 
 
 def wanted_account(accounts: SlurmAccounts, group: Group, now: datetime):
+    if group.closed_at is not None:
+        return account_spec(group, settings.GPU_TYPES, {}), []
     allocations = allocations_in_force(group.pk, now.astimezone(UTC).date())
     before_reset = used_before_reset(accounts, group, allocations, now)
     minutes = allocated_minutes(allocations, before_reset, settings.ALLOCATION_HOLD_PERCENT)
-    return account_spec(group, settings.GPU_TYPES, minutes), allocations
+    since_reset = accounts.allocated_minutes(group.slurm_account, _month_start(now), now)
+    return account_spec(group, settings.GPU_TYPES, minutes, since_reset), allocations
 
 
 def differences(group: Group, now: datetime | None = None) -> list[str]:
@@ -124,48 +156,79 @@ def differences(group: Group, now: datetime | None = None) -> list[str]:
     return found
 
 
+def _removing(accounts: SlurmAccounts, group: Group, names, changes: list[str], failures: list[str]) -> None:
+    """Take each of `names` out of the group's account; one refusal (a running job) does not
+    stop the others, and is reported so the sync is tried again."""
+    for name in sorted(names):
+        try:
+            accounts.remove_member(group.slurm_account, name)
+            changes.append(f"{name} removed")
+        except SlurmError as exc:
+            failures.append(f"{name} not removed yet (new jobs held, pending ones cancelled): {exc}")
+
+
 def write_group(group: Group, now: datetime | None = None) -> list[str]:
-    """Make Slurm hold the group as its rows say; the changes made, in words."""
+    """Make Slurm hold the group as its rows say; the changes made, in words. Raises
+    SlurmCommandError naming every step Slurm refused, after doing all the others."""
     now = now or timezone.now()
     accounts = SlurmAccounts(slurm_cli())
     shown = accounts.show([group.slurm_account]).get(group.slurm_account)
+    changes: list[str] = []
+    failures: list[str] = []
     if group.closed_at is not None:
-        for user in sorted(shown.users if shown else ()):
-            accounts.remove_member(group.slurm_account, user)
         if shown:
-            accounts.delete(group.slurm_account)
-        return [f"account {group.slurm_account} removed"] if shown else []
-    accounts.ensure_parent(group.parent_account, organization=group.organization)
-    spec, allocations = wanted_account(accounts, group, now)
-    for allocation in allocations:
-        record_usage(accounts, group, allocation, now)
-    changes = accounts.ensure(spec, organization=group.organization)
-    wanted = _active_members(group)
-    present = shown.users if shown else frozenset()
-    for name, membership in sorted(wanted.items()):
-        terms = _member_terms(membership)
-        accounts.add_member(group.slurm_account, name, terms.qos, terms.default_qos)
-        if name not in present:
-            changes.append(f"{name} added")
-    for name in sorted(present - set(wanted)):
-        accounts.remove_member(group.slurm_account, name)
-        changes.append(f"{name} removed")
+            # First nothing new runs (limits 0, submissions held), then the members go, then the account.
+            spec, _allocations = wanted_account(accounts, group, now)
+            changes += accounts.ensure(spec, organization=group.organization)
+            _removing(accounts, group, shown.users, changes, failures)
+            if not failures:
+                accounts.delete(group.slurm_account)
+                changes.append(f"account {group.slurm_account} removed")
+    else:
+        accounts.ensure_parent(group.parent_account, organization=group.organization)
+        spec, allocations = wanted_account(accounts, group, now)
+        record_usage(accounts, group, allocations, now)
+        changes += accounts.ensure(spec, organization=group.organization)
+        wanted = _active_members(group)
+        present = shown.users if shown else frozenset()
+        for name, membership in sorted(wanted.items()):
+            terms = _member_terms(membership)
+            try:
+                # A paused plan holds the member's new jobs here too, not only in their own account.
+                held = terms.max_submit_jobs == 0
+                accounts.add_member(group.slurm_account, name, terms.qos, terms.default_qos, held=held)
+            except SlurmError as exc:
+                failures.append(f"{name} not added: {exc}")
+                continue
+            if name not in present:
+                changes.append(f"{name} added")
+        _removing(accounts, group, present - set(wanted), changes, failures)
+    if failures:
+        raise SlurmCommandError("; ".join(failures))
     return changes
 
 
 @shared_task(bind=True, max_retries=8)
 def sync_group(self, group_id: int) -> str:
-    group = Group.objects.filter(pk=group_id).first()
-    if group is None:
-        return "gone"
-    try:
-        changes = write_group(group)
-    except SlurmError as exc:
-        Group.objects.filter(pk=group_id).update(slurm_state=Group.SlurmState.ERROR, slurm_error=str(exc)[:2000])
-        log.warning("group %s not written to Slurm: %s", group.slug, exc)
-        if isinstance(exc, SlurmTransientError) or self.request.retries < 3:
-            raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
-        return f"error: {exc}"
+    # One sync of a group at a time: two reading the members at different moments could
+    # otherwise re-add someone the other removed. The one that waits runs after, reading anew.
+    with single_flight(f"group-sync:{group_id}", timeout=300) as acquired:
+        if not acquired:
+            raise self.retry(countdown=5)
+        group = Group.objects.filter(pk=group_id).first()
+        if group is None:
+            return "gone"
+        try:
+            changes = write_group(group)
+        except Exception as exc:  # whatever failed is on the row, where the group's page shows it
+            message = exc.public_message if isinstance(exc, SlurmError) else f"{type(exc).__name__}: {exc}"
+            Group.objects.filter(pk=group_id).update(slurm_state=Group.SlurmState.ERROR, slurm_error=message[:2000])
+            log.warning("group %s not written to Slurm: %s", group.slug, exc)
+            if not isinstance(exc, SlurmError):
+                raise
+            if isinstance(exc, SlurmTransientError) or self.request.retries < 3:
+                raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
+            return f"error: {exc}"
     Group.objects.filter(pk=group_id).update(
         slurm_state=Group.SlurmState.SYNCED, slurm_error="", synced_at=timezone.now()
     )

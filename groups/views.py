@@ -21,7 +21,7 @@ from accounts.models import Role
 from cluster.errors import SlurmError
 from groups import actions, charts, usage
 from groups.models import Allocation, GroupRole, Invitation, Membership
-from groups.queries import GroupError, is_admin, membership, visible_group
+from groups.queries import GroupError, is_admin, membership, sees_everyone, visible_group
 
 
 def _group_or_404(user, pk: int):
@@ -73,7 +73,7 @@ def _usage(group, user, mine):
             cache.set(key, rows, 60)
     except SlurmError as exc:
         return [], f"Slurm's accounting did not answer ({exc.public_message}); the figures come back when it does."
-    if not (is_admin(user) or (mine and mine.may_manage)):
+    if not sees_everyone(user, group):
         own = getattr(user.profile, "cluster_username", None)
         rows = [row for row in rows if row["user"] == own]
     return rows, ""

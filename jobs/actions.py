@@ -43,7 +43,10 @@ DEFAULT_GROUP = object()
 def _charged_group(user, group_id):
     """The group to charge, or None for the user themself; SpecError on `group` otherwise."""
     if group_id is DEFAULT_GROUP:
-        return default_group(user)
+        default = default_group(user)
+        if default is None:
+            return None
+        group_id = default.pk  # checked like a named group: open, in Slurm, still the user's
     if group_id in (None, ""):
         return None
     try:

@@ -8,7 +8,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from foundation.ratelimit import hit
-from groups.queries import GroupError, default_group, groups_of, is_admin, membership, visible_group
+from groups.queries import GroupError, default_group, groups_of, sees_everyone, visible_group
 from jobs import actions
 from jobs.costs import cost_for
 from jobs.diagnosis.reasons import explain_reason
@@ -39,9 +39,8 @@ def group_jobs(request, group_id: int):
         group = visible_group(request.user, group_id)
     except GroupError as exc:
         raise Http404(exc.message) from None
-    mine = membership(request.user, group.pk)
     jobs = Job.objects.filter(group=group).select_related("owner")
-    if not (is_admin(request.user) or (mine and mine.may_manage)):
+    if not sees_everyone(request.user, group):
         jobs = jobs.filter(owner=request.user)
     context = {"group": group, "jobs": list(jobs.order_by("-created_at", "-id")[:200]), "show_owner": True}
     return render(request, "jobs/group_list.html", context)

@@ -49,17 +49,21 @@ def _sign_in(client, provider: str, sub: str):
 
 @pytest.fixture
 def vision(alice):
-    return Group.objects.create(name="Vision lab", slug="vision", organization="pool", created_by=alice)
+    # Tied by an admin to the claim's value (Keycloak sends group paths).
+    return Group.objects.create(
+        name="Vision lab", slug="vision", organization="pool", created_by=alice, claim_value="/gpu/vision"
+    )
 
 
 def test_a_new_user_signs_in_at_the_institution_and_lands_in_the_claimed_group(client, provider, vision):
-    _claims(provider, "carol@uni.edu", preferred_username="carol", groups=["vision", "not-a-portal-group"])
+    # "vision" is only a short name: a group's slug never answers a claim, its claim value does.
+    _claims(provider, "carol@uni.edu", preferred_username="carol", groups=["/gpu/vision", "vision", "/other"])
     finished = _sign_in(client, provider, "carol@uni.edu")
     assert finished.status_code == 302, finished.content[:500]
     carol = get_user_model().objects.get(email="carol@uni.edu")
     assert client.session["_auth_user_id"] == str(carol.pk)
     assert EmailAddress.objects.filter(user=carol, email="carol@uni.edu", verified=True).exists()
-    member = Membership.objects.active().get(user=carol)
+    member = Membership.objects.active().get(user=carol)  # one: the slug "vision" joined nothing more
     assert member.group == vision and member.via_claim and member.role == "member"
 
     # The claim no longer names the group: at the next sign-in the membership ends.
@@ -80,7 +84,7 @@ def test_an_invited_membership_is_not_ended_by_the_claim(client, provider, visio
 
 
 def test_signing_out_ends_the_providers_session_too(client, provider, vision, alice):
-    _claims(provider, "erin@uni.edu", preferred_username="erin", groups=["vision"])
+    _claims(provider, "erin@uni.edu", preferred_username="erin", groups=["/gpu/vision"])
     _sign_in(client, provider, "erin@uni.edu")
     out = client.post("/accounts/logout/")
     assert out.status_code == 302
@@ -102,3 +106,16 @@ def test_the_sign_in_page_offers_the_institution_only_when_configured(client, se
         settings.SOCIALACCOUNT_PROVIDERS = oidc_providers(url, "gpupool-portal", "secret")
         page = client.get("/accounts/login/").content.decode()
     assert f"/accounts/oidc/{PROVIDER}/login/" in page and "your institution" in page
+
+
+def test_the_claim_does_not_put_back_someone_who_left_or_was_removed(client, provider, vision, alice):
+    from groups import actions
+
+    _claims(provider, "fay@uni.edu", preferred_username="fay", groups=["/gpu/vision"])
+    _sign_in(client, provider, "fay@uni.edu")
+    fay = get_user_model().objects.get(email="fay@uni.edu")
+    Membership.objects.create(group=vision, user=alice, role="pi")
+    actions.remove_member(vision.pk, alice, fay.pk)
+    client.logout()
+    _sign_in(client, provider, "fay@uni.edu")
+    assert not Membership.objects.active().filter(user=fay).exists()

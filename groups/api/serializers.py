@@ -13,6 +13,9 @@ class GroupSerializer(serializers.ModelSerializer):
     slurm_account = serializers.CharField(read_only=True, help_text="The group's Slurm account (`--account`)")
     parent_account = serializers.CharField(read_only=True, help_text="Its organisation's Slurm account")
     my_role = serializers.SerializerMethodField(help_text="The caller's role; null for an admin who is not a member")
+    slurm_error = serializers.SerializerMethodField(
+        help_text="Why Slurm does not hold the group as it should yet (to its PI, managers and admins; else null)"
+    )
 
     class Meta:
         model = Group
@@ -24,6 +27,10 @@ class GroupSerializer(serializers.ModelSerializer):
 
     def get_my_role(self, group) -> str | None:
         return self.context.get("roles", {}).get(group.pk)
+
+    def get_slurm_error(self, group) -> str | None:
+        manages = self.context.get("roles", {}).get(group.pk) in (GroupRole.PI, GroupRole.MANAGER)
+        return group.slurm_error if manages or self.context.get("is_admin") else None
 
 
 SLUG_PATTERN = r"^[a-z][a-z0-9-]{1,29}$"

@@ -30,7 +30,7 @@ from groups.api.serializers import (
     RoleInputSerializer,
 )
 from groups.models import Allocation, Group, Membership
-from groups.queries import GroupError, is_admin, membership, visible_group
+from groups.queries import GroupError, is_admin, sees_everyone, visible_group
 
 TAGS = ["groups"]
 ERRORS = {
@@ -61,8 +61,9 @@ def invalid(serializer) -> Response:
     )
 
 
-def _roles(user) -> dict[int, str]:
-    return dict(Membership.objects.active().filter(user=user).values_list("group_id", "role"))
+def _context(user) -> dict:
+    roles = dict(Membership.objects.active().filter(user=user).values_list("group_id", "role"))
+    return {"roles": roles, "is_admin": is_admin(user)}
 
 
 class GroupListView(APIView):
@@ -78,7 +79,7 @@ class GroupListView(APIView):
             if is_admin(request.user)
             else Group.objects.filter(memberships__user=request.user, memberships__left_at__isnull=True)
         )
-        context = {"roles": _roles(request.user)}
+        context = _context(request.user)
         return Response(GroupSerializer(groups.distinct(), many=True, context=context).data)
 
     @extend_schema(
@@ -96,7 +97,7 @@ class GroupListView(APIView):
             group = actions.create_group(request.user, **body.validated_data)
         except GroupError as exc:
             return refusal(exc)
-        return Response(GroupSerializer(group, context={"roles": _roles(request.user)}).data, status=201)
+        return Response(GroupSerializer(group, context=_context(request.user)).data, status=201)
 
 
 class GroupDetailView(APIView):
@@ -111,7 +112,7 @@ class GroupDetailView(APIView):
             group = visible_group(request.user, pk)
         except GroupError as exc:
             return refusal(exc)
-        return Response(GroupSerializer(group, context={"roles": _roles(request.user)}).data)
+        return Response(GroupSerializer(group, context=_context(request.user)).data)
 
 
 class MemberListView(APIView):
@@ -172,9 +173,10 @@ class InvitationListView(APIView):
     def get(self, request, pk: int):
         try:
             actions.require_manager(request.user, pk)
+            group = visible_group(request.user, pk)
         except GroupError as exc:
             return refusal(exc)
-        return Response(InvitationSerializer(Group.objects.get(pk=pk).invitations.all(), many=True).data)
+        return Response(InvitationSerializer(group.invitations.all(), many=True).data)
 
     @extend_schema(
         tags=TAGS,
@@ -305,9 +307,8 @@ class UsageView(APIView):
                 rows = usage.gpu_hours_by_member(group, since, until)
                 cache.set(key, rows, 60)  # sacct is asked at most once a minute per group
         except SlurmError as exc:
-            return Response({"detail": f"Slurm's accounting did not answer: {exc}"}, status=503)
-        mine = membership(request.user, group.pk)
-        if not (is_admin(request.user) or (mine and mine.may_manage)):
+            return Response({"detail": f"Slurm's accounting did not answer: {exc.public_message}"}, status=503)
+        if not sees_everyone(request.user, group):
             own = getattr(request.user.profile, "cluster_username", None)
             rows = [row for row in rows if row["user"] == own]
         allocations = group.allocations.filter(state=Allocation.State.APPROVED, ends_on__gt=since.date())

@@ -155,7 +155,7 @@ def test_allocations_are_asked_by_managers_and_decided_by_an_admin_outside_the_g
     _refused(lambda: actions.decide_allocation(allocation.pk, alice, approve=True), 403)
     _member(lab, admin_user)
     _refused(lambda: actions.decide_allocation(allocation.pk, admin_user, approve=True), 403)
-    Membership.objects.filter(user=admin_user).update(left_at=timezone.now())
+    Membership.objects.filter(user=admin_user).update(left_at=timezone.now() - timedelta(days=91))
     _refused(lambda: actions.decide_allocation(allocation.pk, admin_user, approve=False), 400, "note")
     decided = actions.decide_allocation(allocation.pk, admin_user, approve=True, gpu_hours=40, note="Start small")
     assert decided.state == Allocation.State.APPROVED and decided.approved_gpu_hours == 40
@@ -204,3 +204,41 @@ def test_the_pi_closes_the_group_and_everything_ends_with_it(lab, alice, bob):
     assert Invitation.objects.get(pk=invitation.pk).state == Invitation.State.REVOKED
     _refused(lambda: actions.close_group(lab.pk, alice), 404)  # no longer a member: the group is gone for her
     _refused(lambda: group_to_charge(alice, lab.pk), 400, "group")
+
+
+def test_an_admin_does_not_decide_or_set_shares_for_a_group_they_were_lately_in(lab, alice, admin_user):
+    allocation = _ask(lab, alice)
+    _member(lab, admin_user)
+    _refused(lambda: actions.set_shares(lab.pk, admin_user, 500_000), 403)
+    Membership.objects.filter(user=admin_user).update(left_at=timezone.now())
+    # Left a moment ago: still theirs to stay out of.
+    _refused(lambda: actions.decide_allocation(allocation.pk, admin_user, approve=True), 403)
+    Membership.objects.filter(user=admin_user).update(left_at=timezone.now() - timedelta(days=91))
+    assert actions.decide_allocation(allocation.pk, admin_user, approve=True).state == Allocation.State.APPROVED
+
+
+def test_nothing_is_decided_or_asked_for_a_closed_group(lab, alice, admin_user):
+    allocation = _ask(lab, alice)
+    actions.close_group(lab.pk, admin_user, "audit")
+    _refused(lambda: actions.decide_allocation(allocation.pk, admin_user, approve=True), 409)
+    _refused(lambda: actions.set_shares(lab.pk, admin_user, 5), 409)
+
+
+def test_self_service_has_limits(alice, settings):
+    _verified(alice)
+    settings.GROUPS_PER_USER = 1
+    _refused(lambda: actions.create_group(alice, name="Lab", slug="lab", organization="newuni"), 403, "organization")
+    actions.create_group(alice, name="Lab", slug="lab")
+    _refused(lambda: actions.create_group(alice, name="Lab 2", slug="lab2"), 409)
+
+
+def test_a_default_group_is_checked_like_a_named_one(lab, alice):
+    from jobs.actions import DEFAULT_GROUP, _charged_group
+    from jobs.submission.spec import SpecError
+
+    actions.set_default_group(alice, lab.pk)
+    with pytest.raises(SpecError) as refused:
+        _charged_group(alice, DEFAULT_GROUP)
+    assert "not ready" in refused.value.errors["group"][0]  # its account is not in Slurm yet
+    Group.objects.filter(pk=lab.pk).update(synced_at=timezone.now())
+    assert _charged_group(alice, DEFAULT_GROUP) == lab

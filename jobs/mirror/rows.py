@@ -13,7 +13,6 @@ import logging
 import uuid
 from collections import defaultdict
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -25,7 +24,7 @@ from cluster.job_reader import batches
 from cluster.services import rest_client
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import Job as SlurmJob
-from groups.models import Group
+from groups.queries import group_ids_for_accounts
 from jobs.live.events import publish_job_update, publish_job_updates
 from jobs.models import FINAL_STATES, Job, JobState
 from jobs.protocol import COMMENT_PREFIX
@@ -82,16 +81,6 @@ def _fields_from_slurm(job: SlurmJob) -> dict:
         "standard_output": job.standard_output[:500],
         "standard_error": job.standard_error[:500],
     }
-
-
-def _group_ids(accounts: set[str]) -> dict[str, int]:
-    """Slurm account -> the portal group it is (a job from outside the portal names its group
-    by `--account`)."""
-    prefix = settings.GROUP_ACCOUNT_PREFIX
-    slugs = {account[len(prefix) :]: account for account in accounts if account.startswith(prefix)}
-    if not slugs:
-        return {}
-    return {slugs[slug]: pk for slug, pk in Group.objects.filter(slug__in=slugs).values_list("slug", "pk")}
 
 
 def _owner_id_for(cluster_user: str) -> int | None:
@@ -152,7 +141,7 @@ def apply_slurm_job(job: SlurmJob) -> bool:
                 created = Job.objects.create(
                     slurm_job_id=job.job_id,
                     owner_id=_owner_id_for(job.user_name),
-                    group_id=_group_ids({job.account}).get(job.account),
+                    group_id=group_ids_for_accounts({job.account}).get(job.account),
                     gpu_type=gpu_type,
                     quota_gpus=gpus,
                     quota_shards=shards,
@@ -217,7 +206,7 @@ def create_outside_jobs(jobs: list[SlurmJob]) -> int:
         .objects.filter(profile__cluster_username__in={job.user_name for job in jobs})
         .values_list("profile__cluster_username", "pk")
     )
-    groups = _group_ids({job.account for job in jobs})
+    groups = group_ids_for_accounts({job.account for job in jobs})
     rows = []
     for job in jobs:
         gpu_type, gpus, shards = requested_quota(job.tres_per_node)
