@@ -68,6 +68,7 @@ class Result:
 
 
 def evaluate(samples: list[Sample]) -> list[Result]:
+    # Here, not at the top: the rules read Django settings when imported, and main() sets Django up first.
     from jobs.diagnosis.diagnose import diagnose
 
     results = []
