@@ -14,11 +14,12 @@ from __future__ import annotations
 import itertools
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from jobs.diagnosis.rules import RULES, Rule, Run
+from jobs.diagnosis.rules import RULES, Rule, Run, Stage
 
-__all__ = ["EVIDENCE_MAX", "MAX_SCAN_CHARS", "RULES", "Finding", "Rule", "Run", "diagnose"]
+__all__ = ["EVIDENCE_MAX", "MAX_SCAN_CHARS", "RULES", "Finding", "Rule", "Run", "Stage", "diagnose"]
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +92,26 @@ def _find_run(run: Run, text: str) -> re.Match[str] | None:
     return None
 
 
-def _match_rule(rule: Rule, text: str, line_offset: int, state: str, exit_code: int | None) -> Finding | None:
+def _search(rule: Rule, pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The first match of `pattern`, or None when the rule says the failure recovered after its last one."""
+    m = pattern.search(text)
+    if m is None or pattern not in rule.clearable:
+        return m
+    last = m
+    for last in pattern.finditer(text, m.end()):  # noqa: B007 - only the last match matters
+        pass
+    if any(cleared.search(text, last.end()) for cleared in rule.cleared_by):
+        return None
+    return m
+
+
+def _match_rule(
+    rule: Rule, text: str, line_of: Callable[[int], int], state: str, exit_code: int | None
+) -> Finding | None:
     log_allowed = rule.log_needs_exit_code is None or exit_code is None or exit_code in rule.log_needs_exit_code
     if log_allowed:
         # Lazily: the runs are counted only when no pattern matched.
-        matches = (pattern.search(text) for pattern in rule.patterns)
+        matches = (_search(rule, pattern, text) for pattern in rule.patterns)
         runs = (_find_run(run, text) for run in rule.runs)
         for m in itertools.chain(matches, runs):
             if m is None:
@@ -107,13 +123,80 @@ def _match_rule(rule: Rule, text: str, line_offset: int, state: str, exit_code: 
                 tailored = rule.explain(m, evidence)
                 if tailored is not None:
                     cause, fix = tailored
-            line_number = line_offset + text.count("\n", 0, start) + 1
-            return Finding(rule.rule_id, rule.title, cause, fix, evidence, line_number)
+            return Finding(rule.rule_id, rule.title, cause, fix, evidence, line_of(start))
     if state and state in rule.states:
         return Finding(rule.rule_id, rule.title, rule.cause, rule.fix, f"Slurm job state: {state}", 0)
     if exit_code is not None and exit_code in rule.exit_codes:
         return Finding(rule.rule_id, rule.title, rule.cause, rule.fix, f"Exit code: {exit_code}", 0)
     return None
+
+
+# A terminal hard-wraps long lines at its width: many lines of exactly that length, none longer.
+_MIN_WRAP_WIDTH = 60
+_MIN_WRAPPED_LINES = 3
+_MAX_WRAPPED_PARTS = 30
+
+
+def _unwrap(text: str) -> tuple[str, list[int]] | None:
+    """`text` with hard-wrapped lines joined again, and for each joined line the index of its first original line.
+
+    None when the text does not look hard-wrapped: the longest lines must all have one length, at least
+    _MIN_WRAP_WIDTH, and there must be at least _MIN_WRAPPED_LINES of them.
+    """
+    lines = text.split("\n")
+    width = max((len(line.rstrip("\r")) for line in lines), default=0)
+    if width < _MIN_WRAP_WIDTH:
+        return None
+    at_width = sum(1 for line in lines if len(line.rstrip("\r")) == width)
+    # Lines that all have one length are a table or a repeated line, not a wrapped message.
+    if not _MIN_WRAPPED_LINES <= at_width <= len(lines) // 2:
+        return None
+    joined: list[str] = []
+    origin: list[int] = []
+    parts = 0
+    for index, line in enumerate(lines):
+        if parts:
+            joined[-1] += line
+        else:
+            joined.append(line)
+            origin.append(index)
+        # A message wraps onto a few lines; a joined line stays bounded.
+        parts = parts + 1 if len(line.rstrip("\r")) == width and parts < _MAX_WRAPPED_PARTS else 0
+    return "\n".join(joined), origin
+
+
+_INDEX = {rule.rule_id: index for index, rule in enumerate(RULES)}
+
+
+def _rank(rule_index: int) -> tuple[int, int]:
+    """Findings are ranked by causal stage, then by the rule's place in the table."""
+    return RULES[rule_index].stage, rule_index
+
+
+def _run_rules(text: str, line_of: Callable[[int], int], state: str, exit_code: int | None) -> list[Finding]:
+    """Every rule's finding, the cascade applied: causes before their consequences, catch-alls only when alone."""
+    found: dict[int, Finding] = {}
+    for index, rule in enumerate(RULES):
+        try:
+            finding = _match_rule(rule, text, line_of, state, exit_code)
+        except Exception:  # a broken rule must not take the job page down
+            log.exception("diagnosis rule %s failed", rule.rule_id)
+            continue
+        if finding is not None:
+            found[index] = finding
+    ids = {finding.rule_id for finding in found.values()}
+    kept = []
+    for index in found:
+        rule = RULES[index]
+        if ids.intersection(rule.suppressed_by):
+            continue
+        # A catch-all speaks only when no specific failure of its stage or an earlier one was recognised.
+        if rule.fallback and any(
+            not RULES[other].fallback and RULES[other].stage <= rule.stage for other in found if other != index
+        ):
+            continue
+        kept.append(index)
+    return [found[index] for index in sorted(kept, key=_rank)]
 
 
 def diagnose(
@@ -139,19 +222,21 @@ def diagnose(
         text = text[cut:]
     normalised_state = _normalise_state(state)
 
-    findings: list[Finding] = []
-    found: set[str] = set()
-    for rule in RULES:
-        if len(findings) >= limit:
-            break
-        if found.intersection(rule.suppressed_by):
-            continue
-        try:
-            finding = _match_rule(rule, text, line_offset, normalised_state, exit_code)
-        except Exception:  # a broken rule must not take the job page down
-            log.exception("diagnosis rule %s failed", rule.rule_id)
-            continue
-        if finding is not None:
-            findings.append(finding)
-            found.add(rule.rule_id)
-    return findings
+    def line_of(pos: int) -> int:
+        return line_offset + text.count("\n", 0, pos) + 1
+
+    findings = _run_rules(text, line_of, normalised_state, exit_code)
+    unwrapped = _unwrap(text)
+    if unwrapped is not None:
+        # A terminal may have broken the very line that names the failure: read the joined lines too, and keep
+        # what they add (line numbers still count the lines of the log as given).
+        joined, origin = unwrapped
+
+        def joined_line_of(pos: int) -> int:
+            return line_offset + origin[joined.count("\n", 0, pos)] + 1
+
+        again = _run_rules(joined, joined_line_of, normalised_state, exit_code)
+        # Keep the joined reading when it names an earlier cause (or any, where the lines as given named none).
+        if again and (not findings or _rank(_INDEX[again[0].rule_id]) < _rank(_INDEX[findings[0].rule_id])):
+            findings = again
+    return findings[:limit]

@@ -300,6 +300,14 @@ def explain_data_permission(m: re.Match[str], line: str) -> tuple[str, str] | No
 
 
 def explain_disk_full(m: re.Match[str], line: str) -> tuple[str, str] | None:
+    if "quota" in line.lower() or "Errno 122" in line:
+        return (
+            "A disk quota was exceeded: the job (or a cache it fills, such as the Hugging Face, pip or Triton "
+            "cache under the home directory) wrote more than the quota of that file system allows.",
+            "Point caches at /data in the Environment field (`HF_HOME=/data/hf-cache`, `PIP_CACHE_DIR=/data/.pip`, "
+            "`TRITON_CACHE_DIR=/data/.triton`, `XDG_CACHE_HOME=/data/.cache`), delete old checkpoints and caches, "
+            "or choose a larger NVMe cache (GB) in the job form.",
+        )
     if re.search(r"/data\b", line):
         return (
             "The data mount /data (the node's NVMe cache) is full.",
@@ -495,3 +503,39 @@ def explain_time_limit(m: re.Match[str], line: str) -> tuple[str, str] | None:
             "one go; keep the checkpoint folder under /data so the requeued job can resume.",
         )
     return None
+
+
+def explain_glibc(m: re.Match[str], line: str) -> tuple[str, str] | None:
+    sym = m.group("sym")
+    by = (m.groupdict().get("by") or "").strip()
+    what = f"`{by}`" if by else "A compiled program or extension"
+    library = "glibc (the C library)" if sym.startswith("GLIBC_") else "libstdc++ (the C++ runtime)"
+    return (
+        f"{what} needs {sym} of {library}, which the image's version does not have: it was built on a newer "
+        "system (or with a newer compiler) than the image.",
+        "Use an image with a newer base (e.g. an Ubuntu 22.04+ official PyTorch/NGC image), install a build of the "
+        "package made for this image (its manylinux wheel; in conda, `conda install libstdcxx-ng` in the same "
+        "environment), or compile it inside the image; do not copy binaries built on another machine.",
+    )
+
+
+# Exceptions whose name says what to do, for the catch-all finding of an uncaught error.
+_EXCEPTION_HINTS = {
+    "FileNotFoundError": "a path that does not exist in the job: inputs must be under /data (your data mount) or "
+    "in the image, and relative paths start from the job's working directory",
+    "KeyError": "a key missing in a dict or a state_dict: check the checkpoint or config matches the code",
+    "AssertionError": "an `assert` in the code failed: its line above says which condition",
+}
+
+
+def explain_exception(m: re.Match[str], line: str) -> tuple[str, str] | None:
+    exc = m.group("exc").rsplit(".", 1)[-1]
+    hint = _EXCEPTION_HINTS.get(exc)
+    if hint is None:
+        return None
+    return (
+        f"The program stopped with an uncaught {exc}: {hint}. On a multi-process job, this is the first "
+        "process's own error; the NCCL errors, timeouts and signals of the others follow from it.",
+        "Read the traceback that ends at this line: the last frame in your own code is where it failed. Fix that, "
+        "and test the fix on a single GPU (GPU count 1) or a few steps before resubmitting.",
+    )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import IntEnum
 
 from jobs.diagnosis.explain import (
     GPU_MEMORY_HINT,
@@ -30,6 +31,8 @@ from jobs.diagnosis.explain import (
     explain_data_permission,
     explain_disk_full,
     explain_driver,
+    explain_exception,
+    explain_glibc,
     explain_gpu_unavailable,
     explain_image_import,
     explain_missing_lib,
@@ -55,6 +58,24 @@ class Run:
     within_lines: int
 
 
+class Stage(IntEnum):
+    """Where a failure sits in the chain of cause and effect; the engine ranks findings by it, then by table order.
+
+    A failure of an earlier stage explains those of later ones: a GPU with a memory fault before the CUDA errors
+    it raises, a resource that ran out before the program that then crashed, one rank's own error before the
+    NCCL timeouts and signals of the others, and a launcher's exit summary only when nothing else was found.
+    """
+
+    PLATFORM = 0  # the node, its GPUs, the container runtime, Slurm refusing the job or its step
+    # Before ENVIRONMENT: a full disk or memory also breaks installs, downloads and compilers, whatever reports it.
+    RESOURCE = 1  # something that ran out: GPU or host memory, disk, shared memory
+    ENVIRONMENT = 2  # what the job was given: image, libraries, GPU architecture, network, permissions
+    PROGRAM = 3  # the program's own failure: a kernel assert, NaN, a crash, an uncaught exception
+    LIMIT = 4  # the scheduler ended the job: time limit, preemption
+    CONSEQUENCE = 5  # what other processes report after one failed: NCCL errors, rendezvous timeouts, kills
+    WRAPPER = 6  # launchers and wrappers reporting that a child exited
+
+
 @dataclass(frozen=True)
 class Rule:
     rule_id: str
@@ -73,6 +94,14 @@ class Rule:
     # Skip this rule when one of these has already been found (it explains this one).
     suppressed_by: tuple[str, ...] = ()
     explain: Explain | None = field(default=None, compare=False)
+    # Its place in the chain of cause and effect (see Stage); findings are ranked by it before table order.
+    stage: Stage = Stage.PROGRAM
+    # A catch-all: reported only when no other rule of its stage or an earlier one has been found.
+    fallback: bool = False
+    # Patterns (also listed in `patterns`) whose failure may recover: they count only when none of `cleared_by`
+    # matches after their last match (a NaN loss logged once, then finite losses again).
+    clearable: tuple[re.Pattern[str], ...] = ()
+    cleared_by: tuple[re.Pattern[str], ...] = ()
 
 
 def _re(*patterns: str, flags: int = 0) -> tuple[re.Pattern[str], ...]:
@@ -93,6 +122,11 @@ _NCCL_WARN = r"^(?>[^\n]{0,120}?NCCL WARN)"
 _OVERFLOW = r"^(?>[^\n]{0,200}?[Oo](?i:verflow))"
 # A loss scale of 1 or less: after that many halvings, the gradients are not finite at all.
 _TINY_SCALE = r"(?:1(?:\.0{1,20})?|0\.\d{1,40}(?:e-\d{1,4})?|\d(?:\.\d{1,40})?e-\d{1,4})(?![\w.+-])"
+# A NaN/Inf loss as logged by a trainer: an error only if no finite loss is logged after it.
+_LOGGED_NAN = _re(
+    r"loss['\"]: ?(?:nan|NaN|-?inf|-?Infinity)\b",
+    r"[Ll]oss(?:_(?:step|epoch|avg|mean))?(?: ?[=:] ?| )(?:tensor\()?-?(?:nan|NaN|inf|Inf)\b(?![\w.])",
+)
 # Where a job may not write: the paths of the generic permission rule leave /data to `data-permission`.
 _NOT_DATA = r"(?!/data\b)"
 
@@ -100,6 +134,7 @@ _NOT_DATA = r"(?!/data\b)"
 # --- the rules, in priority order -------------------------------------------------------------------------------
 
 RULES: tuple[Rule, ...] = (
+    # --- platform --------------------------------------------------------------------------------------------
     Rule(
         rule_id="container-mount",
         title="Container mount failed",
@@ -108,6 +143,7 @@ RULES: tuple[Rule, ...] = (
         fix="Check the data mount in the job form: the path must exist in your NVMe cache and be mounted at /data; "
         "create the directory first, and do not add extra container mounts of paths that only exist elsewhere.",
         patterns=_re(r"enroot-mount: failed to mount[^\n]{0,300}"),
+        stage=Stage.PLATFORM,
     ),
     Rule(
         rule_id="image-import",
@@ -124,6 +160,7 @@ RULES: tuple[Rule, ...] = (
             r"pyxis: failed to import docker image",
         ),
         explain=explain_image_import,
+        stage=Stage.PLATFORM,
     ),
     Rule(
         rule_id="driver-mismatch",
@@ -147,6 +184,7 @@ RULES: tuple[Rule, ...] = (
             r"requirement error: unsatisfied condition: cuda ?>= ?(?P<cuda>[\d.]{1,10})",
         ),
         explain=explain_driver,
+        stage=Stage.PLATFORM,
     ),
     Rule(
         rule_id="container-start",
@@ -167,20 +205,83 @@ RULES: tuple[Rule, ...] = (
         # The mount, the image or the driver already explain a container that did not start.
         suppressed_by=("container-mount", "image-import", "driver-mismatch"),
         explain=explain_container_start,
+        stage=Stage.PLATFORM,
     ),
     Rule(
-        rule_id="unsupported-gpu-arch",
-        title="Image not built for this GPU",
-        cause="The framework or a CUDA extension in the image has no compiled kernels for the GPU the job ran on.",
-        fix="Choose a newer official image (RTX 4090 and H100 need CUDA 11.8+ builds, e.g. PyTorch 2.x), rebuild "
-        "custom CUDA extensions for this GPU (TORCH_CUDA_ARCH_LIST), or choose a GPU type the image supports.",
+        rule_id="apptainer",
+        title="Apptainer/Singularity container could not start",
+        cause="Apptainer (Singularity) could not create the container, so your command never ran: a bind path that "
+        "does not exist on the node, an image it could not open or mount, or the GPU hook (`--nv`) failing.",
+        fix="Bind only directories that exist on the compute node (`--bind /data`), keep the .sif image on a file "
+        "system the node reads (not a path of the login node), and clone and resubmit; if an official image fails "
+        "the same way on one node, tell the admins the node name.",
         patterns=_re(
-            r"CUDA capability sm_(?P<sm>\d{2,3}) is not compatible with the current PyTorch installation",
-            r"no kernel image is available for execution on the device",
-            r"cudaErrorNoKernelImageForDevice",
-            r"CUDA_ERROR_NO_BINARY_FOR_GPU",
+            r"^(?:\x1b\[\d{1,3}m)?FATAL:(?:\x1b\[0m)? {1,8}(?:container creation failed|could not open image"
+            r"|while (?:mounting|extracting|creating)|Unable to (?:handle|pull|open))[^\n]{0,250}",
+            r"(?:singularity|apptainer)(?:-ce)?: [^\n]{0,40}FATAL[^\n]{0,200}",
         ),
-        explain=explain_arch,
+        stage=Stage.PLATFORM,
+    ),
+    Rule(
+        rule_id="slurm-refused",
+        title="Slurm refused the job",
+        cause="Slurm refused the submission or the allocation: the request does not fit the cluster's configuration "
+        "or its policy (a GPU type or count no node has, a missing GPU type, more CPUs or memory per node than a "
+        "node offers, or a limit of your account or QOS).",
+        fix="Ask for what the GPU type offers in the job form (GPU count per node, CPUs and memory per GPU), keep the "
+        "GPU type in the request, and check your plan's limits; the reason after 'failed:' names what does not fit.",
+        patterns=_re(
+            r"(?:sbatch|salloc|srun): error: (?:Batch job submission failed|Unable to allocate resources|Job submit"
+            r"/allocate failed): [^\n]{1,200}",
+            r"(?:sbatch|salloc|srun): error: (?:You must always specify a type|Cannot find GPU specification"
+            r"|Invalid generic resource)[^\n]{0,200}",
+        ),
+        stage=Stage.PLATFORM,
+    ),
+    Rule(
+        rule_id="slurm-step",
+        title="Slurm could not start a step inside the job",
+        cause="Inside the running job, `srun` asked for more than the job's allocation holds (nodes, tasks, GPUs, "
+        "CPUs or memory), or named nodes outside it, so Slurm could not create that step.",
+        fix="Make each `srun` ask for at most what the job has: no more nodes or tasks than allocated, GPUs per task "
+        "that add up to the job's GPU count, node lists taken from `scontrol show hostnames $SLURM_JOB_NODELIST` "
+        "one per element; add `--exact` or `--overlap` when several steps share the allocation.",
+        patterns=_re(r"srun: error: Unable to create (?:job )?step for job [\w.]{1,40}: [^\n]{1,200}"),
+        stage=Stage.PLATFORM,
+    ),
+    Rule(
+        rule_id="gpu-ecc",
+        title="Uncorrectable GPU memory (ECC) error",
+        cause="The GPU reported an uncorrectable ECC error: its memory returned corrupted data. This is a hardware "
+        "fault of that GPU, not caused by your code; the CUDA and NCCL errors after it are its consequences.",
+        fix="Clone the job and resubmit (with requeue on node failure it restarts by itself), resume from your last "
+        "checkpoint, and tell the admins the node name so they can drain it and reset or replace that GPU.",
+        patterns=_re(
+            r"uncorrectable ECC error encountered",
+            r"cudaErrorECCUncorrectable",
+            r"CUDA_ERROR_ECC_UNCORRECTABLE",
+        ),
+        stage=Stage.PLATFORM,
+    ),
+    Rule(
+        rule_id="xid",
+        title="NVIDIA Xid error (GPU fault)",
+        cause="The NVIDIA driver reported an Xid error: a GPU fault caused by the application or by the hardware.",
+        fix="If it names a hardware fault or repeats on the same node, clone and resubmit and tell the admins the "
+        "node name; otherwise debug the code with CUDA_LAUNCH_BLOCKING=1.",
+        patterns=_re(r"Xid \([^)\n]{0,60}\): (?P<code>\d{1,4})\b"),
+        explain=explain_xid,
+        stage=Stage.PLATFORM,
+    ),
+    Rule(
+        rule_id="node-fail",
+        title="Node failure",
+        cause="The node running the job failed or could not boot; this is not caused by your code.",
+        fix="Clone the job and resubmit, resuming from your last checkpoint; enable requeue on node failure "
+        "(`--requeue`) so Slurm restarts such jobs by itself.",
+        patterns=_re(r"DUE TO NODE FAILURE", r"NODE_FAIL\b"),
+        states=frozenset({"NODE_FAIL", "BOOT_FAIL"}),
+        stage=Stage.PLATFORM,
     ),
     Rule(
         rule_id="gpu-unavailable",
@@ -208,6 +309,7 @@ RULES: tuple[Rule, ...] = (
             r"Unable to determine the device handle for GPU[^\n]{0,60}: (?:Unknown Error|GPU is lost)",
         ),
         explain=explain_gpu_unavailable,
+        stage=Stage.PLATFORM,
     ),
     Rule(
         rule_id="no-gpu",
@@ -223,6 +325,172 @@ RULES: tuple[Rule, ...] = (
             r"Torch not compiled with CUDA enabled",
             r"torch\.cuda\.is_available\(\)[^\n]{0,40}?\bFalse\b",
         ),
+        stage=Stage.PLATFORM,
+    ),
+    # --- resource --------------------------------------------------------------------------------------------
+    Rule(
+        rule_id="cuda-oom",
+        title="CUDA out of memory",
+        cause="The GPU ran out of memory: the model, its activations and the batch need more GPU memory than the "
+        "card (or your share of it) has.",
+        fix="Lower the batch size, enable gradient checkpointing or mixed precision, or " + GPU_MEMORY_HINT + ". "
+        "If much memory is 'reserved but unallocated', set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
+        patterns=_re(
+            r"CUDA out of memory",
+            r"OOM when allocating tensor",
+            r"RESOURCE_EXHAUSTED: Out of memory",
+            r"CUDA_ERROR_OUT_OF_MEMORY",
+            r"CUDA error: out of memory",
+            r"cudaErrorMemoryAllocation",
+            r"torch\.(?:cuda\.)?OutOfMemoryError",
+            r"ResourceExhaustedError",
+        ),
+        stage=Stage.RESOURCE,
+    ),
+    Rule(
+        rule_id="cublas-cudnn-alloc",
+        title="cuBLAS/cuDNN could not initialise (usually GPU memory)",
+        cause="cuBLAS or cuDNN could not allocate its workspace or initialise: almost always the GPU memory was "
+        "already full (by this job, or by TensorFlow reserving it all); rarely a cuDNN that does not match the "
+        "framework.",
+        fix="Treat it as out of memory: lower the batch size or use mixed precision, or " + GPU_MEMORY_HINT + "; "
+        "for TensorFlow set TF_FORCE_GPU_ALLOW_GROWTH=true. If memory is not the issue, use an official image "
+        "instead of installing a separate cuDNN.",
+        patterns=_re(
+            r"CUBLAS_STATUS_ALLOC_FAILED",
+            r"CUDNN_STATUS_NOT_INITIALIZED",
+            r"CUDNN_STATUS_ALLOC_FAILED",
+            r"CUBLAS_STATUS_NOT_INITIALIZED",
+            r"Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR",
+        ),
+        # A cuDNN of the wrong version fails to initialise too: the mismatch is the cause then.
+        suppressed_by=("cuda-lib-mismatch",),
+        stage=Stage.RESOURCE,
+    ),
+    Rule(
+        rule_id="host-oom",
+        title="Host memory exhausted (OOM kill)",
+        cause="The job used more host (CPU) memory than its allocation, and the kernel's out-of-memory killer stopped "
+        "it; GPU memory is not involved.",
+        fix="Load data lazily instead of into RAM (memory-map or stream from /data), lower DataLoader num_workers and "
+        "prefetch_factor, and avoid keeping tensors or outputs in Python lists; host memory comes with the GPU "
+        "allocation, so a larger GPU count also brings more.",
+        patterns=_re(
+            r"Detected \d+ oom[-_]kill event",
+            r"oom[-_]kill event",
+            r"oom[-_]kill\b",
+            r"Out Of Memory\b",
+            r"Memory cgroup out of memory",
+            r"[Ee]xceeded (?:job |step )?memory limit",
+        ),
+        states=frozenset({"OUT_OF_MEMORY"}),
+        stage=Stage.RESOURCE,
+    ),
+    Rule(
+        rule_id="host-alloc",
+        title="Host memory allocation failed",
+        cause="The program could not allocate host (CPU) memory: a single allocation was larger than what is left of "
+        "the job's memory (std::bad_alloc, 'Cannot allocate memory'), so it failed without the OOM killer.",
+        fix="Load data lazily instead of into RAM (memory-map or stream from /data), lower DataLoader num_workers, "
+        "and check for an allocation far larger than intended (a wrong shape, a whole dataset in one array); host "
+        "memory comes with the GPU allocation, so a larger GPU count also brings more.",
+        patterns=_re(
+            r"std::bad_alloc",
+            r"\[Errno 12\] Cannot allocate memory[^\n]{0,120}",
+            r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)[^\n]{0,200}",
+            r"_ArrayMemoryError: Unable to allocate[^\n]{0,200}",
+            r"^(?:\[rank\d{1,6}\]: )?MemoryError\b[^\n]{0,200}",
+            r"Cannot allocate memory(?: \(errno \d{1,4}\))?",
+        ),
+        stage=Stage.RESOURCE,
+    ),
+    Rule(
+        rule_id="shm-exhausted",
+        title="Shared memory exhausted (DataLoader)",
+        cause="DataLoader workers pass batches through shared memory (/dev/shm), and the container's shared memory "
+        "ran out.",
+        fix="Lower DataLoader num_workers or the batch size, or call "
+        "`torch.multiprocessing.set_sharing_strategy('file_system')` at the start of the script.",
+        patterns=_re(
+            r"insufficient shared memory \(shm\)",
+            r"unable to (?:write to file|open shared memory object|mmap)[^\n]{0,20}</torch_",
+            r"DataLoader worker \(pid[^\n]{0,60}?is killed by signal: Bus error",
+        ),
+        stage=Stage.RESOURCE,
+    ),
+    Rule(
+        rule_id="disk-full",
+        title="No space left on device",
+        cause="A file system the job writes to is full: the container's own file system (/tmp, caches) or the data "
+        "mount /data.",
+        fix="Write checkpoints, caches and temporary files under /data (e.g. `TMPDIR=/data/tmp`, "
+        "`HF_HOME=/data/hf-cache`), delete old checkpoints, or choose a larger NVMe cache (GB) in the job form.",
+        patterns=_re(r"No space left on device", r"\[Errno 28\]", r"Disk quota exceeded", r"\[Errno 122\]"),
+        explain=explain_disk_full,
+        stage=Stage.RESOURCE,
+    ),
+    # --- environment -----------------------------------------------------------------------------------------
+    Rule(
+        rule_id="unsupported-gpu-arch",
+        title="Image not built for this GPU",
+        cause="The framework or a CUDA extension in the image has no compiled kernels for the GPU the job ran on.",
+        fix="Choose a newer official image (RTX 4090 and H100 need CUDA 11.8+ builds, e.g. PyTorch 2.x), rebuild "
+        "custom CUDA extensions for this GPU (TORCH_CUDA_ARCH_LIST), or choose a GPU type the image supports.",
+        patterns=_re(
+            r"CUDA capability sm_(?P<sm>\d{2,3}) is not compatible with the current PyTorch installation",
+            r"no kernel image is available for execution on the device",
+            r"cudaErrorNoKernelImageForDevice",
+            r"CUDA_ERROR_NO_BINARY_FOR_GPU",
+        ),
+        explain=explain_arch,
+        stage=Stage.ENVIRONMENT,
+    ),
+    Rule(
+        rule_id="mig-unsupported",
+        title="MIG slice used in a way it cannot serve",
+        cause="The job runs on a MIG slice (a partition of an A100/H100), and the program uses it like whole GPUs: "
+        "a process can use only one MIG slice, and slices do not support peer-to-peer, NVLink or multi-GPU NCCL.",
+        fix="On a MIG slice run one process on one GPU (GPU count 1, no torchrun across slices, no "
+        "`CUDA_VISIBLE_DEVICES` of your own); for multi-GPU training choose a full-GPU type in the job form.",
+        patterns=_re(
+            r"(?i:MIG)[- ](?:device|slice|instance|mode)[^\n]{0,120}?(?:not supported|unsupported|is not allowed"
+            r"|cannot|failed)[^\n]{0,120}",
+            r"device >= 0 && device < num_gpus INTERNAL ASSERT FAILED[^\n]{0,200}",
+        ),
+        stage=Stage.ENVIRONMENT,
+    ),
+    Rule(
+        rule_id="glibc-mismatch",
+        title="Binary needs a newer C/C++ runtime than the image has",
+        cause="A compiled program or Python extension was built on a newer system than the image: it needs a "
+        "version of glibc or libstdc++ (GLIBC_x / GLIBCXX_x / CXXABI_x) that the image's libraries do not provide.",
+        fix="Use an image with a newer base (e.g. Ubuntu 22.04+ official PyTorch/NGC images), install the package "
+        "built for this image (a wheel for its Python/manylinux, or conda's `libstdcxx-ng` in the same "
+        "environment), or build the extension inside the image; do not copy binaries built on another machine.",
+        patterns=_re(
+            r"version [`'‘](?P<sym>(?:GLIBC|GLIBCXX|CXXABI)_[\d.]{1,12})['’] not found(?: \(required by "
+            r"(?P<by>[^)\n]{1,250})\))?",
+        ),
+        stage=Stage.ENVIRONMENT,
+        explain=explain_glibc,
+    ),
+    Rule(
+        rule_id="cuda-lib-mismatch",
+        title="cuDNN/cuBLAS at run time is not the one the framework was built for",
+        cause="The framework loaded a cuDNN or cuBLAS library other than the one it was built against: an older "
+        "cuDNN, or a pip-installed nvidia-* package mixed with the image's own CUDA libraries.",
+        fix="Use the framework with the libraries it ships (an official PyTorch/TensorFlow image, or `pip install` "
+        "the framework's own CUDA build in a clean environment); do not install separate cuDNN/cuBLAS or "
+        "`nvidia-*-cu11/cu12` packages over an image, and do not point LD_LIBRARY_PATH at other CUDA libraries.",
+        patterns=_re(
+            r"Loaded runtime CuDNN library: (?P<have>[\d.]{1,12})[^\n]{0,40}? but source was compiled with:? "
+            r"(?P<want>[\d.]{1,12})[^\n]{0,200}",
+            r"lib(?:cublas|cublasLt|cudnn\w{0,20}|cusparse|cufft|curand|nccl)\.so[\w.]{0,12}: "
+            r"(?:undefined symbol|symbol \w{1,100},? version \w{1,40}\.so[\w.]{0,12} not defined)[^\n]{0,200}",
+            r"CUDNN_STATUS_VERSION_MISMATCH",
+            r"cuDNN version incompatibility[^\n]{0,200}",
+        ),
+        stage=Stage.ENVIRONMENT,
     ),
     Rule(
         rule_id="missing-shared-lib",
@@ -237,6 +505,47 @@ RULES: tuple[Rule, ...] = (
             r"(?P<lib>lib[\w.+-]{1,80}\.so[\w.]{0,20}): cannot open shared object file"
         ),
         explain=explain_missing_lib,
+        stage=Stage.ENVIRONMENT,
+    ),
+    Rule(
+        rule_id="illegal-instruction",
+        title="Illegal instruction (CPU)",
+        cause="The program ran a CPU instruction this node's processor does not have: a library (often a pip wheel "
+        "or conda package built with AVX-512/AVX2, or a binary compiled with -march=native elsewhere) targets a "
+        "newer CPU than the node's.",
+        fix="Install generic builds of the packages (official wheels, not ones built on another machine), rebuild "
+        "custom extensions inside the job's image without `-march=native`, or try another GPU type (other nodes "
+        "have other CPUs); `ATEN_CPU_CAPABILITY=default` avoids it for PyTorch's own CPU kernels.",
+        patterns=_re(
+            r"Fatal Python error: Illegal instruction",
+            r"(?<![\w-])Illegal instruction(?: \(core dumped\))?[ \t]*\r?$",
+            r"killed by signal: Illegal instruction",
+            r"received signal SIGILL\b[^\n]{0,120}",
+            r"Signal 4 \(SIGILL\)[^\n]{0,120}",
+        ),
+        exit_codes=frozenset({132}),
+        stage=Stage.ENVIRONMENT,
+    ),
+    Rule(
+        rule_id="jit-compile",
+        title="Kernel compilation at run time failed (Triton / torch.compile)",
+        cause="A kernel compiled at run time could not be built: torch.compile's Inductor or Triton called the C "
+        "compiler or ptxas, and it failed - the image lacks a compiler or CUDA headers, or its Triton/ptxas is "
+        "older than the CUDA or GPU needs.",
+        fix="Use an image with matching torch and Triton and a C compiler (the official PyTorch *-devel or NGC "
+        "images), point TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR at /data; to keep training meanwhile, run "
+        "without torch.compile or set `torch._dynamo.config.suppress_errors = True` to fall back to eager.",
+        patterns=_re(
+            r"BackendCompilerFailed: backend='?\w{1,40}'? raised:?[^\n]{0,200}",
+            r"torch\._inductor\.exc\.\w{0,40}(?:CompileError|InductorError)[^\n]{0,200}",
+            r"(?:CppCompileError|InductorError): [^\n]{1,200}",
+            r"triton\.compiler\.errors\.\w{1,60}Error[^\n]{0,200}",
+            r"ptxas(?: \S{1,200})? {0,4}fatal {0,4}: [^\n]{1,200}",
+            r"Internal Triton PTX codegen error[^\n]{0,200}",
+            r"Triton Error \[CUDA\]: (?!device-side assert|out of memory|an illegal)[^\n]{1,200}",
+            r"RuntimeError: Cannot find ptxas[^\n]{0,100}",
+        ),
+        stage=Stage.ENVIRONMENT,
     ),
     Rule(
         rule_id="data-permission",
@@ -253,6 +562,7 @@ RULES: tuple[Rule, ...] = (
             r"Permission denied: '?/data\b",
         ),
         explain=explain_data_permission,
+        stage=Stage.ENVIRONMENT,
     ),
     Rule(
         rule_id="permission-denied",
@@ -277,6 +587,28 @@ RULES: tuple[Rule, ...] = (
             r"RuntimeError: File (?P<path>\S{1,250}) cannot be opened\.",
         ),
         explain=explain_permission,
+        stage=Stage.ENVIRONMENT,
+    ),
+    Rule(
+        rule_id="no-internet",
+        title="No internet on the compute node",
+        cause="The job tried to download something (a model or dataset from the Hugging Face Hub, weights from a URL, "
+        "packages) but compute nodes cannot reach the internet, and the files were not in the local cache.",
+        fix="Download models and datasets before the job into /data (e.g. `huggingface-cli download <repo> "
+        "--local-dir /data/models/<name>`), set `HF_HOME=/data/hf-cache` and `HF_HUB_OFFLINE=1` (and "
+        "`TRANSFORMERS_OFFLINE=1`) in the Environment field, and load from the local path.",
+        patterns=_re(
+            r"We couldn't connect to '?https?://[\w.-]{1,100}'? to load this file[^\n]{0,200}",
+            r"(?:Connection error, and we cannot find the requested files in the (?:cached path|disk cache)"
+            r"|LocalEntryNotFoundError: [^\n]{0,200}(?:connection|Internet))[^\n]{0,200}",
+            r"Failed to establish a new connection: \[Errno (?:101|110|111|-2|-3|-5)\][^\n]{0,120}",
+            r"Temporary failure in name resolution[^\n]{0,120}",
+            r"<urlopen error \[Errno (?:101|110|111|-2|-3|-5)\][^\n]{0,120}",
+            r"Could not resolve host: [^\n]{1,120}",
+            r"Could not find a version that satisfies the requirement[^\n]{0,200}(?=[\s\S]{0,2000}?"
+            r"(?:NewConnectionError|Network is unreachable|name resolution))",
+        ),
+        stage=Stage.ENVIRONMENT,
     ),
     Rule(
         rule_id="module-not-found",
@@ -289,42 +621,26 @@ RULES: tuple[Rule, ...] = (
             r"ImportError: No module named '?(?P<module>[\w.]{1,200})",
         ),
         explain=explain_module,
+        stage=Stage.ENVIRONMENT,
     ),
     Rule(
-        rule_id="cuda-oom",
-        title="CUDA out of memory",
-        cause="The GPU ran out of memory: the model, its activations and the batch need more GPU memory than the "
-        "card (or your share of it) has.",
-        fix="Lower the batch size, enable gradient checkpointing or mixed precision, or " + GPU_MEMORY_HINT + ". "
-        "If much memory is 'reserved but unallocated', set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
+        rule_id="dist-port-in-use",
+        title="Distributed port already in use",
+        cause="torch.distributed could not open its rendezvous port because another job on the same node already "
+        "uses that MASTER_PORT.",
+        fix="Derive the port from the job id, e.g. `export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))`, or use "
+        "`torchrun --rdzv-endpoint=localhost:0` / `--standalone` on a single node.",
         patterns=_re(
-            r"CUDA out of memory",
-            r"OOM when allocating tensor",
-            r"RESOURCE_EXHAUSTED: Out of memory",
-            r"CUDA_ERROR_OUT_OF_MEMORY",
-            r"CUDA error: out of memory",
-            r"cudaErrorMemoryAllocation",
-            r"torch\.(?:cuda\.)?OutOfMemoryError",
-            r"ResourceExhaustedError",
+            r"EADDRINUSE",
+            r"errno: 98 - Address already in use",
+            r"\[Errno 98\] (?i:address already in use)",
+            r"(?:bind|listen)(?:\(\))?(?: failed)?: (?i:address already in use)",
+            r"code: -98\b[^\n]{0,80}",
+            r"The server socket has failed to (?:listen|bind)[^\n]{0,200}?\(errno: 98",
         ),
+        stage=Stage.ENVIRONMENT,
     ),
-    Rule(
-        rule_id="cublas-cudnn-alloc",
-        title="cuBLAS/cuDNN could not initialise (usually GPU memory)",
-        cause="cuBLAS or cuDNN could not allocate its workspace or initialise: almost always the GPU memory was "
-        "already full (by this job, or by TensorFlow reserving it all); rarely a cuDNN that does not match the "
-        "framework.",
-        fix="Treat it as out of memory: lower the batch size or use mixed precision, or " + GPU_MEMORY_HINT + "; "
-        "for TensorFlow set TF_FORCE_GPU_ALLOW_GROWTH=true. If memory is not the issue, use an official image "
-        "instead of installing a separate cuDNN.",
-        patterns=_re(
-            r"CUBLAS_STATUS_ALLOC_FAILED",
-            r"CUDNN_STATUS_NOT_INITIALIZED",
-            r"CUDNN_STATUS_ALLOC_FAILED",
-            r"CUBLAS_STATUS_NOT_INITIALIZED",
-            r"Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR",
-        ),
-    ),
+    # --- program ---------------------------------------------------------------------------------------------
     Rule(
         rule_id="device-assert",
         title="CUDA device-side assert",
@@ -333,15 +649,7 @@ RULES: tuple[Rule, ...] = (
         fix="Check the ranges of labels and indices (e.g. `assert labels.max() < num_classes`, vocabulary size vs. "
         "token ids); rerun with CUDA_LAUNCH_BLOCKING=1, or one batch on the CPU, to get a readable error.",
         patterns=_re(r"device-side assert triggered", r"cudaErrorAssert"),
-    ),
-    Rule(
-        rule_id="xid",
-        title="NVIDIA Xid error (GPU fault)",
-        cause="The NVIDIA driver reported an Xid error: a GPU fault caused by the application or by the hardware.",
-        fix="If it names a hardware fault or repeats on the same node, clone and resubmit and tell the admins the "
-        "node name; otherwise debug the code with CUDA_LAUNCH_BLOCKING=1.",
-        patterns=_re(r"Xid \([^)\n]{0,60}\): (?P<code>\d{1,4})\b"),
-        explain=explain_xid,
+        stage=Stage.PROGRAM,
     ),
     Rule(
         rule_id="illegal-memory-access",
@@ -358,6 +666,7 @@ RULES: tuple[Rule, ...] = (
             r"CUDA error: misaligned address",
             r"CUDA error: unspecified launch failure",
         ),
+        stage=Stage.PROGRAM,
     ),
     Rule(
         rule_id="nan-loss",
@@ -386,79 +695,54 @@ RULES: tuple[Rule, ...] = (
             r"[Ll]oss (?:is|became|becomes|become|went|has become) (?:nan|NaN|inf|Inf|infinite)\b",
             # A loss scaler that is down to a scale of 1 or less (apex, DeepSpeed, fairseq).
             _OVERFLOW + r"[^\n]{0,120}?(?:reducing|setting)(?: loss)?(?: scale)?(?: to)?:? {0,2}(?:to )?" + _TINY_SCALE,
-            # Logged losses (a dict of the Hugging Face Trainer, a progress bar, Keras, Megatron's counter).
-            r"loss['\"]: ?(?:nan|NaN|-?inf|-?Infinity)\b",
-            r"[Ll]oss(?:_(?:step|epoch|avg|mean))?(?: ?[=:] ?| )"
-            r"(?:tensor\()?-?(?:nan|NaN|inf|Inf)\b(?![\w.])",
             r"number of nan iterations: {0,10}[1-9]",
-        ),
+        )
+        # Logged losses (a dict of the Hugging Face Trainer, a progress bar, Keras): last, as they may recover.
+        + _LOGGED_NAN,
         # A loss scaler skipping a step now and then is normal; step after step it is not.
         runs=(Run(re.compile(_OVERFLOW + r"[^\n]{0,80}?(?i:skip)", re.MULTILINE), count=30, within_lines=3),),
         explain=explain_nan,
+        # A NaN logged once and then finite losses again: the loss scaler or a skipped batch dealt with it.
+        clearable=_LOGGED_NAN,
+        cleared_by=_re(r"[Ll]oss['\"]?(?: ?[=:] ?| )(?:tensor\()?-?\d"),
+        stage=Stage.PROGRAM,
     ),
     Rule(
-        rule_id="shm-exhausted",
-        title="Shared memory exhausted (DataLoader)",
-        cause="DataLoader workers pass batches through shared memory (/dev/shm), and the container's shared memory "
-        "ran out.",
-        fix="Lower DataLoader num_workers or the batch size, or call "
-        "`torch.multiprocessing.set_sharing_strategy('file_system')` at the start of the script.",
+        rule_id="segfault",
+        title="Segmentation fault",
+        cause="A native library crashed (SIGSEGV): usually packages compiled against different versions "
+        "(e.g. pip-installed torch over the image's, numpy 2 with older extensions) or a crash in a data-loading "
+        "library.",
+        fix="Use an official image without reinstalling torch/numpy over it, test with DataLoader num_workers=0, and "
+        "run `python -X faulthandler ...` to see the Python line that crashed.",
         patterns=_re(
-            r"insufficient shared memory \(shm\)",
-            r"unable to (?:write to file|open shared memory object|mmap)[^\n]{0,20}</torch_",
-            r"DataLoader worker \(pid[^\n]{0,60}?is killed by signal: Bus error",
+            r"Segmentation fault",
+            r"SIGSEGV\b",
+            r"signal 11\b",
         ),
+        exit_codes=frozenset({139}),
+        stage=Stage.PROGRAM,
     ),
     Rule(
-        rule_id="disk-full",
-        title="No space left on device",
-        cause="A file system the job writes to is full: the container's own file system (/tmp, caches) or the data "
-        "mount /data.",
-        fix="Write checkpoints, caches and temporary files under /data (e.g. `TMPDIR=/data/tmp`, "
-        "`HF_HOME=/data/hf-cache`), delete old checkpoints, or choose a larger NVMe cache (GB) in the job form.",
-        patterns=_re(r"No space left on device", r"\[Errno 28\]", r"Disk quota exceeded"),
-        explain=explain_disk_full,
-    ),
-    Rule(
-        rule_id="dist-port-in-use",
-        title="Distributed port already in use",
-        cause="torch.distributed could not open its rendezvous port because another job on the same node already "
-        "uses that MASTER_PORT.",
-        fix="Derive the port from the job id, e.g. `export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))`, or use "
-        "`torchrun --rdzv-endpoint=localhost:0` / `--standalone` on a single node.",
+        rule_id="python-exception",
+        title="The program stopped with an error",
+        cause="The program raised an error that none of the known failures explains; on a multi-process job, this "
+        "is the first process's own error, and the NCCL errors, timeouts and signals of the others follow from it.",
+        fix="Read the traceback that ends at this line: the last frame in your own code is where it failed. Fix "
+        "that, and test the fix on a single GPU (GPU count 1) or a few steps before resubmitting.",
+        # The last line of an uncaught traceback, not the errors that only report another process's failure.
         patterns=_re(
-            r"EADDRINUSE",
-            r"errno: 98 - Address already in use",
-            r"The server socket has failed to (?:listen|bind)[^\n]{0,200}?\(errno: 98",
+            r"^(?:\[rank\d{1,6}\]: {0,4})?(?P<exc>(?:[A-Za-z_]\w{0,40}\.){0,8}"
+            r"(?!DistBackendError\b|ChildFailedError\b|DistStoreError\b|SignalException\b)[A-Z]\w{0,60}"
+            r"(?:Error|Exception))"
+            r"(?::(?![^\n]{0,200}?(?:NCCL|[Ww]atchdog|timed out|Timeout|Connection reset|Broken pipe))[^\n]{0,200})?"
+            r"[ \t]*\r?$",
         ),
+        stage=Stage.PROGRAM,
+        fallback=True,
+        explain=explain_exception,
     ),
-    Rule(
-        rule_id="host-oom",
-        title="Host memory exhausted (OOM kill)",
-        cause="The job used more host (CPU) memory than its allocation, and the kernel's out-of-memory killer stopped "
-        "it; GPU memory is not involved.",
-        fix="Load data lazily instead of into RAM (memory-map or stream from /data), lower DataLoader num_workers and "
-        "prefetch_factor, and avoid keeping tensors or outputs in Python lists; host memory comes with the GPU "
-        "allocation, so a larger GPU count also brings more.",
-        patterns=_re(
-            r"Detected \d+ oom[-_]kill event",
-            r"oom[-_]kill event",
-            r"oom[-_]kill\b",
-            r"Out Of Memory\b",
-            r"Memory cgroup out of memory",
-            r"[Ee]xceeded (?:job |step )?memory limit",
-        ),
-        states=frozenset({"OUT_OF_MEMORY"}),
-    ),
-    Rule(
-        rule_id="node-fail",
-        title="Node failure",
-        cause="The node running the job failed or could not boot; this is not caused by your code.",
-        fix="Clone the job and resubmit, resuming from your last checkpoint; enable requeue on node failure "
-        "(`--requeue`) so Slurm restarts such jobs by itself.",
-        patterns=_re(r"DUE TO NODE FAILURE", r"NODE_FAIL\b"),
-        states=frozenset({"NODE_FAIL", "BOOT_FAIL"}),
-    ),
+    # --- limit -----------------------------------------------------------------------------------------------
     Rule(
         rule_id="preempted",
         title="Job preempted or requeued",
@@ -478,6 +762,7 @@ RULES: tuple[Rule, ...] = (
         ),
         states=frozenset({"PREEMPTED"}),
         explain=explain_preempted,
+        stage=Stage.LIMIT,
     ),
     Rule(
         rule_id="time-limit",
@@ -493,21 +778,28 @@ RULES: tuple[Rule, ...] = (
         ),
         states=frozenset({"TIMEOUT", "DEADLINE"}),
         explain=explain_time_limit,
+        stage=Stage.LIMIT,
     ),
+    # --- consequence -----------------------------------------------------------------------------------------
     Rule(
-        rule_id="segfault",
-        title="Segmentation fault",
-        cause="A native library crashed (SIGSEGV): usually packages compiled against different versions "
-        "(e.g. pip-installed torch over the image's, numpy 2 with older extensions) or a crash in a data-loading "
-        "library.",
-        fix="Use an official image without reinstalling torch/numpy over it, test with DataLoader num_workers=0, and "
-        "run `python -X faulthandler ...` to see the Python line that crashed.",
+        rule_id="dist-init",
+        title="Distributed process group never formed",
+        cause="The processes of the job never all met at the rendezvous: some did not start or crashed before "
+        "joining, the world size is larger than the number of processes started, or they looked for the store "
+        "at different addresses (MASTER_ADDR/MASTER_PORT), so the others waited until they timed out.",
+        fix="Start exactly world-size processes (torchrun's --nnodes x --nproc_per_node must equal the GPUs of the "
+        "job); on several nodes set MASTER_ADDR to the first host of `scontrol show hostnames $SLURM_JOB_NODELIST` "
+        "and the same MASTER_PORT everywhere; look above for a process that failed before joining and fix that.",
         patterns=_re(
-            r"Segmentation fault",
-            r"SIGSEGV\b",
-            r"signal 11\b",
+            r"DistStoreError: [^\n]{0,200}",
+            r"Timed out after \d{1,7} seconds waiting for (?:clients|workers)[^\n]{0,100}",
+            r"RendezvousTimeoutError[^\n]{0,200}",
+            r"Timed out initializing process group in store based barrier[^\n]{0,200}",
+            r"The client socket has timed out after \d{1,9}m?s while trying to connect to[^\n]{0,200}",
+            r"Invalid rank \d{1,6}, rank should be in the interval[^\n]{0,100}",
+            r"RuntimeError: Socket Timeout",
         ),
-        exit_codes=frozenset({139}),
+        stage=Stage.CONSEQUENCE,
     ),
     Rule(
         rule_id="nccl",
@@ -532,6 +824,7 @@ RULES: tuple[Rule, ...] = (
             r"DistBackendError",
         ),
         explain=explain_nccl,
+        stage=Stage.CONSEQUENCE,
     ),
     Rule(
         rule_id="killed",
@@ -545,9 +838,32 @@ RULES: tuple[Rule, ...] = (
             r"Killed(?<![^\n \t]Killed)[ \t]*\r?$",
             r"task \d+: Killed\b",
             r"killed by signal: Killed",
+            # torchrun's summary of a worker that got SIGKILL (the OOM killer, or scancel).
+            r"[Ss]ignal 9 \(SIGKILL\) received by PID \d{1,10}",
         ),
         exit_codes=frozenset({137}),
         log_needs_exit_code=frozenset({137, 9, -9}),
         suppressed_by=("host-oom", "time-limit", "node-fail", "preempted"),
+        stage=Stage.CONSEQUENCE,
+    ),
+    # --- wrapper ---------------------------------------------------------------------------------------------
+    Rule(
+        rule_id="launcher-exit",
+        title="A process of the job exited with an error",
+        cause="A launcher (torchrun, srun, accelerate, deepspeed) reports that a process it started exited with an "
+        "error; the launcher only relays it, and no known failure was recognised in the log before this line.",
+        fix="Look above this line for the first error of any rank (a traceback, 'Killed', an out-of-memory) and fix "
+        "that; if there is none, the process was killed without a message (often host memory: see the job's "
+        "memory use), so rerun with a smaller batch or fewer DataLoader workers.",
+        patterns=_re(
+            r"Root Cause \(first observed failure\):?[\s\S]{0,400}?(?P<at>exitcode {0,4}: -?\d{1,4}[^\n]{0,100})",
+            r"torch\.distributed\.elastic\.multiprocessing\.errors\.ChildFailedError[^\n]{0,200}",
+            r"failed \(exitcode: -?\d{1,4}\) local_rank: \d{1,6}[^\n]{0,200}",
+            r"srun: error: [\w.-]{1,100}: tasks? [\d,-]{1,40}: Exited with exit code \d{1,3}",
+            r"subprocess\.CalledProcessError: Command '\[[^\n]{0,200}(?:torch\.distributed|deepspeed|accelerate)"
+            r"[^\n]{0,200}returned non-zero exit status \d{1,3}",
+        ),
+        stage=Stage.WRAPPER,
+        fallback=True,
     ),
 )

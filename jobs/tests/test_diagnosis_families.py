@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from jobs.diagnosis.diagnose import RULES, diagnose
+from jobs.diagnosis.evaluate import evaluate, read_samples, report
 
 LOGS = Path(__file__).parent / "logs"
 
@@ -493,3 +494,104 @@ def test_large_inputs_of_the_new_patterns_finish_quickly(text):
     diagnose(text)
     diagnose(text + "\nLoss is nan, stopping training\n", state="PREEMPTED", exit_code=1)
     assert time.perf_counter() - started < 4.0
+
+
+# --- real logs from public issue trackers (jobs/tests/logs/real/, each citing its source) --------------------------
+
+REAL = read_samples()
+
+
+@pytest.mark.parametrize("sample", REAL, ids=[s.name for s in REAL])
+def test_a_real_log_gives_its_family_first_and_a_healthy_one_nothing(sample):
+    findings = diagnose(sample.text, state=sample.state, exit_code=sample.exit_code)
+    if sample.expect == "none":
+        assert findings == [], findings
+    else:
+        assert findings, sample.name
+        assert findings[0].rule_id == sample.expect, ids(findings)
+        assert findings[0].evidence
+
+
+def test_every_real_log_cites_a_public_source():
+    assert len(REAL) >= 50
+    for sample in REAL:
+        assert sample.source.startswith("https://github.com/"), sample.name
+
+
+def test_the_evaluation_reports_precision_on_the_real_logs():
+    text = report(evaluate(REAL))
+    assert f"failures named right: {sum(s.expect != 'none' for s in REAL)}/" in text
+    assert "healthy runs with a false finding: 0/" in text
+
+
+# --- the cascade rule of the engine -----------------------------------------------------------------------------
+
+
+def test_the_rules_table_is_ordered_by_causal_stage():
+    stages = [rule.stage for rule in RULES]
+    assert stages == sorted(stages)
+
+
+def test_one_ranks_own_error_comes_before_the_nccl_timeouts_of_others_even_when_logged_later():
+    text = (
+        "[rank0]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600020 "
+        "milliseconds before timing out.\n"
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/workspace/train.py", line 88, in <module>\n'
+        "[rank1]: KeyError: 'input_ids'\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+    )
+    findings = diagnose(text)
+    assert ids(findings) == ["python-exception", "nccl"]
+    assert findings[0].line_number == 4
+    assert "KeyError" in findings[0].cause
+
+
+def test_the_resource_that_ran_out_comes_first_whatever_reported_it():
+    text = (
+        "ptxas fatal   : Ptx assembly aborted due to errors\n"
+        "OSError: [Errno 28] No space left on device: '/root/.triton/cache/abc.cubin'\n"
+    )
+    assert ids(diagnose(text))[0] == "disk-full"
+
+
+def test_a_launcher_is_never_the_cause_but_speaks_when_nothing_else_does():
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    summary = "srun: error: gpu-node01: task 0: Exited with exit code 1\n"
+    assert ids(diagnose(oom + summary)) == ["cuda-oom"]
+    assert ids(diagnose(summary)) == ["launcher-exit"]
+
+
+def test_a_hard_wrapped_message_is_read_across_the_wrap():
+    width = 80
+    message = (
+        "2025-01-01 10:00:00 ERROR worker.py:12 RuntimeError: CUDA error: uncorrectable ECC error encountered "
+        "while copying the batch to the device, see the log above for the node name and more details"
+    )
+    wrapped = [message[i : i + width] for i in range(0, len(message), width)]
+    steps = "".join(f"step {n} loss 2.1\n" for n in range(6))
+    text = steps + "\n".join(wrapped) + "\n" + "=" * width + "\nshutting down\n"
+    finding = diagnose(text)[0]
+    assert finding.rule_id == "gpu-ecc"
+    assert finding.line_number == 7
+
+
+def test_a_nan_loss_that_recovers_is_not_a_failure():
+    recovered = "step 10 loss: nan\nstep 11 loss: 2.31\nstep 12 loss: 2.29\n"
+    assert diagnose(recovered) == []
+    assert ids(diagnose(recovered + "step 13 loss: nan\n")) == ["nan-loss"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "epoch 3 | train_error 0.12 | val_error 0.15 | error_rate 0.02",
+        "/usr/lib/python3/site-packages/torch/nn/modules/module.py:1501: FutureWarning: `resume_download` is "
+        "deprecated and will be removed in version 1.0.0.",
+        "gpu-node01:2301:2301 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.",
+        "[INFO] Using /data/hf-cache as the Hugging Face cache; HF_HUB_OFFLINE=1",
+    ],
+)
+def test_healthy_noise_gives_nothing(line):
+    assert diagnose(line + "\n") == []
