@@ -469,14 +469,16 @@ def test_a_5_mb_single_line_finishes_quickly(line):
     started = time.perf_counter()
     diagnose(line)
     diagnose(line + "\nRuntimeError: CUDA out of memory. Tried to allocate 1 GiB", state="TIMEOUT", exit_code=137)
-    assert time.perf_counter() - started < 4.0
+    # A guard against catastrophic backtracking (minutes or hours on 5 MB), not a speed target
+    # (bench/ measures speed): generous, so a loaded 2-core CI machine never trips it.
+    assert time.perf_counter() - started < 15.0
 
 
 def test_a_5_mb_line_with_the_error_at_its_end_is_found():
     text = "Epoch 1: " + "#" * 5_000_000 + " NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."
     started = time.perf_counter()
     findings = diagnose(text)
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 10.0  # backtracking guard, as above
     assert ids(findings) == ["xid"]
     assert len(findings[0].evidence) <= EVIDENCE_MAX
     assert "Xid (PCI:0000:3b:00): 79" in findings[0].evidence

@@ -493,7 +493,9 @@ def test_large_inputs_of_the_new_patterns_finish_quickly(text):
     started = time.perf_counter()
     diagnose(text)
     diagnose(text + "\nLoss is nan, stopping training\n", state="PREEMPTED", exit_code=1)
-    assert time.perf_counter() - started < 4.0
+    # A guard against catastrophic backtracking (minutes or hours on 5 MB), not a speed target
+    # (bench/ measures speed): generous, so a loaded 2-core CI machine never trips it.
+    assert time.perf_counter() - started < 15.0
 
 
 # --- real logs from public issue trackers (jobs/tests/logs/real/, each citing its source) --------------------------
