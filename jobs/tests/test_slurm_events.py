@@ -20,7 +20,7 @@ from jobs.asgi_events import events_app
 from jobs.mirror import mirror_jobs
 from jobs.models import Job
 from testing.servers import BASE_DIR, portal_stack
-from testing.slurm import submission, wait_for
+from testing.slurm import submission, wait_for, wait_until_requeued
 
 SECRET = "test-events-secret-0123456789"
 SENDER = Path(__file__).resolve().parents[2] / "deploy" / "slurm-events" / "gpupool-slurm-event"
@@ -221,11 +221,6 @@ def test_slurmctlds_own_hooks_move_the_row_without_a_mirror_pass(held_job):
         # completes becomes "CANCELLED,COMPLETING" and then "CANCELLED" with no hook at all
         # (slurmctld's _job_signal and cleanup_completing log no completion): only the polling
         # mirror sees that end. So the cancel waits until the requeued job is plainly pending.
-        wait_for(
-            lambda: client.get_job(job_id).states == ("PENDING",),
-            timeout=30,
-            interval=0.05,
-            what=f"Slurm to finish completing requeued job {job_id} (PENDING without COMPLETING)",
-        )
+        wait_until_requeued(client, job_id)
         client.cancel_job(job_id)
         assert shows("CANCELLED").end_time is not None
