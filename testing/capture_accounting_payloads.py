@@ -15,8 +15,12 @@ from django.core.management.base import BaseCommand
 
 from cluster.provisioning import LocalProvisioner
 from cluster.services import rest_client, slurm_cli
+<<<<<<< HEAD:testing/capture_accounting_payloads.py
 from testing.capture_slurm_payloads import PAYLOAD_DIR
 from testing.slurm import submission, wait_for_state
+=======
+from testing.slurm import submission, wait_for_state, wait_until_requeued
+>>>>>>> flaky:cluster/management/commands/capture_accounting_payloads.py
 
 CAPTURE_USER = "ptcapacct"
 
@@ -49,7 +53,8 @@ class Command(BaseCommand):
             wait_for_state(user, requeued, {"RUNNING"})
             time.sleep(3)
             cli.requeue_job(requeued)
-            wait_for_state(user, requeued, {"PENDING"})
+            # Once the run has finished completing: a StartTime set before is overwritten.
+            wait_until_requeued(user, requeued)
             cli.run("scontrol", "update", f"JobId={requeued}", "StartTime=now")  # not in ~2 min
             for job_id in jobs.values():
                 wait_for_state(user, job_id, {"COMPLETED"}, timeout=300)

@@ -90,6 +90,22 @@ def wait_for_state(client: SlurmRestClient, job_id: int, states: set[str], timeo
     return wait_for(probe, timeout=timeout, what=f"job {job_id} to reach {sorted(states)} with its nodes")
 
 
+def wait_until_requeued(client: SlurmRestClient, job_id: int, timeout: float = 60) -> Job:
+    """A job just requeued (`scontrol requeue`), once its run has finished completing: Slurm
+    shows it "PENDING,COMPLETING" until the nodes are clean, then "PENDING". Until then a
+    cancel runs no hook (jobcomp logged the requeue already; the cancel logs no completion)
+    and a new StartTime is overwritten when the completing ends (the requeue's BeginTime
+    delay, ~2 min, is set then). Slurm promises those only of a job plainly pending."""
+
+    def probe():
+        job = client.get_job(job_id)
+        return job if job.states == ("PENDING",) else None
+
+    return wait_for(
+        probe, timeout=timeout, interval=0.05, what=f"requeued job {job_id} to finish completing (PENDING alone)"
+    )
+
+
 def read_output(job: Job) -> str:
     return job_paths().to_local(job.standard_output).read_text()
 

@@ -22,7 +22,7 @@ from jobs.tasks import run_sync, submit_to_slurm
 from plans.catalog import plan_for
 from telemetry import storage
 from telemetry.emulator import emulated_samples
-from testing.slurm import wait_for, wait_for_state
+from testing.slurm import wait_for, wait_for_state, wait_until_requeued
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
@@ -67,7 +67,9 @@ def test_each_run_is_metered_once_onto_the_draft(alice, provision, slurm, monkey
     # second it started records 0, seen on 26.05).
     time.sleep(2)
     slurm_cli().requeue_job(requeued.slurm_job_id)
-    wait_for_state(client, requeued.slurm_job_id, {"PENDING"})
+    # StartTime=now only once the run has finished completing: set before, it is overwritten
+    # with the requeue's ~2 min BeginTime delay when the completing ends.
+    wait_until_requeued(client, requeued.slurm_job_id)
     slurm_cli().run("scontrol", "update", f"JobId={requeued.slurm_job_id}", "StartTime=now")
 
     jobs = [gpu, shard, nvme, requeued]

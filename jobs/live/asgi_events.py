@@ -49,6 +49,8 @@ async def events_app(scope, receive, send):
         log.exception("could not take the Slurm event for job %s", event.job_id)
         await _respond(send, 503, {"detail": "Not taken now; the mirror will catch up."})
         return
+    # One line per event: which hook said what of which job, and whether it moved the row.
+    log.info("Slurm event: job %s %s (%s), %d rows written", event.job_id, event.state, event.hook, written)
     await _respond(send, 202, {"job_id": event.job_id, "written": written})
 
 

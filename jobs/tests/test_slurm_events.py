@@ -19,8 +19,8 @@ from jobs.live import slurm_events
 from jobs.live.asgi_events import events_app
 from jobs.mirror.passes import mirror_jobs
 from jobs.models import Job
-from testing.servers import portal_stack
-from testing.slurm import submission, wait_for
+from testing.servers import BASE_DIR, portal_stack
+from testing.slurm import submission, wait_for, wait_until_requeued
 
 SECRET = "test-events-secret-0123456789"
 SENDER = Path(__file__).resolve().parents[2] / "deploy" / "slurm-events" / "gpupool-slurm-event"
@@ -193,12 +193,20 @@ def test_slurmctlds_own_hooks_move_the_row_without_a_mirror_pass(held_job):
     assert Job.objects.get(slurm_job_id=job_id).state == "PENDING"
 
     def shows(*states):
-        return wait_for(
-            lambda: Job.objects.filter(slurm_job_id=job_id, state__in=states).first(),
-            timeout=15,  # a loaded cluster may take seconds to start the job; the event is at once
-            interval=0.05,
-            what=f"an event to write {states}",
-        )
+        try:
+            return wait_for(
+                lambda: Job.objects.filter(slurm_job_id=job_id, state__in=states).first(),
+                timeout=15,  # a loaded cluster may take seconds to start the job; the event is at once
+                interval=0.05,
+                what=f"an event to write {states}",
+            )
+        except AssertionError as timed_out:
+            # What Slurm says now and which events the portal took: a lost event or none sent.
+            web_log = BASE_DIR / "var" / "test-logs" / f"web-{base_url.rsplit(':', 1)[1]}.log"
+            taken = [line for line in web_log.read_text().splitlines() if "Slurm event:" in line]
+            raise AssertionError(
+                f"{timed_out}; Slurm says {client.get_job(job_id).states}; events taken: {taken}"
+            ) from None
 
     with portal_stack() as base_url, _events_sent_to(f"{base_url}/api/v1/slurm/events") as secret:
         assert secret
@@ -208,5 +216,11 @@ def test_slurmctlds_own_hooks_move_the_row_without_a_mirror_pass(held_job):
         # Back in the queue (EpilogSlurmctld runs while the run completes: "PENDING,COMPLETING";
         # the flag goes with the next mirror pass, no event marks it).
         assert shows("PENDING").slurm_states.startswith("PENDING")
+        # What Slurm promises: jobcomp runs when a pending job is cancelled, but the requeue
+        # has already logged this run's completion, and a job cancelled while that run still
+        # completes becomes "CANCELLED,COMPLETING" and then "CANCELLED" with no hook at all
+        # (slurmctld's _job_signal and cleanup_completing log no completion): only the polling
+        # mirror sees that end. So the cancel waits until the requeued job is plainly pending.
+        wait_until_requeued(client, job_id)
         client.cancel_job(job_id)
         assert shows("CANCELLED").end_time is not None
