@@ -15,12 +15,8 @@ from django.core.management.base import BaseCommand
 
 from cluster.provisioning import LocalProvisioner
 from cluster.services import rest_client, slurm_cli
-<<<<<<< HEAD:testing/capture_accounting_payloads.py
 from testing.capture_slurm_payloads import PAYLOAD_DIR
-from testing.slurm import submission, wait_for_state
-=======
 from testing.slurm import submission, wait_for_state, wait_until_requeued
->>>>>>> flaky:cluster/management/commands/capture_accounting_payloads.py
 
 CAPTURE_USER = "ptcapacct"
 
