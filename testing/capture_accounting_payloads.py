@@ -49,9 +49,10 @@ class Command(BaseCommand):
             wait_for_state(user, requeued, {"RUNNING"})
             time.sleep(3)
             cli.requeue_job(requeued)
-            # Once the run has finished completing: a StartTime set before is overwritten.
+            # Once the run has finished completing (a StartTime set before is overwritten), and a
+            # second after the requeue's credential revocation (slurmd refuses a launch as old).
             wait_until_requeued(user, requeued)
-            cli.run("scontrol", "update", f"JobId={requeued}", "StartTime=now")  # not in ~2 min
+            cli.run("scontrol", "update", f"JobId={requeued}", "StartTime=now+1")  # not in ~2 min
             for job_id in jobs.values():
                 wait_for_state(user, job_id, {"COMPLETED"}, timeout=300)
             for name, job_id in jobs.items():

@@ -67,10 +67,12 @@ def test_each_run_is_metered_once_onto_the_draft(alice, provision, slurm, monkey
     # second it started records 0, seen on 26.05).
     time.sleep(2)
     slurm_cli().requeue_job(requeued.slurm_job_id)
-    # StartTime=now only once the run has finished completing: set before, it is overwritten
-    # with the requeue's ~2 min BeginTime delay when the completing ends.
+    # A new StartTime only once the run has finished completing: set before, it is overwritten
+    # with the requeue's ~2 min BeginTime delay when the completing ends. And not "now": slurmd
+    # refuses a launch credential no newer (in whole seconds) than the requeue's revocation
+    # ("Job credential revoked", the job FAILED), so the run starts in a later second.
     wait_until_requeued(client, requeued.slurm_job_id)
-    slurm_cli().run("scontrol", "update", f"JobId={requeued.slurm_job_id}", "StartTime=now")
+    slurm_cli().run("scontrol", "update", f"JobId={requeued.slurm_job_id}", "StartTime=now+1")
 
     jobs = [gpu, shard, nvme, requeued]
 
