@@ -3,14 +3,16 @@ counts as much as a portal job)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.cache import cache
 
 from cluster.accounts import SlurmAccounts
 from cluster.services import slurm_cli
 from groups.models import Group
+from groups.queries import sees_everyone
 
 
 def gpu_hours_by_member(group: Group, since: datetime, until: datetime) -> list[dict]:
@@ -28,3 +30,19 @@ def gpu_hours_by_member(group: Group, since: datetime, until: datetime) -> list[
         {"user": user, "gpu_type": gpu_type, "gpu_hours": total.quantize(Decimal("0.01"))}
         for (user, gpu_type), total in sorted(hours.items())
     ]
+
+
+def month_usage_seen_by(user, group: Group, now: datetime) -> tuple[datetime, list[dict]]:
+    """(the month's start, its rows) as `user` may see them: every member's for the group's PI,
+    managers and admins, their own for a member. Slurm is asked at most once a minute per group
+    (cached); SlurmError when it does not answer."""
+    since = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    key = f"groups:usage:{group.pk}:{since:%Y-%m}"
+    rows = cache.get(key)
+    if rows is None:
+        rows = gpu_hours_by_member(group, since, now)
+        cache.set(key, rows, 60)
+    if not sees_everyone(user, group):
+        own = getattr(user.profile, "cluster_username", None)
+        rows = [row for row in rows if row["user"] == own]
+    return since, rows

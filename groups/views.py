@@ -4,12 +4,11 @@ groups.actions; every group through groups.queries (a non-member gets a 404)."""
 
 from __future__ import annotations
 
-from datetime import UTC, date
+from datetime import date
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -21,7 +20,7 @@ from accounts.models import Role
 from cluster.errors import SlurmError
 from groups import actions, charts, usage
 from groups.models import Allocation, GroupRole, Invitation, Membership
-from groups.queries import GroupError, is_admin, membership, sees_everyone, visible_group
+from groups.queries import GroupError, is_admin, membership, visible_group
 
 
 def _group_or_404(user, pk: int):
@@ -60,23 +59,12 @@ def group_list(request):
     return render(request, "groups/list.html", context)
 
 
-def _usage(group, user, mine):
-    """This month's GPU-hours by member and type (Slurm's accounting, a minute's cache);
-    a member sees their own, managers and admins everyone's. (rows, error)."""
-    now = timezone.now()
-    since = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    key = f"groups:usage:{group.pk}:{since:%Y-%m}"
+def _usage(group, user):
+    """This month's GPU-hours by member and type as `user` may see them; (rows, error)."""
     try:
-        rows = cache.get(key)
-        if rows is None:
-            rows = usage.gpu_hours_by_member(group, since, now)
-            cache.set(key, rows, 60)
+        return usage.month_usage_seen_by(user, group, timezone.now())[1], ""
     except SlurmError as exc:
         return [], f"Slurm's accounting did not answer ({exc.public_message}); the figures come back when it does."
-    if not sees_everyone(user, group):
-        own = getattr(user.profile, "cluster_username", None)
-        rows = [row for row in rows if row["user"] == own]
-    return rows, ""
 
 
 @login_required
@@ -84,7 +72,7 @@ def group_detail(request, pk: int):
     group = _group_or_404(request.user, pk)
     mine = membership(request.user, group.pk)
     manages = bool(mine and mine.may_manage) or is_admin(request.user)
-    rows, usage_error = _usage(group, request.user, mine)
+    rows, usage_error = _usage(group, request.user)
     allocations = list(group.allocations.select_related("requested_by", "decided_by"))
     context = {
         "group": group,

@@ -4,9 +4,6 @@ is not a member of is a 404 (admins see every group). Refusals have the API's on
 
 from __future__ import annotations
 
-from datetime import UTC
-
-from django.core.cache import cache
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -30,7 +27,7 @@ from groups.api.serializers import (
     RoleInputSerializer,
 )
 from groups.models import Allocation, Group, Membership
-from groups.queries import GroupError, is_admin, sees_everyone, visible_group
+from groups.queries import GroupError, is_admin, visible_group
 
 TAGS = ["groups"]
 ERRORS = {
@@ -61,12 +58,22 @@ def invalid(serializer) -> Response:
     )
 
 
+class GroupAPIView(APIView):
+    """A refusal from groups (GroupError: a field, words, a status) answers in the API's one
+    shape, wherever in the view it is raised."""
+
+    def handle_exception(self, exc):
+        if isinstance(exc, GroupError):
+            return refusal(exc)
+        return super().handle_exception(exc)
+
+
 def _context(user) -> dict:
     roles = dict(Membership.objects.active().filter(user=user).values_list("group_id", "role"))
     return {"roles": roles, "is_admin": is_admin(user)}
 
 
-class GroupListView(APIView):
+class GroupListView(GroupAPIView):
     @extend_schema(
         tags=TAGS,
         responses={200: GroupSerializer(many=True), **errors(401)},
@@ -93,14 +100,11 @@ class GroupListView(APIView):
         body = GroupInputSerializer(data=request.data)
         if not body.is_valid():
             return invalid(body)
-        try:
-            group = actions.create_group(request.user, **body.validated_data)
-        except GroupError as exc:
-            return refusal(exc)
+        group = actions.create_group(request.user, **body.validated_data)
         return Response(GroupSerializer(group, context=_context(request.user)).data, status=201)
 
 
-class GroupDetailView(APIView):
+class GroupDetailView(GroupAPIView):
     @extend_schema(
         tags=TAGS,
         responses={200: GroupSerializer, **errors(401, 404)},
@@ -108,14 +112,11 @@ class GroupDetailView(APIView):
         operation_id="groups_retrieve",
     )
     def get(self, request, pk: int):
-        try:
-            group = visible_group(request.user, pk)
-        except GroupError as exc:
-            return refusal(exc)
+        group = visible_group(request.user, pk)
         return Response(GroupSerializer(group, context=_context(request.user)).data)
 
 
-class MemberListView(APIView):
+class MemberListView(GroupAPIView):
     @extend_schema(
         tags=TAGS,
         responses={200: MemberSerializer(many=True), **errors(401, 404)},
@@ -123,15 +124,12 @@ class MemberListView(APIView):
         operation_id="groups_members_list",
     )
     def get(self, request, pk: int):
-        try:
-            group = visible_group(request.user, pk)
-        except GroupError as exc:
-            return refusal(exc)
+        group = visible_group(request.user, pk)
         members = Membership.objects.active().filter(group=group).select_related("user__profile")
         return Response(MemberSerializer(members, many=True).data)
 
 
-class MemberView(APIView):
+class MemberView(GroupAPIView):
     @extend_schema(
         tags=TAGS,
         responses={204: None, **errors(401, 403, 404, 409)},
@@ -139,10 +137,7 @@ class MemberView(APIView):
         operation_id="groups_member_remove",
     )
     def delete(self, request, pk: int, user_id: int):
-        try:
-            actions.remove_member(pk, request.user, user_id)
-        except GroupError as exc:
-            return refusal(exc)
+        actions.remove_member(pk, request.user, user_id)
         return Response(status=204)
 
     @extend_schema(
@@ -156,14 +151,11 @@ class MemberView(APIView):
         body = RoleInputSerializer(data=request.data)
         if not body.is_valid():
             return invalid(body)
-        try:
-            changed = actions.change_role(pk, request.user, user_id, body.validated_data["role"])
-        except GroupError as exc:
-            return refusal(exc)
+        changed = actions.change_role(pk, request.user, user_id, body.validated_data["role"])
         return Response(MemberSerializer(changed).data)
 
 
-class InvitationListView(APIView):
+class InvitationListView(GroupAPIView):
     @extend_schema(
         tags=TAGS,
         responses={200: InvitationSerializer(many=True), **errors(401, 403, 404)},
@@ -171,11 +163,8 @@ class InvitationListView(APIView):
         operation_id="groups_invitations_list",
     )
     def get(self, request, pk: int):
-        try:
-            actions.require_manager(request.user, pk)
-            group = visible_group(request.user, pk)
-        except GroupError as exc:
-            return refusal(exc)
+        actions.require_manager(request.user, pk)
+        group = visible_group(request.user, pk)
         return Response(InvitationSerializer(group.invitations.all(), many=True).data)
 
     @extend_schema(
@@ -189,14 +178,11 @@ class InvitationListView(APIView):
         body = InvitationInputSerializer(data=request.data)
         if not body.is_valid():
             return invalid(body)
-        try:
-            invitation, _token = actions.invite(pk, request.user, **body.validated_data)
-        except GroupError as exc:
-            return refusal(exc)
+        invitation, _token = actions.invite(pk, request.user, **body.validated_data)
         return Response(InvitationSerializer(invitation).data, status=201)
 
 
-class InvitationView(APIView):
+class InvitationView(GroupAPIView):
     @extend_schema(
         tags=TAGS,
         responses={204: None, **errors(401, 403, 404, 409)},
@@ -204,14 +190,11 @@ class InvitationView(APIView):
         operation_id="groups_invitation_revoke",
     )
     def delete(self, request, pk: int, invitation_id: int):
-        try:
-            actions.revoke_invitation(pk, invitation_id, request.user)
-        except GroupError as exc:
-            return refusal(exc)
+        actions.revoke_invitation(pk, invitation_id, request.user)
         return Response(status=204)
 
 
-class AcceptView(APIView):
+class AcceptView(GroupAPIView):
     @extend_schema(
         tags=TAGS,
         request=AcceptInputSerializer,
@@ -223,14 +206,11 @@ class AcceptView(APIView):
         body = AcceptInputSerializer(data=request.data)
         if not body.is_valid():
             return invalid(body)
-        try:
-            joined = actions.accept_invitation(body.validated_data["token"], request.user)
-        except GroupError as exc:
-            return refusal(exc)
+        joined = actions.accept_invitation(body.validated_data["token"], request.user)
         return Response(MemberSerializer(joined).data, status=201)
 
 
-class AllocationListView(APIView):
+class AllocationListView(GroupAPIView):
     @extend_schema(
         tags=TAGS,
         responses={200: AllocationSerializer(many=True), **errors(401, 404)},
@@ -238,10 +218,7 @@ class AllocationListView(APIView):
         operation_id="groups_allocations_list",
     )
     def get(self, request, pk: int):
-        try:
-            group = visible_group(request.user, pk)
-        except GroupError as exc:
-            return refusal(exc)
+        group = visible_group(request.user, pk)
         return Response(AllocationSerializer(group.allocations.all(), many=True).data)
 
     @extend_schema(
@@ -257,14 +234,11 @@ class AllocationListView(APIView):
             return invalid(body)
         values = dict(body.validated_data)
         renews = values.pop("renews", None)
-        try:
-            allocation = actions.request_allocation(pk, request.user, renews_id=renews, **values)
-        except GroupError as exc:
-            return refusal(exc)
+        allocation = actions.request_allocation(pk, request.user, renews_id=renews, **values)
         return Response(AllocationSerializer(allocation).data, status=201)
 
 
-class AllocationDecisionView(APIView):
+class AllocationDecisionView(GroupAPIView):
     @extend_schema(
         tags=TAGS,
         request=DecisionInputSerializer,
@@ -279,14 +253,11 @@ class AllocationDecisionView(APIView):
         if not is_admin(request.user):
             # Not an admin: whether the allocation exists is not theirs to learn.
             return Response({"detail": "No such allocation."}, status=404)
-        try:
-            allocation = actions.decide_allocation(allocation_id, request.user, **body.validated_data)
-        except GroupError as exc:
-            return refusal(exc)
+        allocation = actions.decide_allocation(allocation_id, request.user, **body.validated_data)
         return Response(AllocationSerializer(allocation).data)
 
 
-class UsageView(APIView):
+class UsageView(GroupAPIView):
     @extend_schema(
         tags=TAGS,
         responses={200: GroupUsageSerializer, **errors(401, 404, 503)},
@@ -294,23 +265,12 @@ class UsageView(APIView):
         operation_id="groups_usage",
     )
     def get(self, request, pk: int):
-        try:
-            group = visible_group(request.user, pk)
-        except GroupError as exc:
-            return refusal(exc)
+        group = visible_group(request.user, pk)
         until = timezone.now()
-        since = until.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-        key = f"groups:usage:{group.pk}:{since:%Y-%m}"
         try:
-            rows = cache.get(key)
-            if rows is None:
-                rows = usage.gpu_hours_by_member(group, since, until)
-                cache.set(key, rows, 60)  # sacct is asked at most once a minute per group
+            since, rows = usage.month_usage_seen_by(request.user, group, until)
         except SlurmError as exc:
             return Response({"detail": f"Slurm's accounting did not answer: {exc.public_message}"}, status=503)
-        if not sees_everyone(request.user, group):
-            own = getattr(request.user.profile, "cluster_username", None)
-            rows = [row for row in rows if row["user"] == own]
         allocations = group.allocations.filter(state=Allocation.State.APPROVED, ends_on__gt=since.date())
         data = {"since": since, "until": until, "rows": rows, "allocations": allocations}
         return Response(GroupUsageSerializer(data).data)
