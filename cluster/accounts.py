@@ -270,24 +270,22 @@ class SlurmAccounts:
         self, account: str, start: datetime, end: datetime
     ) -> dict[tuple[str, str], Decimal]:
         """{(user, TRES): minutes} held by the account's jobs within [start, end) (UTC)."""
-        shown = self.cli.run(
-            "env", "TZ=UTC0", "SLURM_TIME_FORMAT=standard", "sacct", "-n", "-P", "-X", "--allusers",
-            f"--accounts={check_account_name(account)}", f"--starttime={start:%Y-%m-%dT%H:%M:%S}",
-            f"--endtime={end:%Y-%m-%dT%H:%M:%S}", "--format=User,Start,End,AllocTRES",
-        )  # fmt: skip
-        return parse_allocated_minutes(shown.stdout, start, end)
+        return self._held("User", [account], start, end)
 
     def allocated_minutes_by_account(
         self, accounts: Iterable[str], start: datetime, end: datetime
     ) -> dict[tuple[str, str], Decimal]:
         """{(account, TRES): minutes} held by the accounts' jobs within [start, end), one sacct run."""
+        return self._held("Account", accounts, start, end)
+
+    def _held(self, who: str, accounts: Iterable[str], start: datetime, end: datetime):
         names = [check_account_name(name) for name in accounts]
         if not names:
             return {}
         shown = self.cli.run(
             "env", "TZ=UTC0", "SLURM_TIME_FORMAT=standard", "sacct", "-n", "-P", "-X", "--allusers",
             f"--accounts={','.join(names)}", f"--starttime={start:%Y-%m-%dT%H:%M:%S}",
-            f"--endtime={end:%Y-%m-%dT%H:%M:%S}", "--format=Account,Start,End,AllocTRES",
+            f"--endtime={end:%Y-%m-%dT%H:%M:%S}", f"--format={who},Start,End,AllocTRES",
         )  # fmt: skip
         return parse_allocated_minutes(shown.stdout, start, end)
 
