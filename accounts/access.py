@@ -15,6 +15,11 @@ def user_role(user) -> str | None:
     return profile.role if profile else Role.USER
 
 
+def is_admin(user) -> bool:
+    """Whether `user` (anonymous or not) is one of the pool's admins."""
+    return user_role(user) == Role.ADMIN
+
+
 def role_required(*roles: str):
     def decorator(view):
         @login_required

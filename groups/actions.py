@@ -16,11 +16,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.access import is_admin as _is_admin
 from audit.log import record
 from foundation.emails import verified_addresses
 from groups.models import MANAGING_ROLES, Allocation, Group, GroupRole, Invitation, Membership, hash_token
 from groups.queries import GroupError, membership, visible_group
-from groups.queries import is_admin as _is_admin
 from groups.tasks import sync_group
 
 

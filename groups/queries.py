@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db.models import QuerySet
 
+from accounts.access import is_admin
 from groups.models import Allocation, Group, Membership
 
 
@@ -17,11 +18,6 @@ class GroupError(Exception):
         self.field = field_name
         self.message = message
         self.status = status
-
-
-def is_admin(user) -> bool:
-    profile = getattr(user, "profile", None)
-    return bool(getattr(user, "is_authenticated", False) and profile and profile.is_admin)
 
 
 def membership(user, group_id) -> Membership | None:

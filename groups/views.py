@@ -15,12 +15,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from accounts.access import role_required
+from accounts.access import is_admin, role_required
 from accounts.models import Role
 from cluster.errors import SlurmError
 from groups import actions, charts, usage
 from groups.models import Allocation, GroupRole, Invitation, Membership
-from groups.queries import GroupError, is_admin, membership, visible_group
+from groups.queries import GroupError, membership, visible_group
 
 
 def _group_or_404(user, pk: int):

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from accounts.access import role_required
+from accounts.access import is_admin, role_required
 from accounts.models import Role
 from cluster.hostlist import expand_hostlist
 from foundation.ratelimit import hit
@@ -34,10 +34,6 @@ SUGGESTION_HORIZON = timedelta(days=7)
 OWN_ON_CALENDAR = (State.REQUESTED, State.APPROVED, State.ACTIVE, State.FINISHED, State.FAILED)
 
 
-def _is_admin(user) -> bool:
-    profile = getattr(user, "profile", None)
-    return bool(profile and profile.role == Role.ADMIN)
-
 
 # Admins only: 403 to anyone else (accounts.access, the one rule for role pages).
 admin_required = role_required(Role.ADMIN)
@@ -47,7 +43,7 @@ def _visible(user, pk: int) -> Reservation:
     """The owner's, a member's, or (for admins) any reservation; another user's is a 404,
     not a 403: its existence is not theirs to learn."""
     rows = Reservation.objects.select_related("user").prefetch_related("members")
-    if not _is_admin(user):
+    if not is_admin(user):
         rows = rows.filter(Q(user=user) | Q(members=user)).distinct()
     found = rows.filter(pk=pk).first()
     if found is None:
@@ -73,9 +69,9 @@ def reservation_list(request):
         "reservations": mine,
         "shared": shared,
         "notices": notices,
-        "is_admin": _is_admin(request.user),
+        "is_admin": is_admin(request.user),
         "waiting": Reservation.objects.filter(state__in=(State.REQUESTED, State.FAILED)).count()
-        if _is_admin(request.user)
+        if is_admin(request.user)
         else 0,
         "now": timezone.now(),
     }
@@ -92,7 +88,7 @@ def reservation_detail(request, pk: int):
         "reservation": reservation,
         "events": events,
         "is_owner": reservation.user_id == request.user.pk,
-        "is_admin": _is_admin(request.user),
+        "is_admin": is_admin(request.user),
         "can_cancel": reservation.is_cancellable and reservation.start > timezone.now(),
     }
     return render(request, "reservations/detail.html", context)
@@ -304,13 +300,13 @@ def _week_start(text: str | None) -> date:
 def _calendar_blocks(user, rows, holds, per_node: dict[str, int], week_start: datetime, week_end: datetime):
     """The week's blocks: the user's own reservations (with their state), everyone else's
     holding ones (named to admins only), and maintenance holds on nodes of the type."""
-    is_admin = _is_admin(user)
+    admin = is_admin(user)
     blocks = []
     for reservation in rows:
         own = reservation.user_id == user.pk
         if own:
             label = f"#{reservation.pk} {reservation.gpu_count} GPU · {reservation.state}"
-        elif is_admin:
+        elif admin:
             label = f"{reservation.user.get_username()} #{reservation.pk} {reservation.gpu_count} GPU"
         else:
             label = f"{reservation.gpu_count} GPU reserved"
@@ -322,7 +318,7 @@ def _calendar_blocks(user, rows, holds, per_node: dict[str, int], week_start: da
                 "label": label,
                 "state": reservation.state,
                 "holds": reservation.gpu_count if reservation.state in HOLDING else 0,
-                "url": reverse("reservations:detail", args=[reservation.pk]) if own or is_admin else "",
+                "url": reverse("reservations:detail", args=[reservation.pk]) if own or admin else "",
             }
         )
     for hold in holds:
@@ -355,7 +351,7 @@ def calendar(request):
     week_end = week_start + timedelta(days=7)
     per_node = capacity.gpus_per_node(gpu_type)
     total = sum(per_node.values())
-    is_admin = _is_admin(request.user)
+    admin = is_admin(request.user)
     now, new_url = timezone.now(), reverse("reservations:new")
     plan = plan_for(request.user)
     may_reserve = plan.max_reservation_minutes > 0 and plan.gpu_quota.get(gpu_type, 0) > 0
@@ -401,6 +397,6 @@ def calendar(request):
         "week": monday,
         "previous_week": monday - timedelta(days=7),
         "next_week": monday + timedelta(days=7),
-        "is_admin": is_admin,
+        "is_admin": admin,
     }
     return render(request, "reservations/calendar.html", context)

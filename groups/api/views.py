@@ -10,6 +10,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.access import is_admin
 from cluster.errors import SlurmError
 from foundation.api.errors import error_responses
 from groups import actions, usage
@@ -27,7 +28,7 @@ from groups.api.serializers import (
     RoleInputSerializer,
 )
 from groups.models import Allocation, Group, Membership
-from groups.queries import GroupError, is_admin, visible_group
+from groups.queries import GroupError, visible_group
 
 TAGS = ["groups"]
 ERRORS = {

@@ -14,6 +14,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from accounts.access import is_admin
 from cluster.errors import SlurmError
 from foundation.api.errors import error_responses
 from reservations import actions
@@ -44,10 +45,6 @@ TAGS = ["reservations"]
 def errors(*codes: int) -> dict[int, OpenApiResponse]:
     return error_responses(ERROR_DESCRIPTIONS, *codes)
 
-
-def _is_admin(user) -> bool:
-    profile = getattr(user, "profile", None)
-    return bool(profile and profile.is_admin)
 
 
 def _flat(field_errors) -> dict[str, list[str]]:
@@ -115,7 +112,7 @@ class ReservationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         )
         user = self.request.user
         # Admins read (and decide on) anyone's reservation; the list stays the caller's own.
-        if self.action != "list" and _is_admin(user):
+        if self.action != "list" and is_admin(user):
             return rows
         shared = Reservation.members.through.objects.filter(user=user).values("reservation_id")
         return rows.filter(Q(user=user) | Q(pk__in=shared))
@@ -195,7 +192,7 @@ class ReservationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
     @action(detail=True, methods=["post"])
     def approve(self, request, pk=None):
         reservation = self.get_object()
-        if not _is_admin(request.user):
+        if not is_admin(request.user):
             return Response({"detail": "Only admins approve reservations."}, status=403)
         try:
             reason = request.data.get("reason", "") if isinstance(request.data, dict) else ""
@@ -223,7 +220,7 @@ class ReservationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
     @action(detail=True, methods=["post"])
     def reject(self, request, pk=None):
         reservation = self.get_object()
-        if not _is_admin(request.user):
+        if not is_admin(request.user):
             return Response({"detail": "Only admins reject reservations."}, status=403)
         body = RejectInputSerializer(data=request.data)
         if not body.is_valid():
