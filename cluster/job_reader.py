@@ -19,7 +19,6 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
 
 from django.conf import settings
 
@@ -28,6 +27,7 @@ from cluster.errors import SlurmError, SlurmNotFound
 from cluster.queue import pending_job_details
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import Job
+from foundation.sequences import batches
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +40,6 @@ QUEUE_RETRY_AFTER = 60.0
 # Fewer new pending jobs than this are fetched by id: a squeue run costs ~10 ms on the dev
 # cluster and far more behind an ssh prefix, a few fetches by id less.
 QUEUE_MIN_JOBS = 20
-
-T = TypeVar("T")
-
-
-def batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    for offset in range(0, len(items), size):
-        yield items[offset : offset + size]
-
 
 def fetch_jobs(client: SlurmRestClient, job_ids: Sequence[int]) -> list[Job]:
     """The details of `job_ids`, one request each, MIRROR_FETCH_CONCURRENCY at a time. Jobs

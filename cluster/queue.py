@@ -20,13 +20,14 @@ on newlines or commas.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from cluster.cli import SlurmCli
 from cluster.errors import SlurmCommandError
 from cluster.limits import parse_wall_minutes
 from cluster.types import Job
+from foundation.sequences import batches
 
 # squeue's --Format names (24.11 and 26.05 alike), in the order parsed below.
 QUEUE_FIELDS = (
@@ -143,17 +144,12 @@ def _pending_job(record: dict[str, str], listing: Mapping[int, tuple[str, ...]])
     )
 
 
-def _batches(ids: Sequence[int], size: int) -> Iterable[Sequence[int]]:
-    for offset in range(0, len(ids), size):
-        yield ids[offset : offset + size]
-
-
 def pending_job_details(cli: SlurmCli, listing: Mapping[int, tuple[str, ...]]) -> dict[int, Job]:
     """The pending jobs among `listing` (id -> states from the state listing), read with one
     squeue run per QUEUE_BATCH ids. Jobs it cannot vouch for are missing from the answer."""
     found: dict[int, Job] = {}
     ids = sorted(listing)
-    for batch in _batches(ids, QUEUE_BATCH):
+    for batch in batches(ids, QUEUE_BATCH):
         marker = _marker()
         shown = cli.run(
             # Times in UTC and in Slurm's standard form, whatever the login node's environment.

@@ -20,10 +20,10 @@ from django.utils import timezone
 import foundation.lookups  # noqa: F401  (registers __any_of)
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.gres import requested_quota
-from cluster.job_reader import batches
 from cluster.services import rest_client
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import Job as SlurmJob
+from foundation.sequences import batches
 from groups.queries import group_ids_for_accounts
 from jobs.live.events import publish_job_update, publish_job_updates
 from jobs.models import FINAL_STATES, Job, JobState
