@@ -21,6 +21,7 @@ from cluster.accounts import SlurmAccounts
 from cluster.errors import SlurmError
 from cluster.services import slurm_cli
 from groups.models import Allocation, Group
+from groups.usage import gpu_hours_by
 from jobs.models import Job
 
 CACHE_SECONDS = 60
@@ -59,14 +60,7 @@ def _slurm_figures(accounts: list[str], since: datetime, until: datetime) -> tup
         minutes = client.allocated_minutes_by_account(accounts, since, until)
     except SlurmError as exc:
         return {}, {}, f"Slurm did not answer ({exc.public_message}); its columns come back when it does."
-    hours: dict[tuple[str, str], Decimal] = {}
-    for (account, tres), held in minutes.items():
-        kind, _, gpu_type = tres.partition(":")
-        if gpu_type not in settings.GPU_TYPES:
-            continue
-        gpus = held if kind == "gres/gpu" else held / int(settings.GPU_TYPES[gpu_type]["shards_per_gpu"])
-        hours[(account, gpu_type)] = hours.get((account, gpu_type), Decimal(0)) + gpus / 60
-    found = (shares, hours, "")
+    found = (shares, gpu_hours_by(minutes), "")
     cache.set(key, found, CACHE_SECONDS)
     return found
 

@@ -21,6 +21,7 @@ from cluster.services import slurm_cli
 from cluster.sync import single_flight
 from groups.models import MANAGING_ROLES, Allocation, Group, Membership
 from groups.slurm_terms import account_spec, allocated_minutes
+from groups.usage import as_gpu_minutes
 from plans.catalog import plan_for
 from plans.slurm_limits import association_terms
 
@@ -60,10 +61,12 @@ def _earliest_starts(allocations: list[Allocation]) -> dict[str, datetime]:
 
 def _gpu_minutes(held: dict, gpu_type: str) -> int:
     """GPU-minutes of a type from sacct's TRES-minutes, a shard counted as its share of a GPU."""
-    shards = int(settings.GPU_TYPES[gpu_type]["shards_per_gpu"])
-    whole = Decimal(held.get(f"gres/gpu:{gpu_type}", 0))
-    shared = Decimal(held.get(f"gres/shard:{gpu_type}", 0))
-    return int(whole + shared / shards)
+    total = Decimal(0)
+    for tres, minutes in held.items():
+        found = as_gpu_minutes(tres, minutes)
+        if found is not None and found[0] == gpu_type:
+            total += found[1]
+    return int(total)
 
 
 def used_before_reset(accounts: SlurmAccounts, group: Group, allocations: list[Allocation], now: datetime):
@@ -229,10 +232,15 @@ def sync_group(self, group_id: int) -> str:
             if isinstance(exc, SlurmTransientError) or self.request.retries < 3:
                 raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
             return f"error: {exc}"
+    mark_synced(group_id)
+    return "; ".join(changes) or "unchanged"
+
+
+def mark_synced(group_id: int) -> None:
+    """Slurm holds the group as its rows said when write_group read them."""
     Group.objects.filter(pk=group_id).update(
         slurm_state=Group.SlurmState.SYNCED, slurm_error="", synced_at=timezone.now()
     )
-    return "; ".join(changes) or "unchanged"
 
 
 @shared_task(ignore_result=True)

@@ -3,6 +3,7 @@ counts as much as a portal job)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -15,20 +16,35 @@ from groups.models import Group
 from groups.queries import sees_everyone
 
 
+def as_gpu_minutes(tres: str, minutes) -> tuple[str, Decimal] | None:
+    """(GPU type, GPU-minutes) of TRES-minutes sacct reported: whole GPUs as they are, a
+    GPU-memory share (shard) as its part of a GPU; None for anything else. The one place
+    shard-minutes become GPU-minutes (limits, usage rows, the lab view)."""
+    kind, _, gpu_type = tres.partition(":")
+    if kind not in ("gres/gpu", "gres/shard") or gpu_type not in settings.GPU_TYPES:
+        return None
+    per_gpu = 1 if kind == "gres/gpu" else int(settings.GPU_TYPES[gpu_type]["shards_per_gpu"])
+    return gpu_type, Decimal(minutes) / per_gpu
+
+
+def gpu_hours_by(held: Mapping[tuple[str, str], Decimal]) -> dict[tuple[str, str], Decimal]:
+    """{(who, TRES): minutes} from sacct -> {(who, GPU type): GPU-hours}, exact."""
+    hours: dict[tuple[str, str], Decimal] = {}
+    for (who, tres), minutes in held.items():
+        found = as_gpu_minutes(tres, minutes)
+        if found is not None:
+            gpu_type, gpu_minutes = found
+            hours[(who, gpu_type)] = hours.get((who, gpu_type), Decimal(0)) + gpu_minutes / 60
+    return hours
+
+
 def gpu_hours_by_member(group: Group, since: datetime, until: datetime) -> list[dict]:
     """[{"user", "gpu_type", "gpu_hours"}] for [since, until), a GPU-memory share counted as
     its part of a GPU; GPU-hours to 2 places."""
     held = SlurmAccounts(slurm_cli()).allocated_minutes_by_user(group.slurm_account, since, until)
-    hours: dict[tuple[str, str], Decimal] = {}
-    for (user, tres), minutes in held.items():
-        kind, _, gpu_type = tres.partition(":")
-        if gpu_type not in settings.GPU_TYPES:
-            continue
-        gpu_minutes = minutes if kind == "gres/gpu" else minutes / int(settings.GPU_TYPES[gpu_type]["shards_per_gpu"])
-        hours[(user, gpu_type)] = hours.get((user, gpu_type), Decimal(0)) + gpu_minutes / 60
     return [
         {"user": user, "gpu_type": gpu_type, "gpu_hours": total.quantize(Decimal("0.01"))}
-        for (user, gpu_type), total in sorted(hours.items())
+        for (user, gpu_type), total in sorted(gpu_hours_by(held).items())
     ]
 
 

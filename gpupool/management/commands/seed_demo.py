@@ -18,7 +18,7 @@ from billing.actions import approve_credit_limit
 from cluster.errors import SlurmError
 from groups import actions as group_actions
 from groups.models import Allocation, Group
-from groups.tasks import write_group
+from groups.tasks import mark_synced, write_group
 from jobs import actions as job_actions
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError, SpecPolicy, parse_job_spec
@@ -114,7 +114,7 @@ class Command(BaseCommand):
                 group_actions.decide_allocation(allocation.pk, admin, approve=True, note="demo")
         try:
             write_group(group)
-            Group.objects.filter(pk=group.pk).update(slurm_state=Group.SlurmState.SYNCED, synced_at=timezone.now())
+            mark_synced(group.pk)
             held = Allocation.objects.filter(group=group, state="approved").count()
             self.stdout.write(f"  group {group.name}: Slurm account {group.slurm_account}, {held} allocation(s)")
         except SlurmError as exc:
