@@ -35,6 +35,7 @@ from django.utils import timezone
 from billing.invoices.drafts import month_of
 from billing.models import Budget, Invoice, UsageRecord
 from billing.pricing import to_cents
+from groups.group_plans import group_pays
 from jobs.submission.checks import SubmissionRefused
 from plans.catalog import PlanSnapshot
 
@@ -44,9 +45,10 @@ WARN_AT = Decimal("0.8")
 
 
 def month_to_date_charges(user_id: int, period: date) -> Decimal:
-    """Exact: the amounts of the records charged to the user's invoice of `period`."""
+    """Exact: the amounts of the records charged to the user's invoice of `period` (their own:
+    group runs a group pays for are on the group's invoice and count against its budget)."""
     total = (
-        UsageRecord.objects.filter(user_id=user_id, invoice__period=period)
+        UsageRecord.objects.filter(invoice__user_id=user_id, invoice__period=period)
         .exclude(invoice__status=Invoice.Status.VOID)
         .aggregate(total=Sum("amount"))["total"]
     )
@@ -116,8 +118,11 @@ def check_budget(user_id: int, now: datetime | None = None) -> int | None:
     return percent
 
 
-def hold_at_limit_check(user, plan: PlanSnapshot) -> None:
-    """A submission check (jobs.submission.checks): refuse while a held budget is spent."""
+def hold_at_limit_check(user, plan: PlanSnapshot, group=None) -> None:
+    """A submission check (jobs.submission.checks): refuse while a held budget is spent. A job
+    a group pays for is held by the group's budget instead (billing.group_money)."""
+    if group is not None and group_pays(group.pk):
+        return
     budget = Budget.objects.filter(user=user, hold_at_limit=True).first()
     if budget is None:
         return

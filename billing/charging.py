@@ -1,4 +1,9 @@
-"""Charging one usage record to its user's draft invoice: what covers it, and what it comes to.
+"""Charging one usage record to its payer's draft invoice: what covers it, and what it comes to.
+
+The payer: the group the run was charged to (`UsageRecord.group`, its Slurm account) when that
+group held a plan at the run's start (groups.group_plans), else the user. A group pays under
+its plan, with the plan's included hours shared by its members (counted on the group's draft)
+and its credit pool; its invoice lists the runs per member and GPU type.
 
 `charge(record_id)` runs right after metering writes a record (billing/usage/metering.py) and is
 idempotent: a record already on an invoice is left alone. Inside one transaction it locks the
@@ -53,6 +58,7 @@ from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates, divide
 from credits import actions as credit_actions
 from credits import ledger
 from credits.weights import NoBurnWeight
+from groups.group_plans import GroupPlansHeld
 from plans.catalog import PlansHeld, PlanSnapshot
 from plans.models import RateCard
 from plans.rates import CardBook, NoRateCard
@@ -67,18 +73,24 @@ class ChargeError(Exception):
 
 
 def apply_credits(
-    user_id: int, gpu_type: str, gpu_seconds: int, idempotency_key: str, *, job_uuid=None
+    user_id: int, gpu_type: str, gpu_seconds: int, idempotency_key: str, *, job_uuid=None, group_id=None
 ) -> tuple[int, int | None]:
     """GPU-seconds of `gpu_type` that the user's credits cover, up to `gpu_seconds`, and the
     credits ledger's spend entry id: (0, None) without credits (credits.actions.spend takes at
     most the balance, once per key). The spend names the job (`job_reference`), so the job page
-    lists it. Runs inside charge()'s transaction, so a charge that fails spends nothing."""
+    lists it. Runs inside charge()'s transaction, so a charge that fails spends nothing.
+    `group_id`: the group pays, from its credit pool."""
     if gpu_seconds <= 0:
         return 0, None
     reference = ledger.job_reference(job_uuid) if job_uuid else ""
     try:
         entry = credit_actions.spend(
-            user_id, gpu_seconds, gpu_type=gpu_type, idempotency_key=idempotency_key, reference=reference
+            user_id,
+            gpu_seconds,
+            gpu_type=gpu_type,
+            idempotency_key=idempotency_key,
+            reference=reference,
+            group_id=group_id,
         )
     except NoBurnWeight as exc:  # credits do not pay for this GPU type
         log.info("credits do not cover %s: %s", gpu_type, exc)
@@ -122,11 +134,16 @@ class PriceBook:
 
     def __init__(self):
         self._plans = PlansHeld()
+        self._group_plans = GroupPlansHeld()
         self._cards = CardBook()
 
     def plan(self, user, moment) -> PlanSnapshot:
         """The plan `user` held at `moment` (a run's start)."""
         return self._plans.at(user.pk, moment)
+
+    def group_plan(self, group_id: int | None, moment) -> PlanSnapshot | None:
+        """The plan the group held at `moment`, or None: then the member pays."""
+        return self._group_plans.at(group_id, moment) if group_id else None
 
     def rates(self, plan: PlanSnapshot, moment) -> tuple[Rates, RateCard]:
         """The card the plan pays in force at `moment`."""
@@ -138,16 +155,23 @@ def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
     when it already was. Raises ChargeError, changing nothing, when it cannot be priced.
     `prices`: a PriceBook shared by the charges of one pass."""
     prices = prices or PriceBook()
-    facts = UsageRecord.objects.filter(pk=record_id).values("user_id", "run_end", "invoice_id").first()
+    facts = (
+        UsageRecord.objects.filter(pk=record_id)
+        .values("user_id", "group_id", "run_start", "run_end", "invoice_id")
+        .first()
+    )
     if facts is None or facts["invoice_id"] is not None:
         return False
+    # A group run is the group's to pay when the group held a plan at the run's start.
+    group_plan = prices.group_plan(facts["group_id"], facts["run_start"])
+    paying_group = facts["group_id"] if group_plan is not None else None
     with transaction.atomic():
         # The draft first, then the record: the order month closing takes them in.
-        invoice = open_draft(facts["user_id"], facts["run_end"])
+        invoice = open_draft(facts["user_id"], facts["run_end"], group_id=paying_group)
         record = UsageRecord.objects.select_for_update(of=("self",)).select_related("user", "job").get(pk=record_id)
         if record.invoice_id is not None:
             return False
-        plan = prices.plan(record.user, record.run_start)
+        plan = group_plan or prices.plan(record.user, record.run_start)
         try:
             rates, card = prices.rates(plan, record.run_start)
             shard_run = record.gpu_count == 0 and record.shards > 0
@@ -177,6 +201,7 @@ def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
                     to_cover - included,
                     f"usage-record:{record.pk}",
                     job_uuid=record.job.uuid if record.job_id else None,
+                    group_id=paying_group,
                 )
         billable = to_cover - included - credited
 

@@ -30,6 +30,7 @@ from billing.invoices.drafts import month_of
 from billing.invoices.payments import paid_so_far
 from billing.models import CreditLimit, Invoice, Payment, UsageRecord
 from billing.pricing import to_cents
+from groups.group_plans import group_pays
 from jobs.submission.checks import SubmissionRefused
 from plans.catalog import PlanSnapshot
 
@@ -39,7 +40,7 @@ ZERO = Decimal(0)
 
 def owed(user_id: int) -> Decimal:
     """Exact: open drafts' charged usage plus issued invoices' totals less their payments."""
-    drafted = UsageRecord.objects.filter(user_id=user_id, invoice__status=Invoice.Status.DRAFT).aggregate(
+    drafted = UsageRecord.objects.filter(invoice__user_id=user_id, invoice__status=Invoice.Status.DRAFT).aggregate(
         total=Sum("amount")
     )["total"]
     issued = Invoice.objects.filter(user_id=user_id, status=Invoice.Status.ISSUED)
@@ -56,8 +57,11 @@ def overdue_invoice(user_id: int) -> Invoice | None:
     return None
 
 
-def credit_limit_check(user, plan: PlanSnapshot) -> None:
-    """A submission check (jobs.submission.checks): see the module."""
+def credit_limit_check(user, plan: PlanSnapshot, group=None) -> None:
+    """A submission check (jobs.submission.checks): see the module. A job a group pays for is
+    held by the group's unpaid invoices instead (billing.group_money)."""
+    if group is not None and group_pays(group.pk):
+        return
     invoice = overdue_invoice(user.pk)
     if invoice is not None:
         raise SubmissionRefused(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from billing import budgets
+from billing import budgets, group_money
 from billing.invoices import closing
 from billing.usage import reserved_time
 from billing.usage.metering import run_metering
@@ -23,13 +23,15 @@ def meter_usage() -> str | None:
         if result and result.charged:
             # Charges just landed: the budgets' 80/100 % e-mails go now, not at their own beat.
             budgets.check_budgets()
+            group_money.check_group_budgets()
         return result.summary() if result else None
 
 
 @shared_task(ignore_result=True)
 def check_budgets() -> int:
-    """Beat: e-mail the budgets that crossed 80 % or 100 % this month (billing/budgets.py)."""
-    return budgets.check_budgets()
+    """Beat: e-mail the budgets that crossed 80 % or 100 % this month (billing/budgets.py,
+    billing/group_money.py for groups')."""
+    return budgets.check_budgets() + group_money.check_group_budgets()
 
 
 @shared_task

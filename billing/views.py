@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST
 from accounts.access import role_required
 from accounts.models import Role
 from billing import actions
+from billing.invoice_access import bill_group_ids, invoices_seen_by
 from billing.invoices import documents, invoicing
 from billing.invoices.payments import PaymentError
 from billing.models import Invoice, InvoiceLine
@@ -33,8 +34,9 @@ admin_required = role_required(Role.ADMIN)
 
 
 def _own(request, pk) -> Invoice:
-    # Another user's invoice is a 404: its existence is not theirs to learn.
-    return get_object_or_404(Invoice.objects.select_related("user"), pk=pk, user=request.user)
+    # Another user's invoice is a 404: its existence is not theirs to learn. A group's invoice
+    # is its PI's and managers' (billing.invoice_access).
+    return get_object_or_404(invoices_seen_by(request.user).select_related("user", "group"), pk=pk)
 
 
 def _invoice_context(request, invoice: Invoice) -> dict:
@@ -52,7 +54,12 @@ def _invoice_context(request, invoice: Invoice) -> dict:
 def invoices(request):
     rows = Invoice.objects.filter(user=request.user).order_by("-period", "-id")
     page = Paginator(rows, 24).get_page(request.GET.get("page"))
-    return render(request, "billing/invoices.html", {"page": page})
+    group_rows = (
+        Invoice.objects.filter(group_id__in=bill_group_ids(request.user))
+        .select_related("group")
+        .order_by("-period", "group__name", "-id")[:48]
+    )
+    return render(request, "billing/invoices.html", {"page": page, "group_invoices": group_rows})
 
 
 @login_required

@@ -38,16 +38,33 @@ def grant(
 
 
 def spend(
-    user_id: int, gpu_seconds: int, *, gpu_type: str, idempotency_key: str, reference: str = ""
+    user_id: int | None,
+    gpu_seconds: int,
+    *,
+    gpu_type: str,
+    idempotency_key: str,
+    reference: str = "",
+    group_id: int | None = None,
 ) -> LedgerEntry | None:
     """Cover up to `gpu_seconds` of `gpu_type` with credits (billing's contract with credits):
-    at most the balance, once per key; None when nothing could be covered."""
-    return ledger.spend(user_id, gpu_seconds, gpu_type=gpu_type, idempotency_key=idempotency_key, reference=reference)
+    at most the balance, once per key; None when nothing could be covered. `group_id`: from
+    the group's credit pool."""
+    return ledger.spend(
+        user_id,
+        gpu_seconds,
+        gpu_type=gpu_type,
+        idempotency_key=idempotency_key,
+        reference=reference,
+        group_id=group_id,
+    )
 
 
-def adjust(user_id: int, amount: int, *, actor, reason: str, key: str) -> tuple[LedgerEntry, bool]:
-    """An admin's correction with a reason, once per key: (entry, created)."""
-    return ledger.adjust(user_id, amount, actor=actor, reason=reason, key=key)
+def adjust(
+    user_id: int | None, amount: int, *, actor, reason: str, key: str, group_id: int | None = None
+) -> tuple[LedgerEntry, bool]:
+    """An admin's correction with a reason, once per key: (entry, created). `group_id`: the
+    group's credit pool."""
+    return ledger.adjust(user_id, amount, actor=actor, reason=reason, key=key, group_id=group_id)
 
 
 def reverse(entry_id: int, *, actor, reason: str) -> LedgerEntry:

@@ -81,9 +81,9 @@ class AdjustmentForm(forms.ModelForm):
 @admin.register(CreditAccount)
 class CreditAccountAdmin(admin.ModelAdmin):
     form = AdjustmentForm
-    list_display = ("user", "balance", "referral_code")
-    search_fields = ("user__username",)
-    readonly_fields = ("user", "balance", "referral_code")
+    list_display = ("user", "group", "balance", "referral_code")
+    search_fields = ("user__username", "group__slug")
+    readonly_fields = ("user", "group", "balance", "referral_code")
 
     def has_add_permission(self, request):
         return False
@@ -96,9 +96,12 @@ class CreditAccountAdmin(admin.ModelAdmin):
         if not amount:
             return
         reason = form.cleaned_data["reason"]
-        key = f"adjustment:{obj.user_id}:{form.cleaned_data['submission_key']}"
+        owner = f"group-{obj.group_id}" if obj.group_id else obj.user_id
+        key = f"adjustment:{owner}:{form.cleaned_data['submission_key']}"
         try:
-            entry, created = actions.adjust(obj.user_id, amount, actor=request.user, reason=reason, key=key)
+            entry, created = actions.adjust(
+                obj.user_id, amount, actor=request.user, reason=reason, key=key, group_id=obj.group_id
+            )
         except ledger.LedgerError as exc:
             messages.error(request, str(exc))
             return
@@ -108,7 +111,7 @@ class CreditAccountAdmin(admin.ModelAdmin):
         record(
             request.user,
             "credits.adjust",
-            f"credits of {obj.user}",
+            f"credits of {obj.group or obj.user}",
             after={"amount": amount, "entry": entry.pk},
             reason=reason,
         )

@@ -27,21 +27,32 @@ class LedgerError(ValueError):
     """A write the ledger refuses; nothing was written."""
 
 
-def account_for(user_id: int) -> CreditAccount:
-    account = CreditAccount.objects.filter(user_id=user_id).first()
+def owner(user_id: int | None = None, group_id: int | None = None) -> dict:
+    """An account's owner as filter arguments: a group's credit pool when `group_id` is given,
+    else the user's own account."""
+    if group_id is not None:
+        return {"group_id": group_id, "user_id": None}
+    if user_id is None:
+        raise LedgerError("credits belong to a user or a group")
+    return {"user_id": user_id, "group_id": None}
+
+
+def account_for(user_id: int | None, *, group_id: int | None = None) -> CreditAccount:
+    lookup = owner(user_id, group_id)
+    account = CreditAccount.objects.filter(**lookup).first()
     if account is not None:
         return account
     try:
         with transaction.atomic():
-            return CreditAccount.objects.create(user_id=user_id)
+            return CreditAccount.objects.create(**lookup)
     except IntegrityError:
         # Created by a concurrent first write (or a referral code collided: that one retries).
-        return CreditAccount.objects.get(user_id=user_id)
+        return CreditAccount.objects.get(**lookup)
 
 
-def _locked_account(user_id: int) -> CreditAccount:
-    account_for(user_id)
-    return CreditAccount.objects.select_for_update().get(user_id=user_id)
+def _locked_account(user_id: int | None, *, group_id: int | None = None) -> CreditAccount:
+    account_for(user_id, group_id=group_id)
+    return CreditAccount.objects.select_for_update().get(**owner(user_id, group_id))
 
 
 def _existing(key: str, account: CreditAccount) -> LedgerEntry | None:
@@ -51,23 +62,25 @@ def _existing(key: str, account: CreditAccount) -> LedgerEntry | None:
     return entry
 
 
-def balance(user_id: int) -> int:
-    return CreditAccount.objects.filter(user_id=user_id).values_list("balance", flat=True).first() or 0
+def balance(user_id: int | None, *, group_id: int | None = None) -> int:
+    return CreditAccount.objects.filter(**owner(user_id, group_id)).values_list("balance", flat=True).first() or 0
 
 
-def spendable_balance(user_id: int, now=None) -> int:
+def spendable_balance(user_id: int | None, now=None, *, group_id: int | None = None) -> int:
     """What a spend could take now: the balance less the credit past its expiry that the beat
     task has not written off yet (a spend writes it off first). One read of the lots, which hold
     the balance between them (every write keeps them so), locking nothing: quotes and the
     balance a user sees."""
     live = Q(expires_at__isnull=True) | Q(expires_at__gt=now or timezone.now())
-    total = CreditLot.objects.filter(live, account__user_id=user_id, remaining__gt=0).aggregate(total=Sum("remaining"))
+    of_owner = {f"account__{name}": value for name, value in owner(user_id, group_id).items()}
+    total = CreditLot.objects.filter(live, remaining__gt=0, **of_owner).aggregate(total=Sum("remaining"))
     return total["total"] or 0
 
 
-def sum_of_entries(user_id: int) -> int:
+def sum_of_entries(user_id: int | None, *, group_id: int | None = None) -> int:
     """The balance as the ledger says it; `balance` must always equal it."""
-    return LedgerEntry.objects.filter(account__user_id=user_id).aggregate(total=Sum("amount"))["total"] or 0
+    of_owner = {f"account__{name}": value for name, value in owner(user_id, group_id).items()}
+    return LedgerEntry.objects.filter(**of_owner).aggregate(total=Sum("amount"))["total"] or 0
 
 
 def bump_campaign_day(campaign_id: int | None, moment, **deltas: int) -> None:
@@ -195,7 +208,13 @@ def job_reference(job_uuid) -> str:
 
 
 def spend(
-    user_id: int, gpu_seconds: int, *, gpu_type: str, idempotency_key: str, reference: str = ""
+    user_id: int | None,
+    gpu_seconds: int,
+    *,
+    gpu_type: str,
+    idempotency_key: str,
+    reference: str = "",
+    group_id: int | None = None,
 ) -> LedgerEntry | None:
     """Cover up to `gpu_seconds` of `gpu_type` with credits (the contract with billing).
 
@@ -204,11 +223,12 @@ def spend(
     credits paid for; billing charges money for the rest. None when the balance covers not
     one GPU-second of that type (a balance of 0 included). Raises NoBurnWeight for a GPU type
     without a weight, LedgerError for a negative quantity. `reference` (optional) names what
-    was paid for: `job_reference(job.uuid)` shows the spend on that job's page."""
+    was paid for: `job_reference(job.uuid)` shows the spend on that job's page. `group_id`:
+    spend from that group's credit pool instead of the user's account."""
     if isinstance(gpu_seconds, bool) or not isinstance(gpu_seconds, int) or gpu_seconds < 0:
         raise LedgerError("gpu_seconds must be a whole number, 0 or more")
     with transaction.atomic():
-        account = _locked_account(user_id)
+        account = _locked_account(user_id, group_id=group_id)
         existing = _existing(idempotency_key, account)
         if existing is not None:
             return existing
@@ -237,13 +257,16 @@ def spend(
         return entry
 
 
-def adjust(user_id: int, amount: int, *, actor, reason: str, key: str) -> tuple[LedgerEntry, bool]:
+def adjust(
+    user_id: int | None, amount: int, *, actor, reason: str, key: str, group_id: int | None = None
+) -> tuple[LedgerEntry, bool]:
     """An admin's correction, with a reason: positive adds credit that does not expire,
-    negative takes credit back (never below zero)."""
+    negative takes credit back (never below zero). `group_id`: the group's credit pool (how
+    an admin fills it)."""
     if not reason.strip():
         raise LedgerError("an adjustment needs a reason")
     with transaction.atomic():
-        account = _locked_account(user_id)
+        account = _locked_account(user_id, group_id=group_id)
         existing = _existing(key, account)
         if existing is not None:
             return existing, False
@@ -264,7 +287,7 @@ def reverse(entry_id: int, *, actor, reason: str) -> LedgerEntry:
         raise LedgerError("a reversal needs a reason")
     original = LedgerEntry.objects.select_related("account").get(pk=entry_id)
     with transaction.atomic():
-        account = _locked_account(original.account.user_id)
+        account = _locked_account(original.account.user_id, group_id=original.account.group_id)
         key = f"reversal:{original.pk}"
         existing = _existing(key, account)
         if existing is not None:

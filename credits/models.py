@@ -77,7 +77,13 @@ def new_referral_code() -> str:
 
 
 class CreditAccount(models.Model):
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="credit_account")
+    # The owner: a user, or a group's credit pool (spent on the runs the group pays for).
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="credit_account"
+    )
+    group = models.OneToOneField(
+        "groups.Group", null=True, blank=True, on_delete=models.CASCADE, related_name="credit_account"
+    )
     # Kept equal to the sum of the account's entries by credits.ledger (the only writer),
     # always under this row's lock.
     balance = models.BigIntegerField(default=0)
@@ -85,10 +91,18 @@ class CreditAccount(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.CheckConstraint(condition=models.Q(balance__gte=0), name="credit_balance_not_negative")]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(balance__gte=0), name="credit_balance_not_negative"),
+            models.CheckConstraint(
+                condition=models.Q(user__isnull=False, group__isnull=True)
+                | models.Q(user__isnull=True, group__isnull=False),
+                name="credit_account_has_one_owner",
+            ),
+        ]
 
     def __str__(self):
-        return f"credits of user {self.user_id}: {self.balance}"
+        owner = f"group {self.group_id}" if self.group_id else f"user {self.user_id}"
+        return f"credits of {owner}: {self.balance}"
 
 
 class LedgerEntry(models.Model):

@@ -43,7 +43,11 @@ def enroll_new_user(sender, request, user, **kwargs):
         campaign = Campaign.objects.filter(code=code).first() if code else None
         referral_code = request.session.get(SESSION_REFERRER)
         if referral_code:
-            account = ledger.CreditAccount.objects.select_related("user").filter(referral_code=referral_code).first()
+            account = (
+                ledger.CreditAccount.objects.select_related("user")
+                .filter(referral_code=referral_code, user__isnull=False)
+                .first()
+            )
             referrer = account.user if account else None
     ip, browser = request_address(request), browser_id(request) if request is not None else ""
     grants.enroll(user, campaign=campaign, referrer=referrer, ip=ip, browser_id=browser)

@@ -70,7 +70,9 @@ def landing(request, code: str):
     campaign = default_campaign() if code == DEFAULT_CAMPAIGN_CODE else get_object_or_404(Campaign, code=code)
     closed = campaign.closed_reason()
     referral_code = request.GET.get("ref", "")[:32]
-    referrer = CreditAccount.objects.select_related("user").filter(referral_code=referral_code).first()
+    referrer = (
+        CreditAccount.objects.select_related("user").filter(referral_code=referral_code, user__isnull=False).first()
+    )
     if request.user.is_authenticated:
         # A referrer opening their own link: where they are counts for the fraud rules.
         fraud.record_sighting(request.user.pk, request_address(request), browser_id(request))

@@ -8,6 +8,7 @@ Refusals raise GroupError with the field at fault and an HTTP status, and write 
 from __future__ import annotations
 
 from datetime import date, timedelta
+from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -19,9 +20,20 @@ from django.utils import timezone
 from accounts.access import is_admin as _is_admin
 from audit.log import record
 from foundation.emails import verified_addresses
-from groups.models import MANAGING_ROLES, Allocation, Group, GroupRole, Invitation, Membership, hash_token
+from groups.models import (
+    MANAGING_ROLES,
+    Allocation,
+    Group,
+    GroupBudget,
+    GroupPlan,
+    GroupRole,
+    Invitation,
+    Membership,
+    hash_token,
+)
 from groups.queries import GroupError, membership, visible_group
 from groups.tasks import sync_group
+from plans.models import Plan
 
 
 def _sync_on_commit(group_id: int) -> None:
@@ -49,9 +61,11 @@ def _open(group_id: int) -> None:
 def _not_own_group(actor, group_id: int, what: str) -> None:
     """An admin does not decide for a group they are, or lately were, in (another admin does)."""
     recent = timezone.now() - timedelta(days=90)
-    if Membership.objects.filter(group_id=group_id, user=actor).filter(
-        Q(left_at__isnull=True) | Q(left_at__gte=recent)
-    ).exists():
+    if (
+        Membership.objects.filter(group_id=group_id, user=actor)
+        .filter(Q(left_at__isnull=True) | Q(left_at__gte=recent))
+        .exists()
+    ):
         raise GroupError("group", f"You belong (or lately belonged) to this group: another admin {what}.", 403)
 
 
@@ -448,7 +462,90 @@ def close_group(group_id: int, actor, reason: str = "") -> Group:
         Invitation.objects.filter(group_id=group_id, state=Invitation.State.OPEN).update(
             state=Invitation.State.REVOKED, decided_at=now
         )
+        # A closed group pays no more fees: its plan ends with it (its invoices stay).
+        GroupPlan.objects.filter(group_id=group_id, ended_at__isnull=True).update(ended_at=now)
         group = Group.objects.get(pk=group_id)
         record(actor, "group.close", f"group:{group.slug}", before=_state(group), reason=reason)
     _sync_on_commit(group_id)
     return group
+
+
+def set_group_plan(group_id: int, actor, plan_code: str | None, reason: str = "") -> GroupPlan | None:
+    """Admins give a group a plan to pay its group jobs under (or take it away: `plan_code`
+    None or ""), from now on. The current row ends and a new one starts, so runs keep the plan
+    held at their start (groups/group_plans.py). A plan whose included hours are a cap (Free)
+    is refused: Slurm enforces that cap per user, so under a group it would bill nothing for
+    unlimited hours. Setting the plan the group holds already changes nothing."""
+    if not _is_admin(actor):
+        raise GroupError("plan", "A group's plan is set by the pool's admins.", 403)
+    _not_own_group(actor, group_id, "sets its plan")
+    _open(group_id)
+    plan = None
+    if plan_code:
+        plan = Plan.objects.filter(code=str(plan_code)).first()
+        if plan is None:
+            raise GroupError("plan", f"No plan is called {str(plan_code)[:40]!r}.")
+        if plan.included_hours_are_a_cap:
+            raise GroupError(
+                "plan", f"A group pays under a plan that bills; {plan.name}'s included hours are a per-user cap."
+            )
+    with transaction.atomic():
+        group = Group.objects.select_for_update().get(pk=group_id)
+        held = GroupPlan.objects.select_for_update().filter(group=group, ended_at__isnull=True).first()
+        if (held.plan_id if held else None) == (plan.pk if plan else None):
+            return held
+        now = timezone.now()
+        if held is not None:
+            GroupPlan.objects.filter(pk=held.pk, ended_at__isnull=True).update(ended_at=now)
+        new = GroupPlan.objects.create(group=group, plan=plan, started_at=now, set_by=actor) if plan else None
+        record(
+            actor,
+            "group.plan",
+            f"group:{group.slug}",
+            before={"plan": held.plan.code if held else None},
+            after={"plan": plan.code if plan else None},
+            reason=reason,
+        )
+    return new
+
+
+MAX_BUDGET = 10_000_000
+
+
+def save_group_budget(group_id: int, actor, *, monthly_amount, hold_at_limit: bool) -> GroupBudget:
+    """The PI or a manager sets the group's monthly budget (billing/group_money.py). A new
+    amount starts the month's warnings afresh."""
+    require_manager(actor, group_id)
+    _open(group_id)
+    try:
+        amount = Decimal(str(monthly_amount)).quantize(Decimal("0.01"))
+    except (InvalidOperation, ValueError):
+        raise GroupError("monthly_amount", "An amount in dollars, such as 500 or 1250.50.") from None
+    if not amount.is_finite() or not Decimal(1) <= amount <= MAX_BUDGET:
+        raise GroupError("monthly_amount", f"From $1 to ${MAX_BUDGET:,}.")
+    with transaction.atomic():
+        group = Group.objects.select_for_update().get(pk=group_id)
+        budget = GroupBudget.objects.filter(group=group).first() or GroupBudget(group=group)
+        before = {"monthly_amount": str(budget.monthly_amount), "hold": budget.hold_at_limit} if budget.pk else None
+        if budget.monthly_amount != amount:
+            budget.warned_80_for = budget.warned_100_for = None
+        budget.monthly_amount = amount
+        budget.hold_at_limit = bool(hold_at_limit)
+        budget.save()
+        record(
+            actor,
+            "group.budget",
+            f"group:{group.slug}",
+            before=before,
+            after={"monthly_amount": str(amount), "hold": budget.hold_at_limit},
+        )
+    return budget
+
+
+def clear_group_budget(group_id: int, actor) -> bool:
+    require_manager(actor, group_id)
+    with transaction.atomic():
+        deleted, _ = GroupBudget.objects.filter(group_id=group_id).delete()
+        if deleted:
+            record(actor, "group.budget.clear", f"group:{Group.objects.get(pk=group_id).slug}")
+    return bool(deleted)

@@ -208,3 +208,55 @@ class Allocation(models.Model):
         if not self.approved_gpu_hours:
             return None
         return int(self.used_gpu_minutes * 100 // (self.approved_gpu_hours * 60))
+
+
+class GroupPlan(models.Model):
+    """The plan a group pays its members' group jobs under, one row per period it held it
+    (append-only history, like plans.Subscription). While a group holds a plan, runs charged to
+    the group (its Slurm account) go on the group's own invoice, priced by that plan, covered by
+    the plan's included hours (shared by the members) and the group's credit pool. A run is
+    priced by what the group held when the run started, so a change never reprices a run.
+    Without a current row the members pay for their group jobs under their own plans.
+    Set by admins (groups.actions.set_group_plan): the plan is a contract with the pool."""
+
+    group = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="plans_held")
+    plan = models.ForeignKey("plans.Plan", on_delete=models.PROTECT, related_name="+")
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    set_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["group"], condition=Q(ended_at__isnull=True), name="one_current_plan_per_group"
+            ),
+            models.CheckConstraint(
+                condition=Q(ended_at__isnull=True) | Q(ended_at__gte=models.F("started_at")),
+                name="group_plan_ends_after_start",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.group} pays {self.plan_id} from {self.started_at:%Y-%m-%d}"
+
+    @property
+    def status(self) -> str:
+        # The invoice's day stretches read a subscription's status; a group's plan is never paused.
+        return "active"
+
+
+class GroupBudget(models.Model):
+    """A group's monthly budget for what its group jobs cost it (the group's invoice, not the
+    members' own): e-mail to the PI and managers at 80 % and 100 %, each once a month, and,
+    when asked, new group jobs held once it is spent. Set by the PI or a manager."""
+
+    group = models.OneToOneField(Group, on_delete=models.CASCADE, related_name="budget")
+    monthly_amount = models.DecimalField(max_digits=12, decimal_places=2, validators=[MinValueValidator(1)])
+    hold_at_limit = models.BooleanField(default=False)
+    warned_80_for = models.DateField(null=True, blank=True)
+    warned_100_for = models.DateField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"{self.group}: {self.monthly_amount}/month"

@@ -112,7 +112,7 @@ def submit(
         shares = spec.gpu.shards if not spec.gpu.count else 0
         check_quota(user, plan, spec.gpu.gpu_type, spec.gpu.count, shares)
         # Higher layers' checks (a held budget: billing.budgets), registered in their ready().
-        run_submission_checks(user, plan)
+        run_submission_checks(user, plan, group)
         job = Job.objects.create(
             owner=user,
             cluster_user=profile.cluster_username,

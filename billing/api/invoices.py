@@ -1,5 +1,6 @@
 """/api/v1/invoices/: the caller's own invoices (another user's is a 404, admins included:
-their invoice pages are in the console), each with its lines, and its PDF and CSV.
+their invoice pages are in the console), each with its lines, and its PDF and CSV; with
+`?group=ID`, a group's invoices for its PI and managers (billing.invoice_access).
 
 Amounts are decimal strings in USD, rounded to the cent (the invoice rule); quantities and
 unit prices exact decimal strings."""
@@ -9,21 +10,25 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
+from billing.invoice_access import group_invoices, invoices_seen_by
 from billing.invoices import documents
 from billing.models import Invoice, InvoiceLine
 from billing.pricing import format_quantity
 from foundation.api.errors import error_responses
 from foundation.api.pagination import StrictCursorPagination
+from groups.queries import GroupError
 
 ERROR_DESCRIPTIONS = {
     400: "Bad input: a page_size outside 1-200",
     401: "No credentials, or an unknown or revoked token",
-    404: "No such invoice among the caller's own (or a cursor that is not one of ours)",
+    403: "`group` names a group whose invoices the caller (a member, not its PI or a manager) does not see",
+    404: "No such invoice among the caller's own and their groups' (or a cursor that is not one of ours)",
 }
 TAGS = ["invoices"]
 MONEY_HELP = "USD, decimal string, rounded half-up to the cent"
@@ -41,6 +46,9 @@ class Cents(serializers.CharField):
 
 class InvoiceLineSerializer(serializers.ModelSerializer):
     kind = serializers.ChoiceField(choices=InvoiceLine.Kind.choices)
+    member = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True, help_text="A group's invoice: whose runs the line bills"
+    )
     quantity = DecimalText(help_text="Exact decimal string")
     unit_price = DecimalText(help_text="USD per unit, decimal string (a discount line: the rate)")
     amount = Cents(help_text=MONEY_HELP)
@@ -61,6 +69,7 @@ class InvoiceLineSerializer(serializers.ModelSerializer):
             "unit_price",
             "amount",
             "credit_entry_ids",
+            "member",
         ]
 
 
@@ -73,11 +82,15 @@ class InvoiceSummarySerializer(serializers.ModelSerializer):
     total = Cents(help_text="The sum of the rounded lines; " + MONEY_HELP)
     pdf = serializers.SerializerMethodField()
     csv = serializers.SerializerMethodField()
+    group = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True, help_text="The group that pays this invoice; null: the caller's own"
+    )
 
     class Meta:
         model = Invoice
         fields = [
             "id",
+            "group",
             "number",
             "period",
             "status",
@@ -143,13 +156,21 @@ class InvoiceCursorPagination(StrictCursorPagination):
 @extend_schema_view(
     list=extend_schema(
         operation_id="invoices_list",
-        summary="The caller's invoices (drafts too), latest month first, without lines",
-        responses={200: InvoiceSummarySerializer(many=True), **error_responses(ERROR_DESCRIPTIONS, 400, 401, 404)},
+        summary="The caller's invoices (drafts too), latest month first, without lines; with `group`, that group's",
+        parameters=[
+            OpenApiParameter(
+                "group", int, required=False, description="A group's id: its invoices (its PI and managers only)"
+            )
+        ],
+        responses={
+            200: InvoiceSummarySerializer(many=True),
+            **error_responses(ERROR_DESCRIPTIONS, 400, 401, 403, 404),
+        },
         tags=TAGS,
     ),
     retrieve=extend_schema(
         operation_id="invoices_retrieve",
-        summary="One of the caller's invoices with its lines",
+        summary="One of the caller's invoices (or their groups', for a PI or manager) with its lines",
         responses={200: InvoiceSerializer, **error_responses(ERROR_DESCRIPTIONS, 401, 404)},
         tags=TAGS,
     ),
@@ -160,16 +181,25 @@ class InvoiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Invoice.objects.none()
-        rows = Invoice.objects.filter(user=self.request.user)
+        group = self.request.query_params.get("group")
+        if self.action == "list" and group not in (None, ""):
+            try:
+                rows = group_invoices(self.request.user, group)
+            except GroupError as exc:
+                raise (PermissionDenied if exc.status == 403 else NotFound)(exc.message) from exc
+        elif self.action == "list":
+            rows = Invoice.objects.filter(user=self.request.user)
+        else:
+            rows = invoices_seen_by(self.request.user)
         if self.action == "retrieve":
-            rows = rows.prefetch_related("lines")
+            rows = rows.prefetch_related("lines__member")
         return rows
 
     def get_serializer_class(self):
         return InvoiceSerializer if self.action == "retrieve" else InvoiceSummarySerializer
 
     def _own(self, pk) -> Invoice:
-        return get_object_or_404(Invoice.objects.select_related("user"), pk=pk, user=self.request.user)
+        return get_object_or_404(invoices_seen_by(self.request.user).select_related("user", "group"), pk=pk)
 
     @extend_schema(
         operation_id="invoices_pdf",

@@ -22,7 +22,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from billing.invoices import invoicing
-from billing.invoices.drafts import month_bounds, month_of
+from billing.invoices.drafts import month_bounds, month_of, payer_filter
 from billing.models import Invoice
 from plans.models import Subscription
 
@@ -49,32 +49,44 @@ class Closing:
     issued: list[str]
 
 
+def _charged_payers(rows, owner: str, period: date) -> list[int]:
+    by_payer: dict[int, list] = {}
+    for row in rows:
+        by_payer.setdefault(getattr(row, owner), []).append(row)
+    return sorted(
+        payer for payer, held in by_payer.items() if invoicing.charged_stretches(invoicing.day_stretches(held, period))
+    )
+
+
 def fee_payers_without_invoice(period: date) -> list[int]:
     """Users with a charged plan-fee day in the month and no invoice of the month at all."""
-    invoiced = Invoice.objects.filter(period=period).values("user_id")
+    # NOT IN over a NULL (a group's invoice has no user) would match nothing: leave them out.
+    invoiced = Invoice.objects.filter(period=period, user__isnull=False).values("user_id")
     candidates = (
         invoicing.month_subscriptions(period)
         .filter(fee_in_force__gt=0, status=Subscription.Status.ACTIVE)
         .exclude(user_id__in=invoiced)
         .values("user_id")
     )
-    rows = list(invoicing.month_subscriptions(period, candidates))
-    by_user: dict[int, list] = {}
-    for row in rows:
-        by_user.setdefault(row.user_id, []).append(row)
-    return sorted(
-        user_id
-        for user_id, user_rows in by_user.items()
-        if invoicing.charged_stretches(invoicing.day_stretches(user_rows, period))
+    return _charged_payers(invoicing.month_subscriptions(period, candidates), "user_id", period)
+
+
+def fee_paying_groups_without_invoice(period: date) -> list[int]:
+    """Groups whose plan had a charged fee day in the month and no invoice of the month."""
+    invoiced = Invoice.objects.filter(period=period, group__isnull=False).values("group_id")
+    candidates = (
+        invoicing.month_group_plans(period).filter(fee_in_force__gt=0).exclude(group_id__in=invoiced).values("group_id")
     )
+    return _charged_payers(invoicing.month_group_plans(period, candidates), "group_id", period)
 
 
-def _create_draft(user_id: int, period: date) -> bool:
+def _create_draft(period: date, *, user_id: int | None = None, group_id: int | None = None) -> bool:
+    payer = payer_filter(user_id, group_id)
     try:
         with transaction.atomic():
-            if Invoice.objects.filter(user_id=user_id, period=period).exists():
+            if Invoice.objects.filter(**payer, period=period).exists():
                 return False
-            Invoice.objects.create(user_id=user_id, period=period)
+            Invoice.objects.create(**payer, period=period)
     except IntegrityError:
         return False  # charging made it meanwhile: it is issued below all the same
     return True
@@ -85,7 +97,8 @@ def close(period: date, *, now: datetime | None = None) -> Closing:
     now = now or timezone.now()
     if month_bounds(period)[1] + grace() > now:
         raise ValueError(f"{period:%Y-%m} cannot close before {month_bounds(period)[1] + grace():%Y-%m-%d %H:%M %Z}")
-    created = sum(_create_draft(user_id, period) for user_id in fee_payers_without_invoice(period))
+    created = sum(_create_draft(period, user_id=user_id) for user_id in fee_payers_without_invoice(period))
+    created += sum(_create_draft(period, group_id=group_id) for group_id in fee_paying_groups_without_invoice(period))
     issued = []
     # A redraft of a voided invoice waits for an admin (billing.invoices.invoicing.void_invoice).
     drafts = Invoice.objects.filter(status=Invoice.Status.DRAFT, period__lte=period, replaces__isnull=True)

@@ -26,6 +26,7 @@ CSV_COLUMNS = [
     "unit_price",
     "amount",
     "currency",
+    "member",
 ]
 
 
@@ -39,7 +40,12 @@ def invoice_csv(invoice: Invoice) -> str:
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)
     label = invoice.number or "draft"
-    for line in InvoiceLine.objects.filter(invoice=invoice).order_by("position").iterator(chunk_size=2000):
+    for line in (
+        InvoiceLine.objects.filter(invoice=invoice)
+        .select_related("member")
+        .order_by("position")
+        .iterator(chunk_size=2000)
+    ):
         writer.writerow(
             [
                 label,
@@ -56,6 +62,7 @@ def invoice_csv(invoice: Invoice) -> str:
                 format_quantity(line.unit_price),
                 f"{line.amount:.2f}",
                 invoice.currency,
+                _cell(line.member.username) if line.member_id else "",
             ]
         )
     for name, amount in [
@@ -79,6 +86,7 @@ def invoice_csv(invoice: Invoice) -> str:
                 "",
                 f"{amount:.2f}",
                 invoice.currency,
+                "",
             ]
         )
     return out.getvalue()

@@ -45,24 +45,35 @@ def month_bounds(period: date) -> tuple[datetime, datetime]:
     )
 
 
-def open_draft(user_id: int, moment: datetime) -> Invoice:
+def payer_filter(user_id: int | None = None, group_id: int | None = None) -> dict:
+    """The invoice owner as filter arguments: a group when `group_id` is given, else the user."""
+    if group_id is not None:
+        return {"group_id": group_id, "user_id": None}
+    if user_id is None:
+        raise ValueError("an invoice is paid by a user or a group")
+    return {"user_id": user_id, "group_id": None}
+
+
+def open_draft(user_id: int | None, moment: datetime, *, group_id: int | None = None) -> Invoice:
     """The draft that usage of `moment` goes on, locked (SELECT ... FOR UPDATE) until the
     caller's transaction ends: the month of `moment`, or the first later month not yet issued.
-    Created when missing. Must be called inside `transaction.atomic()`."""
+    The payer is the group when `group_id` is given, else the user. Created when missing.
+    Must be called inside `transaction.atomic()`."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("open_draft holds a row lock: call it inside transaction.atomic()")
+    payer = payer_filter(user_id, group_id)
     period = month_of(moment)
     while True:
         live = (
             Invoice.objects.select_for_update()
-            .filter(user_id=user_id, period=period)
+            .filter(**payer, period=period)
             .exclude(status=Invoice.Status.VOID)
             .first()
         )
         if live is None:
             try:
                 with transaction.atomic():  # a savepoint: another worker may create it first
-                    Invoice.objects.create(user_id=user_id, period=period)
+                    Invoice.objects.create(**payer, period=period)
             except IntegrityError:
                 pass
             continue  # read it again, now under the lock

@@ -17,6 +17,10 @@ Consecutive days held by the same plan in the same state form a *stretch*:
 - cancelled stretches, days without a subscription and free plans are not charged.
 The fee is the plan's monthly price when the lines are built (frozen at issue).
 
+**A group's invoice** (the group held a plan: billing/charging.py) is built the same way from
+the group's plan rows (groups.GroupPlan) and its records, summed per member as well: lines per
+member and GPU type, each naming the member.
+
 **Usage** (one aggregate query over the invoice's usage records, grouped by plan, GPU type and
 prices; each record was priced and split when it was charged, see billing/models/usage.py):
 - included: GPU-seconds covered by the plan's included hours, amount 0;
@@ -60,6 +64,7 @@ from audit.log import record
 from billing.invoices.drafts import billing_zone, month_bounds
 from billing.models import Invoice, InvoiceLine, InvoiceNumber, UsageRecord
 from billing.pricing import SECONDS_PER_HOUR, DiscountTier, days_in_month, pro_rata, to_cents, volume_discount
+from groups.models import GroupPlan
 from plans.models import Plan, Subscription, fee_in_force
 from plans.rates import NoRateCard, rate_card_at
 
@@ -100,6 +105,7 @@ class DraftLine:
     gpu_type: str = ""
     plan: str = ""
     credit_entry_ids: tuple[int, ...] = field(default=())
+    member_id: int | None = None  # a group's invoice: whose runs the line bills
 
 
 @dataclass(frozen=True)
@@ -121,10 +127,18 @@ class UsageGroup:
     credit_value: Decimal
     runs_without_telemetry: int
     gpu_seconds_without_telemetry: int
+    # A group's invoice sums per member too (lines per member and GPU type).
+    member_id: int | None = None
+    member: str = ""
 
     @property
     def key(self) -> tuple:
-        return (self.plan, self.gpu_type, self.gpu_price)
+        return (self.plan, self.gpu_type, self.gpu_price, self.member_id)
+
+    @property
+    def label(self) -> str:
+        gpu = self.gpu_type.upper() if self.gpu_type else "No GPU"
+        return f"{self.member}: {gpu}" if self.member else gpu
 
 
 @dataclass(frozen=True)
@@ -256,10 +270,12 @@ def _per_unit(amount: Decimal, price: Decimal) -> Decimal:
 
 def usage_lines(groups, plans: dict[str, PlanFacts]) -> list[DraftLine]:
     lines: list[DraftLine] = []
-    for group in sorted(groups, key=lambda g: (g.gpu_type, g.plan, g.gpu_price, g.memory_price, g.nvme_price)):
+    for group in sorted(
+        groups, key=lambda g: (g.member, g.gpu_type, g.plan, g.gpu_price, g.memory_price, g.nvme_price)
+    ):
         facts = plans.get(group.plan) or PlanFacts(group.plan or "no plan", ZERO, {})
-        label = group.gpu_type.upper() if group.gpu_type else "No GPU"
-        common = {"gpu_type": group.gpu_type, "plan": group.plan}
+        label = group.label
+        common = {"gpu_type": group.gpu_type, "plan": group.plan, "member_id": group.member_id}
         if group.included_gpu_seconds:
             allowance = facts.included_hours.get(group.gpu_type)
             of = f" of {allowance} h included in {facts.name}" if allowance else f" included in {facts.name}"
@@ -333,10 +349,10 @@ def usage_lines(groups, plans: dict[str, PlanFacts]) -> list[DraftLine]:
 
 def credit_lines(groups, credit_entries: dict[tuple, list[int]]) -> list[DraftLine]:
     lines = []
-    for group in sorted(groups, key=lambda g: (g.gpu_type, g.plan, g.gpu_price)):
+    for group in sorted(groups, key=lambda g: (g.member, g.gpu_type, g.plan, g.gpu_price)):
         if not group.credit_gpu_seconds:
             continue
-        label = group.gpu_type.upper() if group.gpu_type else "No GPU"
+        label = group.label
         lines.append(
             DraftLine(
                 Kind.CREDITS,
@@ -348,6 +364,7 @@ def credit_lines(groups, credit_entries: dict[tuple, list[int]]) -> list[DraftLi
                 gpu_type=group.gpu_type,
                 plan=group.plan,
                 credit_entry_ids=tuple(sorted(set(credit_entries.get(group.key, ())))),
+                member_id=group.member_id,
             )
         )
     return lines
@@ -451,13 +468,19 @@ def totals(lines) -> Totals:
 # --- reading the database ----------------------------------------------------------------------
 
 
-def usage_groups(invoice_id: int) -> list[UsageGroup]:
-    """The invoice's usage records summed in one query, by plan, GPU type and prices."""
+def _by(by_member: bool) -> tuple[str, ...]:
+    keys = ("plan", "gpu_type", "gpu_price", "memory_price", "nvme_price")
+    return (*keys, "user_id", "user__username") if by_member else keys
+
+
+def usage_groups(invoice_id: int, *, by_member: bool = False) -> list[UsageGroup]:
+    """The invoice's usage records summed in one query, by plan, GPU type and prices (and
+    member, for a group's invoice)."""
     money = DecimalField(max_digits=30, decimal_places=12)
     no_telemetry = Q(gpu_memory_source=UsageRecord.MemorySource.NONE, gpu_seconds__gt=0)
     rows = (
         UsageRecord.objects.filter(invoice_id=invoice_id)
-        .values("plan", "gpu_type", "gpu_price", "memory_price", "nvme_price")
+        .values(*_by(by_member))
         .annotate(
             runs=Count("id"),
             sum_included_gpu_seconds=Sum("included_gpu_seconds"),
@@ -470,7 +493,7 @@ def usage_groups(invoice_id: int) -> list[UsageGroup]:
             runs_without_telemetry=Count("id", filter=no_telemetry),
             sum_gpu_seconds_without_telemetry=Sum("gpu_seconds", filter=no_telemetry),
         )
-        .order_by("plan", "gpu_type", "gpu_price", "memory_price", "nvme_price")
+        .order_by(*_by(by_member))
     )
     return [_group(row) for row in rows]
 
@@ -498,18 +521,20 @@ def _group(row: dict) -> UsageGroup:
         credit_value=money("sum_credit_value"),
         runs_without_telemetry=row["runs_without_telemetry"],
         gpu_seconds_without_telemetry=number("sum_gpu_seconds_without_telemetry"),
+        member_id=row.get("user_id"),
+        member=row.get("user__username") or "",
     )
 
 
-def credit_entries(invoice_id: int) -> dict[tuple, list[int]]:
+def credit_entries(invoice_id: int, *, by_member: bool = False) -> dict[tuple, list[int]]:
     entries: dict[tuple, list[int]] = defaultdict(list)
     rows = (
         UsageRecord.objects.filter(invoice_id=invoice_id, credit_entry_id__isnull=False)
-        .values_list("plan", "gpu_type", "gpu_price", "credit_entry_id")
+        .values_list("plan", "gpu_type", "gpu_price", "user_id", "credit_entry_id")
         .distinct()
     )
-    for plan, gpu_type, gpu_price, entry in rows:
-        entries[(plan, gpu_type, gpu_price)].append(entry)
+    for plan, gpu_type, gpu_price, user_id, entry in rows:
+        entries[(plan, gpu_type, gpu_price, user_id if by_member else None)].append(entry)
     return entries
 
 
@@ -546,12 +571,28 @@ def plan_facts(codes, period: date) -> dict[str, PlanFacts]:
     return facts
 
 
+def month_group_plans(period: date, group_ids=None):
+    """A group's plan rows that overlap the month (groups.GroupPlan), as month_subscriptions."""
+    start, end = month_bounds(period)
+    rows = GroupPlan.objects.filter(started_at__lt=end).filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
+    if group_ids is not None:
+        rows = rows.filter(group_id__in=group_ids)
+    return rows.select_related("plan").annotate(fee_in_force=fee_in_force(period))
+
+
 def lines_for(invoice: Invoice) -> list[DraftLine]:
-    """The lines the invoice's records and the month's subscriptions give now (no writes)."""
-    stretches = day_stretches(month_subscriptions(invoice.period, [invoice.user_id]), invoice.period)
-    groups = usage_groups(invoice.pk)
+    """The lines the invoice's records and the month's plans give now (no writes). A group's
+    invoice: the group's plan rows pay the fee, and usage is summed per member."""
+    by_member = invoice.group_id is not None
+    held = (
+        month_group_plans(invoice.period, [invoice.group_id])
+        if by_member
+        else month_subscriptions(invoice.period, [invoice.user_id])
+    )
+    stretches = day_stretches(held, invoice.period)
+    groups = usage_groups(invoice.pk, by_member=by_member)
     plans = plan_facts([group.plan for group in groups] + [stretch.plan_code for stretch in stretches], invoice.period)
-    return build_lines(invoice.period, stretches, groups, plans, credit_entries(invoice.pk))
+    return build_lines(invoice.period, stretches, groups, plans, credit_entries(invoice.pk, by_member=by_member))
 
 
 # --- writing ---------------------------------------------------------------------------------
@@ -574,6 +615,7 @@ def _rebuild(invoice: Invoice) -> Totals:
             unit_price=line.unit_price,
             amount=line.amount,
             credit_entry_ids=list(line.credit_entry_ids),
+            member_id=line.member_id,
         )
         for position, line in enumerate(lines, start=1)
     )
@@ -621,6 +663,7 @@ def invoice_state(invoice: Invoice) -> dict:
     return {
         "number": invoice.number,
         "user": invoice.user_id,
+        "group": invoice.group_id,
         "period": invoice.period.isoformat(),
         "status": invoice.status,
         "total": str(invoice.total),
@@ -671,7 +714,9 @@ def void_invoice(invoice_id: int, actor, reason: str) -> Invoice:
         )
         if not changed:
             raise InvoiceStateError(f"only an issued, unpaid invoice can be voided; this one is {invoice.status}")
-        redraft = Invoice.objects.create(user_id=invoice.user_id, period=invoice.period, replaces=invoice)
+        redraft = Invoice.objects.create(
+            user_id=invoice.user_id, group_id=invoice.group_id, period=invoice.period, replaces=invoice
+        )
         moved = UsageRecord.objects.filter(invoice=invoice).update(invoice=redraft)
         refresh_draft(redraft.pk)
         invoice.refresh_from_db()

@@ -1,4 +1,7 @@
-"""Invoices: one per user and month, draft -> issued -> paid, or void.
+"""Invoices: one per payer and month, draft -> issued -> paid, or void.
+
+The payer is a user (their own jobs, and group jobs of a group that holds no plan) or a group
+that holds a plan (groups.GroupPlan): its invoice has lines per member and GPU type.
 
 - A draft gathers the month's usage records as they are charged (`UsageRecord.invoice`); its
   lines are rebuilt from them until it is issued. The draft's row is the lock that orders the
@@ -55,7 +58,11 @@ class Invoice(models.Model):
         PAID = "paid"
         VOID = "void"
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="invoices")
+    # Exactly one of the two is the payer.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="invoices"
+    )
+    group = models.ForeignKey("groups.Group", null=True, blank=True, on_delete=models.PROTECT, related_name="invoices")
     period = models.DateField(help_text="The first day of the month billed")
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT)
     number = models.CharField(max_length=32, null=True, blank=True, unique=True)
@@ -72,9 +79,7 @@ class Invoice(models.Model):
     void_reason = models.CharField(max_length=200, blank=True)
     # A draft made when an issued invoice of the same month was voided: it takes that
     # invoice's usage (billing.invoices.invoicing.void_invoice) and waits for an admin to issue it.
-    replaces = models.OneToOneField(
-        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="replaced_by"
-    )
+    replaces = models.OneToOneField("self", null=True, blank=True, on_delete=models.PROTECT, related_name="replaced_by")
 
     objects = InvoiceQuerySet.as_manager()
 
@@ -85,6 +90,13 @@ class Invoice(models.Model):
             models.UniqueConstraint(
                 fields=["user", "period"], condition=~Q(status="void"), name="one_live_invoice_per_user_and_month"
             ),
+            models.UniqueConstraint(
+                fields=["group", "period"], condition=~Q(status="void"), name="one_live_invoice_per_group_and_month"
+            ),
+            models.CheckConstraint(
+                condition=Q(user__isnull=False, group__isnull=True) | Q(user__isnull=True, group__isnull=False),
+                name="invoice_has_one_payer",
+            ),
             models.CheckConstraint(
                 condition=Q(status="draft", number__isnull=True) | (~Q(status="draft") & Q(number__isnull=False)),
                 name="numbered_once_issued",
@@ -93,7 +105,7 @@ class Invoice(models.Model):
         indexes = [models.Index(fields=["status", "period"])]
 
     def __str__(self):
-        return self.number or f"draft {self.user} {self.period:%Y-%m}"
+        return self.number or f"draft {self.payer_name} {self.period:%Y-%m}"
 
     def save(self, *args, **kwargs):
         stored = Invoice.objects.filter(pk=self.pk).first() if self.pk is not None else None
@@ -113,6 +125,10 @@ class Invoice(models.Model):
         if stored is not None and stored.status != self.Status.DRAFT:
             raise InvoiceFrozen(f"{stored} is {stored.status} and is never deleted (void it instead)")
         return super().delete(*args, **kwargs)
+
+    @property
+    def payer_name(self) -> str:
+        return str(self.group if self.group_id else self.user)
 
     @property
     def is_draft(self) -> bool:
@@ -167,6 +183,10 @@ class InvoiceLine(models.Model):
     amount = models.DecimalField(**CENTS, help_text="Rounded half-up to the cent")
     # Credits ledger entries a "credits" line stands for (ids: the seam for the credits issue).
     credit_entry_ids = models.JSONField(default=list, blank=True)
+    # On a group's invoice: the member whose runs the line bills (lines per member and GPU type).
+    member = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     objects = InvoiceLineQuerySet.as_manager()
 

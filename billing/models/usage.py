@@ -49,6 +49,12 @@ class UsageRecord(models.Model):
     # --- what Slurm recorded ---
     run_end = models.DateTimeField()
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="usage_records")
+    # The group the run was charged to: its Slurm account is the group's (a portal job with a
+    # group, or a member's own `sbatch --account`). Whether the group or the user pays is
+    # decided when the record is charged (billing/charging.py).
+    group = models.ForeignKey(
+        "groups.Group", null=True, blank=True, on_delete=models.PROTECT, related_name="usage_records"
+    )
     # The portal's job, when the run was submitted through it (matched by Slurm job id).
     job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="usage_records")
     state = models.CharField(max_length=32)
@@ -99,6 +105,7 @@ class UsageRecord(models.Model):
         ]
         indexes = [
             models.Index(fields=["user", "run_end"]),
+            models.Index(fields=["group", "run_end"]),
             models.Index(fields=["invoice", "gpu_type"]),
             models.Index(fields=["job"]),
         ]

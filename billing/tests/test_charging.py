@@ -166,13 +166,13 @@ def test_credits_cover_before_billing_when_the_ledger_spends(alice, payg, monkey
     subscribe(alice, "payg")
     calls = []
 
-    def spend(user_id, gpu_type, gpu_seconds, idempotency_key, *, job_uuid=None):
-        calls.append((user_id, gpu_type, gpu_seconds, idempotency_key))
+    def spend(user_id, gpu_type, gpu_seconds, idempotency_key, *, job_uuid=None, group_id=None):
+        calls.append((user_id, gpu_type, gpu_seconds, idempotency_key, group_id))
         return 500, 77
 
     monkeypatch.setattr(charging, "apply_credits", spend)
     record = charged(usage(alice, seconds=1800, memory_gbs=1800 * 10))
-    assert calls == [(alice.pk, "a100", 1800, f"usage-record:{record.pk}")]
+    assert calls == [(alice.pk, "a100", 1800, f"usage-record:{record.pk}", None)]
     assert (record.credit_gpu_seconds, record.credit_entry_id, record.billable_gpu_seconds) == (500, 77, 1300)
     assert record.amount_gpu == 1300 * Decimal("0.0015")
     # The memory of the billable share: 18,000 GB-s x 1300/1800 x $0.00002 = $0.26.
@@ -251,9 +251,7 @@ def test_a_new_enterprise_card_does_not_reprice_runs_that_started_before_its_dat
     repriced every run not yet charged): a run that started before the new card keeps the old
     card's price even when charged after it; one that started after pays the new price."""
     later = datetime(2026, 7, 1, tzinfo=UTC)
-    make_card(
-        "enterprise", later, {"a100": Decimal("0.003"), "h100": Decimal("0.005"), "rtx4090": Decimal("0.0005")}
-    )
+    make_card("enterprise", later, {"a100": Decimal("0.003"), "h100": Decimal("0.005"), "rtx4090": Decimal("0.0005")})
     subscribe(alice, "enterprise")
     before = charged(usage(alice, end=later + timedelta(minutes=10), seconds=3600))
     after = charged(usage(alice, end=later + timedelta(hours=2), seconds=3600))

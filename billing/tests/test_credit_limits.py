@@ -20,9 +20,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _charge(user, amount: str, invoice=None):
-    invoice = invoice or Invoice.objects.get_or_create(
-        user=user, period=timezone.now().date().replace(day=1), status=Invoice.Status.DRAFT
-    )[0]
+    invoice = (
+        invoice
+        or Invoice.objects.get_or_create(
+            user=user, period=timezone.now().date().replace(day=1), status=Invoice.Status.DRAFT
+        )[0]
+    )
     now = timezone.now()
     return UsageRecord.objects.create(
         cluster="test", slurm_job_id=UsageRecord.objects.count() + 7000, run_start=now - timedelta(hours=1),

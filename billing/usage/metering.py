@@ -47,6 +47,7 @@ from cluster.models import Node
 from cluster.services import rest_client
 from cluster.sync import record_run
 from cluster.types import AccountingRecord
+from groups.queries import group_ids_for_accounts
 from jobs.models import Job
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,8 @@ class RunUsage:
     shards: int = 0
     shard_gb_seconds: Decimal = Decimal(0)
     nvme_gb: int = 0
+    # The Slurm account it ran under: a group's account makes it a group run.
+    account: str = ""
 
     @property
     def gpu_seconds(self) -> int:
@@ -132,6 +135,7 @@ def runs_of(
                 shard_gb_seconds=(shard_count * size * seconds).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP),
                 # The NVMe cache is one per run: on its first type only, never counted twice.
                 nvme_gb=record.nvme_gb if position == 0 else 0,
+                account=record.account,
             )
         )
     return runs
@@ -227,8 +231,11 @@ def _portal_jobs(job_ids: Iterable[int]) -> dict[int, dict]:
     return jobs
 
 
-def _new_record(run: RunUsage, *, cluster: str, user_id: int, job: dict | None, node_gpus: _NodeGpus) -> UsageRecord:
+def _new_record(
+    run: RunUsage, *, cluster: str, user_id: int, job: dict | None, node_gpus: _NodeGpus, group_id: int | None = None
+) -> UsageRecord:
     record = UsageRecord(
+        group_id=group_id,
         cluster=cluster,
         slurm_job_id=run.slurm_job_id,
         run_start=run.run_start,
@@ -274,6 +281,7 @@ def meter_records(
     fresh = [run for run in runs if run.key not in existing]
     jobs = _portal_jobs(run.slurm_job_id for run in fresh)
     node_gpus = _NodeGpus()
+    groups = group_ids_for_accounts({run.account for run in fresh})
     rows = []
     for run in fresh:
         user_id = users.get(run.user_name)
@@ -284,7 +292,11 @@ def meter_records(
         job = jobs.get(run.slurm_job_id)
         if job is not None and job["cluster_user"] != run.user_name:
             job = None  # Slurm reused the id (a new cluster database): not this run's job
-        rows.append(_new_record(run, cluster=cluster, user_id=user_id, job=job, node_gpus=node_gpus))
+        rows.append(
+            _new_record(
+                run, cluster=cluster, user_id=user_id, job=job, node_gpus=node_gpus, group_id=groups.get(run.account)
+            )
+        )
     for batch in _batches(rows, WRITE_BATCH):
         # ignore_conflicts: a pass running at the same time may have written some of them.
         UsageRecord.objects.bulk_create(batch, ignore_conflicts=True)

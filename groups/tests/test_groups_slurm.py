@@ -112,6 +112,7 @@ def test_a_group_is_an_account_with_shares_members_and_the_limits_of_its_allocat
     # The member's job runs with the group's account.
     job = job_actions.submit(bob, _spec(bob, 20), group_id=group.pk)
     assert job.group_id == group.pk and job.account == group.slurm_account
+
     def in_slurm_or_failed():
         row = Job.objects.filter(pk=job.pk).values("slurm_job_id", "error").first()
         return row["slurm_job_id"] or row["error"]

@@ -20,17 +20,18 @@ class SubmissionRefused(QuotaExceeded):
     """A refusal with a message the user may read."""
 
 
-SubmissionCheck = Callable[[object, PlanSnapshot], None]
+# check(user, plan, group): `group` is the group the job is charged to, or None.
+SubmissionCheck = Callable[[object, PlanSnapshot, object], None]
 
 _checks: dict[str, SubmissionCheck] = {}
 
 
 def register_submission_check(name: str, check: SubmissionCheck) -> None:
-    """`check(user, plan)` raises SubmissionRefused to refuse. Registering a name again
+    """`check(user, plan, group)` raises SubmissionRefused to refuse. Registering a name again
     replaces the earlier check (ready() may run more than once in tests)."""
     _checks[name] = check
 
 
-def run_submission_checks(user, plan: PlanSnapshot) -> None:
+def run_submission_checks(user, plan: PlanSnapshot, group=None) -> None:
     for check in list(_checks.values()):
-        check(user, plan)
+        check(user, plan, group)

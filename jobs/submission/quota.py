@@ -45,8 +45,7 @@ def active_shards_by_type(user) -> dict[str, int]:
         .annotate(gpus=Sum("quota_gpus"), shards=Sum("quota_shards"))
     )
     return {
-        row["gpu_type"]: (row["gpus"] or 0) * _shards_per_gpu(row["gpu_type"]) + (row["shards"] or 0)
-        for row in active
+        row["gpu_type"]: (row["gpus"] or 0) * _shards_per_gpu(row["gpu_type"]) + (row["shards"] or 0) for row in active
     }
 
 

@@ -1,6 +1,6 @@
 """Compare every group with what Slurm holds; `--sync` makes Slurm hold what the rows say.
 
-    python manage.py groups_check [--sync]
+python manage.py groups_check [--sync]
 """
 
 from django.core.management.base import BaseCommand

@@ -1,0 +1,178 @@
+"""A group's money: what its invoice has charged this month, its budget's warnings and hold,
+its unpaid invoices' hold, and each member's share.
+
+A group pays for the runs charged to it while it holds a plan (groups.GroupPlan; the charge
+decides per run, by the plan held at the run's start: billing/charging.py). Then:
+- its **budget** (groups.GroupBudget) counts the exact amounts of the records on the group's
+  invoice of the month, like a user's budget counts theirs (billing/budgets.py): an e-mail to
+  the PI and managers at 80 % and at 100 %, each once a month (claimed by a conditional
+  UPDATE), and, when asked, new group jobs held while it is spent;
+- an issued group invoice unpaid after INVOICE_DUE_DAYS holds new group jobs;
+- the member's own budget, credit limit and unpaid invoices do not hold a group job (the
+  member does not pay for it), and group-paid runs never count against them.
+Both holds are submission checks (jobs.submission.checks), registered in billing/apps.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import Count, Q, Sum
+from django.urls import reverse
+from django.utils import timezone
+
+from billing.budgets import WARN_AT
+from billing.invoices.drafts import month_of
+from billing.invoices.payments import paid_so_far
+from billing.models import Invoice, UsageRecord
+from billing.pricing import to_cents
+from groups.group_plans import group_pays
+from groups.models import MANAGING_ROLES, GroupBudget, Membership
+from jobs.submission.checks import SubmissionRefused
+from plans.catalog import PlanSnapshot
+
+log = logging.getLogger(__name__)
+ZERO = Decimal(0)
+
+
+def month_to_date_charges(group_id: int, period: date) -> Decimal:
+    """Exact: the amounts of the records on the group's invoice of `period`."""
+    total = (
+        UsageRecord.objects.filter(invoice__group_id=group_id, invoice__period=period)
+        .exclude(invoice__status=Invoice.Status.VOID)
+        .aggregate(total=Sum("amount"))["total"]
+    )
+    return total or ZERO
+
+
+def member_shares(group_id: int, period: date, *, member_id: int | None = None) -> list[dict]:
+    """What each member's group runs cost the group in the month `period` (exact amounts and
+    GPU-seconds by member and GPU type, from the group's invoice of that month). `member_id`:
+    that member's rows only (what a member sees of the group's bill)."""
+    rows = UsageRecord.objects.filter(invoice__group_id=group_id, invoice__period=period).exclude(
+        invoice__status=Invoice.Status.VOID
+    )
+    if member_id is not None:
+        rows = rows.filter(user_id=member_id)
+    return list(
+        rows.values("user_id", "user__username", "gpu_type")
+        .annotate(runs=Count("id"), gpu_seconds=Sum("gpu_seconds"), amount=Sum("amount"))
+        .order_by("user__username", "gpu_type")
+    )
+
+
+def overdue_invoice(group_id: int) -> Invoice | None:
+    due_before = timezone.now() - timedelta(days=settings.INVOICE_DUE_DAYS)
+    for invoice in Invoice.objects.filter(group_id=group_id, status=Invoice.Status.ISSUED, issued_at__lt=due_before):
+        if paid_so_far(invoice.pk) < invoice.total:
+            return invoice
+    return None
+
+
+def group_hold_check(user, plan: PlanSnapshot, group=None) -> None:
+    """A submission check: refuse a job charged to a paying group whose invoice is overdue or
+    whose held budget is spent."""
+    if group is None or not group_pays(group.pk):
+        return
+    invoice = overdue_invoice(group.pk)
+    if invoice is not None:
+        raise SubmissionRefused(
+            f"{group.name}'s invoice {invoice.number} (${invoice.total}) is unpaid after "
+            f"{settings.INVOICE_DUE_DAYS} days: new jobs charged to the group are held until it is paid. "
+            "Running jobs are not affected."
+        )
+    budget = GroupBudget.objects.filter(group=group, hold_at_limit=True).first()
+    if budget is None:
+        return
+    period = month_of(timezone.now())
+    spent = month_to_date_charges(group.pk, period)
+    if spent >= budget.monthly_amount:
+        raise SubmissionRefused(
+            f"{group.name}'s monthly budget of ${budget.monthly_amount} is spent (${to_cents(spent)} charged in "
+            f"{period:%B %Y}) and the group holds new jobs at the limit. The group's PI or a manager can raise it "
+            "or turn the hold off; running jobs are not affected."
+        )
+
+
+def _claim(budget_id: int, field: str, period: date) -> bool:
+    not_yet = Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__lt": period})
+    return bool(GroupBudget.objects.filter(not_yet, pk=budget_id).update(**{field: period}))
+
+
+def _managers_addresses(group_id: int) -> list[str]:
+    return sorted(
+        set(
+            Membership.objects.active()
+            .filter(group_id=group_id, role__in=MANAGING_ROLES)
+            .exclude(user__email="")
+            .values_list("user__email", flat=True)
+        )
+    )
+
+
+def _send(budget: GroupBudget, percent: int, spent: Decimal, period: date, claimed: dict) -> None:
+    recipients = _managers_addresses(budget.group_id)
+    if not recipients:
+        return
+    page = settings.SITE_URL + reverse("groups:detail", args=[budget.group_id])
+    try:
+        send_mail(
+            subject=f"[GPU pool] {budget.group.name}: {percent} % of the monthly budget used",
+            message=(
+                f"{budget.group.name}'s GPU pool charges for {period:%B %Y} are ${to_cents(spent)}, {percent} % or "
+                f"more of its monthly budget of ${budget.monthly_amount}.\n"
+                + (
+                    "New jobs charged to the group are held until next month, or until the budget is raised.\n"
+                    if percent >= 100 and budget.hold_at_limit
+                    else ""
+                )
+                + f"\nThe group: {page}\n"
+            ),
+            from_email=settings.DEFAULT_FROM_EMAIL,
+            recipient_list=recipients,
+        )
+    except Exception:
+        for field, previous in claimed.items():  # give the month's warning back for the next pass
+            GroupBudget.objects.filter(pk=budget.pk, **{field: period}).update(**{field: previous})
+        log.exception("budget e-mail for group %s failed; it will be tried again", budget.group_id)
+        raise
+
+
+def check_group_budget(group_id: int, now: datetime | None = None) -> int | None:
+    """The 80 % or 100 % e-mail, once a month each (as billing.budgets.check_budget)."""
+    period = month_of(now or timezone.now())
+    budget = GroupBudget.objects.select_related("group").filter(group_id=group_id).first()
+    if budget is None or budget.warned_100_for == period:
+        return None
+    spent = month_to_date_charges(group_id, period)
+    if spent >= budget.monthly_amount:
+        percent, fields = 100, ["warned_100_for", "warned_80_for"]
+    elif spent >= budget.monthly_amount * WARN_AT:
+        percent, fields = 80, ["warned_80_for"]
+    else:
+        return None
+    previous = {field: getattr(budget, field) for field in fields}
+    if not _claim(budget.pk, fields[0], period):
+        return None
+    for other in fields[1:]:
+        _claim(budget.pk, other, period)
+    transaction.on_commit(lambda: _send(budget, percent, spent, period, previous), robust=True)
+    return percent
+
+
+def check_group_budgets() -> int:
+    """Beat (with the users' budgets): every group budget not yet warned at 100 % this month."""
+    period = month_of(timezone.now())
+    pending = GroupBudget.objects.filter(Q(warned_100_for__isnull=True) | Q(warned_100_for__lt=period))
+    sent = 0
+    for group_id in pending.values_list("group_id", flat=True).iterator():
+        try:
+            sent += check_group_budget(group_id) is not None
+        except Exception:
+            log.exception("group budget check for group %s failed", group_id)
+    return sent
