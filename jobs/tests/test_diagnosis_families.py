@@ -501,9 +501,11 @@ def test_large_inputs_of_the_new_patterns_finish_quickly(text):
 # --- real logs from public issue trackers (jobs/tests/logs/real/, each citing its source) --------------------------
 
 REAL = read_samples()
+RULES_SET = [s for s in REAL if s.set == "rules"]
+HELD_OUT = [s for s in REAL if s.set == "held-out"]
 
 
-@pytest.mark.parametrize("sample", REAL, ids=[s.name for s in REAL])
+@pytest.mark.parametrize("sample", RULES_SET, ids=[s.name for s in RULES_SET])
 def test_a_real_log_gives_its_family_first_and_a_healthy_one_nothing(sample):
     findings = diagnose(sample.text, state=sample.state, exit_code=sample.exit_code)
     if sample.expect == "none":
@@ -514,16 +516,56 @@ def test_a_real_log_gives_its_family_first_and_a_healthy_one_nothing(sample):
         assert findings[0].evidence
 
 
+@pytest.mark.parametrize("sample", [s for s in HELD_OUT if s.expect == "none"])
+def test_a_held_out_healthy_log_gives_nothing(sample):
+    assert diagnose(sample.text, state=sample.state, exit_code=sample.exit_code) == []
+
+
 def test_every_real_log_cites_a_public_source():
     assert len(REAL) >= 50
     for sample in REAL:
         assert sample.source.startswith("https://github.com/"), sample.name
 
 
-def test_the_evaluation_reports_precision_on_the_real_logs():
+def test_every_real_log_is_the_text_as_collected():
+    # The digest in the header was taken when the lines were copied from the source: an edit of the log shows here.
+    for sample in REAL:
+        assert sample.verbatim, sample.name
+
+
+def test_held_out_logs_say_when_they_were_collected_and_expect_a_known_family():
+    assert len(HELD_OUT) >= 20
+    for sample in HELD_OUT:
+        assert sample.collected, sample.name
+        assert sample.expect == "none" or any(sample.expect == rule.rule_id for rule in RULES), sample.name
+
+
+def test_the_evaluation_reports_each_set_apart():
     text = report(evaluate(REAL))
-    assert f"failures named right: {sum(s.expect != 'none' for s in REAL)}/" in text
-    assert "healthy runs with a false finding: 0/" in text
+    rules_failures = sum(s.expect != "none" for s in RULES_SET)
+    assert f"rules: failures named right: {rules_failures}/{rules_failures} (100 %" in text
+    assert "rules: healthy runs with a false finding: 0/" in text
+    held_failures = sum(s.expect != "none" for s in HELD_OUT)
+    assert "held-out: failures named right: " in text
+    assert f"/{held_failures} (" in text
+    assert f"held-out: healthy runs with a false finding: 0/{sum(s.expect == 'none' for s in HELD_OUT)}" in text
+
+
+def test_a_sample_without_a_set_is_refused(tmp_path):
+    (tmp_path / "x.log").write_text("# source: https://github.com/a/b/issues/1\n# expect: none\n# ---\nok\n")
+    with pytest.raises(ValueError, match="set"):
+        read_samples(tmp_path)
+
+
+def test_an_edited_log_no_longer_reads_as_verbatim(tmp_path):
+    sample = next(s for s in REAL if s.sha256)
+    path = tmp_path / "edited.log"
+    path.write_text(
+        f"# source: {sample.source}\n# expect: {sample.expect}\n# set: {sample.set}\n# sha256: {sample.sha256}\n"
+        f"# ---\n{sample.text}edited\n",
+        encoding="utf-8",
+    )
+    assert not read_samples(tmp_path)[0].verbatim
 
 
 # --- the cascade rule of the engine -----------------------------------------------------------------------------
