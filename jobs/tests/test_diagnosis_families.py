@@ -187,6 +187,62 @@ def test_wordings_of_several_versions(line, rule_id):
     assert first(line).rule_id == rule_id
 
 
+# Wordings of other frameworks, found by the held-out logs (jobs/tests/logs/real/, '# set: held-out'); each line
+# is from another public issue than the held-out sample of its family, so it checks the pattern, not the sample.
+@pytest.mark.parametrize(
+    ("line", "rule_id"),
+    [
+        (
+            "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 20029400304 bytes.",
+            "cuda-oom",
+        ),
+        ("RuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 14285187448 bytes.", "cuda-oom"),
+        (
+            "ERROR 04-28 15:55:45 worker_base.py:157] ValueError: No available memory for the cache blocks. Try "
+            "increasing `gpu_memory_utilization` when initializing the engine.",
+            "cuda-oom",
+        ),
+        ("cc1plus: fatal error: cuda_runtime.h: No such file or directory", "jit-compile"),
+        ("RuntimeError: Error building extension 'fused_adam'", "jit-compile"),
+        (
+            "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: "
+            "multihost_broadcast_sync0. Timed out task names:",
+            "dist-init",
+        ),
+    ],
+)
+def test_wordings_of_other_frameworks(line, rule_id):
+    assert first(line).rule_id == rule_id
+
+
+def test_vllm_and_jax_memory_get_their_own_settings_and_plain_cuda_keeps_the_general_fix():
+    vllm = first("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`")
+    assert "--gpu-memory-utilization" in vllm.fix and "KV cache" in vllm.cause
+    jax = first(
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+        "6291456 bytes."
+    )
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" in jax.fix
+    cuda = first("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert cuda.cause == rule_texts("cuda-oom")[0] and cuda.fix == rule_texts("cuda-oom")[1]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # The source line a traceback prints, not the error.
+        '    raise ValueError("No available memory for the cache blocks. "',
+        # XLA's warning alone: the driver compiles instead, and often that works.
+        "W external/xla/xla/stream_executor/gpu/asm_compiler.cc:232] Falling back to the CUDA driver for PTX "
+        "compilation; ptxas does not support CC 8.9",
+        "Building extension module fused_adam...",
+        "Loading extension module fused_adam...",
+    ],
+)
+def test_other_frameworks_lines_that_are_no_failure(line):
+    assert diagnose(line + "\n") == []
+
+
 # --- tailored causes and fixes ------------------------------------------------------------------------------------
 
 
@@ -505,7 +561,9 @@ RULES_SET = [s for s in REAL if s.set == "rules"]
 HELD_OUT = [s for s in REAL if s.set == "held-out"]
 
 
-@pytest.mark.parametrize("sample", RULES_SET, ids=[s.name for s in RULES_SET])
+# Every sample, held-out ones included: the held-out figure of record is the one measured before the rules were
+# widened for them (docs/diagnosis.md); from then on a rule change must keep them too.
+@pytest.mark.parametrize("sample", REAL, ids=[s.name for s in REAL])
 def test_a_real_log_gives_its_family_first_and_a_healthy_one_nothing(sample):
     findings = diagnose(sample.text, state=sample.state, exit_code=sample.exit_code)
     if sample.expect == "none":
@@ -514,11 +572,6 @@ def test_a_real_log_gives_its_family_first_and_a_healthy_one_nothing(sample):
         assert findings, sample.name
         assert findings[0].rule_id == sample.expect, ids(findings)
         assert findings[0].evidence
-
-
-@pytest.mark.parametrize("sample", [s for s in HELD_OUT if s.expect == "none"])
-def test_a_held_out_healthy_log_gives_nothing(sample):
-    assert diagnose(sample.text, state=sample.state, exit_code=sample.exit_code) == []
 
 
 def test_every_real_log_cites_a_public_source():
