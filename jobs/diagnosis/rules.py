@@ -819,6 +819,7 @@ RULES: tuple[Rule, ...] = (
             # JAX's coordination service: not every process registered or reached a barrier in time.
             r"DEADLINE_EXCEEDED: Barrier timed out[^\n]{0,200}",
             r"cluster registration failed[^\n]{0,200}",
+            r"Coordination service agent in error status: DEADLINE_EXCEEDED[^\n]{0,200}",
         ),
         stage=Stage.CONSEQUENCE,
     ),
