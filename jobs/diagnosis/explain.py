@@ -317,6 +317,29 @@ def explain_disk_full(m: re.Match[str], line: str) -> tuple[str, str] | None:
     return None
 
 
+def explain_gpu_oom(m: re.Match[str], line: str) -> tuple[str, str] | None:
+    # vLLM and JAX/XLA run out of GPU memory for reasons of their own, with settings of their own to fix it.
+    if "cache blocks" in line:
+        return (
+            "vLLM ran out of GPU memory for its KV cache: after loading the model's weights, the share of GPU "
+            "memory vLLM may use (gpu_memory_utilization) left nothing for the cache of the requests.",
+            "Let vLLM use more of the GPU (`--gpu-memory-utilization 0.9`, with nothing else on that GPU), lower "
+            "`--max-model-len` and `--max-num-seqs`, use a smaller or quantised model, or spread it over several "
+            "GPUs (`--tensor-parallel-size`); or " + GPU_MEMORY_HINT + ".",
+        )
+    if "RESOURCE_EXHAUSTED" in line or "Cuda failure" in line:
+        return (
+            "The GPU ran out of memory under JAX/XLA (or NCCL could not get GPU memory for its buffers): XLA "
+            "reserves 75 % of the GPU's memory when it starts, and the model, its activations and the batch "
+            "needed more, or left too little for NCCL.",
+            "Lower the batch size or use mixed precision; set `XLA_PYTHON_CLIENT_MEM_FRACTION` (e.g. 0.9) to "
+            "give XLA more, or `XLA_PYTHON_CLIENT_PREALLOCATE=false` to leave room for NCCL; or "
+            + GPU_MEMORY_HINT
+            + ".",
+        )
+    return None
+
+
 def explain_arch(m: re.Match[str], line: str) -> tuple[str, str] | None:
     sm = m.groupdict().get("sm")
     if not sm:

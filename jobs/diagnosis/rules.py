@@ -33,6 +33,7 @@ from jobs.diagnosis.explain import (
     explain_driver,
     explain_exception,
     explain_glibc,
+    explain_gpu_oom,
     explain_gpu_unavailable,
     explain_image_import,
     explain_missing_lib,
@@ -338,13 +339,19 @@ RULES: tuple[Rule, ...] = (
         patterns=_re(
             r"CUDA out of memory",
             r"OOM when allocating tensor",
-            r"RESOURCE_EXHAUSTED: Out of memory",
+            # JAX/XLA, in the wordings of several jaxlib versions.
+            r"RESOURCE_EXHAUSTED: (?:Out of memory|Failed to allocate)",
             r"CUDA_ERROR_OUT_OF_MEMORY",
             r"CUDA error: out of memory",
             r"cudaErrorMemoryAllocation",
             r"torch\.(?:cuda\.)?OutOfMemoryError",
             r"ResourceExhaustedError",
+            # vLLM: no GPU memory left for the KV cache after the weights (the error, not its `raise` source line).
+            r"Error: No available memory for the cache blocks",
+            # NCCL's own CUDA allocation failing (XLA repeats NCCL's last warning in its error).
+            r"Cuda failure (?:2 )?'out of memory'",
         ),
+        explain=explain_gpu_oom,
         stage=Stage.RESOURCE,
     ),
     Rule(
@@ -528,13 +535,16 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         rule_id="jit-compile",
-        title="Kernel compilation at run time failed (Triton / torch.compile)",
-        cause="A kernel compiled at run time could not be built: torch.compile's Inductor or Triton called the C "
-        "compiler or ptxas, and it failed - the image lacks a compiler or CUDA headers, or its Triton/ptxas is "
-        "older than the CUDA or GPU needs.",
-        fix="Use an image with matching torch and Triton and a C compiler (the official PyTorch *-devel or NGC "
-        "images), point TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR at /data; to keep training meanwhile, run "
-        "without torch.compile or set `torch._dynamo.config.suppress_errors = True` to fall back to eager.",
+        title="Kernel compilation at run time failed (Triton, torch.compile, DeepSpeed ops, XLA)",
+        cause="A kernel compiled at run time could not be built: torch.compile's Inductor or Triton, a C++/CUDA "
+        "extension built at first use (DeepSpeed's ops, torch.utils.cpp_extension) or XLA called the C compiler, "
+        "nvcc or ptxas, and it failed - the image lacks a compiler, nvcc or the CUDA headers, or its "
+        "Triton/ptxas is older than the CUDA or GPU needs.",
+        fix="Use an image with matching torch and Triton, a C compiler and the CUDA toolkit of torch's CUDA version "
+        "(the official PyTorch *-devel or NGC images); build DeepSpeed's ops into the image (`DS_BUILD_OPS=1 pip "
+        "install deepspeed`); for JAX install the CUDA build that brings its own ptxas (`pip install "
+        "'jax[cuda12]'`); point TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR and TORCH_EXTENSIONS_DIR at /data. To "
+        "keep training meanwhile, run without torch.compile or set `torch._dynamo.config.suppress_errors = True`.",
         patterns=_re(
             r"BackendCompilerFailed: backend='?\w{1,40}'? raised:?[^\n]{0,200}",
             r"torch\._inductor\.exc\.\w{0,40}(?:CompileError|InductorError)[^\n]{0,200}",
@@ -544,6 +554,14 @@ RULES: tuple[Rule, ...] = (
             r"Internal Triton PTX codegen error[^\n]{0,200}",
             r"Triton Error \[CUDA\]: (?!device-side assert|out of memory|an illegal)[^\n]{1,200}",
             r"RuntimeError: Cannot find ptxas[^\n]{0,100}",
+            # torch.utils.cpp_extension building an op at first use (DeepSpeed's fused_adam, cpu_adam...).
+            # The compiler's own reason first (a CUDA header the image lacks), then the build's summary lines.
+            r"fatal error: [\w./-]{1,120}\.(?:h|hpp|cuh): No such file or directory",
+            r"Error building extension '[\w.-]{1,80}'[^\n]{0,200}",
+            r"^ninja: build stopped: subcommand failed",
+            # XLA (JAX, TensorFlow): no ptxas to compile with, or what the driver compiled instead does not load.
+            r"No PTX compilation provider is available[^\n]{0,200}",
+            r"Failed to load PTX text as a module: [^\n]{1,200}",
         ),
         stage=Stage.ENVIRONMENT,
     ),
@@ -798,6 +816,10 @@ RULES: tuple[Rule, ...] = (
             r"The client socket has timed out after \d{1,9}m?s while trying to connect to[^\n]{0,200}",
             r"Invalid rank \d{1,6}, rank should be in the interval[^\n]{0,100}",
             r"RuntimeError: Socket Timeout",
+            # JAX's coordination service: not every process registered or reached a barrier in time.
+            r"DEADLINE_EXCEEDED: Barrier timed out[^\n]{0,200}",
+            r"cluster registration failed[^\n]{0,200}",
+            r"Coordination service agent in error status: DEADLINE_EXCEEDED[^\n]{0,200}",
         ),
         stage=Stage.CONSEQUENCE,
     ),
