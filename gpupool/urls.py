@@ -21,6 +21,7 @@ urlpatterns = [
     path("api/v1/telemetry/ingest", telemetry_views.ingest, name="telemetry-ingest"),
     path("api/v1/", include("accounts.api.urls")),
     path("api/v1/", include("groups.api.urls")),
+    path("api/v1/", include("billing.api.group_urls")),
     path("api/v1/billing/", include("billing.api.urls")),
     path("api/v1/reservations/", include("reservations.api.urls")),
     path("api/v1/", include("credits.api.urls")),

@@ -58,7 +58,7 @@ def _open(group_id: int) -> None:
         raise GroupError("group", "The group is closed.", 409)
 
 
-def _not_own_group(actor, group_id: int, what: str) -> None:
+def refuse_own_group(actor, group_id: int, what: str) -> None:
     """An admin does not decide for a group they are, or lately were, in (another admin does)."""
     recent = timezone.now() - timedelta(days=90)
     if (
@@ -272,7 +272,7 @@ def set_shares(group_id: int, actor, shares: int, reason: str = "") -> Group:
     """Admins set a group's shares of the pool (Slurm's Fairshare)."""
     if not _is_admin(actor):
         raise GroupError("shares", "Only the pool's admins set a group's shares.", 403)
-    _not_own_group(actor, group_id, "sets its shares")
+    refuse_own_group(actor, group_id, "sets its shares")
     _open(group_id)
     if isinstance(shares, bool) or not isinstance(shares, int) or not 1 <= shares <= 1_000_000:
         raise GroupError("shares", "A whole number from 1 to 1,000,000.")
@@ -356,7 +356,7 @@ def decide_allocation(allocation_id: int, actor, *, approve: bool, gpu_hours=Non
         allocation = Allocation.objects.select_for_update().select_related("group").filter(pk=allocation_id).first()
         if allocation is None:
             raise GroupError("allocation", "No such allocation.", 404)
-        _not_own_group(actor, allocation.group_id, "decides its allocations")
+        refuse_own_group(actor, allocation.group_id, "decides its allocations")
         _open(allocation.group_id)
         if allocation.state != Allocation.State.REQUESTED:
             raise GroupError("allocation", f"The request was {allocation.state} already.", 409)
@@ -478,7 +478,7 @@ def set_group_plan(group_id: int, actor, plan_code: str | None, reason: str = ""
     unlimited hours. Setting the plan the group holds already changes nothing."""
     if not _is_admin(actor):
         raise GroupError("plan", "A group's plan is set by the pool's admins.", 403)
-    _not_own_group(actor, group_id, "sets its plan")
+    refuse_own_group(actor, group_id, "sets its plan")
     _open(group_id)
     plan = None
     if plan_code:

@@ -340,3 +340,73 @@ def test_a_member_sees_their_own_share_and_the_pi_sees_everyones(group_invoice, 
     everyone = group_money.member_shares(lab.pk, june)
     assert [(row["user__username"], row["gpu_type"]) for row in everyone] == [("bob", "a100")]
     assert group_money.member_shares(lab.pk, june, member_id=alice.pk) == []
+
+
+# --- the money page and its API ----------------------------------------------------------------
+
+
+def test_the_money_api_gives_a_member_their_share_and_the_pi_everything(group_invoice, lab, alice, bob, admin_user):
+    from rest_framework.test import APIClient
+
+    def client(user):
+        api = APIClient()
+        api.force_authenticate(user)
+        return api
+
+    june = "2026-06"
+    pi = client(alice).get(f"/api/v1/groups/{lab.pk}/money?month={june}").json()
+    assert pi["plan"] == "payg" and pi["spent"] == "5.40" and pi["credit_pool"] == 0
+    assert [(row["member"], row["gpu_type"], row["amount"]) for row in pi["shares"]] == [("bob", "a100", "5.40")]
+    member = client(bob).get(f"/api/v1/groups/{lab.pk}/money?month={june}").json()
+    assert member["spent"] is None and member["credit_pool"] is None and member["total"] == "5.40"
+    assert client(alice).get(f"/api/v1/groups/{lab.pk}/money?month=June").status_code == 400
+
+
+def test_budget_plan_and_pool_over_the_api_each_only_for_whom_it_is(lab, alice, bob, admin_user, payg):
+    from rest_framework.test import APIClient
+
+    def client(user):
+        api = APIClient()
+        api.force_authenticate(user)
+        return api
+
+    assert (
+        client(bob).put(f"/api/v1/groups/{lab.pk}/budget", {"monthly_amount": "50"}, format="json").status_code == 403
+    )
+    refused = client(alice).put(f"/api/v1/groups/{lab.pk}/budget", {"monthly_amount": "-1"}, format="json")
+    assert refused.status_code == 400 and "monthly_amount" in refused.json()["errors"]
+    ok = client(alice).put(
+        f"/api/v1/groups/{lab.pk}/budget", {"monthly_amount": "50", "hold_at_limit": True}, format="json"
+    )
+    assert ok.status_code == 200 and ok.json() == {"monthly_amount": "50.00", "hold_at_limit": True}
+
+    assert client(alice).put(f"/api/v1/groups/{lab.pk}/plan", {"plan": "payg"}, format="json").status_code == 403
+    assert client(admin_user).put(f"/api/v1/groups/{lab.pk}/plan", {"plan": "free"}, format="json").status_code == 400
+    assert (
+        client(admin_user).put(f"/api/v1/groups/{lab.pk}/plan", {"plan": "payg"}, format="json").json()["plan"]
+        == "payg"
+    )
+
+    pool = {"amount": 500, "reason": "grant", "idempotency_key": "abcdefgh1"}
+    assert client(alice).post(f"/api/v1/groups/{lab.pk}/credits", pool, format="json").status_code == 403
+    first = client(admin_user).post(f"/api/v1/groups/{lab.pk}/credits", pool, format="json").json()
+    again = client(admin_user).post(f"/api/v1/groups/{lab.pk}/credits", pool, format="json").json()
+    assert (first, again) == ({"credit_pool": 500, "added": True}, {"credit_pool": 500, "added": False})
+
+
+def test_the_money_page_shows_each_role_its_part(group_invoice, lab, alice, bob, admin_user, django_user_model):
+    page = Client()
+    page.force_login(alice)
+    body = page.get(f"/billing/groups/{lab.pk}/").content.decode()
+    assert "Pay as you go" in body and "data-budget-form" in body and "data-group-invoices" in body
+    assert "data-plan-form" not in body  # the PI does not pick what the group pays
+    page.force_login(bob)
+    body = page.get(f"/billing/groups/{lab.pk}/").content.decode()
+    assert "Your share" in body and "data-budget-form" not in body and "data-pool" not in body
+    page.force_login(admin_user)
+    assert "data-plan-form" in page.get(f"/billing/groups/{lab.pk}/").content.decode()
+    outsider = django_user_model.objects.create_user("dave", "dave@x.org", "pw-dave")
+    page.force_login(outsider)
+    assert page.get(f"/billing/groups/{lab.pk}/").status_code == 404
+    assert page.post(f"/billing/groups/{lab.pk}/budget", {"monthly_amount": "5"}).status_code == 404
+    assert not GroupBudget.objects.exists()

@@ -1,0 +1,153 @@
+"""The group's money page (/billing/groups/<id>/): the plan it pays under, its credit pool,
+its budget, each member's cost this month as a chart and a table, and its invoices. What each
+person sees is what the API gives them (billing/api/group_money.py): a member their own share;
+the PI and managers everything and the budget form; admins outside the group the plan and
+pool forms. A non-member gets a 404. Writes go through groups.actions and credits.actions."""
+
+from __future__ import annotations
+
+import secrets
+from decimal import Decimal
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from accounts.access import is_admin
+from billing import group_money
+from billing.invoices.drafts import month_of
+from billing.models import Invoice
+from billing.pricing import to_cents
+from credits import actions as credit_actions
+from credits import ledger
+from groups import actions as group_actions
+from groups.group_plans import current as current_group_plan
+from groups.models import GroupBudget
+from groups.queries import GroupError, membership, sees_everyone, visible_group
+from plans.models import Plan
+
+
+def _group(request, pk: int):
+    try:
+        return visible_group(request.user, pk)
+    except GroupError:
+        raise Http404("No such group.") from None
+
+
+def cost_chart(shares: list[dict]) -> dict:
+    """Cost by member, one stacked trace per GPU type (static/js/group_usage.js draws it)."""
+    members = sorted({row["user__username"] for row in shares})
+    types = sorted({row["gpu_type"] for row in shares})
+    cost = {(row["user__username"], row["gpu_type"]): to_cents(row["amount"] or Decimal(0)) for row in shares}
+    return {
+        "unit": "USD",
+        "members": members,
+        "traces": [
+            {"name": gpu_type or "no GPU", "values": [str(cost.get((m, gpu_type), "0.00")) for m in members]}
+            for gpu_type in types
+        ],
+    }
+
+
+@login_required
+def group_money_page(request, pk: int):
+    group = _group(request, pk)
+    month = month_of(timezone.now())
+    everyone = sees_everyone(request.user, group)
+    mine = membership(request.user, group.pk)
+    shares = group_money.member_shares(group.pk, month, member_id=None if everyone else request.user.pk)
+    admin_outside = is_admin(request.user) and mine is None
+    context = {
+        "group": group,
+        "month": month,
+        "everyone": everyone,
+        "manages": bool(mine and mine.may_manage),
+        "admin_outside": admin_outside,
+        "held": current_group_plan(group.pk),
+        "plans": Plan.objects.filter(included_hours_are_a_cap=False).order_by("priority", "code")
+        if admin_outside
+        else [],
+        "budget": GroupBudget.objects.filter(group=group).first(),
+        "spent": group_money.month_to_date_charges(group.pk, month) if everyone else None,
+        "pool": ledger.balance(None, group_id=group.pk) if everyone else None,
+        "shares": shares,
+        "shown_total": to_cents(sum((row["amount"] or Decimal(0) for row in shares), Decimal(0))),
+        "chart": cost_chart(shares) if shares else None,
+        "invoices": Invoice.objects.filter(group=group).order_by("-period", "-id")[:24] if everyone else [],
+        "pool_key": secrets.token_hex(12),
+    }
+    return render(request, "billing/group_money.html", context)
+
+
+def _done(request, pk: int, call, success: str):
+    try:
+        call()
+    except GroupError as exc:
+        messages.error(request, exc.message)
+    except ledger.LedgerError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, success)
+    return redirect("billing:group_money", pk=pk)
+
+
+@login_required
+@require_POST
+def group_budget(request, pk: int):
+    _group(request, pk)
+    if request.POST.get("clear"):
+        return _done(request, pk, lambda: group_actions.clear_group_budget(pk, request.user), "Budget cleared.")
+    return _done(
+        request,
+        pk,
+        lambda: group_actions.save_group_budget(
+            pk,
+            request.user,
+            monthly_amount=request.POST.get("monthly_amount", ""),
+            hold_at_limit=request.POST.get("hold_at_limit") == "on",
+        ),
+        "Budget saved.",
+    )
+
+
+@login_required
+@require_POST
+def group_plan(request, pk: int):
+    _group(request, pk)
+    plan = request.POST.get("plan") or None
+    return _done(
+        request,
+        pk,
+        lambda: group_actions.set_group_plan(pk, request.user, plan, request.POST.get("reason", "")),
+        "The group now pays under that plan." if plan else "The members pay for their group jobs again.",
+    )
+
+
+@login_required
+@require_POST
+def group_credits(request, pk: int):
+    group = _group(request, pk)
+
+    def add():
+        if not is_admin(request.user):
+            raise GroupError("group", "Credits are added to a group's pool by the pool's admins.", 403)
+        group_actions.refuse_own_group(request.user, group.pk, "adds its credits")
+        amount = request.POST.get("amount", "")
+        key = request.POST.get("key", "")
+        if not amount.isdigit() or not 1 <= int(amount) <= 10**12:
+            raise GroupError("amount", "A whole number of credits, 1 or more.")
+        if not (8 <= len(key) <= 64 and key.isalnum()):
+            raise GroupError("key", "The form is out of date: open it again.")
+        credit_actions.adjust(
+            None,
+            int(amount),
+            actor=request.user,
+            reason=request.POST.get("reason", "")[:500],
+            key=f"group-pool:{group.pk}:{key}",
+            group_id=group.pk,
+        )
+
+    return _done(request, pk, add, "Credits added to the group's pool.")
