@@ -1,5 +1,6 @@
 """A client generated from the served schema (openapi-python-client) creates a group, invites
-a member who joins, and asks for GPU time; another user's client sees none of it. No Slurm:
+a member who joins, asks for GPU time and sets the group's budget; another user's client sees
+none of it. No Slurm:
 the group's Slurm side is sent on commit to a worker that is not running here."""
 
 import importlib
@@ -59,4 +60,25 @@ def test_a_generated_client_runs_a_group(alice, bob, client_package):  # noqa: F
             ),
         )
         assert refused.status_code == 403
+
+        # Money: the PI sets the budget, a member may not, and the member's view is their share.
+        budget = call("groups_budget_set").sync(
+            client=as_alice, id=group.id, body=models.BudgetInput(monthly_amount="250", hold_at_limit=True)
+        )
+        assert (budget.monthly_amount, budget.hold_at_limit) == ("250.00", True)
+        assert (
+            call("groups_budget_set")
+            .sync_detailed(client=as_bob, id=group.id, body=models.BudgetInput(monthly_amount="1"))
+            .status_code
+            == 403
+        )
+        money = call("groups_money").sync(client=as_bob, id=group.id)
+        assert money.plan is None and money.spent is None and money.shares == [] and money.total == "0.00"
+        assert call("groups_money").sync(client=as_alice, id=group.id).credit_pool == 0
+        assert (
+            call("groups_plan_set")
+            .sync_detailed(client=as_alice, id=group.id, body=models.PlanInput(plan="pro"))
+            .status_code
+            == 403
+        )
     assert Invitation.objects.filter(state="accepted").count() == 1
