@@ -96,8 +96,9 @@ class Command(BaseCommand):
             self._submit_demo_jobs(jobs)
 
     def _demo_group(self) -> None:
-        """A group with `demo` as its PI and an approved A100 allocation for this quarter, so the
-        group pages, its Slurm account and its limits have something to show."""
+        """A group with `demo` as its PI, an approved A100 allocation for this quarter and the Pro
+        plan to pay its group jobs under, so the group pages, its Slurm account, its limits and
+        its invoice have something to show."""
         User = get_user_model()
         demo, admin = User.objects.get(username="demo"), User.objects.get(username="admin")
         group = Group.objects.filter(slug="demo-lab").first()
@@ -112,6 +113,8 @@ class Command(BaseCommand):
                     ends_on=today + timedelta(days=90), justification="The demo lab's first quarter.",
                 )  # fmt: skip
                 group_actions.decide_allocation(allocation.pk, admin, approve=True, note="demo")
+                # The lab pays for its group jobs under Pro: its invoice has lines per member.
+                group_actions.set_group_plan(group.pk, admin, "pro", "demo")
         try:
             write_group(group)
             mark_synced(group.pk)
