@@ -9,13 +9,16 @@ run, and its amount is set when it is charged to the month's draft invoice.
 `cost_so_far` (an estimate), while the job is RUNNING: the runs already charged (earlier runs
 of a requeued job) plus the run in progress priced as if it ended now, by the rules charging
 applies to a metered run (billing/charging.py), as far as they can be known before metering:
+- the payer and plan as charging will decide them: the job's group when it held a plan at the
+  run's start (its included hours, counted on the group's invoice), else the owner;
 - seconds = now - the run's start; prices = the card the plan pays in force at the run's
   start, read by the same book as charging's (plans.rates.CardBook);
 - GPU-seconds to cover: whole GPUs x seconds; for a shard job, its GPU-second equivalent
   (shards / shards per GPU x seconds, rounded down), since it holds part of one GPU;
 - the plan's included hours of the job's GPU type left this month cover them first: plan
   hours x 3600 minus the included GPU-seconds of the records charged to this month's invoice,
-  minus what the user's other running jobs of that type that started earlier take first;
+  minus what the user's other running jobs of that type that started earlier take first (a
+  group's: other members' running group jobs are not counted, an estimate's limit);
 - the rest is billable: whole GPUs at the GPU price; a shard job's GPU memory (shards x GB
   per shard x seconds) of the billable share at the memory price; the NVMe cache beyond the
   plan's included NVMe (the `gres/nvme` GB it holds), of the billable share, per GB-hour;
@@ -47,6 +50,7 @@ from billing.models import Invoice, UsageRecord
 from billing.pricing import DIVISION_QUANTUM, SECONDS_PER_HOUR, PricingError, Rates
 from cluster.gres import parse_gres
 from foundation.gpu_types import gpu_types_from_mapping
+from groups.group_plans import GroupPlansHeld
 from jobs.costs import CostDetail, JobCost
 from jobs.models import Job, JobState
 from plans.catalog import PlansHeld, PlanSnapshot
@@ -85,16 +89,23 @@ def _share(amount: Decimal, part: int, whole: int) -> Decimal:
         return (amount * part / whole).quantize(DIVISION_QUANTUM, rounding=ROUND_HALF_UP)
 
 
-def included_seconds_used(user_ids, period: date) -> dict[tuple[int, str], int]:
-    """{(user id, GPU type): included GPU-seconds} of the records charged to each user's
-    invoice of `period` (the month whose included hours they used). One query."""
-    rows = (
-        UsageRecord.objects.filter(user_id__in=list(user_ids), invoice__period=period)
-        .exclude(invoice__status=Invoice.Status.VOID)
-        .values("user_id", "gpu_type")
-        .annotate(seconds=Sum("included_gpu_seconds"))
-    )
-    return {(row["user_id"], row["gpu_type"]): int(row["seconds"] or 0) for row in rows}
+def included_seconds_used(user_ids, period: date, group_ids=()) -> dict[tuple[tuple[str, int], str], int]:
+    """{(payer, GPU type): included GPU-seconds} of the records charged to each payer's invoice
+    of `period` (the month whose included hours they used); a payer is ("user", id) or
+    ("group", id) for a group that holds a plan. Two queries at most."""
+    used: dict[tuple[tuple[str, int], str], int] = {}
+    for kind, ids in (("user", list(user_ids)), ("group", list(group_ids))):
+        if not ids:
+            continue
+        rows = (
+            UsageRecord.objects.filter(**{f"invoice__{kind}_id__in": ids}, invoice__period=period)
+            .exclude(invoice__status=Invoice.Status.VOID)
+            .values(f"invoice__{kind}_id", "gpu_type")
+            .annotate(seconds=Sum("included_gpu_seconds"))
+        )
+        for row in rows:
+            used[((kind, row[f"invoice__{kind}_id"]), row["gpu_type"])] = int(row["seconds"] or 0)
+    return used
 
 
 def _record_sums(jobs: Sequence[Job]) -> dict[int, dict[datetime, _Sums]]:
@@ -191,18 +202,24 @@ class _Estimator:
     """Prices runs in progress; caches each owner's plan and the rate cards, and shares out
     each user's included hours left between their running jobs, earliest start first."""
 
-    def __init__(self, owners: set[int], now: datetime):
+    def __init__(self, owners: set[int], now: datetime, groups: set[int] = frozenset()):
         self.now = now
         self.period = month_of(now)
         self.plans_held = PlansHeld()
-        self.included_used = included_seconds_used(owners, self.period) if owners else {}
+        self.group_plans = GroupPlansHeld()
+        self.included_used = included_seconds_used(owners, self.period, groups) if owners or groups else {}
         self.gpu_types = gpu_types_from_mapping(settings.GPU_TYPES)
         # Each run is priced at its plan's card in force at its start, as charging will.
         self.cards = CardBook()
 
-    def _plan(self, job: Job) -> PlanSnapshot:
-        """The plan held when the run started: the one charging will price it by."""
-        return self.plans_held.at(job.owner_id, job.start_time)
+    def _payer(self, job: Job) -> tuple[tuple[str, int], PlanSnapshot]:
+        """Who pays for the run and under which plan, as charging will decide: the job's group
+        when it held a plan at the run's start, else the owner, by the plan held then."""
+        if job.group_id:
+            group_plan = self.group_plans.at(job.group_id, job.start_time)
+            if group_plan is not None:
+                return ("group", job.group_id), group_plan
+        return ("user", job.owner_id), self.plans_held.at(job.owner_id, job.start_time)
 
     def _rates(self, plan: PlanSnapshot, start: datetime) -> Rates | None:
         try:
@@ -211,7 +228,7 @@ class _Estimator:
             return None
 
     def estimate(self, job: Job) -> _Sums | None:
-        plan = self._plan(job)
+        payer, plan = self._payer(job)
         gpu_type, whole, shards, nvme = _held(job)
         info = self.gpu_types.get(gpu_type)
         if info is None or not (whole or shards):
@@ -219,7 +236,7 @@ class _Estimator:
         seconds = max(0, int((self.now - job.start_time).total_seconds()))
         gpu_seconds = whole * seconds
         to_cover = gpu_seconds if whole else shards * seconds // info.shards_per_gpu
-        key = (job.owner_id, gpu_type)
+        key = (payer, gpu_type)
         left = max(0, plan.included_gpu_hours.get(gpu_type, 0) * SECONDS_PER_HOUR - self.included_used.get(key, 0))
         if plan.included_hours_are_a_cap:
             return _Sums(gpu_seconds=gpu_seconds, included=to_cover, plan=plan.code)
@@ -269,7 +286,8 @@ def job_costs(jobs: Sequence[Job], now: datetime | None = None) -> Mapping[int, 
         else []
     )
     running = sorted([job for job in jobs if job.pk in asked] + list(others), key=lambda job: (job.start_time, job.pk))
-    estimator = _Estimator(owners, now) if running else None
+    groups = {job.group_id for job in running if job.group_id}
+    estimator = _Estimator(owners, now, groups) if running else None
     result: dict[int, JobCost] = {}
     for job in running:
         if job.pk not in asked:

@@ -410,3 +410,20 @@ def test_the_money_page_shows_each_role_its_part(group_invoice, lab, alice, bob,
     assert page.get(f"/billing/groups/{lab.pk}/").status_code == 404
     assert page.post(f"/billing/groups/{lab.pk}/budget", {"monthly_amount": "5"}).status_code == 404
     assert not GroupBudget.objects.exists()
+
+
+def test_a_running_group_jobs_estimate_is_priced_by_the_groups_plan(lab, bob, admin_user, payg):
+    from billing.costs import job_costs
+    from jobs.models import Job, JobState
+
+    subscribe(bob, "pro")  # bob's own plan includes A100 hours: his own jobs would show $0
+    pays_since(lab, "payg", admin_user, timezone.now() - timedelta(days=1))
+    started = timezone.now() - timedelta(seconds=1000)
+    common = {"owner": bob, "cluster_user": "bob", "spec": {}, "state": JobState.RUNNING, "start_time": started}
+    group_job = Job.objects.create(
+        name="g", gpu_type="a100", quota_gpus=1, tres_per_node="gres/gpu:a100:1", group=lab, **common
+    )
+    own_job = Job.objects.create(name="o", gpu_type="a100", quota_gpus=1, tres_per_node="gres/gpu:a100:1", **common)
+    costs = job_costs([group_job, own_job], now=started + timedelta(seconds=1000))
+    assert costs[group_job.pk].cost_so_far == 1000 * A100_LIST  # the group's pay-as-you-go plan
+    assert costs[own_job.pk].cost_so_far == 0  # bob's Pro hours cover his own
