@@ -122,7 +122,7 @@ def revenue() -> dict:
 def admin_billing(request):
     unpaid = (
         Invoice.objects.filter(status=Invoice.Status.ISSUED)
-        .select_related("user")
+        .select_related("user", "group")
         .annotate(paid=Sum("payments__amount"))
         .order_by("issued_at", "id")
     )
@@ -135,7 +135,7 @@ def admin_billing(request):
 
 @admin_required
 def admin_invoice(request, pk):
-    invoice = get_object_or_404(Invoice.objects.select_related("user"), pk=pk)
+    invoice = get_object_or_404(Invoice.objects.select_related("user", "group"), pk=pk)
     context = _invoice_context(request, invoice)
     context.update(
         admin=True,

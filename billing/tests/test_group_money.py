@@ -427,3 +427,16 @@ def test_a_running_group_jobs_estimate_is_priced_by_the_groups_plan(lab, bob, ad
     costs = job_costs([group_job, own_job], now=started + timedelta(seconds=1000))
     assert costs[group_job.pk].cost_so_far == 1000 * A100_LIST  # the group's pay-as-you-go plan
     assert costs[own_job.pk].cost_so_far == 0  # bob's Pro hours cover his own
+
+
+def test_the_members_usage_page_counts_only_what_they_pay_for(lab, bob, admin_user, payg):
+    from billing.usage.usage_page import by_day, invoice_month
+
+    subscribe(bob, "payg")
+    pays_since(lab, "payg", admin_user, JUNE - timedelta(days=10))
+    group_run = charged(usage(bob, group=lab, seconds=3600))
+    own_run = charged(usage(bob, seconds=600))
+    june = datetime(2026, 6, 1).date()
+    charges, _included = invoice_month(bob.pk, june)
+    assert charges == own_run.amount != group_run.amount
+    assert sum(row.runs for row in by_day(bob.pk, june)) == 1

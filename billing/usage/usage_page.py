@@ -140,6 +140,8 @@ def by_day(user_id: int, period: date) -> list[DayRow]:
     start, end = month_bounds(period)
     rows = (
         UsageRecord.objects.filter(user_id=user_id, run_end__gte=start, run_end__lt=end)
+        # Runs a group pays for are on the group's invoice (and its money page), not the user's.
+        .exclude(invoice__group__isnull=False)
         .annotate(day=TruncDate("run_end", tzinfo=billing_zone()))
         .values("day", "gpu_type")
         .annotate(runs=Count("id"), gpu_seconds=Sum("gpu_seconds"), charges=Sum("amount"))
@@ -158,10 +160,10 @@ def by_day(user_id: int, period: date) -> list[DayRow]:
 
 
 def invoice_month(user_id: int, period: date) -> tuple[Decimal, dict[str, int]]:
-    """(exact charges, {GPU type: included GPU-seconds}) of the records on the user's
-    invoice of `period`. One query."""
+    """(exact charges, {GPU type: included GPU-seconds}) of the records on the user's own
+    invoice of `period` (not a group's). One query."""
     rows = (
-        UsageRecord.objects.filter(user_id=user_id, invoice__period=period)
+        UsageRecord.objects.filter(invoice__user_id=user_id, invoice__period=period)
         .exclude(invoice__status=Invoice.Status.VOID)
         .values("gpu_type")
         .annotate(charges=Sum("amount"), included=Sum("included_gpu_seconds"))
