@@ -59,15 +59,51 @@ def budget_url() -> str:
     return settings.SITE_URL + reverse("billing:budget")
 
 
-def _claim(budget_id: int, field: str, period: date) -> bool:
+def _claim(budget, field: str, period: date) -> bool:
     """Set `field` to `period` unless it already is: True for the one caller that did."""
     not_yet = Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__lt": period})
-    return bool(Budget.objects.filter(not_yet, pk=budget_id).update(**{field: period}))
+    return bool(type(budget).objects.filter(not_yet, pk=budget.pk).update(**{field: period}))
 
 
-def _release(budget_id: int, fields: dict[str, date | None], period: date) -> None:
+def release(budget, fields: dict[str, date | None], period: date) -> None:
+    """Give a month's warning back (its e-mail failed), so the next pass sends it."""
     for field, previous in fields.items():
-        Budget.objects.filter(pk=budget_id, **{field: period}).update(**{field: previous})
+        type(budget).objects.filter(pk=budget.pk, **{field: period}).update(**{field: previous})
+
+
+def warn_once(budget, spent: Decimal, period: date, send) -> int | None:
+    """The month's 80 % or 100 % warning of any budget row with `monthly_amount` and the
+    `warned_80_for` / `warned_100_for` months (a user's Budget, a group's GroupBudget): claimed
+    by a conditional UPDATE so one worker sends it, then `send(budget, percent, spent, period,
+    claimed)` on commit. The percent, or None when none is due or another worker has it."""
+    if spent >= budget.monthly_amount:
+        percent, fields = 100, ["warned_100_for", "warned_80_for"]
+    elif spent >= budget.monthly_amount * WARN_AT:
+        percent, fields = 80, ["warned_80_for"]
+    else:
+        return None
+    previous = {field: getattr(budget, field) for field in fields}
+    if not _claim(budget, fields[0], period):
+        return None  # another worker claimed it and sends it
+    for other in fields[1:]:
+        _claim(budget, other, period)
+    # In a charging transaction the e-mail waits for the commit (now, outside one).
+    transaction.on_commit(lambda: send(budget, percent, spent, period, previous), robust=True)
+    return percent
+
+
+def check_pending(model, owner_field: str, check) -> int:
+    """Beat: `check(owner id)` for every budget of `model` not yet warned at 100 % this month;
+    the number e-mailed. One failing owner does not stop the others."""
+    period = month_of(timezone.now())
+    pending = model.objects.filter(Q(warned_100_for__isnull=True) | Q(warned_100_for__lt=period))
+    sent = 0
+    for owner_id in pending.values_list(owner_field, flat=True).iterator():
+        try:
+            sent += check(owner_id) is not None
+        except Exception:
+            log.exception("budget check for %s %s failed", owner_field, owner_id)
+    return sent
 
 
 def _send(budget: Budget, percent: int, spent: Decimal, period: date, claimed: dict[str, date | None]) -> None:
@@ -89,7 +125,7 @@ def _send(budget: Budget, percent: int, spent: Decimal, period: date, claimed: d
         )
     except Exception:
         # Give the month's warning back, so the next pass sends it.
-        _release(budget.pk, claimed, period)
+        release(budget, claimed, period)
         log.exception("budget e-mail for user %s failed; it will be tried again", budget.user_id)
         raise
 
@@ -101,21 +137,7 @@ def check_budget(user_id: int, now: datetime | None = None) -> int | None:
     budget = Budget.objects.select_related("user").filter(user_id=user_id).first()
     if budget is None or budget.warned_100_for == period or not budget.user.email:
         return None
-    spent = month_to_date_charges(user_id, period)
-    if spent >= budget.monthly_amount:
-        percent, fields = 100, ["warned_100_for", "warned_80_for"]
-    elif spent >= budget.monthly_amount * WARN_AT:
-        percent, fields = 80, ["warned_80_for"]
-    else:
-        return None
-    previous = {field: getattr(budget, field) for field in fields}
-    if not _claim(budget.pk, fields[0], period):
-        return None  # another worker claimed it and sends it
-    for other in fields[1:]:
-        _claim(budget.pk, other, period)
-    # In a charging transaction the e-mail waits for the commit (now, outside one).
-    transaction.on_commit(lambda: _send(budget, percent, spent, period, previous), robust=True)
-    return percent
+    return warn_once(budget, month_to_date_charges(user_id, period), period, _send)
 
 
 def hold_at_limit_check(user, plan: PlanSnapshot, group=None) -> None:
@@ -157,12 +179,4 @@ def clear_budget(user) -> bool:
 
 def check_budgets() -> int:
     """Beat: check every budget not yet warned at 100 % this month; the number e-mailed."""
-    period = month_of(timezone.now())
-    pending = Budget.objects.filter(Q(warned_100_for__isnull=True) | Q(warned_100_for__lt=period))
-    sent = 0
-    for user_id in pending.values_list("user_id", flat=True).iterator():
-        try:
-            sent += check_budget(user_id) is not None
-        except Exception:
-            log.exception("budget check for user %s failed", user_id)
-    return sent
+    return check_pending(Budget, "user_id", check_budget)

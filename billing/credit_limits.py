@@ -26,7 +26,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from audit.log import record
-from billing.invoices.drafts import month_of
+from billing.invoices.drafts import month_of, payer_filter
 from billing.invoices.payments import paid_so_far
 from billing.models import CreditLimit, Invoice, Payment, UsageRecord
 from billing.pricing import to_cents
@@ -49,9 +49,11 @@ def owed(user_id: int) -> Decimal:
     return (drafted or ZERO) + (billed or ZERO) - (paid or ZERO)
 
 
-def overdue_invoice(user_id: int) -> Invoice | None:
+def overdue_invoice(user_id: int | None = None, *, group_id: int | None = None) -> Invoice | None:
+    """An issued invoice of the user's (or the group's) unpaid after INVOICE_DUE_DAYS."""
     due_before = timezone.now() - timedelta(days=settings.INVOICE_DUE_DAYS)
-    for invoice in Invoice.objects.filter(user_id=user_id, status=Invoice.Status.ISSUED, issued_at__lt=due_before):
+    payer = payer_filter(user_id, group_id)
+    for invoice in Invoice.objects.filter(**payer, status=Invoice.Status.ISSUED, issued_at__lt=due_before):
         if paid_so_far(invoice.pk) < invoice.total:
             return invoice
     return None

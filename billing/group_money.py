@@ -16,19 +16,18 @@ Both holds are submission checks (jobs.submission.checks), registered in billing
 from __future__ import annotations
 
 import logging
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from decimal import Decimal
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Sum
 from django.urls import reverse
 from django.utils import timezone
 
-from billing.budgets import WARN_AT
+from billing.budgets import check_pending, release, warn_once
+from billing.credit_limits import overdue_invoice
 from billing.invoices.drafts import month_of
-from billing.invoices.payments import paid_so_far
 from billing.models import Invoice, UsageRecord
 from billing.pricing import to_cents
 from groups.group_plans import group_pays
@@ -66,20 +65,12 @@ def member_shares(group_id: int, period: date, *, member_id: int | None = None) 
     )
 
 
-def overdue_invoice(group_id: int) -> Invoice | None:
-    due_before = timezone.now() - timedelta(days=settings.INVOICE_DUE_DAYS)
-    for invoice in Invoice.objects.filter(group_id=group_id, status=Invoice.Status.ISSUED, issued_at__lt=due_before):
-        if paid_so_far(invoice.pk) < invoice.total:
-            return invoice
-    return None
-
-
 def group_hold_check(user, plan: PlanSnapshot, group=None) -> None:
     """A submission check: refuse a job charged to a paying group whose invoice is overdue or
     whose held budget is spent."""
     if group is None or not group_pays(group.pk):
         return
-    invoice = overdue_invoice(group.pk)
+    invoice = overdue_invoice(group_id=group.pk)
     if invoice is not None:
         raise SubmissionRefused(
             f"{group.name}'s invoice {invoice.number} (${invoice.total}) is unpaid after "
@@ -97,11 +88,6 @@ def group_hold_check(user, plan: PlanSnapshot, group=None) -> None:
             f"{period:%B %Y}) and the group holds new jobs at the limit. The group's PI or a manager can raise it "
             "or turn the hold off; running jobs are not affected."
         )
-
-
-def _claim(budget_id: int, field: str, period: date) -> bool:
-    not_yet = Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__lt": period})
-    return bool(GroupBudget.objects.filter(not_yet, pk=budget_id).update(**{field: period}))
 
 
 def _managers_addresses(group_id: int) -> list[str]:
@@ -137,8 +123,7 @@ def _send(budget: GroupBudget, percent: int, spent: Decimal, period: date, claim
             recipient_list=recipients,
         )
     except Exception:
-        for field, previous in claimed.items():  # give the month's warning back for the next pass
-            GroupBudget.objects.filter(pk=budget.pk, **{field: period}).update(**{field: previous})
+        release(budget, claimed, period)
         log.exception("budget e-mail for group %s failed; it will be tried again", budget.group_id)
         raise
 
@@ -149,30 +134,9 @@ def check_group_budget(group_id: int, now: datetime | None = None) -> int | None
     budget = GroupBudget.objects.select_related("group").filter(group_id=group_id).first()
     if budget is None or budget.warned_100_for == period:
         return None
-    spent = month_to_date_charges(group_id, period)
-    if spent >= budget.monthly_amount:
-        percent, fields = 100, ["warned_100_for", "warned_80_for"]
-    elif spent >= budget.monthly_amount * WARN_AT:
-        percent, fields = 80, ["warned_80_for"]
-    else:
-        return None
-    previous = {field: getattr(budget, field) for field in fields}
-    if not _claim(budget.pk, fields[0], period):
-        return None
-    for other in fields[1:]:
-        _claim(budget.pk, other, period)
-    transaction.on_commit(lambda: _send(budget, percent, spent, period, previous), robust=True)
-    return percent
+    return warn_once(budget, month_to_date_charges(group_id, period), period, _send)
 
 
 def check_group_budgets() -> int:
     """Beat (with the users' budgets): every group budget not yet warned at 100 % this month."""
-    period = month_of(timezone.now())
-    pending = GroupBudget.objects.filter(Q(warned_100_for__isnull=True) | Q(warned_100_for__lt=period))
-    sent = 0
-    for group_id in pending.values_list("group_id", flat=True).iterator():
-        try:
-            sent += check_group_budget(group_id) is not None
-        except Exception:
-            log.exception("group budget check for group %s failed", group_id)
-    return sent
+    return check_pending(GroupBudget, "group_id", check_group_budget)

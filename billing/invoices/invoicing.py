@@ -198,14 +198,25 @@ def _stretch(current) -> Stretch:
     )
 
 
-def month_subscriptions(period: date, user_ids=None):
-    """Subscription rows that overlap the month (of `user_ids`: ids or a subquery), with plans."""
+def _held_in_month(rows, period: date, owner_field: str, ids):
+    """Plan rows (anything with `plan`, `started_at`, `ended_at`) that overlap the month, of
+    the owners `ids` (ids or a subquery), with their plans and the fee in force that month."""
     start, end = month_bounds(period)
-    rows = Subscription.objects.filter(started_at__lt=end).filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
-    if user_ids is not None:
-        rows = rows.filter(user_id__in=user_ids)
+    rows = rows.filter(started_at__lt=end).filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
+    if ids is not None:
+        rows = rows.filter(**{f"{owner_field}__in": ids})
     # A plan's new price is billed from a later month on: each month pays the one in force then.
     return rows.select_related("plan").annotate(fee_in_force=fee_in_force(period))
+
+
+def month_subscriptions(period: date, user_ids=None):
+    """Subscription rows that overlap the month (of `user_ids`: ids or a subquery), with plans."""
+    return _held_in_month(Subscription.objects.all(), period, "user_id", user_ids)
+
+
+def month_group_plans(period: date, group_ids=None):
+    """A group's plan rows that overlap the month (groups.GroupPlan), as month_subscriptions."""
+    return _held_in_month(GroupPlan.objects.all(), period, "group_id", group_ids)
 
 
 def charged_stretches(stretches) -> list[Stretch]:
@@ -569,15 +580,6 @@ def plan_facts(codes, period: date) -> dict[str, PlanFacts]:
             discount_tiers=tiers[plan.rate_card],
         )
     return facts
-
-
-def month_group_plans(period: date, group_ids=None):
-    """A group's plan rows that overlap the month (groups.GroupPlan), as month_subscriptions."""
-    start, end = month_bounds(period)
-    rows = GroupPlan.objects.filter(started_at__lt=end).filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
-    if group_ids is not None:
-        rows = rows.filter(group_id__in=group_ids)
-    return rows.select_related("plan").annotate(fee_in_force=fee_in_force(period))
 
 
 def lines_for(invoice: Invoice) -> list[DraftLine]:
