@@ -70,7 +70,15 @@ def _month(text: str | None) -> date:
 class GroupMoneyView(GroupAPIView):
     @extend_schema(
         tags=TAGS,
-        parameters=[OpenApiParameter("month", str, required=False, description="YYYY-MM; default this month")],
+        parameters=[
+            OpenApiParameter(
+                "month",
+                str,
+                required=False,
+                description="YYYY-MM; default this month",
+                pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])$",
+            )
+        ],
         responses={200: GroupMoneySerializer, **errors(400, 401, 404)},
         summary="The group's plan, budget, credit pool and each member's cost this month (a member: their own)",
         operation_id="groups_money",
@@ -95,7 +103,9 @@ class GroupMoneyView(GroupAPIView):
 
 
 class BudgetInput(serializers.Serializer):
-    monthly_amount = serializers.CharField(max_length=20, help_text='USD, e.g. "500" or "1250.50"')
+    monthly_amount = serializers.RegexField(
+        r"^[1-9][0-9]{0,6}(\.[0-9]{1,2})?$", help_text='USD from 1 to 9,999,999.99, e.g. "500" or "1250.50"'
+    )
     hold_at_limit = serializers.BooleanField(default=False)
 
 
@@ -108,6 +118,7 @@ class GroupBudgetView(GroupAPIView):
         operation_id="groups_budget_set",
     )
     def put(self, request, pk: int):
+        visible_group(request.user, pk)  # a group not the caller's is a 404 whatever the body
         body = BudgetInput(data=request.data)
         if not body.is_valid():
             return invalid(body)
