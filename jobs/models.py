@@ -77,6 +77,9 @@ class Job(models.Model):
     # The group the job is charged to: it runs with the group's Slurm account (`account`).
     # Set from the account for jobs submitted outside the portal too (jobs/mirror/rows.py).
     group = models.ForeignKey("groups.Group", null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
+    # When the owner shared this group job's logs with the group's PI and managers (None: not
+    # shared; they see its state, never its output, until then).
+    logs_shared_at = models.DateTimeField(null=True, blank=True)
     # An operational job's own script and placement (GPU diagnostics and resets): written by
     # the portal's code, never from user input; such a job has no `spec` and is never cloned.
     pinned = models.JSONField(default=dict, blank=True)

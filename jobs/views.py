@@ -2,8 +2,9 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
@@ -33,8 +34,9 @@ def job_list(request):
 
 @login_required
 def group_jobs(request, group_id: int):
-    """A group's jobs: its PI and managers see every member's (state, GPUs, times; never their
-    logs: a job's page stays its owner's), a member their own; anyone else a 404."""
+    """A group's jobs: its PI and managers see every member's (state, GPUs, times; their logs
+    only where the owner shared them: a job's page stays its owner's), a member their own;
+    anyone else a 404."""
     try:
         group = visible_group(request.user, group_id)
     except GroupError as exc:
@@ -42,8 +44,43 @@ def group_jobs(request, group_id: int):
     jobs = Job.objects.filter(group=group).select_related("owner")
     if not sees_everyone(request.user, group):
         jobs = jobs.filter(owner=request.user)
-    context = {"group": group, "jobs": list(jobs.order_by("-created_at", "-id")[:200]), "show_owner": True}
+    context = {
+        "group": group,
+        "jobs": list(jobs.order_by("-created_at", "-id")[:200]),
+        "show_owner": True,
+        "reads_shared_logs": sees_everyone(request.user, group),
+    }
     return render(request, "jobs/group_list.html", context)
+
+
+@login_required
+@require_POST
+def share_logs(request, pk: int):
+    """The owner shares a group job's logs with the group's PI and managers, or stops sharing."""
+    job = get_object_or_404(Job, pk=pk, owner=request.user, group__isnull=False)
+    share = request.POST.get("share") == "1"
+    Job.objects.filter(pk=job.pk).update(logs_shared_at=timezone.now() if share else None)
+    return redirect("jobs:detail", pk=job.pk)
+
+
+@login_required
+def shared_logs(request, group_id: int, pk: int):
+    """A member's group job's logs, read by the group's PI or a manager, once the owner shared
+    them; anyone else (and a job not shared) gets a 404, as for a job that does not exist."""
+    try:
+        group = visible_group(request.user, group_id)
+    except GroupError as exc:
+        raise Http404(exc.message) from None
+    if not sees_everyone(request.user, group):
+        raise Http404("No such job.")
+    job = get_object_or_404(
+        Job.objects.select_related("owner", "group"), pk=pk, group=group, logs_shared_at__isnull=False
+    )
+    decision = hit("logs-web", str(request.user.pk), limit=settings.API_LOG_READS_PER_MINUTE)
+    if not decision.allowed:
+        return HttpResponse(f"Too many log reads; try again in {decision.retry_after} s.", status=429)
+    logs = job_logs(job, settings.LOG_TAIL_BYTES)
+    return render(request, "jobs/shared_logs.html", {"group": group, "job": job, "logs": logs})
 
 
 @login_required
