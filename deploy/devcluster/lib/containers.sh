@@ -110,6 +110,8 @@ container_source() {
 in_root_net() {
     local host hosts="$DEVCLUSTER_DIR/hosts.apt"
     host=$(debian_mirror | sed -E 's#^[a-z]+://([^/:]+).*#\1#')
+    # A fresh root has no /etc/hosts yet (write_configs makes it): a mount point is needed.
+    [[ -e "$ROOT/etc/hosts" ]] || : >"$ROOT/etc/hosts"
     { cat "$ROOT/etc/hosts"; getent hosts "$host" || true; } >"$hosts"
     unshare --mount --propagation private -- \
         bash -c 'mount --bind "$1" "$2/etc/hosts" && exec chroot "$2" "${@:3}"' _ "$hosts" "$ROOT" "$@"
