@@ -157,7 +157,8 @@ def image_catalogue_from_mapping(data: Any, path: Path | str = "<data>") -> Imag
         if tag.lower() == "latest":
             _fail(path, f"{where}: pin a version, not latest")
         plans = entry.get("plans")
-        if not isinstance(plans, list) or not plans or not all(isinstance(p, str) and _PLAN_RE.fullmatch(p) for p in plans):
+        plan_codes_ok = isinstance(plans, list) and all(isinstance(p, str) and _PLAN_RE.fullmatch(p) for p in plans)
+        if not plans or not plan_codes_ok:
             _fail(path, f"{where}: plans must be a non-empty list of plan codes")
         image = Image(
             repository=repository,
