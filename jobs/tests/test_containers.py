@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from cluster.services import job_paths, rest_client, slurm_cli
+from conftest import subscribe
 from foundation.images import image_catalogue_from_mapping, load_image_catalogue
 from jobs import actions, protocol
 from jobs.diagnosis.diagnose import diagnose
@@ -274,3 +275,16 @@ def test_a_container_job_is_requeued_then_cancelled_and_leaves_nothing_running(a
     done = wait_for_state(rest_client(), job.slurm_job_id, {"CANCELLED"})
     assert done.state == "CANCELLED"
     assert not _container_processes(token)
+
+
+@pytest.mark.django_db
+def test_the_api_lists_the_plans_images_by_framework_and_cuda(alice, api_client_for):
+    client = api_client_for(alice)  # on the Pro plan
+    references = [image["reference"] for image in client.get("/api/v1/images/").json()]
+    assert FREE_ONLY in references and PRO_ONLY in references
+    tensorflow = client.get("/api/v1/images/", {"framework": "tensorflow"}).json()
+    assert tensorflow and all(image["framework"] == "tensorflow" for image in tensorflow)
+    cuda_12_4 = client.get("/api/v1/images/", {"cuda": "12.4"}).json()
+    assert cuda_12_4 and all(image["cuda"].startswith("12.4") for image in cuda_12_4)
+    subscribe(alice, "free")
+    assert PRO_ONLY not in [image["reference"] for image in client.get("/api/v1/images/").json()]
