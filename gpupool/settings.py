@@ -449,6 +449,10 @@ IMAGE_CATALOGUE = load_image_catalogue(IMAGE_CATALOGUE_FILE)
 # cluster cannot pull). Off: an image outside the catalogue is allowed under the plan's
 # official-images rule (a site whose nodes pull), catalogue images still only on their plans.
 IMAGE_CATALOGUE_ONLY = env_bool("IMAGE_CATALOGUE_ONLY", True)
+# Where this portal sees the nodes' prewarmed images (/opt/enroot/images on a node), for the
+# admins' Images page. The dev cluster's five nodes share one root, so one directory is every
+# node's; empty: the page lists the catalogue without what the nodes hold.
+PREWARMED_IMAGES_LOCAL = env_str("PREWARMED_IMAGES_LOCAL", str(DEVCLUSTER_DIR / "root/opt/enroot/images"))
 # Where data mounts may come from (the nodes' NVMe cache); mounted at /data in the job.
 DATA_MOUNT_ROOTS = env_list("DATA_MOUNT_ROOTS", ["/mnt/nvme"])
 # "pyxis" runs the image with srun --container-image; "none" runs the command directly on the
