@@ -18,6 +18,10 @@ IMAGE_CATALOGUE_FILE="${IMAGE_CATALOGUE_FILE:-$(cd "$(dirname "${BASH_SOURCE[0]}
 IMAGE_LAYOUT_PY="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/image_layout.py"
 # The stand-in images' Debian suite (any with python3; independent of the cluster's own).
 IMAGE_SUITE="${DEVCLUSTER_IMAGE_SUITE:-trixie}"
+# The image base (a debootstrap, ~70 s) is the same for every cluster of this machine: a copy is
+# kept here and reused by the next cluster built (the other generation, a fresh instance). Only
+# ever replaced whole (rename), so clusters building at once never see half a file.
+IMAGE_CACHE="${DEVCLUSTER_IMAGE_CACHE:-/var/lib/gpupool/image-cache}"
 
 # Build and run-time needs of enroot and pyxis, in the root (the spike's list; libslurm-dev is
 # the root's own Slurm, so pyxis matches the daemons exactly).
@@ -296,8 +300,13 @@ prewarm_images() {
 }
 
 build_image_base() {
-    local base="$ROOT$IMAGE_BUILD/base.sqsh"
+    local base="$ROOT$IMAGE_BUILD/base.sqsh" cached="$IMAGE_CACHE/base-$IMAGE_SUITE.sqsh"
     [[ -s "$base" ]] && return 0
+    if [[ -s "$cached" ]]; then
+        cp -f "$cached" "$base.part" && mv -f "$base.part" "$base"
+        log "image base taken from $cached"
+        return 0
+    fi
     local t0 rootfs="$ROOT$IMAGE_BUILD/rootfs"; t0=$(now)
     rm -rf --one-file-system "$rootfs"
     mkdir -p "$rootfs"
@@ -327,6 +336,8 @@ JSON
         mv base.sqsh.part base.sqsh' _ "$IMAGE_BUILD" >"$DEVCLUSTER_DIR/image-base.log" 2>&1 ||
         die "the image base failed, see $DEVCLUSTER_DIR/image-base.log"
     rm -rf --one-file-system "$rootfs"
+    mkdir -p "$IMAGE_CACHE"
+    cp -f "$base" "$cached.$$" && mv -f "$cached.$$" "$cached"
     log "image base built in $(since "$t0") s ($(du -h "$base" | cut -f1))"
 }
 
