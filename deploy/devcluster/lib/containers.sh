@@ -143,9 +143,15 @@ install_container_packages() {
 # (/bin:/usr/bin), so /usr/local/bin is never searched. The release archive lacks the git
 # submodules (musl, linux headers, makeself): the helpers link glibc (FORCE_GLIBC=1), Debian's
 # makeself and linux-libc-dev stand in, and the in-tree libbsd subset is built as usual.
+# One local change (ENROOT_FUSE_POLLS): enroot waits for squashfuse and fuse-overlayfs to mount
+# for 100 polls of `mountpoint` + 1 ms, a deadline that depends on the machine's load; on this
+# shared 2-core host it ran out now and then ("[ERROR] Failed to mount: <image>.sqsh", the job
+# failed). 3000 polls is seconds under load and changes nothing when the mount is quick.
+ENROOT_FUSE_POLLS=3000
 build_enroot() {
     local version; version=$(awk '$1 == "enroot" { print $2 }' "$CONTAINERS_FILES/sources.sha256")
     local stamp="$ROOT/.devcluster-enroot"
+    version="$version fuse-polls=$ENROOT_FUSE_POLLS"
     [[ "$(cat "$stamp" 2>/dev/null)" == "$version" && -x "$ROOT/usr/bin/enroot" ]] && return 0
     CONTAINERS_BUILT=1
     local t0 src; t0=$(now)
@@ -153,6 +159,9 @@ build_enroot() {
     rm -rf "$ROOT/usr/local/src/enroot"
     mkdir -p "$ROOT/usr/local/src"
     cp -a "$src" "$ROOT/usr/local/src/enroot"
+    local runtime="$ROOT/usr/local/src/enroot/src/runtime.sh"
+    grep -q '^    local timeout=100 pid=-1 id=0$' "$runtime" || die "enroot's runtime.sh changed: revisit ENROOT_FUSE_POLLS"
+    sed -i "s/^    local timeout=100 pid=-1 id=0\$/    local timeout=$ENROOT_FUSE_POLLS pid=-1 id=0  # devcluster: see lib\/containers.sh/" "$runtime"
     in_root bash -euc '
         cd /usr/local/src/enroot
         install -m 755 -D /usr/bin/makeself deps/dist/makeself/bin/enroot-makeself
