@@ -19,6 +19,7 @@ _NAVIGATION = {
         ("Alerts", "console:alerts"),
         ("Audit", "console:audit"),
         ("Telemetry", "console:telemetry"),
+        ("Images", "console:images"),
         ("Operations", "console:operations"),
         ("Lab", "console:lab"),
         ("Allocations", "groups:allocation_queue"),

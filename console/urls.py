@@ -18,6 +18,7 @@ urlpatterns = [
     path("console/alerts/", views_cluster.alerts, name="alerts"),
     path("console/audit/", views_audit.audit_log, name="audit"),
     path("console/telemetry/", views_cluster.telemetry_status, name="telemetry"),
+    path("console/images/", views_cluster.images, name="images"),
     path("console/operations/", views_operations.operations, name="operations"),
     path("console/groups/", views_operations.lab_view, name="lab"),
     path("console/jobs/", views.all_jobs, name="all_jobs"),

@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from foundation.env import env_bool, env_float, env_int, env_list, env_path, env_secret, env_str
 from foundation.gpu_types import DEFAULT_GPU_TYPES_FILE, load_gpu_types
+from foundation.images import DEFAULT_IMAGE_CATALOGUE_FILE, load_image_catalogue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("GPUPOOL_VAR_DIR", BASE_DIR / "var")
@@ -440,10 +441,29 @@ OFFICIAL_IMAGES = env_list(
     ["nvcr.io/nvidia/pytorch", "nvcr.io/nvidia/tensorflow", "pytorch/pytorch", "tensorflow/tensorflow"],
 )
 REQUIRE_IMAGE_DIGEST = env_bool("REQUIRE_IMAGE_DIGEST", False)
+# The images the pool offers, pinned by tag and digest, with the plans that may use each
+# (foundation/images.py; the dev cluster prewarms a stand-in of each). A bad file stops here.
+IMAGE_CATALOGUE_FILE = env_path("IMAGE_CATALOGUE_FILE", DEFAULT_IMAGE_CATALOGUE_FILE)
+IMAGE_CATALOGUE = load_image_catalogue(IMAGE_CATALOGUE_FILE)
+# On: a job may only use a catalogue image its plan lists (the nodes hold no other; the dev
+# cluster cannot pull). Off: an image outside the catalogue is allowed under the plan's
+# official-images rule (a site whose nodes pull), catalogue images still only on their plans.
+IMAGE_CATALOGUE_ONLY = env_bool("IMAGE_CATALOGUE_ONLY", True)
+# Where this portal sees the nodes' prewarmed images (/opt/enroot/images on a node), for the
+# admins' Images page. The dev cluster's five nodes share one root, so one directory is every
+# node's; empty: the page lists the catalogue without what the nodes hold.
+PREWARMED_IMAGES_LOCAL = env_str("PREWARMED_IMAGES_LOCAL", str(DEVCLUSTER_DIR / "root/opt/enroot/images"))
 # Where data mounts may come from (the nodes' NVMe cache); mounted at /data in the job.
 DATA_MOUNT_ROOTS = env_list("DATA_MOUNT_ROOTS", ["/mnt/nvme"])
-# "pyxis" runs the image with srun --container-image; "none" (dev cluster) runs the command directly.
-JOB_RUNTIME = env_str("JOB_RUNTIME", "none")
+# "pyxis" runs the image with srun --container-image; "none" runs the command directly on the
+# node. The default follows the dev cluster: pyxis where its root loads pyxis (cluster.sh does
+# unless DEVCLUSTER_CONTAINERS=0), none where it does not (or where there is no dev cluster).
+JOB_RUNTIME = env_str(
+    "JOB_RUNTIME",
+    "pyxis" if (DEVCLUSTER_DIR / "root/etc/slurm/plugstack.conf.d/pyxis.conf").is_file() else "none",
+)
+if JOB_RUNTIME not in ("pyxis", "none"):
+    raise ImproperlyConfigured(f"JOB_RUNTIME must be pyxis or none, not {JOB_RUNTIME!r}")
 # Submissions per minute per user (docs/product.md: 5), and per client address across all its
 # users (several accounts behind one address, or one person with many accounts).
 SUBMIT_RATE_LIMIT_PER_MINUTE = env_int("SUBMIT_RATE_LIMIT_PER_MINUTE", 5, minimum=1)

@@ -191,6 +191,8 @@ def job_new(request):
         "groups": groups_of(request.user).order_by("name"),
         "default_group": default_group(request.user),
         "is_clone": "clone" in request.GET,
+        # The picker: the catalogue images of the user's plan (foundation/images.py).
+        "images": settings.IMAGE_CATALOGUE.for_plan(plan_for(request.user).code),
     }
     return render(request, "jobs/new.html", context, status=400 if errors else 200)
 

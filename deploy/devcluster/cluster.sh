@@ -94,7 +94,10 @@ source "$DEVCLUSTER_LIB/root.sh"
 source "$DEVCLUSTER_LIB/configs.sh"
 # shellcheck source=lib/daemons.sh
 source "$DEVCLUSTER_LIB/daemons.sh"
+# shellcheck source=lib/containers.sh
+source "$DEVCLUSTER_LIB/containers.sh"
 load_gpu_layout
+load_image_layout
 
 # ---------------------------------------------------------------------------
 # Subcommands
@@ -109,7 +112,10 @@ cmd_up() {
     build_root
     mount_pseudo_filesystems
     prepare_root
+    prepare_containers
     write_configs
+    # Before any slurmd: job steps enter it (lib/containers.sh).
+    start_step_namespace
 
     start_munged
     start_mariadb
@@ -206,6 +212,7 @@ cmd_down() {
     fi
     if [[ -d "$ROOT" ]]; then
         kill_processes_in_root      # job steps, anything else chrooted in
+        stop_step_namespace
         unmount_pseudo_filesystems
     fi
     log "cluster down ($(since "$t0") s)"

@@ -304,3 +304,16 @@ class UsageSerializer(serializers.Serializer):
     gpu_seconds_this_month = serializers.IntegerField()
     monthly_gpu_hours = serializers.IntegerField(allow_null=True, help_text="null: no monthly limit")
     jobs_by_state = serializers.DictField(child=serializers.IntegerField())
+
+
+class ImageSerializer(serializers.Serializer):
+    """An image of the pool's catalogue (foundation/images.py) the caller's plan may use."""
+
+    reference = serializers.CharField(help_text="What the job's `image` field takes: repository:tag")
+    pinned_reference = serializers.CharField(help_text="repository:tag@sha256:..., what the nodes run")
+    title = serializers.CharField()
+    framework = serializers.CharField(help_text="pytorch, tensorflow, or none")
+    framework_version = serializers.CharField()
+    cuda = serializers.CharField(help_text="The CUDA version inside the image")
+    python = serializers.CharField()
+    min_driver = serializers.CharField(help_text="The oldest NVIDIA driver the image's CUDA runs on")

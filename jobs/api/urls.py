@@ -18,6 +18,7 @@ router.register("jobs", views.JobViewSet, basename="api-jobs")
 urlpatterns = [
     path("jobs/submit", views.JobSubmitViewSet.as_view({"post": "create"}), name="api-jobs-submit"),
     path("resources/usage", views.resource_usage, name="api-resource-usage"),
+    path("images/", views.images, name="api-images"),
     *router.urls,
     # Last: every other path under /api/v1/ answers as the API does (JSON), not with a page.
     re_path(r"", views.not_found),

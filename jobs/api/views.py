@@ -3,7 +3,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action, api_view
 from rest_framework.response import Response
@@ -12,6 +12,7 @@ from foundation.api.errors import RETRY_AFTER
 from jobs import actions
 from jobs.api.schema import errors
 from jobs.api.serializers import (
+    ImageSerializer,
     JobCloneInputSerializer,
     JobSerializer,
     JobSpecInputSerializer,
@@ -251,6 +252,46 @@ def log_download(request, pk: int, stream: str):
     if handle is None:
         raise Http404("This log does not exist (yet).")
     return FileResponse(handle, as_attachment=True, filename=f"job-{job.slurm_job_id or job.pk}-{stream}.log")
+
+
+@extend_schema(
+    operation_id="images_list",
+    summary="The images the caller's plan may use",
+    description="The pool's image catalogue, filtered to the caller's plan; `framework` (exact) and `cuda` "
+    "(a version prefix, e.g. 12.4) narrow it. A job's `image` must be one of these `reference`s (or its "
+    "`pinned_reference`).",
+    parameters=[
+        OpenApiParameter("framework", str, description="e.g. pytorch, tensorflow, none"),
+        OpenApiParameter("cuda", str, description="CUDA version prefix, e.g. 12 or 12.4"),
+    ],
+    responses={200: ImageSerializer(many=True), **errors(401)},
+    tags=["images"],
+)
+@api_view(["GET"])
+def images(request):
+    """The catalogue images of the caller's plan, optionally by framework and CUDA version."""
+    framework = request.query_params.get("framework", "")
+    cuda = request.query_params.get("cuda", "").rstrip(".")
+    found = [
+        image
+        for image in settings.IMAGE_CATALOGUE.for_plan(plan_for(request.user).code)
+        if (not framework or image.framework == framework)
+        and (not cuda or image.cuda == cuda or image.cuda.startswith(cuda + "."))
+    ]
+    return Response(ImageSerializer([_image_fields(image) for image in found], many=True).data)
+
+
+def _image_fields(image) -> dict:
+    return {
+        "reference": image.reference,
+        "pinned_reference": image.pinned_reference,
+        "title": image.title,
+        "framework": image.framework,
+        "framework_version": image.framework_version,
+        "cuda": image.cuda,
+        "python": image.python,
+        "min_driver": image.min_driver,
+    }
 
 
 @extend_schema(

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from jobs.diagnosis.container_rules import CONTAINER_RULES
 from jobs.diagnosis.explain import (
     GPU_MEMORY_HINT,
     ONE_PROCESS_PER_GPU,
@@ -136,6 +137,8 @@ _NOT_DATA = r"(?!/data\b)"
 
 RULES: tuple[Rule, ...] = (
     # --- platform --------------------------------------------------------------------------------------------
+    # The pool's own container runtime (jobs/diagnosis/container_rules.py): more specific than the ones below.
+    *(Rule(**fields, stage=Stage.PLATFORM) for fields in CONTAINER_RULES),
     Rule(
         rule_id="container-mount",
         title="Container mount failed",

@@ -11,14 +11,18 @@ Environment variable NAMES cannot be encoded (they become names in the shell), s
 must match `jobs.submission.spec.ENV_NAME_RE` and not be reserved, or rendering raises ValueError.
 
 Runtimes:
-- "pyxis" (production): `exec srun --ntasks=1 --container-image=<image>
-  [--container-mounts=<data source>:/data] bash -c <command>`. The image reference is
-  rewritten to Enroot's spelling (`nvcr.io/nvidia/pytorch:24.01-py3` ->
+- "pyxis" (production, and the dev clusters where cluster.sh built pyxis): `exec srun
+  --ntasks=1 --container-image=<image> --container-mounts=[<data source>:/data:ro,]<job
+  directory>:<job directory> --container-workdir=<job directory> bash -c <command>`. The image
+  reference is rewritten to Enroot's spelling (`nvcr.io/nvidia/pytorch:24.01-py3` ->
   `nvcr.io#nvidia/pytorch:24.01-py3`; with a digest, `registry#repo@sha256:...`, the tag
-  dropped since the digest decides). No `--container-workdir`: the command starts in the
-  image's own WORKDIR (NGC images: /workspace); pyxis fails a job whose forced workdir is
-  missing from the image, and not every official image has /workspace. `GPUPOOL_DATA=/data`
-  is exported when a data mount is given. The image needs bash.
+  dropped since the digest decides). The data is read-only (a shared NVMe cache, not the
+  job's to change); the job directory (the working directory Slurm started the script in,
+  where its logs are) is mounted at its own path, writable, and the command starts there,
+  as with "none": relative paths mean the same on both runtimes, and the workdir exists in
+  every image because it is a mount. `GPUPOOL_DATA=/data` (when a data mount is given) and
+  `GPUPOOL_OUTPUT=<job directory>` are exported. The step gets the job's GPUs, so
+  CUDA_VISIBLE_DEVICES is Slurm's. The image needs bash.
 - "none" (the dev cluster, no containers): the command runs with the node's bash in the
   job's working directory; the image is only recorded in the log header, and the data
   mount is exported as `GPUPOOL_DATA=<path>`.
@@ -67,10 +71,14 @@ _NONE = (
 )
 _PYXIS = (
     "printf '[gpupool] image %s (pyxis)\\n' \"$GPUPOOL_IMAGE\"",
-    'GPUPOOL_MOUNT_ARGS=(); if [ -n "$GPUPOOL_DATA_SOURCE" ]; then case "$GPUPOOL_DATA_SOURCE" in'
+    # pyxis splits --container-mounts at ',' and ':': a path holding one would mount elsewhere.
+    'GPUPOOL_OUTPUT="$PWD"; case "$GPUPOOL_OUTPUT" in /*[,:]* | [!/]*)'
+    " printf '[gpupool] error: refusing job directory %s\\n' \"$GPUPOOL_OUTPUT\" >&2; exit 2;; esac;"
+    ' export GPUPOOL_OUTPUT; GPUPOOL_MOUNTS="$GPUPOOL_OUTPUT:$GPUPOOL_OUTPUT"',
+    'if [ -n "$GPUPOOL_DATA_SOURCE" ]; then case "$GPUPOOL_DATA_SOURCE" in'
     " /*[,:]* | [!/]*) printf '[gpupool] error: refusing data mount %s\\n' \"$GPUPOOL_DATA_SOURCE\" >&2; exit 2;;"
-    ' esac; GPUPOOL_MOUNT_ARGS=(--container-mounts="$GPUPOOL_DATA_SOURCE:/data"); export GPUPOOL_DATA=/data;'
-    " printf '[gpupool] data %s mounted at /data\\n' \"$GPUPOOL_DATA_SOURCE\"; fi",
+    ' esac; GPUPOOL_MOUNTS="$GPUPOOL_DATA_SOURCE:/data:ro,$GPUPOOL_MOUNTS"; export GPUPOOL_DATA=/data;'
+    " printf '[gpupool] data %s mounted read-only at /data\\n' \"$GPUPOOL_DATA_SOURCE\"; fi",
 )
 _ENVIRONMENT = (
     "while IFS= read -r -d '' gpupool_assignment; do export \"$gpupool_assignment\";"
@@ -79,8 +87,8 @@ _ENVIRONMENT = (
 )
 _RUN = {
     "none": 'exec bash -c "$GPUPOOL_COMMAND" gpupool-job',
-    "pyxis": 'exec srun --ntasks=1 --container-image="$GPUPOOL_IMAGE"'
-    ' ${GPUPOOL_MOUNT_ARGS[@]+"${GPUPOOL_MOUNT_ARGS[@]}"} bash -c "$GPUPOOL_COMMAND" gpupool-job',
+    "pyxis": 'exec srun --ntasks=1 --container-image="$GPUPOOL_IMAGE" --container-mounts="$GPUPOOL_MOUNTS"'
+    ' --container-workdir="$GPUPOOL_OUTPUT" bash -c "$GPUPOOL_COMMAND" gpupool-job',
 }
 
 

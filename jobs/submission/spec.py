@@ -7,7 +7,8 @@ Slurm runs, and the caller turns `JobSpec.gpu.tres_per_node()` into the submissi
 
 What is checked (docs/product.md, "Jobs" and "Plans"):
 - images are registry references pinned by a tag or a sha256 digest, never `latest`;
-  production may demand a digest; the free plan only gets the official images;
+  production may demand a digest; the free plan only gets the official images; with an image
+  catalogue (foundation/images.py, IMAGE_CATALOGUE_ONLY) only its images, each on its plans;
 - the GPU type exists and is on the user's plan; whole GPUs (1 .. GPUs of that type
   on one node) or GPU memory, mapped to shards of ONE GPU (Slurm never starts a shard
   request larger than one GPU's shards);
@@ -32,6 +33,7 @@ from typing import Any
 
 from cluster.gres import build_tres_per_node
 from foundation.gpu_types import GpuType, gpu_types_from_mapping
+from foundation.images import ImageCatalogue
 from plans.catalog import PlanSnapshot as Plan
 
 DEFAULT_OFFICIAL_IMAGES = (
@@ -123,6 +125,10 @@ class SpecPolicy:
     max_env_vars: int = 64
     # The most NVMe cache a job may ask for, in GB (0: the pool has none).
     max_nvme_gb: int = 0
+    # The pool's images (None: no catalogue, any pinned reference under official_images).
+    images: ImageCatalogue | None = None
+    # Only catalogue images (the nodes hold no other); off: others under official_images.
+    catalogue_only: bool = False
 
     @classmethod
     def from_settings(cls) -> SpecPolicy:
@@ -151,6 +157,8 @@ class SpecPolicy:
             require_digest=bool(require_digest),
             data_roots=roots,
             max_nvme_gb=int(getattr(settings, "NVME_MAX_GB", 0)),
+            images=getattr(settings, "IMAGE_CATALOGUE", None),
+            catalogue_only=bool(getattr(settings, "IMAGE_CATALOGUE_ONLY", False)),
         )
 
 
@@ -386,6 +394,25 @@ def _parse_image(value: Any, plan: Plan, policy: SpecPolicy, error) -> str | Non
     if policy.require_digest and digest is None:
         error("image", "images must be pinned by digest here: repository@sha256:<64 hex digits>")
         ok = False
+    if ok and policy.images is not None:
+        listed, problem = policy.images.find(match["repository"], tag, digest)
+        if listed is not None and problem == "digest-mismatch":
+            error("image", f"{listed.reference} is pinned at {listed.digest} in the image catalogue, not {digest}")
+            return None
+        if listed is not None:
+            if not listed.allows(plan.code):
+                allowed = ", ".join(image.reference for image in policy.images.for_plan(plan.code)) or "none"
+                error("image", f"{listed.reference} is not available on your plan ({plan.name}); it may use: {allowed}")
+                return None
+            return value
+        if policy.catalogue_only:
+            allowed = ", ".join(image.reference for image in policy.images.for_plan(plan.code)) or "none"
+            error(
+                "image",
+                f"{value} is not in the pool's image catalogue (the nodes hold no other image); "
+                f"your plan ({plan.name}) may use: {allowed}",
+            )
+            return None
     if plan.official_images_only:
         official = {_canonical_repository(repo) for repo in policy.official_images}
         if _canonical_repository(match["repository"]) not in official:

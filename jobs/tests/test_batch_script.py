@@ -132,7 +132,8 @@ def test_pyxis_runs_the_command_in_the_container_once(tmp_path):
     assert [a.decode() for a in args] == [
         "--ntasks=1",
         f"--container-image=nvcr.io#nvidia/pytorch@{DIGEST}",
-        "--container-mounts=/mnt/nvme/imagenet:/data",
+        f"--container-mounts=/mnt/nvme/imagenet:/data:ro,{tmp_path}:{tmp_path}",
+        f"--container-workdir={tmp_path}",
         "bash",
         "-c",
         spec.command,
@@ -140,17 +141,20 @@ def test_pyxis_runs_the_command_in_the_container_once(tmp_path):
     ]
 
 
-def test_pyxis_without_data_mount_passes_no_mount(tmp_path):
-    spec = make_spec("true", image="pytorch/pytorch:2.3.0")
+def test_pyxis_without_data_mount_mounts_only_the_job_directory(tmp_path):
+    spec = make_spec('echo "out=$GPUPOOL_OUTPUT"', image="pytorch/pytorch:2.3.0")
     result = run(render_batch_script(spec, job_uuid=UUID, runtime="pyxis"), tmp_path, fake_srun=True)
     assert result.returncode == 0, result
+    assert job_output(result) == f"out={tmp_path}\n".encode()
     args = (tmp_path / "srun-args").read_bytes().split(b"\0")[:-1]
     assert [a.decode() for a in args] == [
         "--ntasks=1",
         "--container-image=pytorch/pytorch:2.3.0",
+        f"--container-mounts={tmp_path}:{tmp_path}",
+        f"--container-workdir={tmp_path}",
         "bash",
         "-c",
-        "true",
+        spec.command,
         "gpupool-job",
     ]
 
@@ -162,6 +166,15 @@ def test_pyxis_refuses_mount_sources_that_pyxis_would_split(tmp_path, mount):
     assert result.returncode == 2
     assert b"ran" not in result.stdout
     assert not (tmp_path / "srun-args").exists()
+
+
+def test_pyxis_refuses_a_job_directory_that_pyxis_would_split(tmp_path):
+    directory = tmp_path / "a,b"
+    directory.mkdir()
+    result = run(render_batch_script(make_spec("echo ran"), job_uuid=UUID, runtime="pyxis"), directory, fake_srun=True)
+    assert result.returncode == 2
+    assert b"ran" not in result.stdout
+    assert not (directory / "srun-args").exists()
 
 
 @pytest.mark.parametrize(
@@ -299,6 +312,8 @@ def test_pyxis_passes_image_and_command_as_single_arguments(tmp_path, text, imag
     assert [a.decode() for a in args] == [
         "--ntasks=1",
         f"--container-image={pyxis_image_reference(image)}",
+        f"--container-mounts={tmp_path}:{tmp_path}",
+        f"--container-workdir={tmp_path}",
         "bash",
         "-c",
         spec.command,

@@ -18,6 +18,9 @@ LOGS = Path(__file__).parent / "logs"
 
 # (log sample, the rule that must come first, text of the line that must be the evidence, diagnose() keywords)
 SAMPLES = [
+    # The pool's own container runtime (jobs/diagnosis/container_rules.py), as the dev cluster's pyxis wrote them.
+    ("image-not-on-node.log", "image-not-on-node", "is not prewarmed on this node", {}),
+    ("container-mount-source.log", "container-mount-source", "source path does not exist", {}),
     ("cuda-oom.log", "cuda-oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate", {}),
     ("cuda-oom-tensorflow.log", "cuda-oom", "RESOURCE_EXHAUSTED: OOM when allocating tensor", {}),
     ("cublas-cudnn-alloc.log", "cublas-cudnn-alloc", "CUBLAS_STATUS_ALLOC_FAILED", {}),

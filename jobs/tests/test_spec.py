@@ -780,6 +780,7 @@ def test_policy_from_settings(settings):
     settings.REQUIRE_IMAGE_DIGEST = True
     settings.DATA_MOUNT_ROOTS = ["/mnt/nvme", "/scratch"]
     settings.NVME_MAX_GB = 3500
+    settings.IMAGE_CATALOGUE_ONLY = False
     pol = SpecPolicy.from_settings()
     assert pol == SpecPolicy(
         gpu_types={"a100": GpuTypeInfo("a100", 40, 4, 10, label="NVIDIA A100")},
@@ -787,6 +788,8 @@ def test_policy_from_settings(settings):
         require_digest=True,
         data_roots=("/mnt/nvme", "/scratch"),
         max_nvme_gb=3500,
+        images=settings.IMAGE_CATALOGUE,
+        catalogue_only=False,
     )
 
 

@@ -69,13 +69,14 @@ write_config() {
 pid_of() { [[ -s "$PIDDIR/$1.pid" ]] && cat "$PIDDIR/$1.pid" || true; }
 
 # Alive = exists, not a zombie (stopped daemons linger as zombies for a moment
-# here), and chrooted into our root (guards against a recycled PID).
+# here), and its root is our root (guards against a recycled PID): chrooted into it, or a job
+# step pivoted into it (lib/containers.sh), whose root reads as "/" but is the same directory.
 pid_alive() {
     local pid="$1" state
     [[ -n "$pid" && -r "/proc/$pid/status" ]] || return 1
     state=$(awk '/^State:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || return 1
     [[ -n "$state" && "$state" != Z && "$state" != X ]] || return 1
-    [[ "$(readlink "/proc/$pid/root" 2>/dev/null)" == "$ROOT" ]]
+    [[ "$(readlink "/proc/$pid/root" 2>/dev/null)" == "$ROOT" || "/proc/$pid/root/" -ef "$ROOT/" ]]
 }
 
 is_running() { pid_alive "$(pid_of "$1")"; }

@@ -216,6 +216,8 @@ write_configs() {
     # posts with which secret. Both are read at each run: no restart when they change.
     write_config "$EVENT_SENDER" "$(cat "$EVENT_SENDER_SOURCE")" 755
     write_config /etc/slurm/gpupool-events.conf "$(events_conf)" 600 slurm:slurm
+    # pyxis in plugstack.conf.d, or not (lib/containers.sh).
+    write_container_configs
     ((${#CHANGED_FILES[@]})) || return 0
     log "config written: ${CHANGED_FILES[*]}"
 
@@ -226,6 +228,8 @@ write_configs() {
         case "$f" in
             "$MYSQL_CNF") restart_db=1 ;;
             "$EVENT_SENDER" | */gpupool-events.conf) ;;
+            # Read by enroot, pyxis's importer and slurmstepd at each job step.
+            /etc/enroot/* | /usr/local/*) ;;
             # slurmctld reloads the script by itself when its mtime changes.
             */job_submit.lua) ;;
             */slurmdbd.conf) restart_dbd=1 ;;

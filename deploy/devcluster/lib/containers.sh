@@ -1,0 +1,368 @@
+# deploy/devcluster/lib/containers.sh -- sourced by cluster.sh, not run on its own.
+# Jobs in real containers: Enroot and Pyxis built from their release sources into the root,
+# job steps moved out of the chroot (user namespaces), stand-in images prewarmed on the nodes.
+# Every step checks whether it is done first, so a warm `up` pays a few stat()s.
+# shellcheck shell=bash
+
+# DEVCLUSTER_CONTAINERS=0 keeps a cluster without pyxis (the portal's `none` runtime).
+CONTAINERS="${DEVCLUSTER_CONTAINERS:-1}"
+CONTAINERS_FILES="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/containers"
+# Where the release tarballs are (enroot-4.1.2.tar.gz, pyxis-0.24.0.tar.gz); unset: downloaded
+# from the projects' release pages into $DEVCLUSTER_DIR/sources. Either way they are checked
+# against containers/sources.sha256 before anything is built from them.
+CONTAINER_SOURCES_DIR="${CONTAINER_SOURCES_DIR:-}"
+if [[ -n "$CONTAINER_SOURCES_DIR" ]]; then
+    CONTAINER_SOURCES_DIR="$(realpath -m "$CONTAINER_SOURCES_DIR")"
+fi
+IMAGE_CATALOGUE_FILE="${IMAGE_CATALOGUE_FILE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/images.json}"
+IMAGE_LAYOUT_PY="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/image_layout.py"
+# The stand-in images' Debian suite (any with python3; independent of the cluster's own).
+IMAGE_SUITE="${DEVCLUSTER_IMAGE_SUITE:-trixie}"
+# The image base (a debootstrap, ~70 s) is the same for every cluster of this machine: a copy is
+# kept here and reused by the next cluster built (the other generation, a fresh instance). Only
+# ever replaced whole (rename), so clusters building at once never see half a file.
+IMAGE_CACHE="${DEVCLUSTER_IMAGE_CACHE:-/var/lib/gpupool/image-cache}"
+
+# Build and run-time needs of enroot and pyxis, in the root (the spike's list; libslurm-dev is
+# the root's own Slurm, so pyxis matches the daemons exactly).
+CONTAINER_PACKAGES=(gcc make libc6-dev libslurm-dev libcap2-bin makeself curl gawk jq squashfs-tools
+                    parallel pigz zstd fuse3 fuse-overlayfs squashfuse)
+
+PYXIS_CONF=/etc/slurm/plugstack.conf.d/pyxis.conf
+IMPORTER=/usr/local/libexec/pyxis-catalogue-importer
+STEP_NS_DIR=/run/devcluster-ns          # inside the root
+STEP_NS="$STEP_NS_DIR/step.mnt"
+IMAGE_BUILD=/opt/enroot/build           # inside the root
+
+# Sets IMAGE_REFS, IMAGE_FILES, IMAGE_DIRECTORY, NODE_IMAGE_CATALOGUE (globals).
+load_image_layout() {
+    local out
+    out=$("$PYTHON" "$IMAGE_LAYOUT_PY" shell "$IMAGE_CATALOGUE_FILE") ||
+        die "cannot use the image catalogue $IMAGE_CATALOGUE_FILE"
+    eval "$out"
+}
+
+containers_on() { [[ "$CONTAINERS" == 1 ]]; }
+
+# Everything but the daemons: called by `up` after prepare_root, before write_configs.
+prepare_containers() {
+    containers_on || return 0
+    local t0; t0=$(now)
+    # Not `step && built=1`: bash ignores errexit inside a function called from an && list.
+    CONTAINERS_BUILT=0
+    install_container_packages
+    build_enroot
+    build_pyxis
+    configure_enroot
+    prewarm_images
+    ((CONTAINERS_BUILT == 0)) || log "containers ready in $(since "$t0") s (enroot, pyxis, ${#IMAGE_FILES[@]} images)"
+    return 0
+}
+CONTAINERS_BUILT=0
+
+# ---------------------------------------------------------------------------
+# Sources: a local directory or the release pages, checked against pinned sums
+# ---------------------------------------------------------------------------
+# The sha256 of an unpacked tree: each file's sum sorted by path, then its symlinks.
+tree_sha256() {
+    (cd "$1" && {
+        find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+        find . -type l -printf '%p -> %l\n' | LC_ALL=C sort
+    } | sha256sum | cut -d' ' -f1)
+}
+
+# container_source NAME: unpack and verify the pinned release of NAME; prints its directory.
+container_source() {
+    local name="$1" version url tar_sum content_sum
+    read -r _ version url tar_sum content_sum < <(awk -v n="$name" '$1 == n' "$CONTAINERS_FILES/sources.sha256")
+    [[ -n "$content_sum" ]] || die "no pinned source for $name in $CONTAINERS_FILES/sources.sha256"
+    local tarball="$name-$version.tar.gz" file
+    mkdir -p "$DEVCLUSTER_DIR/sources"
+    if [[ -n "$CONTAINER_SOURCES_DIR" ]]; then
+        file="$CONTAINER_SOURCES_DIR/$tarball"
+        [[ -f "$file" ]] || die "CONTAINER_SOURCES_DIR=$CONTAINER_SOURCES_DIR has no $tarball"
+    else
+        file="$DEVCLUSTER_DIR/sources/$tarball"
+        if [[ ! -s "$file" ]]; then
+            log "downloading $url (set CONTAINER_SOURCES_DIR to use a local copy)"
+            curl -fsSL --connect-timeout 20 --retry 2 -o "$file.part" "$url" ||
+                die "cannot download $url: set CONTAINER_SOURCES_DIR to a directory holding $tarball"
+            mv -f "$file.part" "$file"
+        fi
+    fi
+    local dir="$DEVCLUSTER_DIR/sources/$name-$version"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    tar -xzf "$file" -C "$dir" --strip-components=1 --no-same-owner ||
+        die "cannot unpack $file"
+    local got; got=$(tree_sha256 "$dir")
+    if [[ "$got" != "$content_sum" ]]; then
+        rm -rf "$dir"
+        die "$file does not hold $name $version as pinned (content sha256 $got, expected $content_sum)"
+    fi
+    [[ "$(sha256sum "$file" | cut -d' ' -f1)" == "$tar_sum" ]] ||
+        log "note: $tarball differs from the pinned tarball bytes, but its content is the pinned one"
+    echo "$dir"
+}
+
+# ---------------------------------------------------------------------------
+# Packages and builds (each once; a stamp in the root says what was built)
+# ---------------------------------------------------------------------------
+# A command in the root that may reach the Debian mirror. The root resolves names from files
+# only (configs.sh owns its /etc/hosts: the host's DNS is unreachable from it), so a private
+# mount namespace lays a copy with the mirror's address over /etc/hosts, for this one command.
+in_root_net() {
+    local host hosts="$DEVCLUSTER_DIR/hosts.apt"
+    host=$(debian_mirror | sed -E 's#^[a-z]+://([^/:]+).*#\1#')
+    # A fresh root has no /etc/hosts yet (write_configs makes it): a mount point is needed.
+    [[ -e "$ROOT/etc/hosts" ]] || : >"$ROOT/etc/hosts"
+    { cat "$ROOT/etc/hosts"; getent hosts "$host" || true; } >"$hosts"
+    unshare --mount --propagation private -- \
+        bash -c 'mount --bind "$1" "$2/etc/hosts" && exec chroot "$2" "${@:3}"' _ "$hosts" "$ROOT" "$@"
+}
+
+install_container_packages() {
+    local stamp="$ROOT/.devcluster-container-packages"
+    [[ "$(cat "$stamp" 2>/dev/null)" == "${CONTAINER_PACKAGES[*]}" ]] && return 0
+    CONTAINERS_BUILT=1
+    local t0; t0=$(now)
+    log "installing the container runtime's packages in the root (${#CONTAINER_PACKAGES[@]})"
+    {
+        in_root_net env DEBIAN_FRONTEND=noninteractive apt-get update &&
+        in_root_net env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+            "${CONTAINER_PACKAGES[@]}" &&
+        in_root apt-get clean
+    } >"$DEVCLUSTER_DIR/apt-containers.log" 2>&1 ||
+        die "container packages failed to install, see $DEVCLUSTER_DIR/apt-containers.log"
+    kill_processes_in_root
+    echo "${CONTAINER_PACKAGES[*]}" >"$stamp"
+    log "container packages installed in $(since "$t0") s"
+}
+
+# enroot under /usr like the official packages: pyxis runs `enroot` with PATH unset
+# (/bin:/usr/bin), so /usr/local/bin is never searched. The release archive lacks the git
+# submodules (musl, linux headers, makeself): the helpers link glibc (FORCE_GLIBC=1), Debian's
+# makeself and linux-libc-dev stand in, and the in-tree libbsd subset is built as usual.
+# One local change (ENROOT_FUSE_POLLS): enroot waits for squashfuse and fuse-overlayfs to mount
+# for 100 polls of `mountpoint` + 1 ms, a deadline that depends on the machine's load; on this
+# shared 2-core host it ran out now and then ("[ERROR] Failed to mount: <image>.sqsh", the job
+# failed). 3000 polls is seconds under load and changes nothing when the mount is quick.
+ENROOT_FUSE_POLLS=3000
+build_enroot() {
+    local version; version=$(awk '$1 == "enroot" { print $2 }' "$CONTAINERS_FILES/sources.sha256")
+    local stamp="$ROOT/.devcluster-enroot"
+    version="$version fuse-polls=$ENROOT_FUSE_POLLS"
+    [[ "$(cat "$stamp" 2>/dev/null)" == "$version" && -x "$ROOT/usr/bin/enroot" ]] && return 0
+    CONTAINERS_BUILT=1
+    local t0 src; t0=$(now)
+    src=$(container_source enroot)
+    rm -rf "$ROOT/usr/local/src/enroot"
+    mkdir -p "$ROOT/usr/local/src"
+    cp -a "$src" "$ROOT/usr/local/src/enroot"
+    local runtime="$ROOT/usr/local/src/enroot/src/runtime.sh"
+    grep -q '^    local timeout=100 pid=-1 id=0$' "$runtime" || die "enroot's runtime.sh changed: revisit ENROOT_FUSE_POLLS"
+    sed -i "s/^    local timeout=100 pid=-1 id=0\$/    local timeout=$ENROOT_FUSE_POLLS pid=-1 id=0  # devcluster: see lib\/containers.sh/" "$runtime"
+    in_root bash -euc '
+        cd /usr/local/src/enroot
+        install -m 755 -D /usr/bin/makeself deps/dist/makeself/bin/enroot-makeself
+        touch deps/makeself/.stamp deps/linux-headers/.stamp
+        make -j2 FORCE_GLIBC=1 prefix=/usr sysconfdir=/etc
+        make FORCE_GLIBC=1 prefix=/usr sysconfdir=/etc install
+        make FORCE_GLIBC=1 prefix=/usr sysconfdir=/etc setcap
+        enroot version' >"$DEVCLUSTER_DIR/enroot-build.log" 2>&1 ||
+        die "enroot failed to build, see $DEVCLUSTER_DIR/enroot-build.log"
+    echo "$version" >"$stamp"
+    log "enroot $version built in $(since "$t0") s"
+}
+
+# pyxis against the root's libslurm-dev; rebuilt when the root's Slurm changes.
+build_pyxis() {
+    local version; version=$(awk '$1 == "pyxis" { print $2 }' "$CONTAINERS_FILES/sources.sha256")
+    local want stamp="$ROOT/.devcluster-pyxis"
+    want="$version slurm $(installed_slurm_version)"
+    [[ "$(cat "$stamp" 2>/dev/null)" == "$want" && -f "$ROOT/usr/local/lib/slurm/spank_pyxis.so" ]] && return 0
+    CONTAINERS_BUILT=1
+    local t0 src; t0=$(now)
+    src=$(container_source pyxis)
+    rm -rf "$ROOT/usr/local/src/pyxis"
+    mkdir -p "$ROOT/usr/local/src"
+    cp -a "$src" "$ROOT/usr/local/src/pyxis"
+    in_root bash -euc '
+        cd /usr/local/src/pyxis
+        make -j2 prefix=/usr/local
+        make prefix=/usr/local install
+        test -f /usr/local/lib/slurm/spank_pyxis.so' >"$DEVCLUSTER_DIR/pyxis-build.log" 2>&1 ||
+        die "pyxis failed to build, see $DEVCLUSTER_DIR/pyxis-build.log"
+    echo "$want" >"$stamp"
+    log "pyxis $version built against Slurm $(installed_slurm_version) in $(since "$t0") s"
+}
+
+# ---------------------------------------------------------------------------
+# Enroot's site configuration, the importer, the slurmstepd wrapper (every `up`, idempotent)
+# ---------------------------------------------------------------------------
+enroot_conf() {
+    cat <<'EOF'
+# Generated by deploy/devcluster/cluster.sh. Per-user paths, as sites set them.
+ENROOT_RUNTIME_PATH        /run/enroot/user-$(id -u)
+ENROOT_CACHE_PATH          /var/cache/enroot/user-$(id -u)
+ENROOT_DATA_PATH           /var/lib/enroot/data/user-$(id -u)
+ENROOT_TEMP_PATH           /tmp
+ENROOT_MOUNT_HOME          no
+# With `yes` the 10-devices hook fails: the root's static /dev has no mqueue or log.
+ENROOT_RESTRICT_DEV        no
+EOF
+}
+
+configure_enroot() {
+    install -d -m 1777 "$ROOT/run/enroot" "$ROOT/var/cache/enroot" "$ROOT/var/lib/enroot/data"
+    # squashfuse (pyxis use_squashfuse=1) and fuse-overlayfs need it; the root's /dev is static.
+    [[ -c "$ROOT/dev/fuse" ]] || { rm -f "$ROOT/dev/fuse"; mknod -m 666 "$ROOT/dev/fuse" c 10 229; }
+    write_config /etc/enroot/enroot.conf.d/90-devcluster.conf "$(enroot_conf)" 644
+    # The real NVIDIA hook (put back by every enroot install) is kept beside the stub.
+    local hook="$ROOT/etc/enroot/hooks.d/98-nvidia.sh"
+    if [[ -f "$hook" ]] && ! grep -q 'deploy/devcluster/containers/98-nvidia.sh' "$hook"; then
+        mv -f "$hook" "$hook.disabled"
+    fi
+    write_config /etc/enroot/hooks.d/98-nvidia.sh "$(cat "$CONTAINERS_FILES/98-nvidia.sh")" 755
+    write_config "$IMPORTER" "$(cat "$CONTAINERS_FILES/pyxis-catalogue-importer")" 755
+    write_config /etc/enroot/image-catalogue "$NODE_IMAGE_CATALOGUE" 644
+    write_config /usr/local/sbin/slurmstepd-pivot "$(cat "$CONTAINERS_FILES/slurmstepd-pivot")" 755
+    # slurmd execs /usr/sbin/slurmstepd, a Debian alternatives link: point it at the wrapper.
+    if [[ "$(readlink "$ROOT/etc/alternatives/slurmstepd")" != /usr/local/sbin/slurmstepd-pivot ]]; then
+        ln -sfn /usr/local/sbin/slurmstepd-pivot "$ROOT/etc/alternatives/slurmstepd"
+    fi
+}
+
+# plugstack: pyxis on (containers) or off. slurmstepd re-reads it at every step, slurmd and the
+# clients at start: write_configs restarts the slurmds when it changes.
+pyxis_plugstack() {
+    echo "required /usr/local/lib/slurm/spank_pyxis.so runtime_path=/run/pyxis container_scope=job use_squashfuse=1 importer=$IMPORTER"
+}
+
+write_container_configs() {
+    if containers_on; then
+        write_config "$PYXIS_CONF" "$(pyxis_plugstack)" 644
+    elif [[ -e "$ROOT$PYXIS_CONF" ]]; then
+        rm -f "$ROOT$PYXIS_CONF"
+        CHANGED_FILES+=("$PYXIS_CONF")
+    fi
+}
+
+# ---------------------------------------------------------------------------
+# The step namespace: job steps out of the chroot
+# ---------------------------------------------------------------------------
+# A mount namespace whose root is the cluster's root (rbind + pivot_root), pinned by a bind of
+# its nsfs file at $STEP_NS in the root; the slurmstepd wrapper enters it. Made after the
+# pseudo filesystems are mounted (the rbind takes them along), removed by `down`.
+start_step_namespace() {
+    containers_on || return 0
+    local d="$ROOT$STEP_NS_DIR"
+    mkdir -p "$d"
+    if ! mountpoint -q "$d"; then
+        # unshare --mount=FILE binds the namespace onto FILE: that needs a private mount.
+        mount --bind "$d" "$d"
+        mount --make-private "$d"
+    fi
+    findmnt -n "$d/step.mnt" >/dev/null 2>&1 && return 0
+    touch "$d/step.mnt"
+    unshare --mount="$d/step.mnt" --propagation private -- bash -euc '
+        mount --rbind "$1" "$1"
+        cd "$1"
+        pivot_root . mnt
+        cd /
+        umount -l /mnt' _ "$ROOT" || die "cannot make the job steps' mount namespace"
+    # Check what enroot needs: a user namespace, as a user, from inside it.
+    in_root nsenter --mount="$STEP_NS" -- setpriv --reuid=nobody --regid=nogroup --clear-groups \
+        unshare -U -r true || die "no user namespace in the job steps' mount namespace"
+    log "job steps run in a pivoted mount namespace ($STEP_NS)"
+}
+
+stop_step_namespace() {
+    local d="$ROOT$STEP_NS_DIR"
+    [[ -d "$d" ]] || return 0
+    if findmnt -n "$d/step.mnt" >/dev/null 2>&1; then umount "$d/step.mnt" 2>/dev/null || umount -l "$d/step.mnt"; fi
+    if mountpoint -q "$d"; then umount "$d" 2>/dev/null || umount -l "$d"; fi
+    return 0
+}
+
+# ---------------------------------------------------------------------------
+# Images: stand-ins for the catalogue, prewarmed the way sites do
+# ---------------------------------------------------------------------------
+# One Debian root with Python, made an enroot image once (base.sqsh); each catalogue image is
+# that base plus /gpupool/image naming it, appended (mksquashfs appends to an existing image in
+# under a second, where compressing the base again takes ~20 s), at the path the importer maps
+# the image's references to. Images already there are kept: prewarming is per missing file.
+prewarm_images() {
+    local dir="$ROOT$IMAGE_DIRECTORY" i missing=()
+    mkdir -p "$dir"
+    for i in "${!IMAGE_FILES[@]}"; do
+        [[ -s "$dir/${IMAGE_FILES[i]}" ]] || missing+=("$i")
+    done
+    ((${#missing[@]})) || return 0
+    CONTAINERS_BUILT=1
+    local t0; t0=$(now)
+    build_image_base
+    for i in "${missing[@]}"; do
+        make_standin_image "${IMAGE_REFS[i]}" "${IMAGE_FILES[i]}"
+    done
+    log "prewarmed ${#missing[@]} image(s) in $IMAGE_DIRECTORY in $(since "$t0") s"
+}
+
+build_image_base() {
+    local base="$ROOT$IMAGE_BUILD/base.sqsh" cached="$IMAGE_CACHE/base-$IMAGE_SUITE.sqsh"
+    [[ -s "$base" ]] && return 0
+    if [[ -s "$cached" ]]; then
+        cp -f "$cached" "$base.part" && mv -f "$base.part" "$base"
+        log "image base taken from $cached"
+        return 0
+    fi
+    local t0 rootfs="$ROOT$IMAGE_BUILD/rootfs"; t0=$(now)
+    rm -rf --one-file-system "$rootfs"
+    mkdir -p "$rootfs"
+    log "building the stand-in images' base: debootstrap $IMAGE_SUITE with python3 (takes ~40 s)"
+    debootstrap --variant=minbase --include=python3-minimal "$IMAGE_SUITE" "$rootfs" "$(debian_mirror)" \
+        >"$DEVCLUSTER_DIR/image-debootstrap.log" 2>&1 ||
+        die "debootstrap of the image base failed, see $DEVCLUSTER_DIR/image-debootstrap.log"
+    # As `enroot import` lays an image out: no device nodes (the runtime provides /dev), no
+    # apt caches; enroot's own docker::configure writes /etc/rc, /etc/environment, /etc/fstab.
+    rm -rf "$rootfs"/dev/* "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+    cat >"$ROOT$IMAGE_BUILD/config" <<'JSON'
+{"architecture": "amd64",
+ "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+            "Cmd": ["/bin/bash"], "WorkingDir": "/",
+            "Labels": {"org.opencontainers.image.title": "gpupool devcluster stand-in image"}}}
+JSON
+    in_root bash -euc '
+        shopt -s lastpipe  # as in enroot itself: common::read runs in the current shell
+        export ENROOT_LIBRARY_PATH=/usr/lib/enroot ENROOT_CACHE_PATH=/tmp ENROOT_CONFIG_PATH=/tmp
+        export ENROOT_TRANSFER_RETRIES=0 ENROOT_CONNECT_TIMEOUT=30 ENROOT_TRANSFER_TIMEOUT=0
+        source /usr/lib/enroot/common.sh
+        source /usr/lib/enroot/docker.sh
+        cd "$1"
+        docker::configure "$PWD/rootfs" config amd64
+        rm -f base.sqsh.part
+        mksquashfs rootfs base.sqsh.part -all-root -no-progress -quiet -processors 2 -comp lzo -noD -exit-on-error
+        mv base.sqsh.part base.sqsh' _ "$IMAGE_BUILD" >"$DEVCLUSTER_DIR/image-base.log" 2>&1 ||
+        die "the image base failed, see $DEVCLUSTER_DIR/image-base.log"
+    rm -rf --one-file-system "$rootfs"
+    mkdir -p "$IMAGE_CACHE"
+    cp -f "$base" "$cached.$$" && mv -f "$cached.$$" "$cached"
+    log "image base built in $(since "$t0") s ($(du -h "$base" | cut -f1))"
+}
+
+make_standin_image() {
+    local ref="$1" file="$2"
+    local marker="$ROOT$IMAGE_BUILD/marker"
+    rm -rf "$marker"
+    mkdir -p "$marker/gpupool"
+    # The proof a job ran inside: the image's own name, readable at /gpupool/image.
+    printf '%s\n' "$ref" >"$marker/gpupool/image"
+    printf 'stand-in for %s, built by deploy/devcluster/cluster.sh on %s\n' "$ref" "$(date -u +%FT%TZ)" \
+        >"$marker/gpupool/README"
+    cp -f "$ROOT$IMAGE_BUILD/base.sqsh" "$ROOT$IMAGE_DIRECTORY/.$file.part"
+    in_root mksquashfs "$IMAGE_BUILD/marker" "$IMAGE_DIRECTORY/.$file.part" -all-root -no-progress -quiet \
+        >>"$DEVCLUSTER_DIR/image-base.log" 2>&1 || die "stand-in image $ref failed, see $DEVCLUSTER_DIR/image-base.log"
+    chmod 644 "$ROOT$IMAGE_DIRECTORY/.$file.part"
+    mv -f "$ROOT$IMAGE_DIRECTORY/.$file.part" "$ROOT$IMAGE_DIRECTORY/$file"
+    rm -rf "$marker"
+}
