@@ -33,7 +33,7 @@ from typing import Any
 
 from cluster.gres import build_tres_per_node
 from foundation.gpu_types import GpuType, gpu_types_from_mapping
-from foundation.images import ImageCatalogue
+from foundation.images import ImageCatalogue, canonical_repository
 from plans.catalog import PlanSnapshot as Plan
 
 DEFAULT_OFFICIAL_IMAGES = (
@@ -79,7 +79,6 @@ IMAGE_RE = re.compile(
     re.ASCII,
 )
 _IMAGE_FORBIDDEN_RE = re.compile(r"[\s\"'`\\$;|&<>(){}\[\]*?!~^#%,\x00-\x1f\x7f-\x9f]")
-_DOCKER_HUB_PREFIXES = ("docker.io/", "index.docker.io/", "registry-1.docker.io/")
 
 # --- Data mounts ----------------------------------------------------------------------
 MAX_PATH_CHARS = 1024
@@ -414,23 +413,12 @@ def _parse_image(value: Any, plan: Plan, policy: SpecPolicy, error) -> str | Non
             )
             return None
     if plan.official_images_only:
-        official = {_canonical_repository(repo) for repo in policy.official_images}
-        if _canonical_repository(match["repository"]) not in official:
+        official = {canonical_repository(repo) for repo in policy.official_images}
+        if canonical_repository(match["repository"]) not in official:
             allowed = ", ".join(policy.official_images) or "none"
             error("image", f"your plan ({plan.name}) may only use the official images: {allowed}")
             ok = False
     return value if ok else None
-
-
-def _canonical_repository(repository: str) -> str:
-    """Docker Hub's many spellings of one repository as one: docker.io/library/ubuntu -> ubuntu."""
-    for prefix in _DOCKER_HUB_PREFIXES:
-        if repository.startswith(prefix):
-            repository = repository[len(prefix) :]
-            break
-    if repository.startswith("library/") and repository.count("/") == 1:
-        repository = repository[len("library/") :]
-    return repository
 
 
 def _parse_gpu(data: Mapping[str, Any], plan: Plan, policy: SpecPolicy, error) -> GpuRequest | None:
