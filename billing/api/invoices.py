@@ -14,7 +14,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied
-from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.renderers import JSONRenderer
 
 from billing.invoice_access import group_invoices, invoices_seen_by
 from billing.invoices import documents
@@ -22,6 +22,7 @@ from billing.models import Invoice, InvoiceLine
 from billing.pricing import format_quantity
 from foundation.api.errors import error_responses
 from foundation.api.pagination import StrictCursorPagination
+from foundation.api.renderers import CsvRenderer, PdfRenderer
 from groups.queries import GroupError
 
 ERROR_DESCRIPTIONS = {
@@ -125,26 +126,6 @@ class InvoiceSerializer(InvoiceSummarySerializer):
 
     class Meta(InvoiceSummarySerializer.Meta):
         fields = [*InvoiceSummarySerializer.Meta.fields, "lines"]
-
-
-class _FileRenderer(BaseRenderer):
-    """Lets a client ask for the file type (Accept: application/pdf) without a 406; a refusal
-    still carries the JSON error body."""
-
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        if isinstance(data, bytes | str):
-            return data
-        return JSONRenderer().render(data)
-
-
-class PdfRenderer(_FileRenderer):
-    media_type = "application/pdf"
-    format = "pdf"
-
-
-class CsvRenderer(_FileRenderer):
-    media_type = "text/csv"
-    format = "csv"
 
 
 class InvoiceCursorPagination(StrictCursorPagination):

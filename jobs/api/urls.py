@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
-from jobs.api import views
+from jobs.api import export, views
 
 
 class OptionalSlashRouter(SimpleRouter):
@@ -17,6 +17,7 @@ router.register("jobs", views.JobViewSet, basename="api-jobs")
 
 urlpatterns = [
     path("jobs/submit", views.JobSubmitViewSet.as_view({"post": "create"}), name="api-jobs-submit"),
+    path("jobs/export", export.export, name="api-jobs-export"),
     path("resources/usage", views.resource_usage, name="api-resource-usage"),
     path("images/", views.images, name="api-images"),
     *router.urls,
