@@ -311,8 +311,10 @@ prewarm_images() {
 build_image_base() {
     local base="$ROOT$IMAGE_BUILD/base.sqsh" cached="$IMAGE_CACHE/base-$IMAGE_SUITE.sqsh"
     [[ -s "$base" ]] && return 0
+    # A root that never built the base has no build directory, even where the cache has one.
+    mkdir -p "$ROOT$IMAGE_BUILD"
     if [[ -s "$cached" ]]; then
-        cp -f "$cached" "$base.part" && mv -f "$base.part" "$base"
+        { cp -f "$cached" "$base.part" && mv -f "$base.part" "$base"; } || die "could not copy the image base from $cached"
         log "image base taken from $cached"
         return 0
     fi
