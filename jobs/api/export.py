@@ -21,8 +21,10 @@ from django.db.models import Q
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
 from rest_framework.decorators import api_view, renderer_classes
 from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
 
 from foundation.api.renderers import CsvRenderer, JsonLinesRenderer
 from jobs.api.schema import errors
@@ -162,16 +164,21 @@ async def async_stream(rows: AsyncIterator[tuple], kind) -> AsyncIterator[str]:
     responses={
         (200, "application/jsonl"): OpenApiResponse(OpenApiTypes.STR),
         (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR),
-        **errors(401),
+        # 400: an `as` not in the list; 404: an unknown `format` (DRF's renderer override).
+        **errors(400, 401, 404),
     },
     tags=["jobs"],
 )
 @api_view(["GET"])
 @renderer_classes([JSONRenderer, JsonLinesRenderer, CsvRenderer])
 def export(request):
-    wants_csv = request.query_params.get("as") == "csv" or (
-        "as" not in request.query_params and "text/csv" in request.headers.get("Accept", "")
-    )
+    chosen = request.query_params.get("as")
+    if chosen is not None and chosen not in ("jsonl", "csv"):
+        return Response(
+            {"detail": "The request is invalid.", "errors": {"as": ["jsonl or csv."]}},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    wants_csv = chosen == "csv" or (chosen is None and "text/csv" in request.headers.get("Accept", ""))
     kind, content_type, name = (
         (CsvText, "text/csv; charset=utf-8", "jobs.csv")
         if wants_csv
