@@ -75,7 +75,8 @@ class BeatLease:
                 log.warning("beat: lease not renewed (Redis: %s); standing by", exc)
             held = False
         if held != self.held:
-            log.warning("beat: %s", "leading: this beat sends the periodic tasks" if held else "standing by: another beat leads")
+            state = "leading: this beat sends the periodic tasks" if held else "standing by: another beat leads"
+            log.warning("beat: %s", state)
         self.held = held
         return held
 

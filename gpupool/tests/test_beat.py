@@ -65,8 +65,7 @@ def test_two_beats_send_each_due_task_once(tmp_path, lease_key, monkeypatch):
     monkeypatch.setattr(SingleBeatScheduler, "apply_async", record)
     schedule = {"often": {"task": "jobs.tasks.reconcile_submissions", "schedule": 0.001}}
     beats = [
-        SingleBeatScheduler(app=app, schedule_filename=str(tmp_path / f"beat-{n}"), max_interval=1)
-        for n in range(2)
+        SingleBeatScheduler(app=app, schedule_filename=str(tmp_path / f"beat-{n}"), max_interval=1) for n in range(2)
     ]
     for beat in beats:
         beat.update_from_dict(schedule)
