@@ -91,13 +91,18 @@ class Load:
     cancels: dict[int, float] = field(default_factory=dict)  # job id -> when the cancel was accepted
     seen: dict[int, dict[int, str]] = field(default_factory=lambda: defaultdict(dict))  # user -> job -> state
     reconnects: list[tuple[float, float]] = field(default_factory=list)
+    reasons: Counter = field(default_factory=Counter)  # (request kind, what went wrong)
     stop_load: threading.Event = field(default_factory=threading.Event)
     stop_watch: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def record(self, kind, started, status):
+    def record(self, kind, started, status, reason: BaseException | None = None):
         with self.lock:
             self.requests.append(Request(started, kind, time.monotonic() - started, status))
+            if reason is not None:
+                self.reasons[(kind, type(reason).__name__)] += 1
+            elif status >= 500 or status == 429:
+                self.reasons[(kind, f"HTTP {status}")] += 1
 
 
 def lp(*args, env=None) -> str:
@@ -140,15 +145,25 @@ def wait_log(name: str, offset: int, needle: str, timeout: float = 60) -> bool:
 
 
 # --- the simulated users ------------------------------------------------------------------------
+def api_session(load: Load, key: str):
+    import requests
+
+    http = requests.Session()
+    # The machine's REQUESTS_CA_BUNDLE would win over `verify` (requests merges the environment
+    # last), and no proxy stands between this process and 127.0.0.1.
+    http.trust_env = False
+    http.verify = load.cert
+    http.headers["Authorization"] = f"Bearer {key}"
+    return http
+
+
 def submitter(load: Load, index: int, every: float) -> None:
     import requests
 
     from credits.tutorial import TUTORIAL_SPEC
 
     _user, key, _session = load.users[index]
-    http = requests.Session()
-    http.verify = load.cert
-    http.headers["Authorization"] = f"Bearer {key}"
+    http = api_session(load, key)
     to_cancel: list[tuple[float, int]] = []
     count = 0
     while not load.stop_load.is_set():
@@ -159,7 +174,7 @@ def submitter(load: Load, index: int, every: float) -> None:
         elif count % 6 == 0:
             body["command"] = "sleep 30"  # cancelled below
         started = time.monotonic()
-        status = 0
+        status, reason = 0, None
         try:
             response = http.post(f"{BASE_URL}/api/v1/jobs/", json=body, timeout=15)
             status = response.status_code
@@ -169,23 +184,23 @@ def submitter(load: Load, index: int, every: float) -> None:
                     load.accepted[job_id] = time.monotonic()
                 if body["command"] == "sleep 30":
                     to_cancel.append((time.monotonic() + 3, job_id))
-        except requests.RequestException:
-            pass
-        load.record("submit", started, status)
+        except requests.RequestException as exc:
+            reason = exc
+        load.record("submit", started, status, reason)
         for due, job_id in list(to_cancel):
             if due <= time.monotonic():
                 to_cancel.remove((due, job_id))
                 started = time.monotonic()
-                status = 0
+                status, reason = 0, None
                 try:
                     status = http.post(f"{BASE_URL}/api/v1/jobs/{job_id}/cancel/", timeout=15).status_code
                     if status == 200:
                         with load.lock:
                             load.cancels[job_id] = time.monotonic()
-                except requests.RequestException:
-                    pass
+                except requests.RequestException as exc:
+                    reason = exc
                 # 409: not in Slurm yet or already ended; a refusal, not a failure.
-                load.record("cancel", started, status)
+                load.record("cancel", started, status, reason)
         load.stop_load.wait(every * random.uniform(0.8, 1.2))
 
 
@@ -193,27 +208,27 @@ def reader(load: Load, index: int, every: float) -> None:
     import requests
 
     _user, key, _session = load.users[index]
-    http = requests.Session()
-    http.verify = load.cert
-    http.headers["Authorization"] = f"Bearer {key}"
+    http = api_session(load, key)
     while not load.stop_load.is_set():
         started = time.monotonic()
-        status = 0
+        status, reason, jobs = 0, None, []
         try:
             response = http.get(f"{BASE_URL}/api/v1/jobs/?page_size=20", timeout=15)
             status = response.status_code
-        except requests.RequestException:
-            pass
-        load.record("list", started, status)
-        if status == 200 and response.json()["results"]:
-            job_id = random.choice(response.json()["results"])["id"]
+            if status == 200:
+                jobs = response.json()["results"]
+        except (requests.RequestException, ValueError) as exc:
+            reason = exc
+        load.record("list", started, status, reason)
+        if jobs:
+            job_id = random.choice(jobs)["id"]
             started = time.monotonic()
-            status = 0
+            status, reason = 0, None
             try:
                 status = http.get(f"{BASE_URL}/api/v1/jobs/{job_id}/", timeout=15).status_code
-            except requests.RequestException:
-                pass
-            load.record("read", started, status)
+            except requests.RequestException as exc:
+                reason = exc
+            load.record("read", started, status, reason)
         load.stop_load.wait(every * random.uniform(0.8, 1.2))
 
 
@@ -231,13 +246,11 @@ def catch_up(http, seen: dict[int, str]) -> None:
 
 def watcher(load: Load, index: int) -> None:
     import requests
-    from websockets.exceptions import ConnectionClosed
+    from websockets.exceptions import WebSocketException
     from websockets.sync.client import connect
 
     user, key, session_key = load.users[index]
-    http = requests.Session()
-    http.verify = load.cert
-    http.headers["Authorization"] = f"Bearer {key}"
+    http = api_session(load, key)
     context = ssl.create_default_context(cafile=load.cert)
     headers = {"Cookie": f"sessionid={session_key}", "Origin": BASE_URL}
     seen = load.seen[user.pk]
@@ -259,7 +272,7 @@ def watcher(load: Load, index: int) -> None:
                         continue
                     if message.get("type") == "job":
                         seen[message["job"]["id"]] = message["job"]["state"]
-        except (ConnectionClosed, OSError, requests.RequestException, TimeoutError):
+        except (WebSocketException, OSError, requests.RequestException, TimeoutError, ValueError):
             if lost_at is None:
                 lost_at = time.monotonic()
             load.stop_watch.wait(1.0)  # the page's first retry is after 1 s
@@ -583,8 +596,8 @@ def main():
             f"{phase.name:<22} {len(served):>6} {len(errors):>6} {p95:>7.0f} {recovery:>9} {ws:>13}  "
             f"{lost} lost, {doubled} doubled (jobs, charges, grants){detail}"
         )
-    kinds = Counter(request.kind for request in load.requests if request.error)
-    print(f"errors by request: {dict(kinds) or 'none'}")
+    reasons = ", ".join(f"{kind} {why}: {count}" for (kind, why), count in sorted(load.reasons.items()))
+    print(f"errors: {reasons or 'none'}")
     print(
         f"jobs: {len(load.accepted)} accepted (201), {len(unacknowledged)} created with their answer lost, "
         f"{len(in_slurm)} in Slurm, {len(load.cancels)} cancels accepted; "
