@@ -5,7 +5,8 @@ failover that did not stop the old one), would send every periodic task twice. M
 are safe run twice (single-flight locks, unique keys), but "most" is not a guarantee and the
 work is still doubled. So each beat takes a lease in Redis before it sends anything and
 renews it on every tick; a beat without the lease sends nothing and stands by, and takes over
-within LEASE_SECONDS when the leader dies or loses Redis.
+within LEASE_SECONDS when the leader dies or loses Redis (at once when the dead leader was a
+process of its own host: a beat restarted by its supervisor).
 
 The lease is a Redis key holding this beat's token (`SET NX PX`); it is renewed and released
 only by its holder (compare-and-set scripts), so a beat that lost it (expired while the
@@ -42,6 +43,12 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
+_TAKE_OVER = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('set', KEYS[1], ARGV[2], 'PX', ARGV[3])
+end
+return 0
+"""
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
   return redis.call('del', KEYS[1])
@@ -67,8 +74,10 @@ class BeatLease:
         """True when this beat holds the lease now (renewed for another LEASE_SECONDS)."""
         try:
             redis = self._redis()
-            held = bool(redis.eval(_RENEW, 1, self.key, self.token, self.milliseconds)) or bool(
-                redis.set(self.key, self.token, nx=True, px=self.milliseconds)
+            held = (
+                bool(redis.eval(_RENEW, 1, self.key, self.token, self.milliseconds))
+                or bool(redis.set(self.key, self.token, nx=True, px=self.milliseconds))
+                or self._take_over_from_the_dead(redis)
             )
         except Exception as exc:  # Redis down: nothing can be sent; whoever reaches it first leads
             if self.held:
@@ -80,6 +89,23 @@ class BeatLease:
         self.held = held
         return held
 
+    def _take_over_from_the_dead(self, redis) -> bool:
+        """A lease whose holder was a process on this host that is gone (a beat killed and
+        restarted by its supervisor) is taken at once, not after LEASE_SECONDS: the periodic
+        tasks (the cluster mirror every 2 s among them) would otherwise stop that long after
+        every crash. Only a holder this host can see dead is replaced; another host's waits."""
+        holder = redis.get(self.key)
+        if holder is None:
+            return False
+        host, _, rest = holder.decode(errors="replace").partition(":")
+        pid = rest.partition(":")[0]
+        if host != socket.gethostname() or not pid.isdigit() or _alive(int(pid)):
+            return False
+        if redis.eval(_TAKE_OVER, 1, self.key, holder, self.token, self.milliseconds):
+            log.warning("beat: took over the lease of %s, a beat of this host that is gone", holder.decode())
+            return True
+        return False
+
     def release(self) -> None:
         if not self.held:
             return
@@ -88,6 +114,16 @@ class BeatLease:
         except Exception as exc:
             log.warning("beat: lease not released (it expires by itself): %s", exc)
         self.held = False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: alive
+    return True
 
 
 class SingleBeatScheduler(PersistentScheduler):

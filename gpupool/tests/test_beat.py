@@ -2,6 +2,10 @@
 
 Marked django_db only to be kept out of the pure tier: it needs Redis (REDIS_URL)."""
 
+import os
+import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -79,3 +83,19 @@ def test_two_beats_send_each_due_task_once(tmp_path, lease_key, monkeypatch):
     senders = {token for token, name in sent if name == "often"}
     assert len(senders) == 1, sent
     assert sent, "the leader sent the due task"
+
+
+def test_a_restarted_beat_takes_over_at_once_from_its_dead_predecessor_on_this_host(lease_key):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    redis_client().set(lease_key, f"{socket.gethostname()}:{gone.pid}:dead", px=30_000)
+    restarted = BeatLease(key=lease_key)
+    assert restarted.hold(), "a killed beat's lease must not stop the periodic tasks for its 30 s"
+    assert redis_client().get(lease_key).decode() == restarted.token
+
+
+def test_a_live_holder_or_another_hosts_holder_is_waited_for(lease_key):
+    redis_client().set(lease_key, f"{socket.gethostname()}:{os.getpid()}:alive", px=30_000)
+    assert not BeatLease(key=lease_key).hold()
+    redis_client().set(lease_key, "another-host:1:remote", px=30_000)
+    assert not BeatLease(key=lease_key).hold(), "only this host can tell whether its own process is gone"
