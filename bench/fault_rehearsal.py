@@ -443,11 +443,11 @@ def main():
             ("Redis killed", "redis"),
             ("PostgreSQL killed", "postgres"),
         ):
-            print(f"fault: {name}", flush=True)
+            print(f"{time.strftime('%H:%M:%S')} fault: {name}", flush=True)
             fault(phases, name, target, args.down, args.settle)
-        print("fault: nginx reloaded", flush=True)
+        print(f"{time.strftime('%H:%M:%S')} fault: nginx reloaded", flush=True)
         fault(phases, "nginx reloaded", "nginx", 0, args.settle, action=reload_nginx)
-        print("fault: two beats at once", flush=True)
+        print(f"{time.strftime('%H:%M:%S')} fault: two beats at once", flush=True)
         beat_sends = two_beats(phases, args.settle)
     finally:
         load.stop_load.set()
