@@ -496,7 +496,12 @@ def main():
     def moment_of(when: datetime | None) -> float:  # wall clock -> this process's monotonic clock
         return t0 - (now_utc - when).total_seconds() if when else t0
 
-    unacknowledged = [job for pk, job in rows.items() if pk not in load.accepted]
+    # Rows the API made carry a spec; a row the mirror made for these users (who never run
+    # sbatch themselves) can only be a second copy of a job in Slurm.
+    unacknowledged = [job for pk, job in rows.items() if pk not in load.accepted and job.spec]
+    for job in rows.values():
+        if not job.spec:
+            problems[phase_of(phases, moment_of(job.created_at))]["jobs doubled"] += 1
     for pk, at in load.accepted.items():
         job = rows.get(pk)
         phase = phase_of(phases, at)
