@@ -50,6 +50,7 @@ BASE_URL = f"https://127.0.0.1:{HTTPS_PORT}"
 EXTRA_ENV = """SUBMIT_RATE_LIMIT_PER_MINUTE=1000
 SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE=100000
 METERING_INTERVAL_SECONDS=10
+METERING_WINDOW_HOURS=1
 """
 JOB = {
     "name": "rehearsal",
@@ -454,14 +455,14 @@ def main():
     print("load stopped; waiting for every job to end and be metered...", flush=True)
     drained = time.monotonic()
 
-    from django.db import close_old_connections
+    from django.db import connections
 
     from billing.models import UsageRecord
     from cluster.services import rest_client
     from credits.models import LedgerEntry
     from jobs.models import FINAL_STATES, Job
 
-    close_old_connections()  # the rehearsal's own connection died with PostgreSQL
+    connections.close_all()  # the rehearsal's own connection died with PostgreSQL
     user_ids = [user.pk for user, _key, _session in load.users]
     ours = Job.objects.filter(owner_id__in=user_ids)
     wait_until("every job to end", lambda: not ours.exclude(state__in=FINAL_STATES).exists(), 300)
