@@ -579,7 +579,8 @@ def main():
         f"a read every {args.read_every:.0f} s, a WebSocket each; killed processes down {args.down:.0f} s"
     )
     header = (
-        f"{'fault':<22} {'served':>6} {'errors':>6} {'p95 ms':>7} {'recovery':>9} {'ws reconnects':>13}  lost / doubled"
+        f"{'fault':<22} {'served':>6} {'errors':>6} {'p95 ms':>7} {'failing':>8} {'recovery':>9} "
+        f"{'ws reconnects':>13}  lost / doubled"
     )
     print(header)
     print("-" * len(header))
@@ -588,9 +589,12 @@ def main():
         served = [request for request in inside if not request.error]
         errors = [request for request in inside if request.error]
         p95 = percentile([request.seconds for request in served], 0.95) * 1000 if served else float("nan")
-        recovery = "-"
+        recovery = failing = "-"
         if phase.killed is not None:
+            # Failing: from the kill to the end of the last failed request; recovery: until the
+            # process is back (of use again) and requests stopped failing, whichever is later.
             last_error = max((request.at + request.seconds for request in errors), default=phase.killed)
+            failing = f"{last_error - phase.killed:.1f} s"
             recovery = f"{max(phase.back, last_error) - phase.killed:.1f} s"
         reconnects = [pair for pair in load.reconnects if phase.start <= pair[0] < phase.end]
         ws = f"{len(reconnects)}" + (f" ({max(back - lost for lost, back in reconnects):.1f} s)" if reconnects else "")
@@ -599,7 +603,7 @@ def main():
         doubled = sum(count for kind, count in found.items() if "doubled" in kind)
         detail = "" if not found else "  " + ", ".join(f"{kind}: {count}" for kind, count in sorted(found.items()))
         print(
-            f"{phase.name:<22} {len(served):>6} {len(errors):>6} {p95:>7.0f} {recovery:>9} {ws:>13}  "
+            f"{phase.name:<22} {len(served):>6} {len(errors):>6} {p95:>7.0f} {failing:>8} {recovery:>9} {ws:>13}  "
             f"{lost} lost, {doubled} doubled (jobs, charges, grants){detail}"
         )
     reasons = ", ".join(f"{kind} {why}: {count}" for (kind, why), count in sorted(load.reasons.items()))
