@@ -48,6 +48,14 @@ def test_the_proxy_sets_its_headers_once_for_every_location():
         assert re.search(rf"^proxy_set_header {header} ", proxy, re.MULTILINE), header
 
 
+def test_only_a_process_failure_takes_it_out_of_rotation():
+    # The portal's own 503 (PostgreSQL restarting) is an answer for the client. Counted as a
+    # failure, it took every web process out of rotation at once: 502 for every page and socket.
+    proxy = (DEPLOY / "nginx" / "gpupool-proxy.conf").read_text()
+    (next_upstream,) = re.findall(r"^proxy_next_upstream (.*);", proxy, re.MULTILINE)
+    assert set(next_upstream.split()) <= {"error", "timeout"}
+
+
 def test_the_units_run_the_projects_processes():
     units = {path.name: path.read_text() for path in (DEPLOY / "systemd").glob("*.service")}
     assert "gpupool.asgi:application" in units["gpupool-web@.service"]
