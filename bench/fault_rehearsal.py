@@ -506,6 +506,8 @@ def main():
     for pk, at in load.accepted.items():
         job = rows.get(pk)
         phase = phase_of(phases, at)
+        if job is not None and job.slurm_job_id is None and job.state == "CANCELLED" and pk in load.cancels:
+            continue  # cancelled (an accepted cancel) before it reached Slurm: never to be there
         if job is None or job.slurm_job_id is None:
             problems[phase]["jobs lost"] += 1
         elif in_slurm.get(job.slurm_job_id, 0) != 1:
@@ -520,7 +522,10 @@ def main():
             problems[phase_of(phases, moment_of(submitted_at.get(slurm_id)))]["jobs doubled"] += 1
     for pk, at in load.cancels.items():
         job = rows.get(pk)
-        if job is None or job.state != "CANCELLED" or slurm_state.get(job.slurm_job_id) != "CANCELLED":
+        in_slurm_cancelled = job is not None and (
+            job.slurm_job_id is None or slurm_state.get(job.slurm_job_id) == "CANCELLED"
+        )  # not yet in Slurm when cancelled: the portal cancelled it before it went there
+        if job is None or job.state != "CANCELLED" or not in_slurm_cancelled:
             problems[phase_of(phases, at)]["cancels lost"] += 1
 
     # Charges: one usage record per run, charged once; a credit spend at most once per record.
