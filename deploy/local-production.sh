@@ -91,6 +91,19 @@ launch() {  # launch <name> <command...>: in the background, its own session, PI
   echo $! >"$PIDS/$name.pid"
 }
 
+# The portal's own processes are restarted when they exit, as systemd's Restart=always does for
+# deploy/systemd/'s units: a Celery worker exits for good on some losses of its broker ("Unrecoverable
+# error" when Redis restarts while it restores a message; bench/fault_rehearsal.py met it). The PID
+# recorded is the supervising shell's; TERM stops it and its process, and killing its process group
+# (its own session) kills both, as a crash of the host would.
+SUPERVISE='trap "kill -TERM \$child 2>/dev/null; wait \$child; exit 0" TERM INT
+while :; do "$@" & child=$!; wait $child; echo "$(date -Is) exited with $?; restarting in 1 s"; sleep 1; done'
+
+supervised() {  # supervised <name> <command...>
+  local name=$1; shift
+  launch "$name" bash -c "$SUPERVISE" supervise "$@"
+}
+
 start_redis() {
   mkdir -p "$RUN/redis"
   # No snapshots, no append-only file: the harshest case, a restart loses everything in Redis
@@ -126,18 +139,18 @@ start_postgres() {
 
 start_web() {  # start_web <n>
   local port=${WEB_PORTS[$1 - 1]}
-  launch "web$1" "$PY" -m daphne -b 127.0.0.1 -p "$port" --ping-interval 20 --application-close-timeout 10 \
+  supervised "web$1" "$PY" -m daphne -b 127.0.0.1 -p "$port" --ping-interval 20 --application-close-timeout 10 \
     gpupool.asgi:application
   wait_for 60 "web$1" curl -fsS "http://127.0.0.1:$port/readyz"
 }
 
 start_worker() {  # start_worker <n>
-  launch "worker$1" "$REPO/.venv/bin/celery" -A gpupool worker --loglevel=INFO --concurrency=2 \
+  supervised "worker$1" "$REPO/.venv/bin/celery" -A gpupool worker --loglevel=INFO --concurrency=2 \
     --without-gossip --without-mingle -n "worker$1@%h"
 }
 
 start_beat() {
-  launch beat "$REPO/.venv/bin/celery" -A gpupool beat --loglevel=INFO --schedule "$RUN/var/celerybeat-schedule"
+  supervised beat "$REPO/.venv/bin/celery" -A gpupool beat --loglevel=INFO --schedule "$RUN/var/celerybeat-schedule"
 }
 
 write_nginx_conf() {
