@@ -97,7 +97,7 @@ launch() {  # launch <name> <command...>: in the background, its own session, PI
 # recorded is the supervising shell's; TERM stops it and its process, and killing its process group
 # (its own session) kills both, as a crash of the host would.
 SUPERVISE='trap "kill -TERM \$child 2>/dev/null; wait \$child; exit 0" TERM INT
-while :; do "$@" & child=$!; wait $child; echo "$(date -Is) exited with $?; restarting in 1 s"; sleep 1; done'
+while :; do "$@" & child=$!; wait $child; rc=$?; echo "$(date -Is) exited with $rc; restarting in 1 s"; sleep 1; done'
 
 supervised() {  # supervised <name> <command...>
   local name=$1; shift
