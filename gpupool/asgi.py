@@ -17,6 +17,7 @@ from django.conf import settings  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
 from gpupool.asgi_http import DjangoHttp  # noqa: E402
+from gpupool.health import health_app  # noqa: E402
 from gpupool.routing import websocket_urlpatterns  # noqa: E402
 from jobs.live.asgi_events import events_app  # noqa: E402
 from telemetry.asgi_ingest import ingest_app  # noqa: E402
@@ -31,6 +32,9 @@ application = ProtocolTypeRouter(
                 path("api/v1/telemetry/ingest", ingest_app),
                 # slurmctld's job events, signed in their headers (jobs/live/asgi_events.py).
                 path("api/v1/slurm/events", events_app),
+                # For the reverse proxy and supervisors: no host check, no HTTPS redirect (gpupool/health.py).
+                path("healthz", health_app),
+                path("readyz", health_app),
                 re_path(r"", django_http_app),
             ]
         ),

@@ -313,6 +313,8 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 600.0},
     },
 }
+# One beat sends, however many are started (a second stands by): gpupool/beat.py.
+CELERY_BEAT_SCHEDULER = "gpupool.beat:SingleBeatScheduler"
 # Task modules other than the apps' tasks.py, which Celery finds by itself.
 CELERY_IMPORTS = ("billing.invoices.closing",)
 # How long after a month ends its invoices wait for slurmdbd's late records before issue.

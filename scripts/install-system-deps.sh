@@ -9,6 +9,7 @@ packages=(
   debootstrap
   chromium          # browser tests drive Debian's Chromium through Playwright
   curl ca-certificates
+  nginx openssl     # the production shape's proxy and its TLS certificate (deploy/local-production.sh)
   libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core  # WeasyPrint: invoice PDFs
 )
 missing=()
