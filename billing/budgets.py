@@ -32,8 +32,8 @@ from django.db.models import Q, Sum
 from django.urls import reverse
 from django.utils import timezone
 
-from billing.invoices.drafts import month_of
-from billing.models import Budget, Invoice, UsageRecord
+from billing.invoices.drafts import month_of, month_records
+from billing.models import Budget
 from billing.pricing import to_cents
 from groups.group_plans import group_pays
 from jobs.submission.checks import SubmissionRefused
@@ -47,12 +47,7 @@ WARN_AT = Decimal("0.8")
 def month_to_date_charges(user_id: int, period: date) -> Decimal:
     """Exact: the amounts of the records charged to the user's invoice of `period` (their own:
     group runs a group pays for are on the group's invoice and count against its budget)."""
-    total = (
-        UsageRecord.objects.filter(invoice__user_id=user_id, invoice__period=period)
-        .exclude(invoice__status=Invoice.Status.VOID)
-        .aggregate(total=Sum("amount"))["total"]
-    )
-    return total or Decimal(0)
+    return month_records(period, user_id=user_id).aggregate(total=Sum("amount"))["total"] or Decimal(0)
 
 
 def budget_url() -> str:

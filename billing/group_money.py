@@ -16,6 +16,7 @@ Both holds are submission checks (jobs.submission.checks), registered in billing
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 
@@ -25,13 +26,17 @@ from django.db.models import Count, Sum
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.access import is_admin
 from billing.budgets import check_pending, release, warn_once
 from billing.credit_limits import overdue_invoice
-from billing.invoices.drafts import month_of
-from billing.models import Invoice, UsageRecord
+from billing.invoices.drafts import month_of, month_records
 from billing.pricing import to_cents
+from credits import ledger
+from groups import actions as group_actions
+from groups.group_plans import current as current_group_plan
 from groups.group_plans import group_pays
-from groups.models import MANAGING_ROLES, GroupBudget, Membership
+from groups.models import MANAGING_ROLES, GroupBudget, GroupPlan, Membership
+from groups.queries import GroupError, sees_everyone
 from jobs.submission.checks import SubmissionRefused
 from plans.catalog import PlanSnapshot
 
@@ -41,21 +46,14 @@ ZERO = Decimal(0)
 
 def month_to_date_charges(group_id: int, period: date) -> Decimal:
     """Exact: the amounts of the records on the group's invoice of `period`."""
-    total = (
-        UsageRecord.objects.filter(invoice__group_id=group_id, invoice__period=period)
-        .exclude(invoice__status=Invoice.Status.VOID)
-        .aggregate(total=Sum("amount"))["total"]
-    )
-    return total or ZERO
+    return month_records(period, group_id=group_id).aggregate(total=Sum("amount"))["total"] or ZERO
 
 
 def member_shares(group_id: int, period: date, *, member_id: int | None = None) -> list[dict]:
     """What each member's group runs cost the group in the month `period` (exact amounts and
     GPU-seconds by member and GPU type, from the group's invoice of that month). `member_id`:
     that member's rows only (what a member sees of the group's bill)."""
-    rows = UsageRecord.objects.filter(invoice__group_id=group_id, invoice__period=period).exclude(
-        invoice__status=Invoice.Status.VOID
-    )
+    rows = month_records(period, group_id=group_id)
     if member_id is not None:
         rows = rows.filter(user_id=member_id)
     return list(
@@ -63,6 +61,50 @@ def member_shares(group_id: int, period: date, *, member_id: int | None = None) 
         .annotate(runs=Count("id"), gpu_seconds=Sum("gpu_seconds"), amount=Sum("amount"))
         .order_by("user__username", "gpu_type")
     )
+
+
+@dataclass(frozen=True)
+class MoneySeen:
+    """A group's money as one person may see it (the money page and its API): everyone's shares,
+    the month's charges and the pool for the PI, managers and admins; a member their own share."""
+
+    month: date
+    everyone: bool
+    held: GroupPlan | None
+    budget: GroupBudget | None
+    spent: Decimal | None
+    pool: int | None
+    shares: list[dict]
+
+    @property
+    def shown_total(self) -> Decimal:
+        """The shares shown, summed and rounded to the cent."""
+        return to_cents(sum((row["amount"] or ZERO for row in self.shares), ZERO))
+
+
+def money_seen_by(user, group, month: date) -> MoneySeen:
+    everyone = sees_everyone(user, group)
+    return MoneySeen(
+        month=month,
+        everyone=everyone,
+        held=current_group_plan(group.pk),
+        budget=GroupBudget.objects.filter(group=group).first(),
+        spent=month_to_date_charges(group.pk, month) if everyone else None,
+        pool=ledger.balance(None, group_id=group.pk) if everyone else None,
+        shares=member_shares(group.pk, month, member_id=None if everyone else user.pk),
+    )
+
+
+def require_pool_admin(actor, group_id: int) -> None:
+    """Credits go into a group's pool from the pool's admins, never from one in the group."""
+    if not is_admin(actor):
+        raise GroupError("group", "Credits are added to a group's pool by the pool's admins.", 403)
+    group_actions.refuse_own_group(actor, group_id, "adds its credits")
+
+
+def pool_key(group_id: int, submission_key: str) -> str:
+    """The ledger's idempotency key of one submission (a form, an API call) to the group's pool."""
+    return f"group-pool:{group_id}:{submission_key}"
 
 
 def group_hold_check(user, plan: PlanSnapshot, group=None) -> None:

@@ -9,7 +9,7 @@ from django.db.models import Q, QuerySet
 
 from billing.models import Invoice
 from groups.models import MANAGING_ROLES, Membership
-from groups.queries import GroupError, visible_group
+from groups.queries import GroupError, membership, visible_group
 
 
 def bill_group_ids(user) -> QuerySet:
@@ -27,6 +27,7 @@ def group_invoices(user, group_id) -> QuerySet[Invoice]:
     """A group's invoices for its PI and managers. GroupError: 404 to a non-member (the group
     is not theirs to learn of), 403 to a member who does not see the group's bills."""
     group = visible_group(user, group_id)
-    if not Membership.objects.active().filter(group=group, user=user, role__in=MANAGING_ROLES).exists():
+    found = membership(user, group.pk)
+    if not (found and found.may_manage):
         raise GroupError("group", "Only the group's PI and managers see its invoices; your share is on its page.", 403)
     return Invoice.objects.filter(group=group)

@@ -24,9 +24,7 @@ from billing.pricing import to_cents
 from credits import actions as credit_actions
 from credits import ledger
 from groups import actions as group_actions
-from groups.group_plans import current as current_group_plan
-from groups.models import GroupBudget
-from groups.queries import GroupError, membership, sees_everyone, visible_group
+from groups.queries import GroupError, membership, visible_group
 from plans.models import Plan
 
 
@@ -55,28 +53,26 @@ def cost_chart(shares: list[dict]) -> dict:
 @login_required
 def group_money_page(request, pk: int):
     group = _group(request, pk)
-    month = month_of(timezone.now())
-    everyone = sees_everyone(request.user, group)
+    seen = group_money.money_seen_by(request.user, group, month_of(timezone.now()))
     mine = membership(request.user, group.pk)
-    shares = group_money.member_shares(group.pk, month, member_id=None if everyone else request.user.pk)
     admin_outside = is_admin(request.user) and mine is None
     context = {
         "group": group,
-        "month": month,
-        "everyone": everyone,
+        "month": seen.month,
+        "everyone": seen.everyone,
         "manages": bool(mine and mine.may_manage),
         "admin_outside": admin_outside,
-        "held": current_group_plan(group.pk),
+        "held": seen.held,
         "plans": Plan.objects.filter(included_hours_are_a_cap=False).order_by("priority", "code")
         if admin_outside
         else [],
-        "budget": GroupBudget.objects.filter(group=group).first(),
-        "spent": group_money.month_to_date_charges(group.pk, month) if everyone else None,
-        "pool": ledger.balance(None, group_id=group.pk) if everyone else None,
-        "shares": shares,
-        "shown_total": to_cents(sum((row["amount"] or Decimal(0) for row in shares), Decimal(0))),
-        "chart": cost_chart(shares) if shares else None,
-        "invoices": Invoice.objects.filter(group=group).order_by("-period", "-id")[:24] if everyone else [],
+        "budget": seen.budget,
+        "spent": seen.spent,
+        "pool": seen.pool,
+        "shares": seen.shares,
+        "shown_total": seen.shown_total,
+        "chart": cost_chart(seen.shares) if seen.shares else None,
+        "invoices": Invoice.objects.filter(group=group).order_by("-period", "-id")[:24] if seen.everyone else [],
         "pool_key": secrets.token_hex(12),
     }
     return render(request, "billing/group_money.html", context)
@@ -132,9 +128,7 @@ def group_credits(request, pk: int):
     group = _group(request, pk)
 
     def add():
-        if not is_admin(request.user):
-            raise GroupError("group", "Credits are added to a group's pool by the pool's admins.", 403)
-        group_actions.refuse_own_group(request.user, group.pk, "adds its credits")
+        group_money.require_pool_admin(request.user, group.pk)
         amount = request.POST.get("amount", "")
         key = request.POST.get("key", "")
         if not amount.isdigit() or not 1 <= int(amount) <= 10**12:
@@ -146,7 +140,7 @@ def group_credits(request, pk: int):
             int(amount),
             actor=request.user,
             reason=request.POST.get("reason", "")[:500],
-            key=f"group-pool:{group.pk}:{key}",
+            key=group_money.pool_key(group.pk, key),
             group_id=group.pk,
         )
 

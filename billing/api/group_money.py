@@ -16,18 +16,14 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from accounts.access import is_admin
 from billing import group_money
 from billing.invoices.drafts import month_of
-from billing.pricing import to_cents
 from credits import actions as credit_actions
 from credits import ledger
 from foundation.money import format_amount
 from groups import actions as group_actions
 from groups.api.views import GroupAPIView, errors, invalid
-from groups.group_plans import current as current_group_plan
-from groups.models import GroupBudget
-from groups.queries import GroupError, sees_everyone, visible_group
+from groups.queries import GroupError, visible_group
 
 TAGS = ["groups"]
 
@@ -85,19 +81,15 @@ class GroupMoneyView(GroupAPIView):
     )
     def get(self, request, pk: int):
         group = visible_group(request.user, pk)
-        month = _month(request.query_params.get("month"))
-        everyone = sees_everyone(request.user, group)
-        shares = group_money.member_shares(group.pk, month, member_id=None if everyone else request.user.pk)
-        held = current_group_plan(group.pk)
-        budget = GroupBudget.objects.filter(group=group).first()
+        seen = group_money.money_seen_by(request.user, group, _month(request.query_params.get("month")))
         data = {
-            "month": month,
-            "plan": held.plan.code if held else None,
-            "budget": budget,
-            "spent": format_amount(group_money.month_to_date_charges(group.pk, month)) if everyone else None,
-            "credit_pool": ledger.balance(None, group_id=group.pk) if everyone else None,
-            "shares": [{**row, "amount": format_amount(row["amount"] or Decimal(0))} for row in shares],
-            "total": f"{to_cents(sum((row['amount'] or Decimal(0) for row in shares), Decimal(0))):.2f}",
+            "month": seen.month,
+            "plan": seen.held.plan.code if seen.held else None,
+            "budget": seen.budget,
+            "spent": format_amount(seen.spent) if seen.spent is not None else None,
+            "credit_pool": seen.pool,
+            "shares": [{**row, "amount": format_amount(row["amount"] or Decimal(0))} for row in seen.shares],
+            "total": f"{seen.shown_total:.2f}",
         }
         return Response(GroupMoneySerializer(data).data)
 
@@ -184,9 +176,7 @@ class GroupCreditsView(GroupAPIView):
     )
     def post(self, request, pk: int):
         group = visible_group(request.user, pk)
-        if not is_admin(request.user):
-            raise GroupError("group", "Credits are added to a group's pool by the pool's admins.", 403)
-        group_actions.refuse_own_group(request.user, group.pk, "adds its credits")
+        group_money.require_pool_admin(request.user, group.pk)
         body = PoolInput(data=request.data)
         if not body.is_valid():
             return invalid(body)
@@ -196,7 +186,7 @@ class GroupCreditsView(GroupAPIView):
             values["amount"],
             actor=request.user,
             reason=values["reason"],
-            key=f"group-pool:{group.pk}:{values['idempotency_key']}",
+            key=group_money.pool_key(group.pk, values["idempotency_key"]),
             group_id=group.pk,
         )
         return Response({"credit_pool": ledger.balance(None, group_id=group.pk), "added": added})

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 from django.db import IntegrityError, transaction
 
-from billing.models import Invoice
+from billing.models import Invoice, UsageRecord
 from plans import models as plan_models
 
 
@@ -52,6 +52,13 @@ def payer_filter(user_id: int | None = None, group_id: int | None = None) -> dic
     if user_id is None:
         raise ValueError("an invoice is paid by a user or a group")
     return {"user_id": user_id, "group_id": None}
+
+
+def month_records(period: date, *, user_id: int | None = None, group_id: int | None = None):
+    """The usage records on the payer's live (not void) invoice of the month `period`: what its
+    budget, its usage page and its members' shares count."""
+    payer = {f"invoice__{name}": value for name, value in payer_filter(user_id, group_id).items()}
+    return UsageRecord.objects.filter(**payer, invoice__period=period).exclude(invoice__status=Invoice.Status.VOID)
 
 
 def open_draft(user_id: int | None, moment: datetime, *, group_id: int | None = None) -> Invoice:

@@ -34,7 +34,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from billing.invoices import invoicing
-from billing.invoices.drafts import billing_zone, month_bounds, month_of
+from billing.invoices.drafts import billing_zone, month_bounds, month_of, month_records
 from billing.models import Budget, Invoice, InvoiceLine, UsageRecord
 from billing.pricing import days_in_month, to_cents
 from plans.catalog import PlanSnapshot, monthly_price_for, plan_for
@@ -163,8 +163,7 @@ def invoice_month(user_id: int, period: date) -> tuple[Decimal, dict[str, int]]:
     """(exact charges, {GPU type: included GPU-seconds}) of the records on the user's own
     invoice of `period` (not a group's). One query."""
     rows = (
-        UsageRecord.objects.filter(invoice__user_id=user_id, invoice__period=period)
-        .exclude(invoice__status=Invoice.Status.VOID)
+        month_records(period, user_id=user_id)
         .values("gpu_type")
         .annotate(charges=Sum("amount"), included=Sum("included_gpu_seconds"))
         .order_by()
