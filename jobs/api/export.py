@@ -68,32 +68,6 @@ def chunk_after(user_id: int, columns: list[str], after: tuple | None) -> list[t
     return list(query.order_by("-created_at", "-id").values_list(*columns, "created_at", "id")[:CHUNK_ROWS])
 
 
-def rows_of(user_id: int) -> Iterator[tuple]:
-    columns = _columns()
-    yield tuple(columns)
-    after = None
-    while True:
-        chunk = chunk_after(user_id, columns, after)
-        for row in chunk:
-            yield row[: len(columns)]
-        if len(chunk) < CHUNK_ROWS:
-            return
-        after = chunk[-1][-2:]
-
-
-async def async_rows_of(user_id: int) -> AsyncIterator[tuple]:
-    columns = _columns()
-    yield tuple(columns)
-    after = None
-    while True:
-        chunk = await sync_to_async(chunk_after)(user_id, columns, after)
-        for row in chunk:
-            yield row[: len(columns)]
-        if len(chunk) < CHUNK_ROWS:
-            return
-        after = chunk[-1][-2:]
-
-
 class JsonLines:
     """Rows to JSON lines, 500 a piece."""
 
@@ -128,33 +102,38 @@ class CsvText(JsonLines):
 PIECE_ROWS = 500
 
 
-def stream(rows: Iterator[tuple], kind) -> Iterator[str]:
-    writer = kind(next(rows))
+def pieces(writer, chunk: list[tuple], width: int) -> Iterator[str]:
+    """A chunk's rows, less their keyset columns, as the writer's pieces of PIECE_ROWS rows."""
+    for start in range(0, len(chunk), PIECE_ROWS):
+        yield writer.piece([row[:width] for row in chunk[start : start + PIECE_ROWS]])
+
+
+def stream(user_id: int, kind) -> Iterator[str]:
+    columns = _columns()
+    writer = kind(tuple(columns))
     yield writer.header()
-    batch = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) == PIECE_ROWS:
-            yield writer.piece(batch)
-            batch = []
-    if batch:
-        yield writer.piece(batch)
+    after = None
+    while True:
+        chunk = chunk_after(user_id, columns, after)
+        yield from pieces(writer, chunk, len(columns))
+        if len(chunk) < CHUNK_ROWS:
+            return
+        after = chunk[-1][-2:]
 
 
-async def async_stream(rows: AsyncIterator[tuple], kind) -> AsyncIterator[str]:
-    writer = None
-    batch = []
-    async for row in rows:
-        if writer is None:
-            writer = kind(row)
-            yield writer.header()
-            continue
-        batch.append(row)
-        if len(batch) == PIECE_ROWS:
-            yield writer.piece(batch)
-            batch = []
-    if batch:
-        yield writer.piece(batch)
+async def async_stream(user_id: int, kind) -> AsyncIterator[str]:
+    """`stream` for an ASGI response: each chunk is read in a worker thread."""
+    columns = _columns()
+    writer = kind(tuple(columns))
+    yield writer.header()
+    after = None
+    while True:
+        chunk = await sync_to_async(chunk_after)(user_id, columns, after)
+        for piece in pieces(writer, chunk, len(columns)):
+            yield piece
+        if len(chunk) < CHUNK_ROWS:
+            return
+        after = chunk[-1][-2:]
 
 
 @extend_schema(
@@ -187,9 +166,9 @@ def export(request):
     # Under ASGI (Daphne) Django streams only an async iterator (a sync one is read whole
     # first); under WSGI and the test client, a sync one.
     if isinstance(request._request, ASGIRequest):
-        content = async_stream(async_rows_of(request.user.pk), kind)
+        content = async_stream(request.user.pk, kind)
     else:
-        content = stream(rows_of(request.user.pk), kind)
+        content = stream(request.user.pk, kind)
     response = StreamingHttpResponse(content, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

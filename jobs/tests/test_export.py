@@ -68,7 +68,7 @@ def test_the_asgi_path_streams_the_same_rows(alice, monkeypatch):
     _jobs(alice, 20)
 
     async def collect():
-        return "".join([piece async for piece in export.async_stream(export.async_rows_of(alice.pk), export.JsonLines)])
+        return "".join([piece async for piece in export.async_stream(alice.pk, export.JsonLines)])
 
     rows = [json.loads(line) for line in async_to_sync(collect)().splitlines()]
     assert [row["id"] for row in rows] == _newest_first(alice)
