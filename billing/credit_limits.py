@@ -26,11 +26,12 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from audit.log import record
-from billing.invoices.drafts import month_of, payer_filter
+from billing.invoices.drafts import month_of
 from billing.invoices.payments import paid_so_far
 from billing.models import CreditLimit, Invoice, Payment, UsageRecord
 from billing.pricing import to_cents
 from groups.group_plans import group_pays
+from groups.queries import owned_by
 from jobs.submission.checks import SubmissionRefused
 from plans.catalog import PlanSnapshot
 
@@ -52,7 +53,7 @@ def owed(user_id: int) -> Decimal:
 def overdue_invoice(user_id: int | None = None, *, group_id: int | None = None) -> Invoice | None:
     """An issued invoice of the user's (or the group's) unpaid after INVOICE_DUE_DAYS."""
     due_before = timezone.now() - timedelta(days=settings.INVOICE_DUE_DAYS)
-    payer = payer_filter(user_id, group_id)
+    payer = owned_by(user_id, group_id)
     for invoice in Invoice.objects.filter(**payer, status=Invoice.Status.ISSUED, issued_at__lt=due_before):
         if paid_so_far(invoice.pk) < invoice.total:
             return invoice

@@ -21,24 +21,15 @@ from django.utils import timezone
 
 from credits import weights
 from credits.models import CampaignDay, CreditAccount, CreditLot, EntryKind, LedgerEntry
+from groups.queries import owned_by
 
 
 class LedgerError(ValueError):
     """A write the ledger refuses; nothing was written."""
 
 
-def owner(user_id: int | None = None, group_id: int | None = None) -> dict:
-    """An account's owner as filter arguments: a group's credit pool when `group_id` is given,
-    else the user's own account."""
-    if group_id is not None:
-        return {"group_id": group_id, "user_id": None}
-    if user_id is None:
-        raise LedgerError("credits belong to a user or a group")
-    return {"user_id": user_id, "group_id": None}
-
-
 def account_for(user_id: int | None, *, group_id: int | None = None) -> CreditAccount:
-    lookup = owner(user_id, group_id)
+    lookup = owned_by(user_id, group_id)
     account = CreditAccount.objects.filter(**lookup).first()
     if account is not None:
         return account
@@ -52,7 +43,7 @@ def account_for(user_id: int | None, *, group_id: int | None = None) -> CreditAc
 
 def _locked_account(user_id: int | None, *, group_id: int | None = None) -> CreditAccount:
     account_for(user_id, group_id=group_id)
-    return CreditAccount.objects.select_for_update().get(**owner(user_id, group_id))
+    return CreditAccount.objects.select_for_update().get(**owned_by(user_id, group_id))
 
 
 def _existing(key: str, account: CreditAccount) -> LedgerEntry | None:
@@ -63,7 +54,7 @@ def _existing(key: str, account: CreditAccount) -> LedgerEntry | None:
 
 
 def balance(user_id: int | None, *, group_id: int | None = None) -> int:
-    return CreditAccount.objects.filter(**owner(user_id, group_id)).values_list("balance", flat=True).first() or 0
+    return CreditAccount.objects.filter(**owned_by(user_id, group_id)).values_list("balance", flat=True).first() or 0
 
 
 def spendable_balance(user_id: int | None, now=None, *, group_id: int | None = None) -> int:
@@ -72,14 +63,14 @@ def spendable_balance(user_id: int | None, now=None, *, group_id: int | None = N
     the balance between them (every write keeps them so), locking nothing: quotes and the
     balance a user sees."""
     live = Q(expires_at__isnull=True) | Q(expires_at__gt=now or timezone.now())
-    of_owner = {f"account__{name}": value for name, value in owner(user_id, group_id).items()}
+    of_owner = owned_by(user_id, group_id, through="account")
     total = CreditLot.objects.filter(live, remaining__gt=0, **of_owner).aggregate(total=Sum("remaining"))
     return total["total"] or 0
 
 
 def sum_of_entries(user_id: int | None, *, group_id: int | None = None) -> int:
     """The balance as the ledger says it; `balance` must always equal it."""
-    of_owner = {f"account__{name}": value for name, value in owner(user_id, group_id).items()}
+    of_owner = owned_by(user_id, group_id, through="account")
     return LedgerEntry.objects.filter(**of_owner).aggregate(total=Sum("amount"))["total"] or 0
 
 

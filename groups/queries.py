@@ -20,6 +20,19 @@ class GroupError(Exception):
         self.status = status
 
 
+def owned_by(user_id: int | None = None, group_id: int | None = None, *, through: str = "") -> dict:
+    """Filter arguments for a row that belongs to a user or to a group (an invoice, a credits
+    account): the group when `group_id` is given, else the user; `through` names the relation
+    to follow first ("invoice" gives invoice__group_id...)."""
+    if group_id is not None:
+        found = {"group_id": group_id, "user_id": None}
+    elif user_id is not None:
+        found = {"user_id": user_id, "group_id": None}
+    else:
+        raise ValueError("it belongs to a user or a group: neither was given")
+    return {f"{through}__{name}" if through else name: value for name, value in found.items()}
+
+
 def membership(user, group_id) -> Membership | None:
     """The user's active membership of the group, or None."""
     if not getattr(user, "is_authenticated", False):

@@ -22,8 +22,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from billing.invoices import invoicing
-from billing.invoices.drafts import month_bounds, month_of, payer_filter
+from billing.invoices.drafts import month_bounds, month_of
 from billing.models import Invoice
+from groups.queries import owned_by
 from plans.models import Subscription
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ def fee_paying_groups_without_invoice(period: date) -> list[int]:
 
 
 def _create_draft(period: date, *, user_id: int | None = None, group_id: int | None = None) -> bool:
-    payer = payer_filter(user_id, group_id)
+    payer = owned_by(user_id, group_id)
     try:
         with transaction.atomic():
             if Invoice.objects.filter(**payer, period=period).exists():

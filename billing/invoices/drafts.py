@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 from django.db import IntegrityError, transaction
 
 from billing.models import Invoice, UsageRecord
+from groups.queries import owned_by
 from plans import models as plan_models
 
 
@@ -45,19 +46,10 @@ def month_bounds(period: date) -> tuple[datetime, datetime]:
     )
 
 
-def payer_filter(user_id: int | None = None, group_id: int | None = None) -> dict:
-    """The invoice owner as filter arguments: a group when `group_id` is given, else the user."""
-    if group_id is not None:
-        return {"group_id": group_id, "user_id": None}
-    if user_id is None:
-        raise ValueError("an invoice is paid by a user or a group")
-    return {"user_id": user_id, "group_id": None}
-
-
 def month_records(period: date, *, user_id: int | None = None, group_id: int | None = None):
     """The usage records on the payer's live (not void) invoice of the month `period`: what its
     budget, its usage page and its members' shares count."""
-    payer = {f"invoice__{name}": value for name, value in payer_filter(user_id, group_id).items()}
+    payer = owned_by(user_id, group_id, through="invoice")
     return UsageRecord.objects.filter(**payer, invoice__period=period).exclude(invoice__status=Invoice.Status.VOID)
 
 
@@ -68,7 +60,7 @@ def open_draft(user_id: int | None, moment: datetime, *, group_id: int | None = 
     Must be called inside `transaction.atomic()`."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("open_draft holds a row lock: call it inside transaction.atomic()")
-    payer = payer_filter(user_id, group_id)
+    payer = owned_by(user_id, group_id)
     period = month_of(moment)
     while True:
         live = (
