@@ -400,12 +400,12 @@ def _parse_image(value: Any, plan: Plan, policy: SpecPolicy, error) -> str | Non
             return None
         if listed is not None:
             if not listed.allows(plan.code):
-                allowed = ", ".join(image.reference for image in policy.images.for_plan(plan.code)) or "none"
+                allowed = _allowed_images(policy, plan)
                 error("image", f"{listed.reference} is not available on your plan ({plan.name}); it may use: {allowed}")
                 return None
             return value
         if policy.catalogue_only:
-            allowed = ", ".join(image.reference for image in policy.images.for_plan(plan.code)) or "none"
+            allowed = _allowed_images(policy, plan)
             error(
                 "image",
                 f"{value} is not in the pool's image catalogue (the nodes hold no other image); "
@@ -419,6 +419,11 @@ def _parse_image(value: Any, plan: Plan, policy: SpecPolicy, error) -> str | Non
             error("image", f"your plan ({plan.name}) may only use the official images: {allowed}")
             ok = False
     return value if ok else None
+
+
+def _allowed_images(policy: SpecPolicy, plan: Plan) -> str:
+    """The catalogue images the plan may use, as a refusal names them."""
+    return ", ".join(image.reference for image in policy.images.for_plan(plan.code)) or "none"
 
 
 def _parse_gpu(data: Mapping[str, Any], plan: Plan, policy: SpecPolicy, error) -> GpuRequest | None:
