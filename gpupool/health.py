@@ -15,28 +15,17 @@ by address, so Django's host check (ALLOWED_HOSTS) would answer 400 and SECURE_S
 
 from __future__ import annotations
 
-import json
 import logging
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connection
 
+from foundation.asgi_json import respond_json
 from foundation.redis_client import redis_client
 
 log = logging.getLogger(__name__)
 # Seconds a readiness check waits for Redis; the database's wait is its connect timeout.
 REDIS_TIMEOUT = 1.0
-
-
-async def _respond(send, status: int, payload: dict, *, head: bool = False) -> None:
-    body = json.dumps(payload).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-store"),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": b"" if head else body})
 
 
 def _check_database() -> str:
@@ -67,12 +56,18 @@ def readiness() -> dict:
 
 async def health_app(scope, receive, send):
     if scope["method"] not in ("GET", "HEAD"):
-        await _respond(send, 405, {"detail": "GET only."})
+        await respond_json(send, 405, {"detail": "GET only."}, no_store=True)
         return
     head = scope["method"] == "HEAD"
     if scope["path"].rstrip("/").endswith("readyz"):
         checks = await sync_to_async(readiness, thread_sensitive=False)()
         ready = all(value == "ok" for value in checks.values())
-        await _respond(send, 200 if ready else 503, {"status": "ok" if ready else "unavailable", **checks}, head=head)
+        await respond_json(
+            send,
+            200 if ready else 503,
+            {"status": "ok" if ready else "unavailable", **checks},
+            head=head,
+            no_store=True,
+        )
         return
-    await _respond(send, 200, {"status": "ok"}, head=head)
+    await respond_json(send, 200, {"status": "ok"}, head=head, no_store=True)

@@ -14,11 +14,10 @@ these checks keep it out of the portal's memory and its JSON parser.
 
 from __future__ import annotations
 
-import json
-
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
+from foundation.asgi_json import request_header, respond_json
 from telemetry.views import (
     MAX_BODY_BYTES,  # noqa: F401  (re-exported: the limit this path enforces)
     authenticate,
@@ -47,44 +46,31 @@ async def _read_body(receive, declared: int) -> bytes:
             return b"".join(chunks)
 
 
-async def _respond(send, status: int, payload: dict) -> None:
-    body = json.dumps(payload).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _header(scope, wanted: bytes) -> str | None:
-    values = [value.decode("latin-1") for name, value in scope.get("headers", []) if name.lower() == wanted]
-    if not values:
-        return None
-    # Two Content-Length headers that disagree are a smuggling attempt; "," makes it invalid.
-    return ",".join(values)
-
-
 async def ingest_app(scope, receive, send):
     if scope["method"] != "POST":
-        await _respond(send, 405, {"detail": "POST only."})
+        await respond_json(send, 405, {"detail": "POST only."})
         return
-    declared, refusal = length_refusal(_header(scope, b"content-length"), _header(scope, b"transfer-encoding"))
+    declared, refusal = length_refusal(
+        request_header(scope, b"content-length"), request_header(scope, b"transfer-encoding")
+    )
     if refusal is not None:
-        await _respond(send, *refusal)
+        await respond_json(send, *refusal)
         return
     # thread_sensitive=False: batches are independent, so several run at once.
     in_thread = sync_to_async(_in_thread, thread_sensitive=False)
-    token = await in_thread(authenticate, _header(scope, b"authorization") or "")
+    token = await in_thread(authenticate, request_header(scope, b"authorization") or "")
     if isinstance(token, tuple):
-        await _respond(send, *token)
+        await respond_json(send, *token)
         return
     try:
         body = await _read_body(receive, declared)
     except _Disconnected:
         return
     if len(body) != declared:
-        await _respond(send, *body_size_mismatch(declared, len(body)))
+        await respond_json(send, *body_size_mismatch(declared, len(body)))
         return
     status, payload = await in_thread(store_batch, token, body)
-    await _respond(send, status, payload)
+    await respond_json(send, status, payload)
 
 
 def _in_thread(function, *args):

@@ -7,11 +7,11 @@ can fail after the commit (the submission's hand-over to Slurm runs then), and a
 simply sent a submission again could have two jobs."""
 
 from django.db import InterfaceError, OperationalError
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 DATABASE_RETRY_SECONDS = 5
-SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 
 
 def database_unavailable(request) -> Response:
