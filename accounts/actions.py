@@ -114,6 +114,8 @@ def provision(profile_id: int, preferred_name: str | None = None, *, adopt_exist
             expected_uid=profile.cluster_uid,
             adopt_existing=adopt_existing,
         )
+        if settings.CLUSTER_OPS_GROUP:
+            backend.set_operator(name, settings.CLUSTER_OPS_GROUP, member=profile.role == "admin")
     except Exception as exc:
         Profile.objects.filter(pk=profile.pk).update(provisioning_error=str(exc)[:2000])
         raise

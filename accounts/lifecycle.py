@@ -24,6 +24,7 @@ from plans.models import Plan, Subscription
 
 log = logging.getLogger(__name__)
 
+
 def deactivate(user, actor=None, reason: str = "") -> bool:
     """Deactivate `user`; False when the account was not active. Conditional, so two admins
     pressing the button at once deactivate it once."""

@@ -111,9 +111,7 @@ def parse_accounts(text: str) -> dict[str, AccountShown]:
             "gpu_minutes": parse_tres(grp_tres_mins),
             "submit_jobs": int(grp_submit) if grp_submit.isdigit() else None,
         }
-    return {
-        name: AccountShown(name=name, users=frozenset(users.get(name, ())), **row) for name, row in rows.items()
-    }
+    return {name: AccountShown(name=name, users=frozenset(users.get(name, ())), **row) for name, row in rows.items()}
 
 
 @dataclass(frozen=True)
@@ -218,9 +216,7 @@ class SlurmAccounts:
             *spec.set_arguments(shown), check=False,
         )  # fmt: skip
 
-    def add_member(
-        self, account: str, user: str, qos: list[str], default_qos: str, *, held: bool = False
-    ) -> None:
+    def add_member(self, account: str, user: str, qos: list[str], default_qos: str, *, held: bool = False) -> None:
         """The user's association in the account, with `qos`; `held`: no new job may be
         submitted through it (MaxSubmitJobs=0, e.g. a paused plan), jobs already in run on."""
         result = self.cli.add_association(user, check_account_name(account), qos, default_qos)
@@ -266,9 +262,7 @@ class SlurmAccounts:
             total[tres] = total.get(tres, Decimal(0)) + minutes
         return total
 
-    def allocated_minutes_by_user(
-        self, account: str, start: datetime, end: datetime
-    ) -> dict[tuple[str, str], Decimal]:
+    def allocated_minutes_by_user(self, account: str, start: datetime, end: datetime) -> dict[tuple[str, str], Decimal]:
         """{(user, TRES): minutes} held by the account's jobs within [start, end) (UTC)."""
         return self._held("User", [account], start, end)
 

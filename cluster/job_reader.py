@@ -41,6 +41,7 @@ QUEUE_RETRY_AFTER = 60.0
 # cluster and far more behind an ssh prefix, a few fetches by id less.
 QUEUE_MIN_JOBS = 20
 
+
 def fetch_jobs(client: SlurmRestClient, job_ids: Sequence[int]) -> list[Job]:
     """The details of `job_ids`, one request each, MIRROR_FETCH_CONCURRENCY at a time. Jobs
     purged between the listing and the fetch are left out (the caller finishes them from

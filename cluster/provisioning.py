@@ -48,6 +48,8 @@ class ProvisioningBackend(Protocol):
 
     def remove_user(self, username: str) -> None: ...
 
+    def set_operator(self, username: str, group: str, member: bool) -> None: ...
+
 
 def _check_name(username: str) -> None:
     # fullmatch: re.match(...$) would accept "name\n".
@@ -171,6 +173,21 @@ class LocalProvisioner(_AssociationMixin):
             )
         self._remove_association(username)
 
+    def set_operator(self, username: str, group: str, member: bool) -> None:
+        """Put the user in (or take them out of) the nodes' operators group: its members may run
+        the node-side image tool through sudo (deploy/node/README.md), which the console's image
+        operations need. Admins are members; a demoted admin leaves at the next provisioning."""
+        _check_name(username)
+        if self.cli.noop:
+            return
+        if self.cli.run("getent", "group", group, check=False).returncode != 0:
+            raise SlurmCommandError(f"the operators group {group} does not exist on the cluster (CLUSTER_OPS_GROUP)")
+        members = self.cli.run("getent", "group", group).stdout.strip().split(":")[-1].split(",")
+        if member and username not in members:
+            self.cli.run("usermod", "--append", "--groups", group, username)
+        elif not member and username in members:
+            self.cli.run("gpasswd", "--delete", username, group)
+
 
 class ExternalDirectoryProvisioner(_AssociationMixin):
     def __init__(self, cli: SlurmCli, account: str):
@@ -204,6 +221,9 @@ class ExternalDirectoryProvisioner(_AssociationMixin):
     def remove_user(self, username: str) -> None:
         _check_name(username)
         self._remove_association(username)
+
+    def set_operator(self, username: str, group: str, member: bool) -> None:
+        """The directory owns group membership: an admin adds operators there."""
 
 
 BACKENDS = {"local": LocalProvisioner, "external": ExternalDirectoryProvisioner}

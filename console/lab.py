@@ -99,13 +99,13 @@ def lab_figures(now: datetime | None = None) -> tuple[list[GroupFigures], str]:
             gpu_hours={t: h.quantize(Decimal("0.01")) for (a, t), h in hours.items() if a == group.slurm_account},
         )
         for allocation in by_group.get(group.pk, []):
-            found.allocated_hours[allocation.gpu_type] = (
-                found.allocated_hours.get(allocation.gpu_type, 0) + (allocation.approved_gpu_hours or 0)
+            found.allocated_hours[allocation.gpu_type] = found.allocated_hours.get(allocation.gpu_type, 0) + (
+                allocation.approved_gpu_hours or 0
             )
             used = (Decimal(allocation.used_gpu_minutes) / 60).quantize(Decimal("0.01"))
-            found.allocation_used_hours[allocation.gpu_type] = found.allocation_used_hours.get(
-                allocation.gpu_type, Decimal(0)
-            ) + used
+            found.allocation_used_hours[allocation.gpu_type] = (
+                found.allocation_used_hours.get(allocation.gpu_type, Decimal(0)) + used
+            )
         wait = waits.get(group.pk)
         if wait is not None:
             found.mean_wait_minutes = (Decimal(wait.total_seconds()) / 60).quantize(Decimal("0.1"))

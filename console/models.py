@@ -49,3 +49,72 @@ class GpuReset(models.Model):
 
     def __str__(self):
         return f"reset {self.node}/{self.index} ({self.step})"
+
+
+class ImageOperation(models.Model):
+    """An admin's prewarm or removal of one catalogue image on every node, or a fresh inventory
+    of what the nodes hold: one pinned job per node (console/image_operations.py)."""
+
+    class Kind(models.TextChoices):
+        PREWARM = "prewarm"
+        REMOVE = "remove"
+        INVENTORY = "inventory"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # The catalogue reference (repository:tag) and its file on the nodes; blank for an inventory.
+    image = models.CharField(max_length=300, blank=True)
+    file = models.CharField(max_length=255, blank=True)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.kind} {self.image or 'all'}"
+
+
+class ImageOperationNode(models.Model):
+    """One node's part of an image operation: its pinned job, and how it ended."""
+
+    class State(models.TextChoices):
+        SUBMITTING = "submitting"
+        WAITING = "waiting"  # the job is queued or running
+        DONE = "done"
+        FAILED = "failed"
+
+    operation = models.ForeignKey(ImageOperation, on_delete=models.CASCADE, related_name="nodes")
+    node = models.CharField(max_length=100)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.SUBMITTING)
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL)
+    # What the node's tool said: "imported in 41 s", "already there", or why it failed.
+    result = models.TextField(blank=True)
+    # For a prewarm: seconds the import itself took on that node (None: kept, or failed).
+    import_seconds = models.PositiveIntegerField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["node"]
+        constraints = [models.UniqueConstraint(fields=["operation", "node"], name="one_part_per_node")]
+
+    def __str__(self):
+        return f"{self.operation} on {self.node}: {self.state}"
+
+
+class NodeImage(models.Model):
+    """A prewarmed image file as a node last listed it (every image operation's job ends with
+    the node's listing). `reported_at` says how fresh that is: nothing here is guessed."""
+
+    node = models.CharField(max_length=100)
+    file = models.CharField(max_length=255)
+    bytes = models.BigIntegerField()
+    modified_at = models.DateTimeField()
+    reported_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["node", "file"]
+        constraints = [models.UniqueConstraint(fields=["node", "file"], name="one_row_per_node_image")]
+
+    def __str__(self):
+        return f"{self.file} on {self.node}"

@@ -17,3 +17,14 @@ def run_gpu_reset(self, reset_pk: int) -> str:
         elif not gpu_reset.check_job(reset):
             raise self.retry(countdown=5)
     return GpuReset.objects.get(pk=reset_pk).step
+
+
+@shared_task(bind=True, max_retries=None)
+def run_image_operation(self, operation_pk: int) -> bool:
+    """Drive one image operation (console/image_operations.py) to its end: a pass every few
+    seconds; each pass claims before it submits, so a repeated or concurrent run is harmless."""
+    from console import image_operations
+
+    if not image_operations.advance(operation_pk):
+        raise self.retry(countdown=image_operations.POLL_SECONDS)
+    return True

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console import views, views_audit, views_cluster, views_operations
+from console import views, views_audit, views_cluster, views_images, views_operations
 
 app_name = "console"
 urlpatterns = [
@@ -18,7 +18,9 @@ urlpatterns = [
     path("console/alerts/", views_cluster.alerts, name="alerts"),
     path("console/audit/", views_audit.audit_log, name="audit"),
     path("console/telemetry/", views_cluster.telemetry_status, name="telemetry"),
-    path("console/images/", views_cluster.images, name="images"),
+    path("console/images/", views_images.images, name="images"),
+    path("console/images/operations/", views_images.image_operation_start, name="image_operation_start"),
+    path("console/images/operations/<int:pk>.json", views_images.image_operation_progress, name="image_operation"),
     path("console/operations/", views_operations.operations, name="operations"),
     path("console/groups/", views_operations.lab_view, name="lab"),
     path("console/jobs/", views.all_jobs, name="all_jobs"),

@@ -1,7 +1,6 @@
 """The pool as users and admins see it: heatmap, node and GPU pages, alerts, node actions."""
 
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib import messages
@@ -204,26 +203,6 @@ def node_resume(request, name: str):
     entry = node_actions.resume(request.user, name)
     (messages.success if entry.succeeded else messages.error)(request, f"Resume {name}: {entry.result}")
     return redirect("console:node_detail", name=name)
-
-
-@role_required(Role.ADMIN)
-def images(request):
-    """The image catalogue and, per image, its prewarmed file as the nodes hold it (size, age)."""
-    directory = Path(settings.PREWARMED_IMAGES_LOCAL) if settings.PREWARMED_IMAGES_LOCAL else None
-    rows = []
-    for image in settings.IMAGE_CATALOGUE.images:
-        prewarmed = None
-        if directory is not None:
-            try:
-                stat = (directory / image.prewarm_file).stat()
-            except OSError:
-                pass
-            else:
-                prewarmed = {"bytes": stat.st_size, "modified": datetime.fromtimestamp(stat.st_mtime, tz=UTC)}
-        rows.append({"image": image, "prewarmed": prewarmed})
-    nodes = list(Node.objects.order_by("name").values_list("name", flat=True))
-    context = {"rows": rows, "nodes": nodes, "directory": directory, "runtime": settings.JOB_RUNTIME}
-    return render(request, "console/images.html", context)
 
 
 @role_required(Role.ADMIN)

@@ -454,7 +454,13 @@ IMAGE_CATALOGUE_ONLY = env_bool("IMAGE_CATALOGUE_ONLY", True)
 # Where this portal sees the nodes' prewarmed images (/opt/enroot/images on a node), for the
 # admins' Images page. The dev cluster's five nodes share one root, so one directory is every
 # node's; empty: the page lists the catalogue without what the nodes hold.
-PREWARMED_IMAGES_LOCAL = env_str("PREWARMED_IMAGES_LOCAL", str(DEVCLUSTER_DIR / "root/opt/enroot/images"))
+# The nodes' Unix group whose members may run deploy/node/gpupool-image-cache through sudo (the
+# console's prewarm and remove): the portal's admins are put in it when provisioned (local
+# backend; a directory adds them itself). On by default where the dev cluster installed the rule.
+CLUSTER_OPS_GROUP = env_str(
+    "CLUSTER_OPS_GROUP",
+    "gpupool-ops" if (DEVCLUSTER_DIR / "root/etc/sudoers.d/gpupool-images").is_file() else "",
+)
 # Where data mounts may come from (the nodes' NVMe cache); mounted at /data in the job.
 DATA_MOUNT_ROOTS = env_list("DATA_MOUNT_ROOTS", ["/mnt/nvme"])
 # "pyxis" runs the image with srun --container-image; "none" runs the command directly on the

@@ -76,6 +76,22 @@ def open_log(path: LogPath) -> jobfs.BoundedReader:
     return jobfs.BoundedReader(fd, size)
 
 
+def read_head(path: LogPath | None, max_bytes: int) -> str:
+    """The first `max_bytes` of a log, decoded leniently; "" when missing or refused."""
+    if path is None:
+        return ""
+    try:
+        fd = jobfs.open_regular_file(path.location, owner_uid=path.owner_uid)
+    except OSError:
+        return ""
+    try:
+        return jobfs.read_at_most(fd, 0, max_bytes).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
 def read_tail(path: LogPath | None, max_bytes: int) -> LogTail:
     """The last `max_bytes` of a log, decoded leniently; a 10 GB log costs one seek, and
     a log that grows while it is read still yields at most `max_bytes`."""

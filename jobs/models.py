@@ -151,3 +151,19 @@ class JobTemplate(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class ContainerStart(models.Model):
+    """How long one job's container took to start on its node (jobs/container_starts.py)."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="container_start")
+    image = models.CharField(max_length=300)
+    node = models.CharField(max_length=100)
+    seconds = models.DecimalField(max_digits=9, decimal_places=3)
+    launched_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["image", "node", "launched_at"])]
+
+    def __str__(self):
+        return f"{self.image} on {self.node}: {self.seconds} s"

@@ -1,14 +1,16 @@
-"""What jobs do when something below them changes (accounts send, jobs listen)."""
+"""What jobs do when something changes: below them (accounts send, jobs listen), or a job ended."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
 from django.dispatch import receiver
 
 from accounts.signals import account_deactivated
 from jobs import protocol
 from jobs.live.events import close_user_sockets
-from jobs.models import Job, JobState
+from jobs.models import FINAL_STATES, Job, JobState
+from jobs.signals import job_changed
 
 DEACTIVATED_MESSAGE = "The account was deactivated before the job reached Slurm."
 
@@ -21,3 +23,12 @@ def stop_jobs_of_deactivated_account(sender, user_id: int, **kwargs):
     for job_pk in list(waiting):
         protocol.fail_submission(job_pk, DEACTIVATED_MESSAGE)
     transaction.on_commit(lambda: close_user_sockets(user_id))
+
+
+@receiver(job_changed)
+def time_container_start(sender, job, **kwargs):
+    """Once a portal job with an image has ended, read how long its container took to start."""
+    if job.image and job.spec and job.state in FINAL_STATES and settings.JOB_RUNTIME == "pyxis":
+        from jobs.tasks import record_container_start
+
+        record_container_start.delay(job.pk)

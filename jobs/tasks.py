@@ -290,3 +290,11 @@ def sync_accounting() -> int | None:
             return None
         record_run("accounting", started, summary=f"{recorded} finished jobs given their accounting")
         return recorded
+
+
+@shared_task(ignore_result=True)
+def record_container_start(job_pk: int) -> None:
+    """Off the mirror's thread: reading a job's stderr may meet a slow file system."""
+    from jobs.container_starts import record_container_start as record
+
+    record(job_pk)

@@ -10,9 +10,18 @@ TRES = {"cpu": 1, "gres/gpu": 1, "gres/gpu:rtx4090": 1}
 
 def _record(state="COMPLETED", start=START, end=START + timedelta(seconds=8), elapsed=8, tres=None):
     return AccountingRecord(
-        job_id=25, user_name="u", account="portal", qos="pro", states=(state,), submit_time=START,
-        start_time=start, end_time=end, elapsed_seconds=elapsed,
-        allocated_tres=TRES if tres is None else tres, nodes="gpu-4090-01", exit_code=0,
+        job_id=25,
+        user_name="u",
+        account="portal",
+        qos="pro",
+        states=(state,),
+        submit_time=START,
+        start_time=start,
+        end_time=end,
+        elapsed_seconds=elapsed,
+        allocated_tres=TRES if tres is None else tres,
+        nodes="gpu-4090-01",
+        exit_code=0,
     )
 
 

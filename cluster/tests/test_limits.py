@@ -38,9 +38,7 @@ def test_qos_lines_parse_into_limits_and_differences_name_each_field():
     assert shown["free"] == QosLimits("free", 1000, 240, {"gres/gpu:a100": 0, "gres/gpu:rtx4090": 1}, True)
     assert shown["pro"].max_wall_minutes is None and not shown["pro"].deny_on_limit
     wanted = QosLimits("free", 1000, 240, {"gres/gpu:a100": 0, "gres/gpu:rtx4090": 1, "gres/gpu:h100": 0})
-    assert wanted.differences(shown["free"]) == [
-        "QOS free: MaxTRESPerUser gres/gpu:h100 is None, the plan says 0"
-    ]
+    assert wanted.differences(shown["free"]) == ["QOS free: MaxTRESPerUser gres/gpu:h100 is None, the plan says 0"]
     assert wanted.differences(None) == ["QOS free does not exist"]
     assert wanted.set_arguments() == [
         "Priority=1000",

@@ -83,7 +83,7 @@ def test_the_dashboard_names_the_plan_and_says_when_it_is_paused(client, alice):
 
     client.force_login(alice)
     page = client.get("/").content.decode()
-    assert '<strong>Pro</strong>' in page and "paused" not in page
+    assert "<strong>Pro</strong>" in page and "paused" not in page
     subscribe(alice, "pro", "paused")
     assert "paused: new jobs are refused" in client.get("/").content.decode()
 

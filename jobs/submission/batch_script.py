@@ -85,10 +85,19 @@ _ENVIRONMENT = (
     " done < <(printf '%s' '{environment}' | base64 -d)",
     f"printf '%s\\n' '{OUTPUT_MARKER}'",
 )
+# The two timestamps a pyxis job writes to its stderr (bash's $EPOCHREALTIME, no process
+# started for them): just before srun, and first thing inside the container. Their difference
+# is how long the image took to start on that node (jobs/container_starts.py).
+CONTAINER_LAUNCH = "[gpupool] container launch at"
+CONTAINER_STARTED = "[gpupool] container started at"
+CONTAINER_WRAPPER = f'printf "{CONTAINER_STARTED} %s\\n" "${{EPOCHREALTIME:-}}" >&2; exec bash -c "$1" gpupool-job'
 _RUN = {
-    "none": 'exec bash -c "$GPUPOOL_COMMAND" gpupool-job',
-    "pyxis": 'exec srun --ntasks=1 --container-image="$GPUPOOL_IMAGE" --container-mounts="$GPUPOOL_MOUNTS"'
-    ' --container-workdir="$GPUPOOL_OUTPUT" bash -c "$GPUPOOL_COMMAND" gpupool-job',
+    "none": ('exec bash -c "$GPUPOOL_COMMAND" gpupool-job',),
+    "pyxis": (
+        f"printf '{CONTAINER_LAUNCH} %s\\n' \"${{EPOCHREALTIME:-}}\" >&2",
+        'exec srun --ntasks=1 --container-image="$GPUPOOL_IMAGE" --container-mounts="$GPUPOOL_MOUNTS"'
+        f' --container-workdir="$GPUPOOL_OUTPUT" bash -c \'{CONTAINER_WRAPPER}\' gpupool-job "$GPUPOOL_COMMAND"',
+    ),
 }
 
 
@@ -128,7 +137,7 @@ def render_batch_script(spec: JobSpec, *, job_uuid: str, runtime: str, data_sour
         *_COMMON,
         *(_PYXIS if runtime == "pyxis" else _NONE),
         *_ENVIRONMENT,
-        _RUN[runtime],
+        *_RUN[runtime],
     ]
     return "\n".join(_fill(line, values) for line in lines) + "\n"
 

@@ -11,7 +11,14 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from jobs.submission.batch_script import HEADER_LINES, OUTPUT_MARKER, pyxis_image_reference, render_batch_script
+from jobs.container_starts import parse_container_start
+from jobs.submission.batch_script import (
+    CONTAINER_WRAPPER,
+    HEADER_LINES,
+    OUTPUT_MARKER,
+    pyxis_image_reference,
+    render_batch_script,
+)
 from jobs.submission.spec import ENV_NAME_RE, GpuRequest, JobSpec, is_reserved_env_name
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
@@ -136,9 +143,34 @@ def test_pyxis_runs_the_command_in_the_container_once(tmp_path):
         f"--container-workdir={tmp_path}",
         "bash",
         "-c",
-        spec.command,
+        CONTAINER_WRAPPER,
         "gpupool-job",
+        spec.command,
     ]
+
+
+def test_pyxis_writes_when_the_container_was_launched_and_when_it_started_to_stderr(tmp_path):
+    spec = make_spec("sleep 0.3; echo done >&2")
+    script = render_batch_script(spec, job_uuid=UUID, runtime="pyxis")
+    # The fake srun takes a moment, as pyxis mounting an image does.
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "srun").write_text(FAKE_SRUN.replace('exec "$@"', 'sleep 0.25; exec "$@"'))
+    (tmp_path / "bin" / "srun").chmod(0o755)
+    (tmp_path / "job.sh").write_text(script)
+    result = subprocess.run(
+        ["bash", "job.sh"],
+        cwd=tmp_path,
+        env={"PATH": f"{tmp_path}/bin:/usr/bin:/bin"},
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result
+    assert job_output(result) == b""  # the user's output stays theirs
+    stderr = result.stderr.decode()
+    assert stderr.endswith("done\n")
+    seconds = parse_container_start(stderr)
+    assert seconds is not None and 0.2 <= seconds < 5, stderr
 
 
 def test_pyxis_without_data_mount_mounts_only_the_job_directory(tmp_path):
@@ -154,8 +186,9 @@ def test_pyxis_without_data_mount_mounts_only_the_job_directory(tmp_path):
         f"--container-workdir={tmp_path}",
         "bash",
         "-c",
-        spec.command,
+        CONTAINER_WRAPPER,
         "gpupool-job",
+        spec.command,
     ]
 
 
@@ -316,6 +349,7 @@ def test_pyxis_passes_image_and_command_as_single_arguments(tmp_path, text, imag
         f"--container-workdir={tmp_path}",
         "bash",
         "-c",
-        spec.command,
+        CONTAINER_WRAPPER,
         "gpupool-job",
+        spec.command,
     ]

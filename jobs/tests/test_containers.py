@@ -288,21 +288,3 @@ def test_the_api_lists_the_plans_images_by_framework_and_cuda(alice, api_client_
     assert cuda_12_4 and all(image["cuda"].startswith("12.4") for image in cuda_12_4)
     subscribe(alice, "free")
     assert PRO_ONLY not in [image["reference"] for image in client.get("/api/v1/images/").json()]
-
-
-@pytest.mark.django_db
-def test_admins_see_each_catalogue_image_and_its_prewarmed_file(client, settings, tmp_path):
-    from accounts.models import Role
-    from conftest import _person
-
-    catalogue = load_image_catalogue(settings.IMAGE_CATALOGUE_FILE)
-    held = catalogue.images[0]
-    (tmp_path / held.prewarm_file).write_bytes(b"x" * 2048)
-    settings.PREWARMED_IMAGES_LOCAL = str(tmp_path)
-    client.force_login(_person("root-admin", Role.ADMIN))
-    page = client.get("/console/images/").content.decode()
-    for image in catalogue.images:
-        assert image.reference in page
-    assert "2.0\xa0KB" in page and page.count("missing") == len(catalogue.images) - 1
-    client.force_login(_person("plain-user"))
-    assert client.get("/console/images/").status_code in (302, 403)
