@@ -65,9 +65,7 @@ def _phase(base_url: str, key: str, readers: int, slow: int, seconds: float) -> 
     stop = threading.Event()
     latencies, errors, sign_ins = [], [], []
     threads = [threading.Thread(target=_reader, args=(base_url, key, stop, latencies, errors)) for _ in range(readers)]
-    threads += [
-        threading.Thread(target=_failing_sign_in, args=(base_url, stop, sign_ins)) for _ in range(slow)
-    ]
+    threads += [threading.Thread(target=_failing_sign_in, args=(base_url, stop, sign_ins)) for _ in range(slow)]
     for thread in threads:
         thread.start()
     time.sleep(1)  # warm up: threads, connections, the first hashes
@@ -113,7 +111,8 @@ def main():
         _token, key = ApiToken.issue(reader, "bench")
         extra_env = {
             "SIGN_IN_ATTEMPTS_PER_MINUTE": "100000",
-            "SIGN_IN_FAILURES_PER_MINUTE": "100000", "HTTP_THREADS": os.environ.get("HTTP_THREADS", "16"),
+            "SIGN_IN_FAILURES_PER_MINUTE": "100000",
+            "HTTP_THREADS": os.environ.get("HTTP_THREADS", "16"),
         }
         with portal_stack(extra_env=extra_env) as base_url:
             alone = _phase(base_url, key, args.readers, 0, args.seconds)

@@ -18,6 +18,11 @@ class Node(models.Model):
     gpus = models.JSONField(default=list)
     shards_total = models.IntegerField(default=0)
     shards_used = models.IntegerField(default=0)
+    # The NVIDIA driver as the node's telemetry last reported it (telemetry/drivers.py; never
+    # from Slurm): "550.54.15", where from ("nvml", "dcgm", "emulator"), and when.
+    driver_version = models.CharField(max_length=40, blank=True)
+    driver_source = models.CharField(max_length=16, blank=True)
+    driver_reported_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -229,6 +229,8 @@ TELEMETRY_HOUR_RETENTION = timedelta(days=env_int("TELEMETRY_HOUR_RETENTION_DAYS
 # The dev cluster has no GPUs: an emulator derives samples from real Slurm allocations.
 # Never on in production, where node agents (NVML) or DCGM exporters send real ones.
 TELEMETRY_EMULATOR = env_bool("TELEMETRY_EMULATOR", False)
+# The NVIDIA driver the emulator states for every node (its GPUs have none); shown as emulated.
+TELEMETRY_EMULATOR_DRIVER = env_str("TELEMETRY_EMULATOR_DRIVER", "550.54.15")
 # DCGM exporters to scrape, as an alternative to agents: node=URL pairs, comma-separated
 # (gpu-a100-01=http://gpu-a100-01:9400/metrics,...) -> {node: URL}. The node is fixed here, never
 # read from the exporter's labels: what answers on a node's URL speaks for that node only.

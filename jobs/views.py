@@ -13,6 +13,7 @@ from groups.queries import GroupError, default_group, groups_of, sees_everyone, 
 from jobs import actions
 from jobs.costs import cost_for
 from jobs.diagnosis.reasons import explain_reason
+from jobs.drivers import drivers_by_gpu_type
 from jobs.forms import form_data_from_post, initial_from_spec
 from jobs.live.events import job_payload
 from jobs.live.watching import watch_pending
@@ -182,6 +183,7 @@ def job_new(request):
             source = get_object_or_404(JobTemplate, pk=_id_or_404(template_id), owner=request.user).spec
         if source:
             values = initial_from_spec(source)
+    images = settings.IMAGE_CATALOGUE.for_plan(plan_for(request.user).code)
     context = {
         "values": values,
         "errors": errors,
@@ -192,7 +194,12 @@ def job_new(request):
         "default_group": default_group(request.user),
         "is_clone": "clone" in request.GET,
         # The picker: the catalogue images of the user's plan (foundation/images.py).
-        "images": settings.IMAGE_CATALOGUE.for_plan(plan_for(request.user).code),
+        "images": images,
+        # For the picker's driver check (static/js/image_driver.js, jobs/drivers.py).
+        "image_driver_data": {
+            "images": {image.reference: {"cuda": image.cuda, "min_driver": image.min_driver} for image in images},
+            "drivers": drivers_by_gpu_type(),
+        },
     }
     return render(request, "jobs/new.html", context, status=400 if errors else 200)
 

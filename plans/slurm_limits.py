@@ -73,4 +73,3 @@ def association_limits(user_name: str, plan: PlanSnapshot, *, is_admin: bool) ->
         gpu_minutes=terms.gpu_minutes,
         max_submit_jobs=terms.max_submit_jobs,
     )
-

@@ -204,9 +204,7 @@ def approve(reservation_id: int, admin, reason: str = "") -> Reservation:
 def _check_not_self_approval(reservation: Reservation, admin, reason: str) -> None:
     if reservation.user_id != admin.pk:
         return
-    other_admins = (
-        Profile.objects.filter(role=Role.ADMIN, user__is_active=True).exclude(user_id=admin.pk).exists()
-    )
+    other_admins = Profile.objects.filter(role=Role.ADMIN, user__is_active=True).exclude(user_id=admin.pk).exists()
     if other_admins:
         raise StateError(f"Reservation {reservation.pk} is your own request: another admin approves it.")
     if not reason.strip():

@@ -56,8 +56,7 @@ def check(slurm: list[SlurmReservation] | None = None) -> list[Drift]:
     ours = _ours(slurm)
     now = timezone.now()
     held_rows = {
-        row.slurm_name: row
-        for row in Reservation.objects.filter(state__in=HOLDING, end__gt=now).exclude(slurm_name="")
+        row.slurm_name: row for row in Reservation.objects.filter(state__in=HOLDING, end__gt=now).exclude(slurm_name="")
     }
     drift = []
     for name, row in sorted(held_rows.items()):

@@ -34,7 +34,6 @@ SUGGESTION_HORIZON = timedelta(days=7)
 OWN_ON_CALENDAR = (State.REQUESTED, State.APPROVED, State.ACTIVE, State.FINISHED, State.FAILED)
 
 
-
 # Admins only: 403 to anyone else (accounts.access, the one rule for role pages).
 admin_required = role_required(Role.ADMIN)
 

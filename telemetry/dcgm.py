@@ -225,6 +225,8 @@ class _Parsed:
     samples: list[GpuSample]
     problems: list[str]
     foreign_hosts: set[str]
+    # The NVIDIA driver each node's series name (dcgm-exporter's DCGM_FI_DRIVER_VERSION label).
+    drivers: dict[str, str]
 
 
 def _parse(text: str, *, now: datetime, node_override: str | None, expected_node: str | None) -> _Parsed:
@@ -234,6 +236,7 @@ def _parse(text: str, *, now: datetime, node_override: str | None, expected_node
     foreign: set[str] = set()
     gpus: dict[tuple[str, int], _Gpu] = {}
     mig: set[tuple[str, str]] = set()
+    drivers: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         try:
             parsed = parse_line(line)
@@ -271,6 +274,8 @@ def _parse(text: str, *, now: datetime, node_override: str | None, expected_node
             continue
         gpu.uuid = gpu.uuid or uuid
         gpu.values[name] = value
+        if labels.get("DCGM_FI_DRIVER_VERSION"):
+            drivers.setdefault(node, labels["DCGM_FI_DRIVER_VERSION"][:40])
     problems.extend(f"{node} GPU {index}: MIG instance series ignored" for node, index in sorted(mig))
     problems.extend(
         f"series of host {host!r} ignored: this exporter is configured for node {expected_node!r}"
@@ -286,7 +291,7 @@ def _parse(text: str, *, now: datetime, node_override: str | None, expected_node
         problems.extend(gpu_problems)
         if sample is not None:
             samples.append(sample)
-    return _Parsed(samples, problems, foreign)
+    return _Parsed(samples, problems, foreign, drivers)
 
 
 def parse_dcgm_metrics_with_problems(
@@ -450,8 +455,9 @@ _REPORTED_FOREIGN: set[tuple[str, str]] = set()
 _MAX_REPORTED = 10_000
 
 
-def scrape_exporter(node: str, url: str, now: datetime) -> list[GpuSample]:
-    """Read the exporter configured for ``node`` and return that node's samples only.
+def scrape_exporter(node: str, url: str, now: datetime) -> tuple[list[GpuSample], str]:
+    """Read the exporter configured for ``node`` and return that node's samples only, and the
+    NVIDIA driver version its series name ("" when they name none).
 
     Failures are logged and give no samples. Series of other hosts are dropped and logged once per
     (node, host) for the life of the process: they mean a misconfigured exporter, or something else
@@ -461,8 +467,9 @@ def scrape_exporter(node: str, url: str, now: datetime) -> list[GpuSample]:
         text = fetch_dcgm(url)
     except (OSError, http.client.HTTPException, ValueError) as exc:
         log.warning("DCGM exporter of %s (%s): %s", node, url, exc)
-        return []
-    samples, problems, foreign = parse_node_metrics(text, node=node, now=now)
+        return [], ""
+    parsed = _parse(text, now=now, node_override=None, expected_node=node)
+    samples, problems, foreign = parsed.samples, parsed.problems, parsed.foreign_hosts
     for problem in problems:
         if problem.startswith("series of host "):
             continue
@@ -479,4 +486,4 @@ def scrape_exporter(node: str, url: str, now: datetime) -> list[GpuSample]:
             url,
             host,
         )
-    return samples
+    return samples, parsed.drivers.get(node, "")

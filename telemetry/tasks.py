@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from telemetry import storage
 from telemetry.dcgm import scrape_exporter
+from telemetry.drivers import record_drivers
 from telemetry.emulator import emulated_samples
 
 log = logging.getLogger(__name__)
@@ -17,7 +18,13 @@ def emulate_telemetry() -> int:
     """Dev cluster only (TELEMETRY_EMULATOR=1): samples derived from real allocations."""
     if not settings.TELEMETRY_EMULATOR:
         return 0
-    return storage.store_samples(emulated_samples(timezone.now()), source="emulator")
+    now = timezone.now()
+    samples = emulated_samples(now)
+    # The emulated GPUs have no driver: the version stated in settings, marked as the emulator's.
+    record_drivers(
+        {node: settings.TELEMETRY_EMULATOR_DRIVER for node in {s.node for s in samples}}, source="emulator", now=now
+    )
+    return storage.store_samples(samples, source="emulator")
 
 
 @shared_task(ignore_result=True)
@@ -32,8 +39,11 @@ def scrape_dcgm() -> int:
         return 0
     now = timezone.now()
     with ThreadPoolExecutor(max_workers=min(16, len(exporters)), thread_name_prefix="dcgm") as pool:
-        batches = list(pool.map(lambda item: scrape_exporter(item[0], item[1], now), exporters.items()))
-    return storage.store_samples([sample for batch in batches for sample in batch], source="dcgm")
+        scrapes = list(pool.map(lambda item: scrape_exporter(item[0], item[1], now), exporters.items()))
+    record_drivers(
+        {node: driver for node, (_, driver) in zip(exporters, scrapes, strict=True) if driver}, source="dcgm", now=now
+    )
+    return storage.store_samples([sample for samples, _ in scrapes for sample in samples], source="dcgm")
 
 
 @shared_task(ignore_result=True)

@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from telemetry.drivers import record_drivers, valid_driver
 from telemetry.ingest import BatchError, WrongNode, parse_batch
 from telemetry.models import NodeToken
 from telemetry.storage import store_samples
@@ -75,7 +76,12 @@ def store_batch(token: NodeToken, body: bytes) -> Answer:
         return 403, {"detail": str(exc)}
     except BatchError as exc:
         return 400, {"detail": str(exc)}
+    driver = payload.get("driver_version")
+    if driver is not None and not valid_driver(driver):
+        return 400, {"detail": "driver_version must look like 550.54.15."}
     stored = store_samples(samples, source=str(payload.get("agent", "nvml"))[:16])
+    if driver:
+        record_drivers({token.node: driver}, source="nvml", now=now)
     errors = payload.get("errors") or []
     if isinstance(errors, list):
         # A lost GPU sends no samples (the heatmap shows it as silent); say why in the log.

@@ -317,3 +317,9 @@ class ImageSerializer(serializers.Serializer):
     cuda = serializers.CharField(help_text="The CUDA version inside the image")
     python = serializers.CharField()
     min_driver = serializers.CharField(help_text="The oldest NVIDIA driver the image's CUDA runs on")
+    host_driver = serializers.CharField(
+        help_text='With ?gpu_type: the oldest driver those nodes reported ("": not asked, or none reported)'
+    )
+    driver_too_old = serializers.BooleanField(
+        allow_null=True, help_text="With ?gpu_type: host_driver is older than min_driver (null: unknown)"
+    )

@@ -6,6 +6,7 @@ from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action, api_view
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from foundation.api.errors import RETRY_AFTER
@@ -21,6 +22,7 @@ from jobs.api.serializers import (
     submission_json_types,
 )
 from jobs.api.throttles import LogReadThrottle, log_read
+from jobs.drivers import drivers_by_gpu_type
 from jobs.live.watching import watch
 from jobs.logs import job_logs, local_log_path, open_log
 from jobs.models import Job
@@ -259,12 +261,16 @@ def log_download(request, pk: int, stream: str):
     summary="The images the caller's plan may use",
     description="The pool's image catalogue, filtered to the caller's plan; `framework` (exact) and `cuda` "
     "(a version prefix, e.g. 12.4) narrow it. A job's `image` must be one of these `reference`s (or its "
-    "`pinned_reference`).",
+    "`pinned_reference`). With `gpu_type`, each image also says the oldest NVIDIA driver the nodes of that "
+    "type reported (`host_driver`) and whether it is older than the image needs (`driver_too_old`).",
     parameters=[
         OpenApiParameter("framework", str, description="e.g. pytorch, tensorflow, none"),
         OpenApiParameter("cuda", str, description="CUDA version prefix, e.g. 12 or 12.4"),
+        OpenApiParameter(
+            "gpu_type", str, enum=list(settings.GPU_TYPES), description="Compare each image with those nodes' driver"
+        ),
     ],
-    responses={200: ImageSerializer(many=True), **errors(401)},
+    responses={200: ImageSerializer(many=True), **errors(400, 401)},
     tags=["images"],
 )
 @api_view(["GET"])
@@ -272,17 +278,23 @@ def images(request):
     """The catalogue images of the caller's plan, optionally by framework and CUDA version."""
     framework = request.query_params.get("framework", "")
     cuda = request.query_params.get("cuda", "").rstrip(".")
+    gpu_type = request.query_params.get("gpu_type")
+    if gpu_type is not None and gpu_type not in settings.GPU_TYPES:
+        raise ValidationError({"gpu_type": f"Unknown GPU type; one of: {', '.join(settings.GPU_TYPES)}."})
+    host_driver = drivers_by_gpu_type().get(gpu_type, {}).get("oldest", "") if gpu_type else ""
     found = [
         image
         for image in settings.IMAGE_CATALOGUE.for_plan(plan_for(request.user).code)
         if (not framework or image.framework == framework)
         and (not cuda or image.cuda == cuda or image.cuda.startswith(cuda + "."))
     ]
-    return Response(ImageSerializer([_image_fields(image) for image in found], many=True).data)
+    return Response(ImageSerializer([_image_fields(image, host_driver) for image in found], many=True).data)
 
 
-def _image_fields(image) -> dict:
+def _image_fields(image, host_driver: str = "") -> dict:
     return {
+        "host_driver": host_driver,
+        "driver_too_old": image.driver_too_old(host_driver) if host_driver and image.min_driver else None,
         "reference": image.reference,
         "pinned_reference": image.pinned_reference,
         "title": image.title,

@@ -46,7 +46,6 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
     return error_responses(ERROR_DESCRIPTIONS, *codes)
 
 
-
 def _flat(field_errors) -> dict[str, list[str]]:
     """DRF nests a list's item errors as {index: [...]}; the error body is field -> messages."""
     flat = {}

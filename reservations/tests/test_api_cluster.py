@@ -17,8 +17,6 @@ pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 URL = "/api/v1/reservations/"
 
 
-
-
 def test_an_approval_over_the_api_holds_the_gpus_and_a_cancel_releases_them(
     alice, admin_user, provision, slurm, api_client_for, cleanup
 ):

@@ -40,8 +40,6 @@ def _row(user, *, start, minutes=120, gpu_type="a100", count=2) -> Reservation:
     )  # fmt: skip
 
 
-
-
 @pytest.fixture
 def enterprise_alice(alice, provision, slurm):
     mirror_nodes(slurm)  # capacity comes from the node mirror

@@ -193,8 +193,13 @@ def test_availability_offers_the_nearest_free_starts_when_taken(client, alice, b
     # A maintenance hold on the other node takes its GPUs too.
     pool.append(
         SlurmReservation(
-            name="maint_gpu_reset", users=("root",), nodes="gpu-a100-02", start_time=taken.start - timedelta(hours=1),
-            end_time=taken.end, tres="", flags=("MAINT",),
+            name="maint_gpu_reset",
+            users=("root",),
+            nodes="gpu-a100-02",
+            start_time=taken.start - timedelta(hours=1),
+            end_time=taken.end,
+            tres="",
+            flags=("MAINT",),
         )  # fmt: skip
     )
     assert availability(client, count="1").json()["free_gpus"] == 0
@@ -277,8 +282,13 @@ def test_the_calendar_shows_own_blocks_and_others_anonymously(client, alice, bob
     start = day_after_tomorrow()
     pool.append(
         SlurmReservation(
-            name="maint_gpu_reset", users=("root",), nodes="gpu-a100-02", start_time=start + timedelta(hours=5),
-            end_time=start + timedelta(hours=6), tres="", flags=("MAINT",),
+            name="maint_gpu_reset",
+            users=("root",),
+            nodes="gpu-a100-02",
+            start_time=start + timedelta(hours=5),
+            end_time=start + timedelta(hours=6),
+            tres="",
+            flags=("MAINT",),
         )  # fmt: skip
     )
     url = reverse("reservations:calendar") + f"?gpu_type=a100&week={start.date().isoformat()}"

@@ -14,7 +14,7 @@ Request contract (the portal's ingest endpoint must match it)::
     POST <url>/api/v1/telemetry/ingest
     Authorization: Bearer <token>
     Content-Type: application/json
-    {"node": "gpu-a100-01", "agent": "nvml",
+    {"node": "gpu-a100-01", "agent": "nvml", "driver_version": "550.54.15",
      "samples": [{"time": "2026-05-09T07:35:20+00:00", "index": 0, "uuid": "GPU-...", "compute_util": 87.0,
                   "memory_util": 40.0, "memory_used_mb": 30000, "memory_total_mb": 40960,
                   "temperature_c": 65.0, "power_w": 250.5}, ...],
@@ -154,22 +154,33 @@ def read_gpus(nvml, now: datetime | None = None) -> tuple[list[dict], list[dict]
     return samples, errors
 
 
+def read_driver_version(nvml) -> str:
+    """The loaded NVIDIA driver ("550.54.15"), which the portal compares with each image's
+    minimum; "" when NVML cannot say (the batch is sent without it)."""
+    try:
+        return _text(nvml.nvmlSystemGetDriverVersion())
+    except nvml.NVMLError:
+        return ""
+
+
 def sample_round(nvml, now: datetime | None = None) -> dict:
     """One sampling round as a buffer entry; NVML being unavailable becomes a node-level error (index null)."""
     now = now or utc_now()
     try:
         samples, errors = read_gpus(nvml, now)
     except NvmlUnavailable as exc:
-        samples, errors = [], [{"time": iso(now), "index": None, "message": str(exc)}]
-    return {"samples": samples, "errors": errors}
+        return {"samples": [], "errors": [{"time": iso(now), "index": None, "message": str(exc)}], "driver": ""}
+    return {"samples": samples, "errors": errors, "driver": read_driver_version(nvml)}
 
 
 def build_payload(node: str, rounds: list[dict]) -> dict:
-    """The POST body for one or more sampling rounds (oldest first)."""
+    """The POST body for one or more sampling rounds (oldest first); the newest round's driver."""
     payload: dict = {"node": node, "agent": AGENT, "samples": [], "errors": []}
     for entry in rounds:
         payload["samples"].extend(entry["samples"])
         payload["errors"].extend(entry["errors"])
+        if entry.get("driver"):
+            payload["driver_version"] = entry["driver"]
     return payload
 
 

@@ -87,6 +87,10 @@ class FakeNvml:
         self._check(handle, "power")
         return self.GPUS[handle][6]
 
+    def nvmlSystemGetDriverVersion(self):
+        self._check(None, "driver")
+        return "550.54.15"
+
 
 # ------------------------------------------------------------------------------------------------- reading
 
@@ -210,6 +214,19 @@ def test_batcher_keeps_oldest_first_and_drops_beyond_the_bound():
     assert batcher.peek() == [{"n": 4}]
     with pytest.raises(ValueError):
         agent.Batcher(max_rounds=0)
+
+
+def test_a_round_carries_the_driver_and_a_payload_the_newest_rounds():
+    fake = FakeNvml()
+    fake.nvmlInit()
+    entry = agent.sample_round(fake, NOW)
+    assert entry["driver"] == "550.54.15" and len(entry["samples"]) == 4
+    older = {"samples": [], "errors": [], "driver": "535.104.05"}
+    assert agent.build_payload("n1", [older, entry])["driver_version"] == "550.54.15"
+    # A driver NVML cannot name is left out, never made up.
+    silent = FakeNvml(fail={(None, "driver"): pynvml.NVML_ERROR_UNKNOWN})
+    silent.nvmlInit()
+    assert "driver_version" not in agent.build_payload("n1", [agent.sample_round(silent, NOW)])
 
 
 def test_build_payload_merges_rounds_oldest_first():

@@ -304,10 +304,13 @@ def test_foreign_series_are_logged_once_per_host(metrics_server, caplog, monkeyp
     monkeypatch.setattr("telemetry.dcgm._REPORTED_FOREIGN", set())
     with caplog.at_level(logging.WARNING, logger="telemetry.dcgm"):
         for _ in range(3):
-            assert scrape_exporter("gpu-h100-01", metrics_server, NOW) == []
+            assert scrape_exporter("gpu-h100-01", metrics_server, NOW) == ([], "")
     warnings = [r for r in caplog.records if "gpu-a100-01" in r.getMessage()]
     assert len(warnings) == 1 and "ignored" in warnings[0].getMessage()
-    assert len(scrape_exporter("gpu-a100-01", metrics_server, NOW)) == 4
+    samples, driver = scrape_exporter("gpu-a100-01", metrics_server, NOW)
+    assert len(samples) == 4
+    # The driver as dcgm-exporter labels every series (captured from a real exporter).
+    assert driver and driver == _label_in(load("dcgm_a100_prof.prom"), "DCGM_FI_DRIVER_VERSION")
 
 
 @pytest.mark.django_db
@@ -394,3 +397,7 @@ def test_a_dripping_server_is_cut_off_at_the_total_timeout(hostile_server):
 def test_redirects_are_not_followed(hostile_server):
     with pytest.raises(FetchError, match="HTTP 302"):
         fetch_dcgm(hostile_server + "/redirect", timeout=5)
+
+
+def _label_in(text: str, label: str) -> str:
+    return re.search(label + r'="([^"]+)"', text)[1]

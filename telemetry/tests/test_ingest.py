@@ -146,3 +146,28 @@ def test_the_asgi_fast_path_stores_a_batch_like_the_view():
     assert GpuLatest.objects.filter(node="gpu-h100-01").count() == 2
     refused = async_to_sync(post)("Bearer gpn_wrong")
     assert refused["status"] == 401
+
+
+@time_machine.travel(NOW, tick=False)
+def test_the_driver_a_node_reports_is_kept_on_its_node_and_a_bad_one_refuses_the_batch():
+    from cluster.models import Node
+
+    Node.objects.create(name="gpu-a100-01", state="IDLE", gpus=[{"type": "a100", "count": 4}])
+    token = NodeToken.issue("gpu-a100-01")
+    assert _post({**_batch(), "driver_version": "not; a driver"}, token).status_code == 400
+    assert GpuSampleRaw.objects.count() == 0 and Node.objects.get().driver_version == ""
+    assert _post({**_batch(), "driver_version": "535.104.05"}, token).status_code == 202
+    node = Node.objects.get()
+    assert (node.driver_version, node.driver_source, node.driver_reported_at) == ("535.104.05", "nvml", NOW)
+    # The same report again a minute later writes nothing; an upgrade is written at once.
+    with time_machine.travel(NOW + timedelta(minutes=1), tick=False):
+        assert (
+            _post({**_batch(moment=NOW + timedelta(minutes=1)), "driver_version": "535.104.05"}, token).status_code
+            == 202
+        )
+        assert Node.objects.get().driver_reported_at == NOW
+        assert (
+            _post({**_batch(moment=NOW + timedelta(minutes=1)), "driver_version": "550.54.15"}, token).status_code
+            == 202
+        )
+    assert Node.objects.get().driver_version == "550.54.15"

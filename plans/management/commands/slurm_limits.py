@@ -1,8 +1,8 @@
 """Compare the limits Slurm enforces with the portal's plans, and fix the difference.
 
-    manage.py slurm_limits --check   print the drift; exit 1 when there is any
-    manage.py slurm_limits --sync    write the plans' QOS and every subscriber's association
-    manage.py slurm_limits --noop    print the sacctmgr commands --sync would run
+manage.py slurm_limits --check   print the drift; exit 1 when there is any
+manage.py slurm_limits --sync    write the plans' QOS and every subscriber's association
+manage.py slurm_limits --noop    print the sacctmgr commands --sync would run
 """
 
 from django.core.management.base import BaseCommand, CommandError

@@ -1,8 +1,8 @@
 """Drift between the portal's reservations and Slurm's.
 
-    manage.py reservations_check           list it; exit 1 when there is any
-    manage.py reservations_check --sync    repair what the portal owns
-    manage.py reservations_check --noop    print the scontrol commands --sync would run
+manage.py reservations_check           list it; exit 1 when there is any
+manage.py reservations_check --sync    repair what the portal owns
+manage.py reservations_check --noop    print the scontrol commands --sync would run
 """
 
 from django.core.management.base import BaseCommand, CommandError
