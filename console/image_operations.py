@@ -4,9 +4,10 @@ deploy/node/gpupool-image-cache through sudo (as GPU resets run nvidia-smi). Eve
 with the node's listing of its prewarmed files, which becomes that node's `NodeImage` rows:
 the console shows what the nodes said, and when.
 
-A Celery task (`console.tasks.run_image_operation`) drives an operation: it claims each node's
-part with a conditional UPDATE before submitting (a repeated task never submits twice), polls
-the jobs the mirror keeps up to date, and reads each finished job's output (bounded, and
+Passes drive an operation (`console.tasks`: one when it starts, then the beat's sweep every
+5 s): each claims a node's part with a conditional UPDATE before submitting (a repeated or
+concurrent pass never submits twice), looks at the jobs the mirror keeps up to date, and reads
+each finished job's output (bounded, and
 without following links: the admin's job directory is a job's to write).
 """
 
@@ -42,8 +43,6 @@ DEADLINE = timedelta(hours=2)
 # Failed submissions (Slurm down) are retried until then, the error shown on the node's row.
 SUBMIT_RETRY_FOR = timedelta(minutes=10)
 OUTPUT_LIMIT = 64 * 1024
-# How often the worker looks at the jobs (the mirror refreshes their states every few seconds).
-POLL_SECONDS = 3
 # Nodes that run no new job: a pinned job there would wait for ever.
 UNAVAILABLE_FLAGS = ("DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "FUTURE")
 
@@ -97,7 +96,8 @@ def available_nodes() -> tuple[list[str], dict[str, str]]:
 
 
 def start(user, kind: str, reference: str = "") -> ImageOperation:
-    """Records the operation and one part per node, then (on commit) hands it to the worker."""
+    """Records the operation and one part per node; the caller hands it to the worker
+    (console.tasks.run_image_operation), or the beat's sweep finds it within seconds."""
     kind = ImageOperation.Kind(kind)
     file = ""
     if kind != ImageOperation.Kind.INVENTORY:
@@ -137,9 +137,6 @@ def start(user, kind: str, reference: str = "") -> ImageOperation:
             reference or "all images",
             parameters={"operation": operation.pk, "nodes": usable, "skipped": sorted(skipped)},
         )
-        from console.tasks import run_image_operation
-
-        transaction.on_commit(lambda: run_image_operation.delay(operation.pk))
     return operation
 
 

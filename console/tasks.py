@@ -1,7 +1,7 @@
 from celery import shared_task
 
-from console import gpu_reset
-from console.models import GpuReset
+from console import gpu_reset, image_operations
+from console.models import GpuReset, ImageOperation
 
 
 @shared_task(bind=True, max_retries=None)
@@ -19,12 +19,20 @@ def run_gpu_reset(self, reset_pk: int) -> str:
     return GpuReset.objects.get(pk=reset_pk).step
 
 
-@shared_task(bind=True, max_retries=None)
-def run_image_operation(self, operation_pk: int) -> bool:
-    """Drive one image operation (console/image_operations.py) to its end: a pass every few
-    seconds; each pass claims before it submits, so a repeated or concurrent run is harmless."""
-    from console import image_operations
+@shared_task(ignore_result=True)
+def run_image_operation(operation_pk: int) -> bool:
+    """One pass over one image operation (console/image_operations.py), enqueued when it starts
+    so its jobs are submitted at once; the beat's sweep below makes the later passes."""
+    return image_operations.advance(operation_pk)
 
-    if not image_operations.advance(operation_pk):
-        raise self.retry(countdown=image_operations.POLL_SECONDS)
-    return True
+
+@shared_task(ignore_result=True)
+def advance_image_operations() -> int:
+    """Beat: a pass over every unfinished image operation. A sweep, not a retry chain per
+    operation: a worker killed mid-chain loses its task (acknowledged on receipt), and an
+    operation must never stall on that. Each pass claims before it submits, so a pass running
+    beside another does nothing twice."""
+    unfinished = list(ImageOperation.objects.filter(finished_at=None).values_list("pk", flat=True))
+    for pk in unfinished:
+        image_operations.advance(pk)
+    return len(unfinished)

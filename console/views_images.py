@@ -3,6 +3,7 @@ remove an image on every node with progress, and how long images took to start."
 
 from django.conf import settings
 from django.contrib import messages
+from django.db import transaction
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -15,6 +16,7 @@ from console import image_operations
 from console.image_operations import OperationRefused
 from console.image_starts import start_times_by_image
 from console.models import ImageOperation, NodeImage
+from console.tasks import run_image_operation
 
 RECENT_OPERATIONS = 10
 
@@ -67,6 +69,7 @@ def image_operation_start(request):
     except OperationRefused as exc:
         messages.error(request, str(exc))
         return redirect("console:images")
+    transaction.on_commit(lambda: run_image_operation.delay(operation.pk))
     messages.success(request, f"{operation}: one job per node submitted; progress below.")
     return redirect(reverse("console:images") + f"#operation-{operation.pk}")
 

@@ -295,6 +295,11 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 600.0},
     },
     "reservations-advance": {"task": "reservations.tasks.advance_reservations", "schedule": 30.0},
+    "console-image-operations": {
+        "task": "console.tasks.advance_image_operations",
+        "schedule": 5.0,
+        "options": {"expires": 5.0},
+    },
     "reservations-check": {"task": "reservations.tasks.check_reservations", "schedule": 300.0},
     # Hourly; acts once, on the 1st of the month (plans/tasks.py).
     "plans-monthly-usage-reset": {"task": "plans.tasks.reset_monthly_usage", "schedule": 3600.0},

@@ -11,6 +11,7 @@ from jobs import protocol
 from jobs.live.events import close_user_sockets
 from jobs.models import FINAL_STATES, Job, JobState
 from jobs.signals import job_changed
+from jobs.tasks import record_container_start
 
 DEACTIVATED_MESSAGE = "The account was deactivated before the job reached Slurm."
 
@@ -29,6 +30,4 @@ def stop_jobs_of_deactivated_account(sender, user_id: int, **kwargs):
 def time_container_start(sender, job, **kwargs):
     """Once a portal job with an image has ended, read how long its container took to start."""
     if job.image and job.spec and job.state in FINAL_STATES and settings.JOB_RUNTIME == "pyxis":
-        from jobs.tasks import record_container_start
-
         record_container_start.delay(job.pk)

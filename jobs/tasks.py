@@ -17,7 +17,7 @@ from cluster.errors import SlurmError, SlurmTransientError
 from cluster.services import rest_client, slurm_cli
 from cluster.sync import record_run, single_flight, sync_nodes_if_due
 from cluster.types import JobSubmission
-from jobs import protocol
+from jobs import container_starts, protocol
 from jobs.mirror.passes import mirror_jobs, record_missing_accounting
 from jobs.models import Job, JobState
 from jobs.submission.batch_script import render_batch_script
@@ -295,6 +295,4 @@ def sync_accounting() -> int | None:
 @shared_task(ignore_result=True)
 def record_container_start(job_pk: int) -> None:
     """Off the mirror's thread: reading a job's stderr may meet a slow file system."""
-    from jobs.container_starts import record_container_start as record
-
-    record(job_pk)
+    container_starts.record_container_start(job_pk)

@@ -125,9 +125,13 @@ def ops_on(settings, admin_user):
 def test_a_prewarm_has_a_part_per_node_and_down_nodes_are_failed_with_why(ops_on, django_capture_on_commit_callbacks):
     _nodes(("IDLE", ""), ("MIXED", ""), ("IDLE", "DRAIN"), ("DOWN", "NOT_RESPONDING"))
     image = settings.IMAGE_CATALOGUE.images[0]
+    admin = Client()
+    admin.force_login(ops_on)
     with django_capture_on_commit_callbacks() as callbacks:
-        operation = image_operations.start(ops_on, "prewarm", image.reference)
+        response = admin.post("/console/images/operations/", {"kind": "prewarm", "image": image.reference})
+    assert response.status_code == 302
     assert len(callbacks) == 1  # the worker gets it once the rows are there
+    operation = ImageOperation.objects.get()
     parts = {p.node: p for p in operation.nodes.all()}
     assert parts["n0"].state == parts["n1"].state == "submitting"
     assert parts["n2"].state == "failed" and "DRAIN" in parts["n2"].result
@@ -140,6 +144,23 @@ def test_a_prewarm_has_a_part_per_node_and_down_nodes_are_failed_with_why(ops_on
     with pytest.raises(OperationRefused, match="still running"):
         image_operations.start(ops_on, "remove", image.reference)
     assert ImageOperation.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_the_beats_sweep_finishes_an_operation_whose_task_chain_was_lost(ops_on):
+    from audit.models import AuditLog
+    from console.tasks import advance_image_operations
+
+    operation = ImageOperation.objects.create(kind="inventory", requested_by=ops_on)
+    ImageOperationNode.objects.create(operation=operation, node="n0", state="done", result="1 image(s) listed")
+    ImageOperationNode.objects.create(operation=operation, node="n1", state="failed", result="not tried")
+    assert advance_image_operations() == 1
+    operation.refresh_from_db()
+    assert operation.finished_at is not None
+    entry = AuditLog.objects.get(action="image.inventory.finished")
+    assert entry.succeeded is False and entry.result == "1 of 2 node(s) done; failed: n1"
+    assert advance_image_operations() == 0  # nothing left; the audit entry is written once
+    assert AuditLog.objects.filter(action="image.inventory.finished").count() == 1
 
 
 @pytest.mark.django_db
