@@ -29,9 +29,9 @@ def run_image_operation(operation_pk: int) -> bool:
 @shared_task(ignore_result=True)
 def advance_image_operations() -> int:
     """Beat: a pass over every unfinished image operation. A sweep, not a retry chain per
-    operation: a worker killed mid-chain loses its task (acknowledged on receipt), and an
-    operation must never stall on that. Each pass claims before it submits, so a pass running
-    beside another does nothing twice."""
+    operation: a worker killed mid-chain leaves its task with the broker until the visibility
+    timeout (CELERY_VISIBILITY_TIMEOUT_SECONDS), and progress must not stop that long. Each
+    pass claims before it submits, so a pass running beside another does nothing twice."""
     unfinished = list(ImageOperation.objects.filter(finished_at=None).values_list("pk", flat=True))
     for pk in unfinished:
         image_operations.advance(pk)

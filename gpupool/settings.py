@@ -245,6 +245,12 @@ CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A task a killed worker had taken (acknowledged late, so still the broker's) is handed out
+# again after this long; Redis's default is an hour. It must stay above the longest retry
+# countdown (600 s: accounts, groups and plans tasks; SUBMIT_RETRY_MAX_SECONDS) and the longest
+# run of any task, or such a task would be handed out a second time while it waits or runs.
+CELERY_VISIBILITY_TIMEOUT_SECONDS = env_int("CELERY_VISIBILITY_TIMEOUT_SECONDS", 900, minimum=660)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT_SECONDS}
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CLUSTER_SYNC_INTERVAL_SECONDS = env_float("CLUSTER_SYNC_INTERVAL_SECONDS", 2.0)
 # HTTP requests one portal process serves side by side (gpupool/asgi_http.py), each on a

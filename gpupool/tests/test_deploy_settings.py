@@ -55,3 +55,18 @@ def test_debug_off_alone_secures_cookies_and_sends_hsts(tmp_path):
 def test_a_secret_key_is_required_without_debug(tmp_path):
     result = _run(["check"], {"DEBUG": "0", "GPUPOOL_VAR_DIR": str(tmp_path / "var")})
     assert result.returncode != 0 and "SECRET_KEY" in result.stderr
+
+
+def test_a_killed_workers_task_comes_back_within_minutes_but_never_twice_while_it_waits():
+    """The broker hands an unacknowledged task out again after the visibility timeout: short
+    enough that a killed worker's task is not lost for an hour, longer than any retry countdown
+    (a task waiting out its countdown would otherwise be delivered a second time)."""
+    from django.conf import settings
+
+    from accounts.tasks import _backoff as account_backoff
+    from groups.tasks import _backoff as group_backoff
+
+    timeout = settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
+    assert timeout <= 15 * 60
+    longest_countdown = max(account_backoff(50), group_backoff(50), settings.SUBMIT_RETRY_MAX_SECONDS, 600)
+    assert timeout > longest_countdown
