@@ -20,11 +20,21 @@ def history(group_id: int) -> list[GroupPlan]:
     )
 
 
+def _second(moment):
+    return moment.replace(microsecond=0) if moment is not None else None
+
+
 def plan_at(group_id: int, moment, rows: list[GroupPlan] | None = None) -> PlanSnapshot | None:
-    """The plan the group held at `moment`, or None (its members pay then)."""
+    """The plan the group held at `moment`, or None (its members pay then).
+
+    Compared by whole seconds: slurmdbd records a run's start in whole seconds, so a plan
+    given at 10:00:00.5 holds for a run that started at 10:00:00.9 (recorded 10:00:00), and a
+    plan taken back at 10:00:00.5 no longer holds for it. One rule for both ends."""
     held = None
+    moment = _second(moment)
     for row in rows if rows is not None else history(group_id):
-        if row.started_at <= moment and (row.ended_at is None or row.ended_at > moment):
+        ended = _second(row.ended_at)
+        if _second(row.started_at) <= moment and (ended is None or ended > moment):
             held = row
     return snapshot(held.plan) if held is not None else None
 

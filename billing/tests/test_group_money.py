@@ -126,6 +126,21 @@ def test_a_run_that_started_before_the_group_had_a_plan_is_the_members_to_pay(la
     assert later.invoice.group_id == lab.pk
 
 
+def test_a_plan_given_within_the_second_a_run_started_holds_for_it(lab, bob, admin_user, payg):
+    """slurmdbd records a run's start in whole seconds: a plan given at .5 s into the second the
+    run started in (recorded at .0) is the group's for that run, not the member's."""
+    start = JUNE.replace(microsecond=0)
+    pays_since(lab, "payg", admin_user, start + timedelta(microseconds=500_000))
+    record = charged(usage(bob, group=lab, seconds=600, end=start + timedelta(seconds=600)))
+    assert record.run_start == start and record.invoice.group_id == lab.pk
+    # The same rule at the other end: taken back within that second, it no longer holds.
+    GroupPlan.objects.filter(group=lab).update(
+        started_at=start - timedelta(days=1), ended_at=start + timedelta(microseconds=500_000)
+    )
+    again = charged(usage(bob, group=lab, seconds=300, end=start + timedelta(seconds=300)))
+    assert again.invoice.user_id == bob.pk
+
+
 def test_taking_the_plan_away_returns_later_runs_to_the_members(lab, bob, admin_user, payg):
     pays_since(lab, "payg", admin_user, JUNE - timedelta(days=10))
     group_actions.set_group_plan(lab.pk, admin_user, None)
