@@ -168,15 +168,21 @@ def slurm_limits():
     """The QOS of docs/product.md's plans written into the dev cluster's slurmdbd, as `make dev`
     does (from the plan rows there; here from the same seed, since a session may have no
     database). Tests that change plans sync again themselves."""
+    from django.conf import settings
+
     from cluster.errors import SlurmError
     from cluster.services import slurm_cli
     from plans.product_plans import PRODUCT_PLANS, product_plan
-    from plans.slurm_limits import qos_limits
+    from plans.slurm_limits import qos_limits, spot_qos_limits
 
     cli = slurm_cli()
+    plans = [product_plan(plan["code"]) for plan in PRODUCT_PLANS]
     try:
-        for plan in PRODUCT_PLANS:
-            cli.ensure_qos(qos_limits(product_plan(plan["code"])))
+        # The spot QOS first: every plan's QOS names it in its Preempt list.
+        if settings.SPOT_QOS:
+            cli.ensure_qos(spot_qos_limits(plans))
+        for plan in plans:
+            cli.ensure_qos(qos_limits(plan))
     except SlurmError as exc:
         pytest.fail(f"the plans' limits could not be written into the dev cluster: {exc}")
 

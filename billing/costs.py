@@ -42,7 +42,7 @@ from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 from django.conf import settings
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
 from billing.invoices.drafts import month_of
@@ -63,6 +63,11 @@ ESTIMATE_NOTE = (
 )
 
 
+REQUEUED_NOTE = "The runs so far; the job was requeued and waits to run again."
+# Slurm's state of a run that preemption ended (sacct; seen on 24.11 with PreemptMode=REQUEUE).
+PREEMPTED = "PREEMPTED"
+
+
 @dataclass
 class _Sums:
     """Charged usage records of one job, added up (a mutable accumulator)."""
@@ -78,6 +83,8 @@ class _Sums:
     amount_nvme: Decimal = ZERO
     amount: Decimal = ZERO
     plan: str = ""
+    preempted: int = 0
+    preempted_gpu_seconds: int = 0
 
 
 def _share(amount: Decimal, part: int, whole: int) -> Decimal:
@@ -113,6 +120,11 @@ def _record_sums(jobs: Sequence[Job]) -> dict[int, dict[datetime, _Sums]]:
     rows = (
         UsageRecord.objects.filter(job_id__in=[job.pk for job in jobs])
         .values("job_id", "run_start")
+        # Before the sums below: their "gpu_seconds" alias would hide the field from these.
+        .annotate(
+            preempted=Count("id", filter=Q(state=PREEMPTED)),
+            preempted_gpu_seconds=Sum("gpu_seconds", filter=Q(state=PREEMPTED)),
+        )
         .annotate(
             runs=Count("id"),
             charged=Count("charged_at"),
@@ -142,6 +154,8 @@ def _record_sums(jobs: Sequence[Job]) -> dict[int, dict[datetime, _Sums]]:
             amount_nvme=row["amount_nvme"] or ZERO,
             amount=row["amount"] or ZERO,
             plan=row["plan"] or "",
+            preempted=row["preempted"],
+            preempted_gpu_seconds=int(row["preempted_gpu_seconds"] or 0),
         )
     return found
 
@@ -159,6 +173,8 @@ def _add(total: _Sums, more: _Sums) -> _Sums:
         amount_nvme=total.amount_nvme + more.amount_nvme,
         amount=total.amount + more.amount,
         plan=more.plan or total.plan,
+        preempted=total.preempted + more.preempted,
+        preempted_gpu_seconds=total.preempted_gpu_seconds + more.preempted_gpu_seconds,
     )
 
 
@@ -175,6 +191,8 @@ def _detail(sums: _Sums, basis: str, note: str = "") -> CostDetail:
         amount_memory=sums.amount_memory,
         amount_nvme=sums.amount_nvme,
         note=note,
+        preempted_runs=sums.preempted,
+        preempted_gpu_seconds=sums.preempted_gpu_seconds,
     )
 
 
@@ -310,13 +328,18 @@ def job_costs(jobs: Sequence[Job], now: datetime | None = None) -> Mapping[int, 
         )
     for job in jobs:
         runs = by_run.get(job.pk)
-        if job.pk in result or not runs or not job.is_final:
+        if job.pk in result or not runs:
             continue
         total = _Sums()
         for sums in runs.values():
             total = _add(total, sums)
         if total.uncharged:
             result[job.pk] = JobCost(cost=None, cost_so_far=None, notes=("Metered; not charged yet.",))
-            continue
-        result[job.pk] = JobCost(cost=total.amount, cost_so_far=None, detail=_detail(total, "metered"))
+        elif job.is_final:
+            result[job.pk] = JobCost(cost=total.amount, cost_so_far=None, detail=_detail(total, "metered"))
+        else:
+            # Requeued (a preempted spot job, an admin's requeue): its earlier runs, waiting to run again.
+            result[job.pk] = JobCost(
+                cost=None, cost_so_far=total.amount, detail=_detail(total, "metered", REQUEUED_NOTE)
+            )
     return result

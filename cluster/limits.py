@@ -41,6 +41,23 @@ def parse_wall_minutes(text: str) -> int | None:
     return parts["days"] * 1440 + parts["hours"] * 60 + parts["minutes"] + (1 if parts["seconds"] else 0)
 
 
+def format_seconds(seconds: int) -> str:
+    """120 -> "00:02:00", sacctmgr's form of GraceTime and PreemptExemptTime."""
+    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def parse_seconds(text: str) -> int | None:
+    """sacctmgr's "00:02:00" or "1-00:00:00" -> seconds; "" (unset) -> None."""
+    text = text.strip()
+    if not text:
+        return None
+    match = _WALL.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not a Slurm time: {text!r}")
+    parts = {key: int(value or 0) for key, value in match.groupdict().items()}
+    return ((parts["days"] * 24 + parts["hours"]) * 60 + parts["minutes"]) * 60 + parts["seconds"]
+
+
 @dataclass(frozen=True)
 class QosLimits:
     name: str
@@ -48,12 +65,25 @@ class QosLimits:
     max_wall_minutes: int | None
     max_tres_per_user: dict[str, int] = field(default_factory=dict)
     deny_on_limit: bool = True
+    # Preemption (slurm.conf PreemptType=preempt/qos): the QOS whose running jobs this QOS's
+    # jobs may preempt; how this QOS's own jobs are preempted ("cluster": slurm.conf's
+    # PreemptMode; "requeue"); the notice a preempted job gets (SIGTERM, then this many seconds
+    # before SIGKILL); and how long a job runs before it may be preempted at all (None: unset).
+    preempt: tuple[str, ...] = ()
+    preempt_mode: str = "cluster"
+    grace_seconds: int = 0
+    preempt_exempt_seconds: int | None = None
 
     def set_arguments(self) -> list[str]:
         arguments = [f"Priority={self.priority}", f"MaxWall={self.max_wall_minutes or CLEAR}"]
         if self.max_tres_per_user:
             arguments.append(f"MaxTRESPerUser={format_tres(self.max_tres_per_user)}")
         arguments.append("Flags=DenyOnLimit" if self.deny_on_limit else f"Flags={CLEAR}")
+        arguments.append(f"Preempt={','.join(self.preempt)}")  # empty clears the list
+        arguments.append(f"PreemptMode={self.preempt_mode}")
+        arguments.append(f"GraceTime={self.grace_seconds}")
+        exempt = self.preempt_exempt_seconds
+        arguments.append(f"PreemptExemptTime={format_seconds(exempt) if exempt is not None else CLEAR}")
         return arguments
 
     def differences(self, shown: QosLimits | None) -> list[str]:
@@ -65,6 +95,10 @@ class QosLimits:
             ("priority", self.priority, shown.priority),
             ("MaxWall (min)", self.max_wall_minutes, shown.max_wall_minutes),
             ("DenyOnLimit", self.deny_on_limit, shown.deny_on_limit),
+            ("Preempt", tuple(sorted(self.preempt)), tuple(sorted(shown.preempt))),
+            ("PreemptMode", self.preempt_mode, shown.preempt_mode),
+            ("GraceTime (s)", self.grace_seconds, shown.grace_seconds),
+            ("PreemptExemptTime (s)", self.preempt_exempt_seconds, shown.preempt_exempt_seconds),
         ):
             if want != have:
                 found.append(f"QOS {self.name}: {label} is {have}, the plan says {want}")
@@ -75,7 +109,7 @@ class QosLimits:
         return found
 
 
-QOS_FORMAT = "format=Name,Priority,MaxWall,MaxTRESPU,Flags"
+QOS_FORMAT = "format=Name,Priority,MaxWall,MaxTRESPU,Flags,Preempt,PreemptMode,GraceTime,PreemptExemptTime"
 
 
 def parse_qos_lines(text: str) -> dict[str, QosLimits]:
@@ -84,13 +118,17 @@ def parse_qos_lines(text: str) -> dict[str, QosLimits]:
     for line in text.splitlines():
         if not line.strip():
             continue
-        name, priority, wall, tres, flags = (line.split("|") + [""] * 5)[:5]
+        name, priority, wall, tres, flags, preempt, mode, grace, exempt = (line.split("|") + [""] * 9)[:9]
         found[name] = QosLimits(
             name=name,
             priority=int(priority or 0),
             max_wall_minutes=parse_wall_minutes(wall),
             max_tres_per_user=parse_tres(tres),
             deny_on_limit="DenyOnLimit" in flags.split(","),
+            preempt=tuple(sorted(part for part in preempt.split(",") if part)),
+            preempt_mode=mode or "cluster",
+            grace_seconds=parse_seconds(grace) or 0,
+            preempt_exempt_seconds=parse_seconds(exempt),
         )
     return found
 

@@ -493,6 +493,12 @@ SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE = env_int("SUBMIT_RATE_LIMIT_PER_IP_PER_MINU
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
 # Longest wait between two submission attempts while Slurm is unavailable.
 SUBMIT_RETRY_MAX_SECONDS = env_int("SUBMIT_RETRY_MAX_SECONDS", 300, minimum=1)
+# Spot jobs: a QOS of their own, preempted by every plan's (plans/slurm_limits.py); "" turns
+# spot off. A preempted job gets SIGTERM and this long before SIGKILL (Slurm's GraceTime; not
+# billed), and is never preempted in its first SPOT_PREEMPT_EXEMPT_SECONDS.
+SPOT_QOS = env_str("SPOT_QOS", "spot")
+SPOT_GRACE_SECONDS = env_int("SPOT_GRACE_SECONDS", 120, minimum=0)
+SPOT_PREEMPT_EXEMPT_SECONDS = env_int("SPOT_PREEMPT_EXEMPT_SECONDS", 300, minimum=0)
 # How much of a log the job page and the API return (the whole file is a download).
 LOG_TAIL_BYTES = env_int("LOG_TAIL_BYTES", 64 * 1024, minimum=1024)
 # Per-user ceilings on things a user creates, so one account cannot grow a table without end.

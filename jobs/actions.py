@@ -95,6 +95,10 @@ def submit(
             raise QuotaExceeded(f"Your {plan.name} subscription is paused; resume it to submit jobs.")
         quota_gpus = spec.gpu.count or 1
         reservation = None
+        if spec.spot and reservation_id not in (None, ""):
+            raise SpecError({"reservation": ["A spot job takes idle GPUs; it does not run in a reservation."]})
+        if spec.spot and group_id not in (None, "", DEFAULT_GROUP):
+            raise SpecError({"group": ["Spot jobs run on your own account, not a group's."]})
         if reservation_id not in (None, ""):
             try:
                 reservation = usable_for_job(
@@ -106,11 +110,16 @@ def submit(
                 )
             except ReservationError as exc:
                 raise SpecError(exc.errors) from exc
-        group = _charged_group(user, group_id)
+        group = None if spec.spot else _charged_group(user, group_id)
         if group is not None:
             _check_allocation(group, spec)
         shares = spec.gpu.shards if not spec.gpu.count else 0
-        check_quota(user, plan, spec.gpu.gpu_type, spec.gpu.count, shares)
+        if spec.spot:
+            # Spot takes only idle GPUs and gives them back: not the plan's concurrent quota.
+            quota, shares = 0, 0
+        else:
+            check_quota(user, plan, spec.gpu.gpu_type, spec.gpu.count, shares)
+            quota = spec.gpu.count
         # Higher layers' checks (a held budget: billing.budgets), registered in their ready().
         run_submission_checks(user, plan, group)
         job = Job.objects.create(
@@ -120,14 +129,14 @@ def submit(
             spec=spec.to_dict(),
             image=spec.image,
             gpu_type=spec.gpu.gpu_type,
-            quota_gpus=spec.gpu.count,
+            quota_gpus=quota,
             quota_shards=shares,
             tres_per_node=spec.gpu.tres_per_node(),
             time_limit_minutes=spec.time_limit_minutes,
             partition=settings.SLURM_PARTITION,
             account=group.slurm_account if group else settings.SLURM_ACCOUNT,
             group=group,
-            qos=plan.qos,
+            qos=settings.SPOT_QOS if spec.spot else plan.qos,
             reservation=reservation,
             state=JobState.SUBMITTING,
             # Inline, the row is born claimed by this request (the claim a worker would take

@@ -46,6 +46,10 @@ class CostDetail:
     amount_memory: Decimal
     amount_nvme: Decimal
     note: str = ""
+    # Runs Slurm ended PREEMPTED (a spot job that gave its GPUs to a plan's job and was
+    # requeued), and their GPU-seconds: work lost unless the job checkpointed on the notice.
+    preempted_runs: int = 0
+    preempted_gpu_seconds: int = 0
 
     # For the page: hours to two places, amounts as money().
     @property

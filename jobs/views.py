@@ -195,6 +195,9 @@ def job_new(request):
         "is_clone": "clone" in request.GET,
         # The picker: the catalogue images of the user's plan (foundation/images.py).
         "images": images,
+        "spot_allowed": plan_for(request.user).allows_spot,
+        "spot_grace_seconds": settings.SPOT_GRACE_SECONDS,
+        "spot_exempt_minutes": settings.SPOT_PREEMPT_EXEMPT_SECONDS // 60,
         # For the picker's driver check (static/js/image_driver.js, jobs/drivers.py).
         "image_driver_data": {
             "images": {image.reference: {"cuda": image.cuda, "min_driver": image.min_driver} for image in images},

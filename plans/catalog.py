@@ -43,6 +43,12 @@ class PlanSnapshot:
         return None if hours is None else hours * 60
 
     @property
+    def allows_spot(self) -> bool:
+        """Spot jobs (preemptible, priced by time window: plans/spot.py) are for plans that pay
+        for what they use: a capped free plan would run them outside its cap."""
+        return bool(settings.SPOT_QOS) and not self.included_hours_are_a_cap
+
+    @property
     def is_paused(self) -> bool:
         return self.status == Subscription.Status.PAUSED
 
@@ -150,4 +156,6 @@ def default_plan() -> Plan:
 
 
 def all_qos_names() -> list[str]:
-    return sorted(set(Plan.objects.values_list("qos", flat=True)))
+    """Every plan's QOS and the spot QOS (admins may submit with any)."""
+    spot = {settings.SPOT_QOS} if settings.SPOT_QOS else set()
+    return sorted(set(Plan.objects.values_list("qos", flat=True)) | spot)

@@ -27,15 +27,42 @@ def qos_limits(plan: PlanSnapshot, gpu_types: dict | None = None) -> QosLimits:
         tres[f"gres/gpu:{gpu_type}"] = allowed
         tres[f"gres/shard:{gpu_type}"] = allowed * int(gpu_types[gpu_type]["shards_per_gpu"])
     return QosLimits(
-        name=plan.qos, priority=plan.priority, max_wall_minutes=plan.max_job_minutes, max_tres_per_user=tres
+        name=plan.qos,
+        priority=plan.priority,
+        max_wall_minutes=plan.max_job_minutes,
+        max_tres_per_user=tres,
+        # Every plan's jobs may take the GPUs spot jobs hold (requeued after their notice).
+        preempt=(settings.SPOT_QOS,) if settings.SPOT_QOS else (),
+    )
+
+
+def spot_qos_limits(plans: list[PlanSnapshot]) -> QosLimits:
+    """The spot QOS: the lowest priority, preempted by every plan's (requeued, SIGTERM first and
+    SPOT_GRACE_SECONDS to checkpoint, never within SPOT_PREEMPT_EXEMPT_SECONDS of its start).
+    No GPU count per user: spot soaks up whatever is idle and gives it back on demand. Its
+    longest job is the longest of the plans that may run spot."""
+    eligible = [plan.max_job_minutes for plan in plans if plan.allows_spot]
+    return QosLimits(
+        name=settings.SPOT_QOS,
+        priority=0,
+        max_wall_minutes=max(eligible) if eligible else 60,
+        preempt_mode="requeue",
+        grace_seconds=settings.SPOT_GRACE_SECONDS,
+        preempt_exempt_seconds=settings.SPOT_PREEMPT_EXEMPT_SECONDS,
     )
 
 
 def all_qos_limits() -> list[QosLimits]:
-    """One QOS per plan. Two plans may share a QOS only if they agree on its limits."""
+    """One QOS per plan, and the spot QOS. Two plans may share a QOS only if they agree on its limits."""
     by_name: dict[str, QosLimits] = {}
-    for plan in Plan.objects.prefetch_related("gpu_types"):
-        limits = qos_limits(snapshot(plan))
+    plans = [snapshot(plan) for plan in Plan.objects.prefetch_related("gpu_types")]
+    if settings.SPOT_QOS:
+        # First: sacctmgr refuses a Preempt list naming a QOS that does not exist yet.
+        by_name[settings.SPOT_QOS] = spot_qos_limits(plans)
+    for plan in plans:
+        limits = qos_limits(plan)
+        if plan.qos == settings.SPOT_QOS:
+            raise ValueError(f"SPOT_QOS {settings.SPOT_QOS} is also plan {plan.code}'s QOS; give spot its own")
         if plan.qos in by_name and by_name[plan.qos] != limits:
             raise ValueError(f"plans sharing QOS {plan.qos} ask for different limits; give each its own QOS")
         by_name[plan.qos] = limits
@@ -55,7 +82,7 @@ class AssociationTerms:
 
 def association_terms(plan: PlanSnapshot, *, is_admin: bool) -> AssociationTerms:
     return AssociationTerms(
-        qos=all_qos_names() if is_admin else [plan.qos],
+        qos=all_qos_names() if is_admin else [plan.qos, *([settings.SPOT_QOS] if plan.allows_spot else [])],
         default_qos=plan.qos,
         gpu_minutes=plan.monthly_gpu_minutes_cap,
         # A paused subscription's jobs are refused, by Slurm too.

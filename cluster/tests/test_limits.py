@@ -45,7 +45,27 @@ def test_qos_lines_parse_into_limits_and_differences_name_each_field():
         "MaxWall=240",
         "MaxTRESPerUser=gres/gpu:a100=0,gres/gpu:h100=0,gres/gpu:rtx4090=1",
         "Flags=DenyOnLimit",
+        "Preempt=",  # an empty list clears it (seen on 24.11: Preempt='' is refused without a shell)
+        "PreemptMode=cluster",
+        "GraceTime=0",
+        "PreemptExemptTime=-1",
     ]
+
+
+def test_preemption_settings_round_trip_through_sacctmgrs_format():
+    # As `sacctmgr -n -P show qos` prints them with QOS_FORMAT (24.11, after the spot QOS was set).
+    text = (
+        "pro|5000|1-00:00:00|gres/gpu:a100=2|DenyOnLimit|spot|cluster|00:00:00|\n"
+        "spot|0|01:00:00||DenyOnLimit||requeue|00:02:00|00:05:00\n"
+    )
+    shown = parse_qos_lines(text)
+    spot = QosLimits("spot", 0, 60, preempt_mode="requeue", grace_seconds=120, preempt_exempt_seconds=300)
+    assert shown["spot"] == spot and spot.differences(shown["spot"]) == []
+    assert "GraceTime=120" in spot.set_arguments() and "PreemptExemptTime=00:05:00" in spot.set_arguments()
+    pro = QosLimits("pro", 5000, 1440, {"gres/gpu:a100": 2}, preempt=("spot",))
+    assert pro.differences(shown["pro"]) == [] and "Preempt=spot" in pro.set_arguments()
+    unpreempting = QosLimits("pro", 5000, 1440, {"gres/gpu:a100": 2})
+    assert unpreempting.differences(shown["pro"]) == ["QOS pro: Preempt is ('spot',), the plan says ()"]
 
 
 def test_association_lines_skip_account_rows_and_read_the_gpu_budget():

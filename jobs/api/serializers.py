@@ -31,6 +31,8 @@ class CostDetailSerializer(serializers.Serializer):
     amount_memory = serializers.CharField(help_text=MONEY_HELP)
     amount_nvme = serializers.CharField(help_text=MONEY_HELP)
     note = serializers.CharField(allow_blank=True)
+    preempted_runs = serializers.IntegerField(help_text="Runs ended by preemption (spot), each requeued")
+    preempted_gpu_seconds = serializers.IntegerField(help_text="GPU-seconds of those runs: lost unless checkpointed")
 
     def to_representation(self, detail):
         return {
@@ -45,6 +47,8 @@ class CostDetailSerializer(serializers.Serializer):
             "amount_memory": money(detail.amount_memory),
             "amount_nvme": money(detail.amount_nvme),
             "note": detail.note,
+            "preempted_runs": detail.preempted_runs,
+            "preempted_gpu_seconds": detail.preempted_gpu_seconds,
         }
 
 
@@ -230,6 +234,12 @@ class JobSpecInputSerializer(serializers.Serializer):
     environment = serializers.DictField(
         child=serializers.CharField(allow_blank=True), required=False, allow_null=True, help_text="NAME: value"
     )
+    spot = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        help_text="Run on idle GPUs, preemptible by any plan's job: SIGTERM, SPOT_GRACE_SECONDS to checkpoint, "
+        "then requeued; not on the plan's GPU quota; paid plans only; not with a reservation or a group",
+    )
     reservation = serializers.IntegerField(
         required=False,
         allow_null=True,
@@ -260,7 +270,9 @@ def submission_json_types() -> dict[str, type]:
     """The JSON type of each field of a submission, as the schema declares it."""
     types = {}
     for name, field in JobSpecInputSerializer().fields.items():
-        if isinstance(field, serializers.IntegerField):
+        if isinstance(field, serializers.BooleanField):
+            types[name] = bool
+        elif isinstance(field, serializers.IntegerField):
             types[name] = int
         elif isinstance(field, serializers.DictField):
             types[name] = dict

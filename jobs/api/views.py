@@ -34,6 +34,7 @@ from plans.catalog import plan_for
 INVALID_SPEC = "The job spec is invalid."
 
 TYPE_MESSAGES = {
+    bool: "must be true or false",
     str: "must be a string",
     int: "must be a whole number (a JSON number, not a string)",
     dict: "must be an object of NAME: value strings",
@@ -52,7 +53,7 @@ def json_type_errors(data) -> dict[str, list[str]]:
         value = data.get(name)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, expected):
+        if isinstance(value, bool) != (expected is bool) or not isinstance(value, expected):
             found[name] = [TYPE_MESSAGES[expected]]
     return found
 

@@ -56,6 +56,7 @@ FIELDS = (
     "time_limit_minutes",
     "data_mount",
     "environment",
+    "spot",
 )
 IGNORED_FIELDS = frozenset({"csrfmiddlewaretoken"})
 MAX_UNKNOWN_FIELDS_REPORTED = 20
@@ -191,6 +192,9 @@ class JobSpec:
     time_limit_minutes: int
     data_mount: str
     environment: dict[str, str] = field(default_factory=dict)
+    # A spot job: preemptible by every plan's jobs (SIGTERM, then the grace time, then requeued),
+    # priced by time window (plans/spot.py); it does not count against the plan's GPU quota.
+    spot: bool = False
 
     def to_dict(self) -> dict:
         """The input field names and values: `parse_job_spec(spec.to_dict(), ...)` gives the spec back."""
@@ -209,6 +213,8 @@ class JobSpec:
             data["gpu_memory_gb"] = self.gpu.memory_gb
         if self.gpu.nvme_gb:
             data["nvme_gb"] = self.gpu.nvme_gb
+        if self.spot:
+            data["spot"] = True
         return data
 
 
@@ -269,6 +275,7 @@ def parse_job_spec(data: Mapping[str, Any], *, plan: Plan, policy: SpecPolicy) -
     )
     data_mount = _parse_data_mount(data.get("data_mount"), policy, error)
     environment = _parse_environment(data.get("environment"), policy, error)
+    spot = _parse_spot(data.get("spot"), plan, error)
 
     if errors:
         raise SpecError(errors)
@@ -282,6 +289,7 @@ def parse_job_spec(data: Mapping[str, Any], *, plan: Plan, policy: SpecPolicy) -
         time_limit_minutes=time_limit,
         data_mount=data_mount,
         environment=environment,
+        spot=spot,
     )
 
 
@@ -335,10 +343,24 @@ def job_spec_from_dict(data: Mapping[str, Any], *, policy: SpecPolicy | None = N
         time_limit_minutes=number("time_limit_minutes"),
         data_mount=text("data_mount", ""),
         environment=dict(environment),
+        spot=data.get("spot") is True,
     )
 
 
 # --- Fields ------------------------------------------------------------------------------
+
+
+def _parse_spot(value: Any, plan: Plan, error) -> bool:
+    """true/false (JSON), or the form's "on"/"1"/"true"; absent is false."""
+    if _absent(value) or value is False or value in ("0", "false", "off"):
+        return False
+    if value not in (True, "1", "true", "on"):
+        error("spot", "must be true or false")
+        return False
+    if not plan.allows_spot:
+        error("spot", f"Your plan ({plan.name}) does not include spot jobs; they come with the paid plans.")
+        return False
+    return True
 
 
 def _absent(value: Any) -> bool:

@@ -97,4 +97,4 @@ def test_what_slurm_is_told_for_each_plan(settings):
     terms = association_terms(free, is_admin=False)
     assert (terms.qos, terms.default_qos, terms.gpu_minutes, terms.max_submit_jobs) == (["free"], "free", 600, None)
     admin_terms = association_terms(plan_for_code("enterprise"), is_admin=True)
-    assert admin_terms.qos == ["free", "premium", "pro"] and admin_terms.gpu_minutes is None
+    assert admin_terms.qos == ["free", "premium", "pro", "spot"] and admin_terms.gpu_minutes is None

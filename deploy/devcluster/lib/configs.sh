@@ -78,6 +78,12 @@ PriorityDecayHalfLife=0
 PriorityUsageResetPeriod=MONTHLY
 PriorityCalcPeriod=1
 
+# Spot jobs: every plan's QOS lists the spot QOS in its Preempt (plans/slurm_limits.py); a
+# spot job in the way of a plan's job is sent SIGTERM, given the spot QOS's GraceTime, then
+# requeued. Nothing else is preemptible: no other QOS is in any Preempt list.
+PreemptType=preempt/qos
+PreemptMode=REQUEUE
+
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$SLURMDBD_PORT
