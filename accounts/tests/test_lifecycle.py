@@ -67,7 +67,7 @@ def test_deactivation_stops_everything_and_reactivation_restores_it(alice, admin
     assert lifecycle.reactivate(alice, actor=admin_user)
     profile.refresh_from_db()
     assert profile.provisioned_at is not None and profile.provisioning_error == ""
-    assert _association(name) == f"{name}|{settings.SLURM_ACCOUNT}|pro|pro"
+    assert _association(name) == f"{name}|{settings.SLURM_ACCOUNT}|pro,spot|pro"
     assert _passwd_shell(name) == "/bin/bash"
     job_id = slurm.as_user(name).submit_job(submission("true"))
     wait_for_state(slurm, job_id, {"COMPLETED"})
@@ -97,7 +97,7 @@ def test_deleting_a_user_locks_their_cluster_account(alice, provision, slurm, ea
 @pytest.mark.slurm
 def test_a_plan_change_is_enforced_by_slurm(alice, provision, slurm, eager_tasks):
     name = provision(alice).cluster_username
-    assert _association(name).endswith("|pro|pro")
+    assert _association(name).endswith("|pro,spot|pro")
     lifecycle.change_plan(alice, "free", actor=None)
     assert _association(name) == f"{name}|{settings.SLURM_ACCOUNT}|free|free"
     # Slurm now refuses the QOS the old plan had.

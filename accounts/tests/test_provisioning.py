@@ -47,7 +47,7 @@ def test_local_backend_creates_the_unix_user_and_an_association_with_the_plan_qo
         # A plan change is applied by provisioning again.
         subscribe(alice, "pro")
         actions.provision(alice.profile.pk)
-        assert cli.show_association(name).stdout.strip() == f"{name}|{settings.SLURM_ACCOUNT}|pro|pro"
+        assert cli.show_association(name).stdout.strip() == f"{name}|{settings.SLURM_ACCOUNT}|pro,spot|pro"
     finally:
         provisioning_backend("local", slurm_cli(), settings.SLURM_ACCOUNT).remove_user(name)
     # Removed means: no association, account locked, uid kept so it is never reused.
