@@ -24,6 +24,7 @@ urlpatterns = [
     path("api/v1/", include("billing.api.group_urls")),
     path("api/v1/billing/", include("billing.api.urls")),
     path("api/v1/reservations/", include("reservations.api.urls")),
+    path("api/v1/datasets/", include("datasets.api.urls")),
     path("api/v1/", include("credits.api.urls")),
     path("api/v1/invoices/", include("billing.api.invoice_urls")),
     path("api/v1/", include("jobs.api.urls")),
