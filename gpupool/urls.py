@@ -10,6 +10,7 @@ urlpatterns = [
     path("jobs/", include("jobs.urls")),
     path("reservations/", include("reservations.urls")),
     path("groups/", include("groups.urls")),
+    path("datasets/", include("datasets.urls")),
     path("billing/", include("billing.urls")),
     path("accounts/", include("allauth.urls")),
     path("settings/", include("accounts.urls")),
