@@ -417,9 +417,7 @@ PROVISIONING_BACKEND = env_str("PROVISIONING_BACKEND", "local")
 # cluster's root by default, so its nodes see the same tree (a later part caches it on their
 # NVMe). In production a filesystem the web and worker hosts share.
 DATASET_STORE = env_path("DATASET_STORE", DEVCLUSTER_DIR / "root/srv/gpupool/datasets")
-# The most bytes one tus PATCH may carry: nginx's client_max_body_size (deploy/nginx/).
-DATASET_CHUNK_MAX_BYTES = env_int("DATASET_CHUNK_MAX_BYTES", 8 * 1024 * 1024, minimum=64 * 1024)
-# Files in one version, and uploads a version may have open at once.
+# The most files one version may hold.
 DATASET_MAX_FILES_PER_VERSION = env_int("DATASET_MAX_FILES_PER_VERSION", 100_000, minimum=1)
 
 # --- Jobs ---------------------------------------------------------------------------------
