@@ -23,13 +23,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 CHUNK = 8 * 1024 * 1024
 
 
-def _wait_for(condition, seconds=30):
+def _wait_for(condition, page, seconds=30):
+    """Polls the database; waits through Playwright, whose sync API runs route handlers only
+    while the test is inside one of its calls."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if condition():
             return
-        time.sleep(0.2)
-    raise AssertionError("timed out")
+        page.wait_for_timeout(200)
+    raise AssertionError(f"timed out; the page says: {page.locator('[data-status]').text_content()}")
 
 
 def test_an_interrupted_upload_resumes_after_a_reload_and_is_ready(alice, tmp_path):
@@ -62,8 +64,8 @@ def test_an_interrupted_upload_resumes_after_a_reload_and_is_ready(alice, tmp_pa
             page.route("**/uploads/**", drop_after_first)
             page.set_input_files("[data-files]", str(source))
             page.click("[data-start]")
-            _wait_for(lambda: Upload.objects.filter(offset=CHUNK).exists())
-            _wait_for(lambda: len(patches) > 1)  # the client has met the dropped connection
+            _wait_for(lambda: Upload.objects.filter(offset=CHUNK).exists(), page)
+            _wait_for(lambda: len(patches) > 1, page)  # the client has met the dropped connection
             assert Upload.objects.get().state == Upload.State.RECEIVING
 
             page.unroute("**/uploads/**")
