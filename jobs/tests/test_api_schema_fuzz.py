@@ -35,6 +35,9 @@ SUBMISSIONS = [
 ]  # fmt: skip
 # tus answers a missing or other Tus-Resumable with 412 Precondition Failed, as the protocol says.
 TUS_OPERATIONS = ["datasets_upload_create", "datasets_upload_patch"]
+TUS_REFUSALS = ["400", "401", "403", "404", "405", "409", "412", "413", "415"]
+# A tus PATCH's body is raw bytes: sent as application/octet-stream would be.
+schemathesis.serializer.alias("application/offset+octet-stream", "application/octet-stream")
 POSITIVE_WITH_BAD_VALUES = ["2xx", "400", "401", "403", "404", "409", "429"]
 
 
@@ -57,9 +60,8 @@ CONFIG = schemathesis.Config.from_dict(
             {
                 "include-operation-id": TUS_OPERATIONS,
                 "checks": {
-                    "negative_data_rejection": {
-                        "expected-statuses": ["400", "401", "403", "404", "405", "409", "412", "413", "415"]
-                    }
+                    "negative_data_rejection": {"expected-statuses": TUS_REFUSALS},
+                    "missing_required_header": {"expected-statuses": TUS_REFUSALS},
                 },
             },
         ],
