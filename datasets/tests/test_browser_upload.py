@@ -5,6 +5,7 @@ verifies it and the page shows the version ready with its sha256."""
 
 import hashlib
 import os
+import re
 import time
 
 import pytest
@@ -67,9 +68,14 @@ def test_an_interrupted_upload_resumes_after_a_reload_and_is_ready(alice, tmp_pa
             _wait_for(lambda: Upload.objects.filter(offset=CHUNK).exists(), page)
             _wait_for(lambda: len(patches) > 1, page)  # the client has met the dropped connection
             assert Upload.objects.get().state == Upload.State.RECEIVING
+            # The first chunk's progress: the rate and the time left ("8.4 of 20.0 MB · … MB/s · … left").
+            expect(page.locator("[data-status]")).to_contain_text(re.compile(r"of 20\.0 MB · .* left"))
 
-            page.unroute("**/uploads/**")
+            # Reloaded while the connection is still down, so the old page's retries die with it.
             page.reload()
+            page.unroute("**/uploads/**")
+            stood_at = Upload.objects.get().offset
+            assert stood_at == CHUNK
             expect(page.locator("[data-resume-note]")).to_contain_text("Version 1 is still open")
             resumed = []
             page.on(
@@ -78,9 +84,8 @@ def test_an_interrupted_upload_resumes_after_a_reload_and_is_ready(alice, tmp_pa
             )
             page.set_input_files("[data-files]", str(source))
             page.click("[data-start]")
-            expect(page.locator("[data-status]")).to_contain_text("left", timeout=15000)  # rate and time left
             expect(page.locator("tr[data-version='1'] [data-state]")).to_have_text("ready", timeout=60000)
-            assert resumed[0] == str(CHUNK)  # from the server's offset, not from 0
+            assert resumed[0] == str(stood_at)  # from the server's offset, not from 0
             expect(page.locator("tr[data-version='1'] [data-sha256]")).to_have_text(expected)
             page.screenshot(path=str(tmp_path / "datasets-phone.png"), full_page=True)
             width = page.evaluate("document.documentElement.scrollWidth")
