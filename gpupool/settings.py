@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "accounts",
     "groups",
     "reservations",
+    "datasets",
     "cluster",
     "jobs",
     "console",
@@ -411,6 +412,14 @@ SLURM_JOB_ROOT_LOCAL = env_path("SLURM_JOB_ROOT_LOCAL", DEVCLUSTER_DIR / "root/s
 # directory service (LDAP, FreeIPA) to have created them and only checks.
 PROVISIONING_BACKEND = env_str("PROVISIONING_BACKEND", "local")
 
+# --- Datasets -----------------------------------------------------------------------------
+# Where uploads are staged and ready versions kept (datasets/storage.py): under the dev
+# cluster's root by default, so its nodes see the same tree (a later part caches it on their
+# NVMe). In production a filesystem the web and worker hosts share.
+DATASET_STORE = env_path("DATASET_STORE", DEVCLUSTER_DIR / "root/srv/gpupool/datasets")
+# The most files one version may hold.
+DATASET_MAX_FILES_PER_VERSION = env_int("DATASET_MAX_FILES_PER_VERSION", 100_000, minimum=1)
+
 # --- Jobs ---------------------------------------------------------------------------------
 # GPU types of the pool, defined once in a file (foundation/gpu_types.py; the dev cluster is
 # generated from the same file): {type: {label, memory_gb, shards_per_gpu, per_node, power_w}}.
@@ -568,6 +577,7 @@ SPECTACULAR_SETTINGS = {
         "SubscriptionStatusEnum": "plans.models.Subscription.Status",
         "InvoiceStatusEnum": "billing.models.Invoice.Status",
         "GroupRoleEnum": "groups.models.GroupRole",
+        "DatasetVersionStateEnum": "datasets.models.VersionState",
     },
 }
 

@@ -4,6 +4,7 @@ needed), a Redis database that `make dev` never uses, the test submit limits: wh
 scripts/test.sh sets too."""
 
 import os
+import tempfile
 
 os.environ.setdefault("DEBUG", "1")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/13")
@@ -13,3 +14,6 @@ os.environ.setdefault("SUBMIT_RATE_LIMIT_PER_MINUTE", "10000")
 os.environ.setdefault("SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE", "10000")
 os.environ.setdefault("SUBMIT_RETRY_MAX_SECONDS", "3")
 os.environ.setdefault("CLUSTER_SYNC_INTERVAL_SECONDS", "1")
+# Datasets' uploads never go to the dev cluster's tree from a test (the default DATASET_STORE);
+# datasets' own tests give each test a directory of its own.
+os.environ.setdefault("DATASET_STORE", os.path.join(tempfile.gettempdir(), f"gpupool-test-datasets-{os.getuid()}"))

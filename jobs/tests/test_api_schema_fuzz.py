@@ -26,12 +26,18 @@ pytestmark = pytest.mark.django_db
 # the grid, its members exist; a plan switch names its plan): a 400 to schema-valid data is an
 # answer, not a failure.
 # Groups: a short name taken, an unverified creator, a period that ends before it starts or ahead
-# of a year, a refusal without a note, a token that names no invitation.
+# of a year, a refusal without a note, a token that names no invitation. Datasets: a name that
+# could not be a mount point.
 SUBMISSIONS = [
     "jobs_create", "jobs_submit", "jobs_clone", "reservations_create", "reservations_reject", "plan_change",
     "groups_create", "groups_invite", "groups_member_role", "groups_invitation_accept", "groups_allocation_request",
-    "groups_allocation_decide",
+    "groups_allocation_decide", "datasets_create",
 ]  # fmt: skip
+# tus answers a missing or other Tus-Resumable with 412 Precondition Failed, as the protocol says.
+TUS_OPERATIONS = ["datasets_upload_create", "datasets_upload_patch"]
+TUS_REFUSALS = ["400", "401", "403", "404", "405", "409", "412", "413", "415"]
+# A tus PATCH's body is raw bytes: sent as application/octet-stream would be.
+schemathesis.serializer.alias("application/offset+octet-stream", "application/octet-stream")
 POSITIVE_WITH_BAD_VALUES = ["2xx", "400", "401", "403", "404", "409", "429"]
 
 
@@ -50,7 +56,14 @@ CONFIG = schemathesis.Config.from_dict(
             {
                 "include-operation-id": SUBMISSIONS,
                 "checks": {"positive_data_acceptance": {"expected-statuses": POSITIVE_WITH_BAD_VALUES}},
-            }
+            },
+            {
+                "include-operation-id": TUS_OPERATIONS,
+                "checks": {
+                    "negative_data_rejection": {"expected-statuses": TUS_REFUSALS},
+                    "missing_required_header": {"expected-statuses": TUS_REFUSALS},
+                },
+            },
         ],
     }
 )

@@ -1,0 +1,250 @@
+"""Every write to datasets: atomic, audited where a person decided something (a dataset, a
+version opened, committed, abandoned), state changes by conditional UPDATE. A committed
+version is announced on commit (`version_committed`); datasets.receivers enqueues its
+verification, which calls back `mark_ready` or `mark_failed` here. Views, the API and the
+task call these."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from accounts.models import Profile
+from audit.log import record
+from datasets import storage
+from datasets.manifest import manifest_sha256
+from datasets.models import NAME, Dataset, DatasetFile, DatasetVersion, Upload, VersionState
+from datasets.paths import PathError, clashes, clean_relative_path
+from datasets.queries import DatasetError, may_write
+from datasets.quota import describe, quota_bytes, used_bytes
+from datasets.signals import version_committed
+from groups.models import Group
+from groups.queries import membership
+
+MAX_DESCRIPTION_CHARS = 2000
+
+
+def _target(dataset: Dataset) -> str:
+    return f"dataset:{dataset.pk}"
+
+
+def create_dataset(actor, *, name, description="", group_id=None) -> Dataset:
+    """A new dataset of `actor`, or of a group they are an active member of."""
+    if not isinstance(name, str) or not isinstance(description, str):
+        raise DatasetError("name" if not isinstance(name, str) else "description", "Must be a string.")
+    name = name.strip()
+    try:
+        NAME(name)
+    except Exception as exc:  # ValidationError
+        raise DatasetError("name", exc.messages[0]) from None
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        raise DatasetError("description", f"At most {MAX_DESCRIPTION_CHARS} characters.")
+    group = None
+    if group_id is not None:
+        found = membership(actor, group_id) if isinstance(group_id, int) and not isinstance(group_id, bool) else None
+        if found is None or found.group.closed_at is not None:
+            raise DatasetError("group", "You are not a member of an open group with that id.")
+        group = found.group
+    dataset = Dataset(user=None if group else actor, group=group, name=name, description=description, created_by=actor)
+    try:
+        with transaction.atomic():
+            dataset.save()
+            record(actor, "dataset.create", _target(dataset), after={"name": name, "group": group_id})
+    except IntegrityError:
+        raise DatasetError("name", "A dataset of that name exists already.", 409) from None
+    return dataset
+
+
+def open_version(dataset: Dataset, actor) -> DatasetVersion:
+    """The dataset's next version, open for uploads. One version is open at a time."""
+    if not may_write(actor, dataset):
+        raise DatasetError("dataset", "Only the dataset's owner or its group's members add versions.", 403)
+    try:
+        with transaction.atomic():
+            # The dataset's row orders two openings, so each reads the other's number.
+            Dataset.objects.select_for_update().get(pk=dataset.pk)
+            number = (dataset.versions.aggregate(last=Max("number"))["last"] or 0) + 1
+            version = DatasetVersion.objects.create(dataset=dataset, number=number, created_by=actor)
+            record(actor, "dataset.version.open", _target(dataset), after={"version": number})
+    except IntegrityError:
+        open_one = dataset.versions.filter(state__in=[VersionState.UPLOADING, VersionState.VERIFYING]).first()
+        number = open_one.number if open_one else "?"
+        raise DatasetError(
+            "version", f"Version {number} is still open: commit or abandon it before opening another.", 409
+        ) from None
+    return version
+
+
+def _lock_owner(dataset: Dataset) -> None:
+    """Quota checks of one owner run one after another: two uploads at once each see the other."""
+    if dataset.group_id is not None:
+        Group.objects.select_for_update().get(pk=dataset.group_id)
+    else:
+        Profile.objects.select_for_update().filter(user_id=dataset.user_id).first()
+
+
+def create_upload(version: DatasetVersion, actor, *, path, length: int, declared_sha256: str = "") -> Upload:
+    """A tus upload resource for one file of an open version. Refused before any byte: a bad
+    path, one already in the version, a version not open, and the owner's quota."""
+    dataset = version.dataset
+    if not may_write(actor, dataset):
+        raise DatasetError("dataset", "Only the dataset's owner or its group's members upload to it.", 403)
+    try:
+        path = clean_relative_path(path)
+    except PathError as exc:
+        raise DatasetError("path", str(exc)) from None
+    with transaction.atomic():
+        _lock_owner(dataset)
+        locked = DatasetVersion.objects.select_for_update().get(pk=version.pk)
+        if locked.state != VersionState.UPLOADING:
+            raise DatasetError("version", f"Version {locked.number} is {locked.state}: it takes no more files.", 409)
+        live = list(locked.uploads.exclude(state=Upload.State.ABANDONED).values_list("path", flat=True))
+        if len(live) >= settings.DATASET_MAX_FILES_PER_VERSION:
+            raise DatasetError("path", f"A version holds at most {settings.DATASET_MAX_FILES_PER_VERSION} files.", 409)
+        other = clashes(path, live)
+        if other is not None:
+            message = "That path is in this version already." if other == path else f"It clashes with {other!r}."
+            raise DatasetError("path", message, 409)
+        allowed, used = quota_bytes(dataset), used_bytes(dataset)
+        if used + length > allowed:
+            raise DatasetError(
+                "quota",
+                f"Over the NVMe quota: {describe(allowed)} allowed, {describe(used)} used or reserved, "
+                f"and this file is {describe(length)}. Remove a dataset or upgrade the plan.",
+                413,
+            )
+        upload = Upload.objects.create(
+            version=locked,
+            path=path,
+            length=length,
+            declared_sha256=declared_sha256,
+            created_by=actor,
+            state=Upload.State.COMPLETE if length == 0 else Upload.State.RECEIVING,
+        )
+        storage.create_staged(upload.pk)
+    return upload
+
+
+def receive_chunk(upload: Upload, actor, *, offset: int, stream, checksum=None) -> int:
+    """Write one PATCH body at `offset`, which must be where the upload stands; returns the new
+    offset. `checksum`: (algorithm, expected hex) from Upload-Checksum. The upload's row is
+    locked without waiting, so a second writer of the same upload is refused at once (409)
+    rather than interleaving its bytes; other uploads are untouched."""
+    if not may_write(actor, upload.version.dataset):
+        raise DatasetError("dataset", "Only the dataset's owner or its group's members upload to it.", 403)
+    with transaction.atomic():
+        try:
+            locked = Upload.objects.select_for_update(nowait=True).select_related("version").get(pk=upload.pk)
+        except DatabaseError:
+            raise DatasetError("offset", "Another request is writing this upload.", 409) from None
+        if locked.version.state != VersionState.UPLOADING or locked.state == Upload.State.ABANDONED:
+            raise DatasetError("upload", "This upload's version takes no more bytes.", 409)
+        if offset != locked.offset:
+            raise DatasetError("offset", f"The upload stands at {locked.offset}, not {offset}.", 409)
+        algorithm, expected = checksum or (None, "")
+        try:
+            written, digest = storage.write_at(locked.pk, offset, stream, locked.length - offset, algorithm)
+        except storage.StorageError as exc:
+            raise DatasetError("length", str(exc), 413) from None
+        if algorithm and digest != expected:
+            raise DatasetError("checksum", "The chunk's checksum does not match Upload-Checksum.", 460)
+        new_offset = offset + written
+        state = Upload.State.COMPLETE if new_offset == locked.length else Upload.State.RECEIVING
+        Upload.objects.filter(pk=locked.pk, offset=offset).update(offset=new_offset, state=state)
+    return new_offset
+
+
+def commit_version(version: DatasetVersion, actor) -> DatasetVersion:
+    """Close an open version for verification (datasets.tasks.verify_version, enqueued on
+    commit). A version already verifying is enqueued again: a worker that died mid-check
+    leaves it there, and the check is idempotent."""
+    if not may_write(actor, version.dataset):
+        raise DatasetError("dataset", "Only the dataset's owner or its group's members commit its versions.", 403)
+    with transaction.atomic():
+        locked = DatasetVersion.objects.select_for_update().get(pk=version.pk)
+        if locked.state == VersionState.UPLOADING:
+            try:
+                uploads = list(locked.uploads.select_for_update(nowait=True).exclude(state=Upload.State.ABANDONED))
+            except DatabaseError:
+                raise DatasetError("version", "An upload is still receiving bytes.", 409) from None
+            if not uploads:
+                raise DatasetError("version", "A version needs at least one file.", 409)
+            unfinished = [upload for upload in uploads if upload.state != Upload.State.COMPLETE]
+            if unfinished:
+                first = unfinished[0]
+                raise DatasetError(
+                    "version",
+                    f"{len(unfinished)} file(s) not fully uploaded, e.g. {first.path} ({first.offset} of "
+                    f"{first.length} bytes).",
+                    409,
+                )
+            DatasetVersion.objects.filter(pk=locked.pk, state=VersionState.UPLOADING).update(
+                state=VersionState.VERIFYING, committed_at=timezone.now()
+            )
+            record(actor, "dataset.version.commit", _target(version.dataset), after={"version": locked.number})
+        elif locked.state != VersionState.VERIFYING:
+            raise DatasetError("version", f"Version {locked.number} is {locked.state} already.", 409)
+        transaction.on_commit(lambda: version_committed.send(sender=DatasetVersion, version_id=locked.pk))
+    return DatasetVersion.objects.get(pk=version.pk)
+
+
+def abandon_version(version: DatasetVersion, actor) -> DatasetVersion:
+    """Give up an open version: it becomes failed and its staged bytes are removed."""
+    if not may_write(actor, version.dataset):
+        raise DatasetError("dataset", "Only the dataset's owner or its group's members abandon its versions.", 403)
+    with transaction.atomic():
+        changed = DatasetVersion.objects.filter(pk=version.pk, state=VersionState.UPLOADING).update(
+            state=VersionState.FAILED, error="Abandoned before it was committed."
+        )
+        if not changed:
+            raise DatasetError("version", "Only a version still uploading can be abandoned.", 409)
+        ids = list(version.uploads.values_list("pk", flat=True))
+        version.uploads.update(state=Upload.State.ABANDONED)
+        record(actor, "dataset.version.abandon", _target(version.dataset), after={"version": version.number})
+        transaction.on_commit(lambda: storage.remove_staged(ids))
+    return DatasetVersion.objects.get(pk=version.pk)
+
+
+def mark_ready(version_id: int, files: list[tuple[str, int, str]]) -> bool:
+    """Verified: the version is ready with its files (path, size, sha256). False when another
+    run got there first (it stays as that run left it)."""
+    with transaction.atomic():
+        changed = DatasetVersion.objects.filter(pk=version_id, state=VersionState.VERIFYING).update(
+            state=VersionState.READY,
+            size_bytes=sum(size for _path, size, _sha in files),
+            file_count=len(files),
+            sha256=manifest_sha256(files),
+            ready_at=timezone.now(),
+            error="",
+        )
+        if changed:
+            DatasetFile.objects.bulk_create(
+                DatasetFile(version_id=version_id, path=path, size_bytes=size, sha256=sha) for path, size, sha in files
+            )
+            version = DatasetVersion.objects.select_related("dataset").get(pk=version_id)
+            record(None, "dataset.version.ready", _target(version.dataset), after={"version": version.number})
+    return bool(changed)
+
+
+def mark_failed(version_id: int, error: str) -> bool:
+    """A check failed: the version is failed with why, and its bytes are removed."""
+    with transaction.atomic():
+        changed = DatasetVersion.objects.filter(pk=version_id, state=VersionState.VERIFYING).update(
+            state=VersionState.FAILED, error=error[:4000]
+        )
+        if changed:
+            ids = list(Upload.objects.filter(version_id=version_id).values_list("pk", flat=True))
+            Upload.objects.filter(version_id=version_id).update(state=Upload.State.ABANDONED)
+            version = DatasetVersion.objects.select_related("dataset").get(pk=version_id)
+            record(
+                None, "dataset.version.fail", _target(version.dataset), after={"version": version.number}, reason=error
+            )
+
+            def remove():
+                storage.remove_staged(ids)
+                storage.remove_tree(version_id)
+
+            transaction.on_commit(remove)
+    return bool(changed)

@@ -1,0 +1,39 @@
+"""The NVMe quota of a dataset's owner: the plan's included NVMe cache (plans: Pro has 500 GB),
+for a user their own plan, for a group the plan it holds (groups.group_plans; a group without
+one has none). Counted against it: every ready version of the owner's datasets, and every
+byte declared by uploads into versions still open. GB are 10^9 bytes, as drives are sold."""
+
+from __future__ import annotations
+
+from django.db.models import Sum
+
+from datasets.models import OPEN_STATES, Dataset, DatasetVersion, Upload, VersionState
+from groups import group_plans
+from groups.queries import owned_by
+from plans.catalog import plan_for
+
+GB = 10**9
+
+
+def quota_bytes(dataset: Dataset) -> int:
+    if dataset.group_id is not None:
+        held = group_plans.current(dataset.group_id)
+        return (held.plan.included_nvme_gb if held else 0) * GB
+    return plan_for(dataset.user).included_nvme_gb * GB
+
+
+def used_bytes(dataset: Dataset) -> int:
+    """What the owner's datasets hold or have reserved by open uploads."""
+    owner = owned_by(dataset.user_id, dataset.group_id, through="dataset")
+    stored = DatasetVersion.objects.filter(state=VersionState.READY, **owner).aggregate(total=Sum("size_bytes"))
+    owner = owned_by(dataset.user_id, dataset.group_id, through="version__dataset")
+    reserved = (
+        Upload.objects.filter(version__state__in=OPEN_STATES, **owner)
+        .exclude(state=Upload.State.ABANDONED)
+        .aggregate(total=Sum("length"))
+    )
+    return (stored["total"] or 0) + (reserved["total"] or 0)
+
+
+def describe(size: int) -> str:
+    return f"{size / GB:.2f} GB"

@@ -1,0 +1,196 @@
+"""The dataset store on disk (settings.DATASET_STORE):
+
+    staging/<upload uuid>              an upload's bytes while it is received
+    versions/<version id>/<path>       a verified version's files, as a tree
+
+A user's path never names a staged file: staged files are named by the upload's random id.
+Paths (already checked by datasets.paths) name files only when a verified version's files
+are moved into its tree, and that tree is walked one component at a time with directory file
+descriptors and O_NOFOLLOW, so a symlink planted anywhere in it is refused, not followed."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+
+READ_BLOCK = 1024 * 1024
+DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# tus checksum extension: the algorithms a client may name in Upload-Checksum.
+CHECKSUM_ALGORITHMS = ("sha1", "sha256", "md5")
+
+
+class StorageError(Exception):
+    """The store refused (a symlink, a file of the wrong size, a missing file)."""
+
+
+def _root() -> Path:
+    return Path(settings.DATASET_STORE)
+
+
+@contextmanager
+def _directory(*parts: str, create: bool = True):
+    """A file descriptor of DATASET_STORE/<parts...>, made (mode 750) where missing; no part is
+    followed through a symlink."""
+    root = _root()
+    if create:
+        root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts:
+            if create:
+                try:
+                    os.mkdir(part, 0o750, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            try:
+                inner = os.open(part, DIRECTORY, dir_fd=fd)
+            except OSError as exc:
+                raise StorageError(f"{part}: {exc.strerror}") from None
+            os.close(fd)
+            fd = inner
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _staged_name(upload_id) -> str:
+    # A UUID's hex: never a user's word.
+    return str(upload_id).replace("-", "")
+
+
+def create_staged(upload_id) -> None:
+    """An empty staging file for a new upload; refused if one exists (O_EXCL)."""
+    with _directory("staging") as staging:
+        fd = os.open(
+            _staged_name(upload_id),
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o640,
+            dir_fd=staging,
+        )
+        os.close(fd)
+
+
+def write_at(upload_id, offset: int, stream, most: int, checksum_algorithm: str | None = None) -> tuple[int, str]:
+    """Copy the body `stream` into the upload's staging file at `offset`, at most `most` bytes.
+    Returns (bytes written, hex digest of them in `checksum_algorithm` or ""); StorageError
+    when the body holds more than `most` (what was written stays beyond the recorded offset,
+    where the next write at that offset replaces it)."""
+    digest = hashlib.new(checksum_algorithm) if checksum_algorithm else None
+    written = 0
+    with _directory("staging") as staging:
+        fd = os.open(_staged_name(upload_id), os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=staging)
+        try:
+            while True:
+                block = stream.read(min(READ_BLOCK, most - written + 1))
+                if not block:
+                    break
+                if written + len(block) > most:
+                    raise StorageError("The body is longer than the rest of the upload.")
+                os.pwrite(fd, block, offset + written)
+                written += len(block)
+                if digest is not None:
+                    digest.update(block)
+        finally:
+            os.close(fd)
+    return written, digest.hexdigest() if digest else ""
+
+
+def _sha256_of_fd(fd: int, expected_size: int) -> str:
+    """The sha256 of the first `expected_size` bytes; StorageError when the file holds fewer."""
+    digest = hashlib.sha256()
+    position = 0
+    while position < expected_size:
+        block = os.pread(fd, min(READ_BLOCK, expected_size - position), position)
+        if not block:
+            raise StorageError(f"The file holds {position} bytes, not {expected_size}.")
+        digest.update(block)
+        position += len(block)
+    return digest.hexdigest()
+
+
+def _open_in_tree(version_id: int, path: str) -> int:
+    """A read descriptor of a verified version's file, each component opened without
+    following a symlink."""
+    *folders, leaf = path.split("/")
+    with _directory("versions", str(version_id), create=False) as top:
+        fd = os.dup(top)
+        try:
+            for folder in folders:
+                inner = os.open(folder, DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+            return os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        finally:
+            os.close(fd)
+
+
+def sha256_of_upload(upload_id, version_id: int, path: str, size: int) -> str:
+    """The sha256 of an upload's bytes: in staging, or (a verification run before this one
+    moved it) already in the version's tree. Streamed, a block at a time."""
+    try:
+        with _directory("staging", create=False) as staging:
+            fd = os.open(_staged_name(upload_id), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=staging)
+    except (FileNotFoundError, StorageError):
+        try:
+            fd = _open_in_tree(version_id, path)
+        except OSError as exc:
+            raise StorageError(f"{path}: its bytes are missing ({exc.strerror}).") from None
+    try:
+        return _sha256_of_fd(fd, size)
+    finally:
+        os.close(fd)
+
+
+def move_into_tree(upload_id, version_id: int, path: str, size: int) -> None:
+    """Move a verified upload from staging to versions/<id>/<path>, cut to its declared size.
+    Idempotent: an upload already moved is left alone."""
+    *folders, leaf = path.split("/")
+    with _directory("staging") as staging, _directory("versions", str(version_id)) as top:
+        fd = os.dup(top)
+        try:
+            for folder in folders:
+                try:
+                    os.mkdir(folder, 0o750, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                inner = os.open(folder, DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+            try:
+                staged = os.open(_staged_name(upload_id), os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=staging)
+            except FileNotFoundError:
+                return  # moved by an earlier run
+            try:
+                os.ftruncate(staged, size)
+                os.fsync(staged)
+            finally:
+                os.close(staged)
+            os.rename(_staged_name(upload_id), leaf, src_dir_fd=staging, dst_dir_fd=fd)
+        finally:
+            os.close(fd)
+
+
+def remove_staged(upload_ids) -> None:
+    try:
+        with _directory("staging", create=False) as staging:
+            for upload_id in upload_ids:
+                try:
+                    os.unlink(_staged_name(upload_id), dir_fd=staging)
+                except FileNotFoundError:
+                    pass
+    except (FileNotFoundError, StorageError):
+        pass
+
+
+def remove_tree(version_id: int) -> None:
+    """A failed version's partly moved tree (shutil.rmtree does not follow symlinks on Linux)."""
+    shutil.rmtree(_root() / "versions" / str(version_id), ignore_errors=True)
+
+
+def version_directory(version_id: int) -> Path:
+    return _root() / "versions" / str(version_id)

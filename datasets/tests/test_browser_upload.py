@@ -1,0 +1,95 @@
+"""A dataset uploaded from Debian's Chromium at phone width: the upload is cut off after its
+first 8 MiB chunk (every later PATCH fails as a dropped connection), the page is reloaded, the
+same file chosen again, and the upload resumes at the server's offset, not at 0; the worker
+verifies it and the page shows the version ready with its sha256."""
+
+import hashlib
+import os
+import re
+import time
+
+import pytest
+
+from datasets import actions
+from datasets.manifest import manifest_sha256
+from datasets.models import Upload
+from testing.browser import log_in
+from testing.servers import CHROMIUM_ARGS, CHROMIUM_PATH, portal_stack
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHUNK = 8 * 1024 * 1024
+
+
+def _wait_for(condition, page, seconds=30):
+    """Polls the database; waits through Playwright, whose sync API runs route handlers only
+    while the test is inside one of its calls."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        page.wait_for_timeout(200)
+    raise AssertionError(f"timed out; the page says: {page.locator('[data-status]').text_content()}")
+
+
+def test_an_interrupted_upload_resumes_after_a_reload_and_is_ready(alice, tmp_path):
+    dataset = actions.create_dataset(alice, name="browser-data")
+    data = os.urandom(20 * 1000 * 1000)
+    source = tmp_path / "shard-000.bin"
+    source.write_bytes(data)
+    expected = manifest_sha256([("shard-000.bin", len(data), hashlib.sha256(data).hexdigest())])
+    store = {"DATASET_STORE": str(tmp_path / "store")}
+    with playwright_api.sync_playwright() as playwright, portal_stack(worker=True, extra_env=store) as base_url:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+            errors = []
+            page.on("pageerror", lambda error: errors.append(error))
+            log_in(page, base_url, "alice", "pw-alice")
+            page.goto(f"{base_url}/datasets/{dataset.pk}/")
+
+            # The connection drops after the first chunk: every later PATCH fails.
+            patches = []
+
+            def drop_after_first(route):
+                if route.request.method == "PATCH":
+                    patches.append(route.request.headers.get("upload-offset"))
+                    if len(patches) > 1:
+                        route.abort("connectionreset")
+                        return
+                route.continue_()
+
+            page.route("**/uploads/**", drop_after_first)
+            page.set_input_files("[data-files]", str(source))
+            page.click("[data-start]")
+            _wait_for(lambda: Upload.objects.filter(offset=CHUNK).exists(), page)
+            _wait_for(lambda: len(patches) > 1, page)  # the client has met the dropped connection
+            assert Upload.objects.get().state == Upload.State.RECEIVING
+            # The first chunk's progress: the rate and the time left ("8.4 of 20.0 MB · … MB/s · … left").
+            expect(page.locator("[data-status]")).to_contain_text(re.compile(r"of 20\.0 MB · .* left"))
+
+            # Reloaded while the connection is still down, so the old page's retries die with it.
+            page.reload()
+            page.unroute("**/uploads/**")
+            stood_at = Upload.objects.get().offset
+            assert stood_at == CHUNK
+            expect(page.locator("[data-resume-note]")).to_contain_text("Version 1 is still open")
+            resumed = []
+            page.on(
+                "request",
+                lambda request: request.method == "PATCH" and resumed.append(request.headers.get("upload-offset")),
+            )
+            page.set_input_files("[data-files]", str(source))
+            page.click("[data-start]")
+            expect(page.locator("tr[data-version='1'] [data-state]")).to_have_text("ready", timeout=60000)
+            assert resumed[0] == str(stood_at)  # from the server's offset, not from 0
+            expect(page.locator("tr[data-version='1'] [data-sha256]")).to_have_text(expected)
+            page.screenshot(path=str(tmp_path / "datasets-phone.png"), full_page=True)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 390 + 1, width
+            assert errors == []
+        finally:
+            browser.close()

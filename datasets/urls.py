@@ -1,0 +1,9 @@
+from django.urls import path
+
+from datasets import views
+
+app_name = "datasets"
+urlpatterns = [
+    path("", views.dataset_list, name="list"),
+    path("<int:pk>/", views.dataset_detail, name="detail"),
+]
