@@ -29,15 +29,23 @@ def format_tres(tres: dict[str, int]) -> str:
 _WALL = re.compile(r"(?:(?P<days>\d+)-)?(?:(?P<hours>\d+):)?(?P<minutes>\d+):(?P<seconds>\d+)")
 
 
-def parse_wall_minutes(text: str) -> int | None:
-    """sacctmgr's "7-00:00:00", "04:00:00" or "30:00" -> minutes; "" (unlimited) -> None."""
+def _time_parts(text: str) -> dict[str, int] | None:
+    """sacctmgr's "7-00:00:00", "04:00:00" or "30:00" -> its days, hours, minutes and seconds;
+    "" (unset) -> None."""
     text = text.strip()
     if not text:
         return None
     match = _WALL.fullmatch(text)
     if match is None:
         raise ValueError(f"not a Slurm time: {text!r}")
-    parts = {key: int(value or 0) for key, value in match.groupdict().items()}
+    return {key: int(value or 0) for key, value in match.groupdict().items()}
+
+
+def parse_wall_minutes(text: str) -> int | None:
+    """A wall time in minutes, a started minute counted whole; "" (unlimited) -> None."""
+    parts = _time_parts(text)
+    if parts is None:
+        return None
     return parts["days"] * 1440 + parts["hours"] * 60 + parts["minutes"] + (1 if parts["seconds"] else 0)
 
 
@@ -48,13 +56,9 @@ def format_seconds(seconds: int) -> str:
 
 def parse_seconds(text: str) -> int | None:
     """sacctmgr's "00:02:00" or "1-00:00:00" -> seconds; "" (unset) -> None."""
-    text = text.strip()
-    if not text:
+    parts = _time_parts(text)
+    if parts is None:
         return None
-    match = _WALL.fullmatch(text)
-    if match is None:
-        raise ValueError(f"not a Slurm time: {text!r}")
-    parts = {key: int(value or 0) for key, value in match.groupdict().items()}
     return ((parts["days"] * 24 + parts["hours"]) * 60 + parts["minutes"]) * 60 + parts["seconds"]
 
 
