@@ -37,6 +37,9 @@ equivalents (shards / shards per GPU x seconds, rounded down): a Pro user's 3-sh
 of an hour takes 1,080 s of the 100 A100-hours, and what the hours do not cover is billed as
 memory. Credits are whole GPU-seconds and are not spent on shard runs.
 
+Spot runs (the spot QOS): priced by billing/spot.py (a share of the GPU price by time window,
+no included hours or credits, a preempted run's notice not billed).
+
 Free plan (included hours are a cap): nothing is billed, ever; the whole run is recorded as
 included, and a run beyond the cap (slurmdbd late, or Slurm's own limit rounding) says so in
 `note`.
@@ -55,6 +58,7 @@ from django.utils import timezone
 from billing.invoices.drafts import open_draft
 from billing.models import UsageRecord
 from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates, divide
+from billing.spot import is_spot, spot_amounts
 from credits import actions as credit_actions
 from credits import ledger
 from credits.weights import NoBurnWeight
@@ -182,6 +186,33 @@ def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
             )
         except (NoRateCard, PricingError) as exc:
             raise ChargeError(str(exc)) from exc
+
+        if is_spot(record) and not plan.included_hours_are_a_cap:
+            try:
+                spot = spot_amounts(record, rates, included_nvme_gb=plan.included_nvme_gb)
+            except PricingError as exc:
+                raise ChargeError(str(exc)) from exc
+            amounts = {
+                "amount_gpu": spot.amount_gpu,
+                "amount_memory": spot.amount_memory,
+                "amount_nvme": spot.amount_nvme,
+            }
+            return bool(
+                UsageRecord.objects.filter(pk=record.pk, invoice__isnull=True).update(
+                    invoice=invoice,
+                    charged_at=timezone.now(),
+                    plan=plan.code,
+                    rate_card=card,
+                    gpu_price=gpu_price,
+                    memory_price=rates.gpu_memory_gb_second,
+                    nvme_price=rates.nvme_gb_hour,
+                    billable_gpu_seconds=spot.billable_gpu_seconds,
+                    unbilled_grace_gpu_seconds=spot.unbilled_grace_gpu_seconds,
+                    amount=sum(amounts.values(), ZERO),
+                    note=spot.note,
+                    **amounts,
+                )
+            )
 
         to_cover = _shard_equivalent_seconds(record) if shard_run else record.gpu_seconds
         included_hours = int(plan.included_gpu_hours.get(record.gpu_type, 0))

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 from django.conf import settings
@@ -55,6 +55,7 @@ from jobs.costs import CostDetail, JobCost
 from jobs.models import Job, JobState
 from plans.catalog import PlansHeld, PlanSnapshot
 from plans.rates import CardBook, NoRateCard
+from plans.spot import seconds_by_window
 
 ZERO = Decimal(0)
 ESTIMATE_NOTE = (
@@ -245,6 +246,16 @@ class _Estimator:
         except NoRateCard:
             return None
 
+    def _spot_estimate(self, job, plan, gpu_type, whole, shards, nvme, seconds, info) -> _Sums | None:
+        rates = self._rates(plan, job.start_time)
+        if rates is None:
+            return None
+        windows = seconds_by_window(job.start_time, job.start_time + timedelta(seconds=seconds))
+        try:
+            return _spot_estimate_amounts(rates, gpu_type, whole, shards, nvme, seconds, info, plan, windows)
+        except PricingError:
+            return None
+
     def estimate(self, job: Job) -> _Sums | None:
         payer, plan = self._payer(job)
         gpu_type, whole, shards, nvme = _held(job)
@@ -256,6 +267,8 @@ class _Estimator:
         to_cover = gpu_seconds if whole else shards * seconds // info.shards_per_gpu
         key = (payer, gpu_type)
         left = max(0, plan.included_gpu_hours.get(gpu_type, 0) * SECONDS_PER_HOUR - self.included_used.get(key, 0))
+        if settings.SPOT_QOS and job.qos == settings.SPOT_QOS and not plan.included_hours_are_a_cap:
+            return self._spot_estimate(job, plan, gpu_type, whole, shards, nvme, seconds, info)
         if plan.included_hours_are_a_cap:
             return _Sums(gpu_seconds=gpu_seconds, included=to_cover, plan=plan.code)
         rates = self._rates(plan, job.start_time)
@@ -285,6 +298,24 @@ class _Estimator:
             amount=amount_gpu + amount_memory + amount_nvme,
             plan=plan.code,
         )
+
+
+def _spot_estimate_amounts(rates, gpu_type, whole, shards, nvme, seconds, info, plan, windows) -> _Sums:
+    """As billing/spot.py charges a finished spot run (its notice is not known yet: all billed)."""
+    weighted = sum((Decimal(s) * rates.spot_multiplier(gpu_type, w) for w, s in windows.items()), ZERO)
+    amount_gpu = whole * weighted * rates.gpu_price(gpu_type) if whole else ZERO
+    memory = Decimal(shards * info.shard_gb) * weighted * rates.gpu_memory_gb_second
+    nvme_exact = Decimal(max(0, nvme - plan.included_nvme_gb) * seconds) * rates.nvme_gb_hour
+    amount_nvme = _share(nvme_exact, 1, SECONDS_PER_HOUR)
+    return _Sums(
+        gpu_seconds=whole * seconds,
+        billable=whole * seconds,
+        amount_gpu=amount_gpu,
+        amount_memory=memory,
+        amount_nvme=amount_nvme,
+        amount=amount_gpu + memory + amount_nvme,
+        plan=plan.code,
+    )
 
 
 def job_costs(jobs: Sequence[Job], now: datetime | None = None) -> Mapping[int, JobCost]:

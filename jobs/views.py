@@ -23,6 +23,8 @@ from jobs.submission import intake
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError
 from plans.catalog import plan_for
+from plans.rates import NoRateCard, rates_for_plan
+from plans.spot import DAY, NIGHT
 from reservations.queries import usable_reservations
 
 
@@ -134,6 +136,22 @@ def job_status(request):
     return JsonResponse({"jobs": [job_payload(job) for job in jobs]})
 
 
+def _spot_shares(user) -> list[tuple[str, str, str]]:
+    """[(GPU type, night %, day %)] of the plan's current rate card (plans/spot.py), for the form."""
+    try:
+        rates = rates_for_plan(plan_for(user))
+    except NoRateCard:
+        return []
+    return [
+        (
+            gpu_type,
+            f"{rates.spot_multiplier(gpu_type, NIGHT) * 100:.0f}",
+            f"{rates.spot_multiplier(gpu_type, DAY) * 100:.0f}",
+        )
+        for gpu_type in plan_for(user).gpu_quota
+    ]
+
+
 def _gpu_types(request):
     plan = plan_for(request.user)
     return [(name, info) for name, info in settings.GPU_TYPES.items() if name in plan.gpu_quota]
@@ -196,6 +214,7 @@ def job_new(request):
         # The picker: the catalogue images of the user's plan (foundation/images.py).
         "images": images,
         "spot_allowed": plan_for(request.user).allows_spot,
+        "spot_shares": _spot_shares(request.user),
         "spot_grace_seconds": settings.SPOT_GRACE_SECONDS,
         "spot_exempt_minutes": settings.SPOT_PREEMPT_EXEMPT_SECONDS // 60,
         # For the picker's driver check (static/js/image_driver.js, jobs/drivers.py).

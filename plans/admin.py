@@ -22,6 +22,7 @@ from plans.models import (
     RateCard,
     RateCardDiscount,
     RateCardGpuPrice,
+    RateCardSpotMultiplier,
     Subscription,
     first_of_next_billing_month,
 )
@@ -191,11 +192,38 @@ class RateCardDiscountInline(admin.TabularInline):
     has_add_permission = has_delete_permission = has_change_permission
 
 
+class RateCardSpotMultiplierInline(admin.TabularInline):
+    """Spot shares of the GPU prices by time window (plans/spot.py); copied with the card."""
+
+    model = RateCardSpotMultiplier
+    extra = 0
+
+    def get_formset(self, request, obj=None, **kwargs):
+        formset = super().get_formset(request, obj, **kwargs)
+        source = _copied_card(request) if obj is None else None
+        if source is not None:
+            initial = [
+                {"gpu_type": row.gpu_type, "window": row.window, "multiplier": row.multiplier}
+                for row in source.spot_multipliers.all()
+            ]
+            formset = type(
+                formset.__name__, (formset,), {"extra": len(initial), "__init__": _with_initial(formset, initial)}
+            )
+        return formset
+
+    def has_change_permission(self, request, obj=None):
+        return obj is None or not obj.in_force_since()
+
+    has_add_permission = has_delete_permission = has_change_permission
+
+
 def _copied_card(request) -> RateCard | None:
     source = request.GET.get("from", "")
     if not source.isdigit():
         return None
-    return RateCard.objects.filter(pk=int(source)).prefetch_related("gpu_prices", "discounts").first()
+    return (
+        RateCard.objects.filter(pk=int(source)).prefetch_related("gpu_prices", "discounts", "spot_multipliers").first()
+    )
 
 
 def _with_initial(formset_class, initial):
@@ -210,7 +238,7 @@ def _with_initial(formset_class, initial):
 class RateCardAdmin(admin.ModelAdmin):
     list_display = ("code", "name", "effective_from", "in_force", "created_by", "created_at")
     list_filter = ("code",)
-    inlines = [RateCardGpuPriceInline, RateCardDiscountInline]
+    inlines = [RateCardGpuPriceInline, RateCardDiscountInline, RateCardSpotMultiplierInline]
     fields = (
         "code",
         "name",

@@ -17,7 +17,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 # The rate cards are the catalogue's prices; their models live beside this module.
-from plans.rate_cards import SLUG, CardInForce, RateCard, RateCardDiscount, RateCardGpuPrice
+from plans.rate_cards import SLUG, CardInForce, RateCard, RateCardDiscount, RateCardGpuPrice, RateCardSpotMultiplier
 
 __all__ = [
     "SINCE_THE_START",
@@ -29,6 +29,7 @@ __all__ = [
     "RateCard",
     "RateCardDiscount",
     "RateCardGpuPrice",
+    "RateCardSpotMultiplier",
     "Subscription",
 ]
 

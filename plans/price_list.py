@@ -60,6 +60,8 @@ class Rates:
     gpu_memory_gb_second: Decimal
     nvme_gb_hour: Decimal
     discount_tiers: tuple[DiscountTier, ...] = field(default=())
+    # {(gpu_type, "night" | "day"): share of the GPU price a spot run pays} (plans/spot.py).
+    spot_multipliers: Mapping[tuple[str, str], Decimal] = field(default_factory=dict)
 
     def __post_init__(self):
         for name, price in [
@@ -70,6 +72,7 @@ class Rates:
             number(price, f"price of {name}")
         # Frozen means frozen: a dict passed in could still be changed by its owner.
         object.__setattr__(self, "gpu_second", MappingProxyType(dict(self.gpu_second)))
+        object.__setattr__(self, "spot_multipliers", MappingProxyType(dict(self.spot_multipliers)))
         # Highest threshold first: the first one a month reaches is its tier.
         tiers = tuple(sorted(self.discount_tiers, key=lambda tier: tier.min_spend, reverse=True))
         object.__setattr__(self, "discount_tiers", tiers)
@@ -79,6 +82,10 @@ class Rates:
             return self.gpu_second[gpu_type]
         except KeyError:
             raise PricingError("gpu_type", f"the rate card {self.card!r} has no price for {gpu_type!r}") from None
+
+    def spot_multiplier(self, gpu_type: str, window: str) -> Decimal:
+        """The share of the price a spot run pays; 1 (the full price) where the card sets none."""
+        return self.spot_multipliers.get((gpu_type, window), Decimal(1))
 
     def gpu_price_source(self, gpu_type: str) -> str:
         return f"rate card {self.card}"

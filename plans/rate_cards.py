@@ -182,3 +182,36 @@ class RateCardDiscount(CardRow):
 
     def __str__(self):
         return f"{self.card.code}: {self.fraction} off from ${self.min_spend}"
+
+
+class RateCardSpotMultiplier(CardRow):
+    """What a spot job pays of a GPU type's price on this card, by time window (plans/spot.py:
+    "night" 22:00-06:00 in SPOT_TIMEZONE, "day" the rest): 0.40 is 40 % of the price. Dated and
+    frozen with its card like every price. A card without a row for a type and window charges
+    spot runs there the full price (never less than the card says)."""
+
+    class Window(models.TextChoices):
+        NIGHT = "night"
+        DAY = "day"
+
+    card = models.ForeignKey(RateCard, on_delete=models.CASCADE, related_name="spot_multipliers")
+    gpu_type = models.CharField(max_length=32, validators=[SLUG])
+    window = models.CharField(max_length=8, choices=Window.choices)
+    multiplier = models.DecimalField(
+        max_digits=5,
+        decimal_places=4,
+        validators=[MinValueValidator(Decimal("0.0001")), MaxValueValidator(1)],
+        help_text="Share of the GPU price a spot run pays in this window (0.4000 is 40 %)",
+    )
+
+    class Meta:
+        ordering = ["card", "gpu_type", "window"]
+        constraints = [
+            models.UniqueConstraint(fields=["card", "gpu_type", "window"], name="one_spot_multiplier_per_window"),
+            models.CheckConstraint(
+                condition=models.Q(multiplier__gt=0, multiplier__lte=1), name="spot_pays_something_never_more"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.card.code}/{self.gpu_type} spot {self.window} x{self.multiplier}"

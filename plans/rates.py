@@ -37,7 +37,7 @@ class NoRateCard(LookupError):
 
 
 def _cards(code: str):
-    return RateCard.objects.filter(code=code).prefetch_related("gpu_prices", "discounts")
+    return RateCard.objects.filter(code=code).prefetch_related("gpu_prices", "discounts", "spot_multipliers")
 
 
 def snapshot(card: RateCard) -> Rates:
@@ -49,6 +49,7 @@ def snapshot(card: RateCard) -> Rates:
         gpu_memory_gb_second=card.gpu_memory_price_per_gb_second,
         nvme_gb_hour=card.nvme_price_per_gb_hour,
         discount_tiers=tuple(DiscountTier(row.min_spend, row.fraction) for row in card.discounts.all()),
+        spot_multipliers={(row.gpu_type, row.window): row.multiplier for row in card.spot_multipliers.all()},
     )
 
 

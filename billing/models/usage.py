@@ -58,6 +58,8 @@ class UsageRecord(models.Model):
     # The portal's job, when the run was submitted through it (matched by Slurm job id).
     job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="usage_records")
     state = models.CharField(max_length=32)
+    # The run's QOS as slurmdbd recorded it; the spot QOS is priced by time window.
+    qos = models.CharField(max_length=64, blank=True)
     seconds = models.PositiveIntegerField(help_text="Elapsed seconds of the run (slurmdbd's ElapsedRaw)")
     gpu_count = models.PositiveSmallIntegerField(default=0)
     gpu_seconds = models.PositiveBigIntegerField(default=0)
@@ -86,6 +88,8 @@ class UsageRecord(models.Model):
     # needs no migration when the ledger lands.
     credit_entry_id = models.PositiveBigIntegerField(null=True, blank=True)
     billable_gpu_seconds = models.PositiveBigIntegerField(default=0)
+    # A preempted spot run's notice (SPOT_GRACE_SECONDS at most, per GPU): not billed.
+    unbilled_grace_gpu_seconds = models.PositiveBigIntegerField(default=0)
     amount_gpu = models.DecimalField(**EXACT_MONEY)
     amount_memory = models.DecimalField(**EXACT_MONEY)
     amount_nvme = models.DecimalField(**EXACT_MONEY)

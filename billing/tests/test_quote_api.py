@@ -124,6 +124,7 @@ def test_without_a_card_in_force_the_quote_says_prices_are_not_set(api_client_fo
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM billing_ratecardgpuprice")
         cursor.execute("DELETE FROM plans_ratecarddiscount")
+        cursor.execute("DELETE FROM plans_ratecardspotmultiplier")
         cursor.execute("DELETE FROM billing_ratecard")
     response = api_client_for(alice).post(URL, ARTICLE, format="json")
     assert response.status_code == 409

@@ -198,6 +198,10 @@ def _card_form(code="list", when=None, prices=FULL, discounts=(), **fields):
         "discounts-INITIAL_FORMS": "0",
         "discounts-MIN_NUM_FORMS": "0",
         "discounts-MAX_NUM_FORMS": "1000",
+        "spot_multipliers-TOTAL_FORMS": "0",
+        "spot_multipliers-INITIAL_FORMS": "0",
+        "spot_multipliers-MIN_NUM_FORMS": "0",
+        "spot_multipliers-MAX_NUM_FORMS": "1000",
     }
     for index, (gpu_type, price) in enumerate(prices):
         data[f"gpu_prices-{index}-gpu_type"] = gpu_type

@@ -76,6 +76,8 @@ class RunUsage:
     nvme_gb: int = 0
     # The Slurm account it ran under: a group's account makes it a group run.
     account: str = ""
+    # Its QOS: the spot QOS prices it by time window (plans/spot.py, billing/charging.py).
+    qos: str = ""
 
     @property
     def gpu_seconds(self) -> int:
@@ -136,6 +138,7 @@ def runs_of(
                 # The NVMe cache is one per run: on its first type only, never counted twice.
                 nvme_gb=record.nvme_gb if position == 0 else 0,
                 account=record.account,
+                qos=record.qos,
             )
         )
     return runs
@@ -244,6 +247,7 @@ def _new_record(
         user_id=user_id,
         job_id=job["pk"] if job else None,
         state=run.state[:32],
+        qos=run.qos[:64],
         seconds=run.seconds,
         gpu_count=run.gpu_count,
         gpu_seconds=run.gpu_seconds,

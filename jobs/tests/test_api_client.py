@@ -23,9 +23,11 @@ def generate_client(schema_url: str, directory: Path) -> None:
     """openapi-python-client's generate, from the URL without credentials (the schema is
     public), failing on any warning: a schema it cannot fully read fails this test."""
     config = directory / "config.yaml"
-    # Invoices download as PDF: the generator takes file responses as octet streams.
+    # Invoices download as PDF, and a dataset upload's tus PATCH sends application/offset+octet-stream:
+    # the generator takes both as octet streams (a file body), as a user would configure it.
     config.write_text(
         f"package_name_override: {PACKAGE}\ncontent_type_overrides:\n  application/pdf: application/octet-stream\n"
+        "  application/offset+octet-stream: application/octet-stream\n"
     )
     # It formats what it writes with ruff, found on PATH: the one in this virtualenv.
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}

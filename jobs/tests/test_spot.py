@@ -132,3 +132,12 @@ def test_a_spot_job_hears_sigterm_is_requeued_and_shows_its_preempted_run(alice,
     finally:
         for job in Job.objects.filter(owner__in=[alice, bob]).exclude(slurm_job_id=None):
             cli.run("scancel", str(job.slurm_job_id), check=False)
+
+
+@pytest.mark.django_db
+def test_the_job_form_offers_spot_with_its_price_share_to_paid_plans_only(alice, client):
+    client.force_login(alice)
+    page = client.get("/jobs/new/").content.decode()
+    assert 'name="spot"' in page and "a100 40 % at night (22:00-06:00), 70 % by day" in page
+    subscribe(alice, "free")
+    assert 'name="spot"' not in client.get("/jobs/new/").content.decode()
