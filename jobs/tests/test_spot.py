@@ -129,6 +129,13 @@ def test_a_spot_job_hears_sigterm_is_requeued_and_shows_its_preempted_run(alice,
 
         detail = wait_for(preempted_run_on_the_page, timeout=120, interval=2, what="the preempted run, metered")
         assert detail.preempted_gpu_seconds >= 2  # two H100s for at least a second
+        # Charged as spot (the QOS slurmdbd recorded), its notice unbilled: bob's job preempted it.
+        from billing.models import UsageRecord
+
+        run = UsageRecord.objects.get(job_id=spot.pk, state="PREEMPTED")
+        assert run.qos == settings.SPOT_QOS and run.note.startswith("spot:")
+        assert run.unbilled_grace_gpu_seconds == 2 * min(15, run.seconds)
+        assert run.billable_gpu_seconds == run.gpu_seconds - run.unbilled_grace_gpu_seconds
     finally:
         for job in Job.objects.filter(owner__in=[alice, bob]).exclude(slurm_job_id=None):
             cli.run("scancel", str(job.slurm_job_id), check=False)
