@@ -154,6 +154,23 @@ class PriceBook:
         return self._cards.for_plan(plan, moment)
 
 
+def _write_charge(record_pk: int, *, invoice, plan: PlanSnapshot, card, rates: Rates, gpu_price, **amounts) -> bool:
+    """The one write of a charge: only onto a record no invoice holds yet (a second charge of the
+    same record changes nothing). The prices written are the card's, kept with the record."""
+    return bool(
+        UsageRecord.objects.filter(pk=record_pk, invoice__isnull=True).update(
+            invoice=invoice,
+            charged_at=timezone.now(),
+            plan=plan.code,
+            rate_card=card,
+            gpu_price=gpu_price,
+            memory_price=rates.gpu_memory_gb_second,
+            nvme_price=rates.nvme_gb_hour,
+            **amounts,
+        )
+    )
+
+
 def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
     """Charge one record to its draft (see the module). True when it was charged now; False
     when it already was. Raises ChargeError, changing nothing, when it cannot be priced.
@@ -197,21 +214,18 @@ def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
                 "amount_memory": spot.amount_memory,
                 "amount_nvme": spot.amount_nvme,
             }
-            return bool(
-                UsageRecord.objects.filter(pk=record.pk, invoice__isnull=True).update(
-                    invoice=invoice,
-                    charged_at=timezone.now(),
-                    plan=plan.code,
-                    rate_card=card,
-                    gpu_price=gpu_price,
-                    memory_price=rates.gpu_memory_gb_second,
-                    nvme_price=rates.nvme_gb_hour,
-                    billable_gpu_seconds=spot.billable_gpu_seconds,
-                    unbilled_grace_gpu_seconds=spot.unbilled_grace_gpu_seconds,
-                    amount=sum(amounts.values(), ZERO),
-                    note=spot.note,
-                    **amounts,
-                )
+            return _write_charge(
+                record.pk,
+                invoice=invoice,
+                plan=plan,
+                card=card,
+                rates=rates,
+                gpu_price=gpu_price,
+                billable_gpu_seconds=spot.billable_gpu_seconds,
+                unbilled_grace_gpu_seconds=spot.unbilled_grace_gpu_seconds,
+                amount=sum(amounts.values(), ZERO),
+                note=spot.note,
+                **amounts,
             )
 
         to_cover = _shard_equivalent_seconds(record) if shard_run else record.gpu_seconds
@@ -253,14 +267,13 @@ def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
         if record.gpu_seconds and no_telemetry and not plan.included_hours_are_a_cap:
             note = "no GPU telemetry for this run: GPU-seconds only"
 
-        updated = UsageRecord.objects.filter(pk=record.pk, invoice__isnull=True).update(
+        return _write_charge(
+            record.pk,
             invoice=invoice,
-            charged_at=timezone.now(),
-            plan=plan.code,
-            rate_card=card,
+            plan=plan,
+            card=card,
+            rates=rates,
             gpu_price=gpu_price,
-            memory_price=rates.gpu_memory_gb_second,
-            nvme_price=rates.nvme_gb_hour,
             included_gpu_seconds=included,
             credit_gpu_seconds=credited,
             credit_entry_id=credit_entry,
@@ -271,4 +284,3 @@ def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
             amount=amount_gpu + amount_memory + amount_nvme,
             note=note[:200],
         )
-        return bool(updated)

@@ -170,51 +170,42 @@ class RateCardGpuPriceInline(admin.TabularInline):
     has_add_permission = has_delete_permission = has_change_permission
 
 
-class RateCardDiscountInline(admin.TabularInline):
+class CopiedCardRowsInline(admin.TabularInline):
+    """Rows of a card (tiers, spot shares): on a new card made from a card's page ("New card from
+    these prices") they start as that card's rows (`copied_fields`); frozen once it is in force."""
+
+    extra = 0
+    copied_fields: tuple[str, ...] = ()
+
+    def get_formset(self, request, obj=None, **kwargs):
+        formset = super().get_formset(request, obj, **kwargs)
+        source = _copied_card(request) if obj is None else None
+        if source is not None:
+            rows = getattr(source, self.model._meta.get_field("card").remote_field.related_name).all()
+            initial = [{name: getattr(row, name) for name in self.copied_fields} for row in rows]
+            formset = type(
+                formset.__name__, (formset,), {"extra": len(initial), "__init__": _with_initial(formset, initial)}
+            )
+        return formset
+
+    def has_change_permission(self, request, obj=None):
+        return obj is None or not obj.in_force_since()
+
+    has_add_permission = has_delete_permission = has_change_permission
+
+
+class RateCardDiscountInline(CopiedCardRowsInline):
     """The volume discount tiers: they govern the months that start while the card is in force."""
 
     model = RateCardDiscount
-    extra = 0
-
-    def get_formset(self, request, obj=None, **kwargs):
-        formset = super().get_formset(request, obj, **kwargs)
-        source = _copied_card(request) if obj is None else None
-        if source is not None:
-            initial = [{"min_spend": row.min_spend, "fraction": row.fraction} for row in source.discounts.all()]
-            formset = type(
-                formset.__name__, (formset,), {"extra": len(initial), "__init__": _with_initial(formset, initial)}
-            )
-        return formset
-
-    def has_change_permission(self, request, obj=None):
-        return obj is None or not obj.in_force_since()
-
-    has_add_permission = has_delete_permission = has_change_permission
+    copied_fields = ("min_spend", "fraction")
 
 
-class RateCardSpotMultiplierInline(admin.TabularInline):
-    """Spot shares of the GPU prices by time window (plans/spot.py); copied with the card."""
+class RateCardSpotMultiplierInline(CopiedCardRowsInline):
+    """Spot shares of the GPU prices by time window (plans/spot.py)."""
 
     model = RateCardSpotMultiplier
-    extra = 0
-
-    def get_formset(self, request, obj=None, **kwargs):
-        formset = super().get_formset(request, obj, **kwargs)
-        source = _copied_card(request) if obj is None else None
-        if source is not None:
-            initial = [
-                {"gpu_type": row.gpu_type, "window": row.window, "multiplier": row.multiplier}
-                for row in source.spot_multipliers.all()
-            ]
-            formset = type(
-                formset.__name__, (formset,), {"extra": len(initial), "__init__": _with_initial(formset, initial)}
-            )
-        return formset
-
-    def has_change_permission(self, request, obj=None):
-        return obj is None or not obj.in_force_since()
-
-    has_add_permission = has_delete_permission = has_change_permission
+    copied_fields = ("gpu_type", "window", "multiplier")
 
 
 def _copied_card(request) -> RateCard | None:
