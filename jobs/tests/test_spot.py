@@ -146,5 +146,6 @@ def test_the_job_form_offers_spot_with_its_price_share_to_paid_plans_only(alice,
     client.force_login(alice)
     page = client.get("/jobs/new/").content.decode()
     assert 'name="spot"' in page and "a100 40 % at night (22:00-06:00), 70 % by day" in page
+    assert "signal.signal(signal.SIGTERM, on_notice)" in page  # the checkpointing example
     subscribe(alice, "free")
     assert 'name="spot"' not in client.get("/jobs/new/").content.decode()
