@@ -92,3 +92,7 @@ def test_the_job_form_warns_beside_the_image_when_the_nodes_driver_is_too_old(al
         playwright_api.expect(note).to_have_attribute("data-mismatch", "0")
         playwright_api.expect(note).to_contain_text("rtx4090 nodes run driver 560.28.03")
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        # The spot option's checkpointing example, opened, still fits the phone's width.
+        page.click("[data-spot-example] summary")
+        playwright_api.expect(page.locator("[data-spot-example] pre").first).to_be_visible()
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
