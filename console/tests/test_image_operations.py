@@ -164,6 +164,28 @@ def test_the_beats_sweep_finishes_an_operation_whose_task_chain_was_lost(ops_on)
 
 
 @pytest.mark.django_db
+def test_slurm_down_halfway_keeps_the_part_with_its_error_and_gives_up_after_the_retry_window(ops_on, settings):
+    """No slurmrestd answering (the discard port): the node's part goes back to waiting for a
+    submission with Slurm's error on it, tried again on the next passes; given up after
+    SUBMIT_RETRY_FOR, failed with that error. Nothing is lost or submitted twice."""
+    from datetime import timedelta
+
+    settings.SLURMRESTD_URL = "http://127.0.0.1:9"
+    _nodes(("IDLE", ""))
+    operation = image_operations.start(ops_on, "inventory")
+    assert image_operations.advance(operation.pk) is False
+    part = operation.nodes.get()
+    assert part.state == "submitting" and part.job is None
+    assert part.result.startswith("Slurm did not take the job")
+    ImageOperation.objects.filter(pk=operation.pk).update(
+        created_at=operation.created_at - image_operations.SUBMIT_RETRY_FOR - timedelta(seconds=1)
+    )
+    assert image_operations.advance(operation.pk) is True
+    part.refresh_from_db()
+    assert part.state == "failed" and "Slurm did not take the job" in part.result
+
+
+@pytest.mark.django_db
 def test_an_image_outside_the_catalogue_or_no_operators_group_is_refused_and_nothing_is_recorded(ops_on, settings):
     _nodes(("IDLE", ""))
     with pytest.raises(OperationRefused, match="not in the image catalogue"):
