@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 from django.conf import settings
@@ -48,6 +48,7 @@ from django.utils import timezone
 from billing.invoices.drafts import month_of
 from billing.models import Invoice, UsageRecord
 from billing.pricing import DIVISION_QUANTUM, SECONDS_PER_HOUR, PricingError, Rates
+from billing.spot import PREEMPTED, weighted_seconds
 from cluster.gres import parse_gres
 from foundation.gpu_types import gpu_types_from_mapping
 from groups.group_plans import GroupPlansHeld
@@ -55,7 +56,6 @@ from jobs.costs import CostDetail, JobCost
 from jobs.models import Job, JobState
 from plans.catalog import PlansHeld, PlanSnapshot
 from plans.rates import CardBook, NoRateCard
-from plans.spot import seconds_by_window
 
 ZERO = Decimal(0)
 ESTIMATE_NOTE = (
@@ -65,8 +65,6 @@ ESTIMATE_NOTE = (
 
 
 REQUEUED_NOTE = "The runs so far; the job was requeued and waits to run again."
-# Slurm's state of a run that preemption ended (sacct; seen on 24.11 with PreemptMode=REQUEUE).
-PREEMPTED = "PREEMPTED"
 
 
 @dataclass
@@ -247,14 +245,27 @@ class _Estimator:
             return None
 
     def _spot_estimate(self, job, plan, gpu_type, whole, shards, nvme, seconds, info) -> _Sums | None:
+        """As billing/spot.py charges a finished spot run (its notice is not known yet: all billed)."""
         rates = self._rates(plan, job.start_time)
         if rates is None:
             return None
-        windows = seconds_by_window(job.start_time, job.start_time + timedelta(seconds=seconds))
         try:
-            return _spot_estimate_amounts(rates, gpu_type, whole, shards, nvme, seconds, info, plan, windows)
+            weighted, _windows = weighted_seconds(rates, gpu_type, job.start_time, seconds)
+            amount_gpu = whole * weighted * rates.gpu_price(gpu_type) if whole else ZERO
         except PricingError:
             return None
+        memory = Decimal(shards * info.shard_gb) * weighted * rates.gpu_memory_gb_second
+        nvme_exact = Decimal(max(0, nvme - plan.included_nvme_gb) * seconds) * rates.nvme_gb_hour
+        amount_nvme = _share(nvme_exact, 1, SECONDS_PER_HOUR)
+        return _Sums(
+            gpu_seconds=whole * seconds,
+            billable=whole * seconds,
+            amount_gpu=amount_gpu,
+            amount_memory=memory,
+            amount_nvme=amount_nvme,
+            amount=amount_gpu + memory + amount_nvme,
+            plan=plan.code,
+        )
 
     def estimate(self, job: Job) -> _Sums | None:
         payer, plan = self._payer(job)
@@ -298,24 +309,6 @@ class _Estimator:
             amount=amount_gpu + amount_memory + amount_nvme,
             plan=plan.code,
         )
-
-
-def _spot_estimate_amounts(rates, gpu_type, whole, shards, nvme, seconds, info, plan, windows) -> _Sums:
-    """As billing/spot.py charges a finished spot run (its notice is not known yet: all billed)."""
-    weighted = sum((Decimal(s) * rates.spot_multiplier(gpu_type, w) for w, s in windows.items()), ZERO)
-    amount_gpu = whole * weighted * rates.gpu_price(gpu_type) if whole else ZERO
-    memory = Decimal(shards * info.shard_gb) * weighted * rates.gpu_memory_gb_second
-    nvme_exact = Decimal(max(0, nvme - plan.included_nvme_gb) * seconds) * rates.nvme_gb_hour
-    amount_nvme = _share(nvme_exact, 1, SECONDS_PER_HOUR)
-    return _Sums(
-        gpu_seconds=whole * seconds,
-        billable=whole * seconds,
-        amount_gpu=amount_gpu,
-        amount_memory=memory,
-        amount_nvme=amount_nvme,
-        amount=amount_gpu + memory + amount_nvme,
-        plan=plan.code,
-    )
 
 
 def job_costs(jobs: Sequence[Job], now: datetime | None = None) -> Mapping[int, JobCost]:

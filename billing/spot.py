@@ -29,6 +29,7 @@ from billing.pricing import SECONDS_PER_HOUR, Rates, divide
 from jobs.models import Job
 from plans.spot import seconds_by_window
 
+# Slurm's state of a run that preemption ended (sacct; seen on 24.11 with PreemptMode=REQUEUE).
 PREEMPTED = "PREEMPTED"
 ZERO = Decimal(0)
 # How long after a preempted run ended its preemptor may have started (Slurm's scheduling pass).
@@ -77,15 +78,21 @@ def unbilled_grace_seconds(record: UsageRecord) -> int:
     return 0 if grace == 0 or self_preempted(record, grace) else grace
 
 
+def weighted_seconds(rates: Rates, gpu_type: str, start, seconds: int) -> tuple[Decimal, dict[str, int]]:
+    """The sum of seconds x share over the windows `seconds` from `start` fell in (what a spot
+    run pays of one GPU's price is this x the price), and the seconds per window."""
+    windows = seconds_by_window(start, start + timedelta(seconds=seconds))
+    weighted = sum(
+        (Decimal(count) * rates.spot_multiplier(gpu_type, window) for window, count in windows.items()), ZERO
+    )
+    return weighted, windows
+
+
 def spot_amounts(record: UsageRecord, rates: Rates, *, included_nvme_gb: int) -> SpotAmounts:
     """Raises PricingError (no price for the GPU type) like any pricing."""
     grace = unbilled_grace_seconds(record)
     billed_seconds = record.seconds - grace
-    windows = seconds_by_window(record.run_start, record.run_start + timedelta(seconds=billed_seconds))
-    # sum of seconds x share: the run's billed seconds weighted by what each window pays.
-    weighted = sum(
-        (Decimal(seconds) * rates.spot_multiplier(record.gpu_type, window) for window, seconds in windows.items()), ZERO
-    )
+    weighted, windows = weighted_seconds(rates, record.gpu_type, record.run_start, billed_seconds)
     amount_gpu = ZERO
     if record.gpu_count:
         amount_gpu = record.gpu_count * weighted * rates.gpu_price(record.gpu_type)

@@ -25,8 +25,9 @@ RECENT_OPERATIONS = 10
 def images(request):
     catalogue = settings.IMAGE_CATALOGUE.images
     nodes = list(Node.objects.order_by("name").values_list("name", flat=True))
+    listed = list(NodeImage.objects.all())
     held: dict[str, dict[str, NodeImage]] = {}
-    for row in NodeImage.objects.all():
+    for row in listed:
         held.setdefault(row.file, {})[row.node] = row
     starts = start_times_by_image()
     rows = []
@@ -40,8 +41,7 @@ def images(request):
                 "starts": starts.get(image.reference),
             }
         )
-    known_files = {image.prewarm_file for image in catalogue}
-    strays = sorted({row.file for row in NodeImage.objects.exclude(file__in=known_files)})
+    strays = sorted(set(held) - {image.prewarm_file for image in catalogue})
     operations = list(ImageOperation.objects.select_related("requested_by")[:RECENT_OPERATIONS])
     context = {
         "rows": rows,
@@ -51,7 +51,7 @@ def images(request):
         "strays": strays,
         "runtime": settings.JOB_RUNTIME,
         "operations": [(op, image_operations.progress(op)) for op in operations],
-        "reported_at": NodeImage.objects.order_by("reported_at").values_list("reported_at", flat=True).first(),
+        "reported_at": min((row.reported_at for row in listed), default=None),
         "can_operate": bool(settings.CLUSTER_OPS_GROUP),
     }
     return render(request, "console/images.html", context)

@@ -136,10 +136,10 @@ def job_status(request):
     return JsonResponse({"jobs": [job_payload(job) for job in jobs]})
 
 
-def _spot_shares(user) -> list[tuple[str, str, str]]:
+def _spot_shares(plan) -> list[tuple[str, str, str]]:
     """[(GPU type, night %, day %)] of the plan's current rate card (plans/spot.py), for the form."""
     try:
-        rates = rates_for_plan(plan_for(user))
+        rates = rates_for_plan(plan)
     except NoRateCard:
         return []
     return [
@@ -148,12 +148,11 @@ def _spot_shares(user) -> list[tuple[str, str, str]]:
             f"{rates.spot_multiplier(gpu_type, NIGHT) * 100:.0f}",
             f"{rates.spot_multiplier(gpu_type, DAY) * 100:.0f}",
         )
-        for gpu_type in plan_for(user).gpu_quota
+        for gpu_type in plan.gpu_quota
     ]
 
 
-def _gpu_types(request):
-    plan = plan_for(request.user)
+def _gpu_types(plan):
     return [(name, info) for name, info in settings.GPU_TYPES.items() if name in plan.gpu_quota]
 
 
@@ -201,11 +200,12 @@ def job_new(request):
             source = get_object_or_404(JobTemplate, pk=_id_or_404(template_id), owner=request.user).spec
         if source:
             values = initial_from_spec(source)
-    images = settings.IMAGE_CATALOGUE.for_plan(plan_for(request.user).code)
+    plan = plan_for(request.user)
+    images = settings.IMAGE_CATALOGUE.for_plan(plan.code)
     context = {
         "values": values,
         "errors": errors,
-        "gpu_types": _gpu_types(request),
+        "gpu_types": _gpu_types(plan),
         "templates": JobTemplate.objects.filter(owner=request.user),
         "reservations": usable_reservations(request.user),
         "groups": groups_of(request.user).order_by("name"),
@@ -213,8 +213,8 @@ def job_new(request):
         "is_clone": "clone" in request.GET,
         # The picker: the catalogue images of the user's plan (foundation/images.py).
         "images": images,
-        "spot_allowed": plan_for(request.user).allows_spot,
-        "spot_shares": _spot_shares(request.user),
+        "spot_allowed": plan.allows_spot,
+        "spot_shares": _spot_shares(plan),
         "spot_grace_seconds": settings.SPOT_GRACE_SECONDS,
         "spot_exempt_minutes": settings.SPOT_PREEMPT_EXEMPT_SECONDS // 60,
         # For the picker's driver check (static/js/image_driver.js, jobs/drivers.py).
