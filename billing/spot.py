@@ -26,6 +26,7 @@ from django.conf import settings
 
 from billing.models import UsageRecord
 from billing.pricing import SECONDS_PER_HOUR, Rates, divide
+from cluster.hostlist import HostlistError, expand_hostlist
 from jobs.models import Job
 from plans.spot import seconds_by_window
 
@@ -50,14 +51,20 @@ class SpotAmounts:
     note: str
 
 
-def _nodes(text: str) -> set[str]:
-    return {name for name in text.replace(" ", "").split(",") if name}
+def _nodes(text: str) -> set[str] | None:
+    """A Slurm host list's node names ("gpu-a100-[01-02]" is two); None when it is not one."""
+    try:
+        return set(expand_hostlist(text))
+    except HostlistError:
+        return None
 
 
 def self_preempted(record: UsageRecord, grace: int) -> bool:
     """A job of the owner's, not spot, started on the run's nodes while its notice ran."""
     if not record.job_id:
         return True  # a run the portal cannot place: no waiver rather than a guess
+    # The job's nodes now (empty again once it is requeued and waits): where not known, any job
+    # of the owner's started in the notice counts.
     nodes = _nodes(Job.objects.filter(pk=record.job_id).values_list("nodes", flat=True).first() or "")
     starts = record.run_end - timedelta(seconds=grace)
     candidates = (
@@ -68,7 +75,8 @@ def self_preempted(record: UsageRecord, grace: int) -> bool:
         .exclude(pk=record.job_id)
         .values_list("nodes", flat=True)
     )
-    return any(not nodes or _nodes(other) & nodes for other in candidates)
+    # A node list that cannot be read could be any node: it counts as the run's.
+    return any(not nodes or other is None or other & nodes for other in map(_nodes, candidates))
 
 
 def unbilled_grace_seconds(record: UsageRecord) -> int:

@@ -99,6 +99,12 @@ def test_preempting_ones_own_spot_run_earns_no_free_notice(alice, settings):
     other = _run(alice, start=noon + timedelta(hours=1), seconds=600, state="PREEMPTED", nodes="gpu-a100-02")
     Job.objects.create(owner=alice, qos="pro", nodes="gpu-a100-01", start_time=noon + timedelta(hours=1, seconds=590))
     assert _charged(other).unbilled_grace_gpu_seconds == 2 * 120
+    # Its own job on a node range that holds the run's node: Slurm's compressed host list.
+    ranged = _run(alice, start=noon + timedelta(hours=2), seconds=600, state="PREEMPTED", nodes="gpu-a100-02")
+    Job.objects.create(
+        owner=alice, qos="pro", nodes="gpu-a100-[01-02]", start_time=noon + timedelta(hours=2, seconds=590)
+    )
+    assert _charged(ranged).unbilled_grace_gpu_seconds == 0
 
 
 def test_a_card_without_spot_shares_charges_the_full_price(alice):
