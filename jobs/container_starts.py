@@ -30,15 +30,21 @@ def _stamp(match: re.Match[str]) -> Decimal:
     return Decimal(match[1].replace(",", "."))  # $EPOCHREALTIME follows the locale's decimal point
 
 
-def parse_container_start(text: str) -> float | None:
-    """Seconds from launch to the first instruction inside the container, or None."""
+def _container_start(text: str) -> tuple[Decimal, Decimal] | None:
+    """(launch epoch, seconds to the first instruction inside), or None."""
     launch, started = _LAUNCH.search(text), _STARTED.search(text)
     if not launch or not started:
         return None
     seconds = _stamp(started) - _stamp(launch)
     if not 0 <= seconds <= MAX_SECONDS:
         return None
-    return float(seconds)
+    return _stamp(launch), seconds
+
+
+def parse_container_start(text: str) -> float | None:
+    """Seconds from launch to the first instruction inside the container, or None."""
+    found = _container_start(text)
+    return None if found is None else float(found[1])
 
 
 def record_container_start(job_pk: int) -> ContainerStart | None:
@@ -49,19 +55,17 @@ def record_container_start(job_pk: int) -> ContainerStart | None:
     existing = ContainerStart.objects.filter(job=job).first()
     if existing is not None:
         return existing
-    text = read_head(local_log_path(job.standard_error, job.cluster_user), HEAD_BYTES)
-    seconds = parse_container_start(text)
-    if seconds is None:
+    found = _container_start(read_head(local_log_path(job.standard_error, job.cluster_user), HEAD_BYTES))
+    if found is None:
         return None
-    launch = _LAUNCH.search(text)
-    launched_at = datetime.fromtimestamp(float(_stamp(launch)), tz=UTC)
+    launch, seconds = found
     row, _ = ContainerStart.objects.get_or_create(
         job=job,
         defaults={
             "image": job.image,
             "node": job.nodes.split(",")[0],
-            "seconds": Decimal(str(round(seconds, 3))),
-            "launched_at": launched_at,
+            "seconds": seconds.quantize(Decimal("0.001")),
+            "launched_at": datetime.fromtimestamp(float(launch), tz=UTC),
         },
     )
     return row
