@@ -94,6 +94,17 @@ class SlurmCli:
     def drain_node(self, node: str, reason: str) -> CommandResult:
         return self.run("scontrol", "update", f"NodeName={node}", "State=DRAIN", reason_argument=reason)
 
+    def set_node_features(self, node: str, features: Sequence[str]) -> CommandResult:
+        """A node's available and active features, all of them (not kept across a restart of
+        slurmctld: whoever sets them keeps them in step)."""
+        for feature in features:
+            if not re.fullmatch(r"[A-Za-z0-9_:.-]{1,64}", feature):
+                raise ValueError(f"not a node feature: {feature!r}")
+        joined = ",".join(features)
+        return self.run(
+            "scontrol", "update", f"NodeName={node}", f"AvailableFeatures={joined}", f"ActiveFeatures={joined}"
+        )
+
     def resume_node(self, node: str) -> CommandResult:
         return self.run("scontrol", "update", f"NodeName={node}", "State=RESUME")
 

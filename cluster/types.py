@@ -221,6 +221,8 @@ class JobSubmission:
     # e.g. "gres/gpu:a100:1" or "gres/shard:a100:3"
     tres_per_node: str = ""
     constraints: str = ""
+    # Soft node features (`--prefer`): nodes that have them are chosen first, others still serve.
+    prefer: str = ""
     reservation: str = ""
     comment: str = ""
     requeue: bool = True

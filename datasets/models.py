@@ -150,3 +150,23 @@ class Upload(models.Model):
 
     def __str__(self):
         return f"{self.path} ({self.offset}/{self.length})"
+
+
+class NodeCopy(models.Model):
+    """A ready version's verified copy in one node's NVMe cache, as that node's tool said
+    (deploy/node/gpupool-dataset-cache: the lines a staging job prints, jobs/dataset_staging.py).
+    Kept in step with the node's Slurm feature `ds_<version id>` (datasets/node_cache.py), which
+    jobs on that version prefer."""
+
+    node = models.CharField(max_length=64)
+    version = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="node_copies")
+    size_bytes = models.PositiveBigIntegerField(default=0)
+    # When a job last staged it there (the node evicts least recently used first).
+    last_used_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["node", "-last_used_at"]
+        constraints = [models.UniqueConstraint(fields=["node", "version"], name="one_copy_per_node_and_version")]
+
+    def __str__(self):
+        return f"{self.version} on {self.node}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -194,3 +195,54 @@ def remove_tree(version_id: int) -> None:
 
 def version_directory(version_id: int) -> Path:
     return _root() / "versions" / str(version_id)
+
+
+def _write_whole(directory: str, name: str, text: str, mode: int) -> None:
+    """DATASET_STORE/<directory>/<name> holding exactly `text`: written under a temporary name,
+    synced, then renamed over, so a reader (the nodes' root tool) never sees half of it."""
+    temporary = f".{name}.{os.getpid()}.tmp"
+    with _directory(directory) as folder:
+        fd = os.open(
+            temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder
+        )
+        try:
+            os.write(fd, text.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+
+
+def write_manifest(version_id: int, text: str) -> None:
+    """versions/<id>.manifest: the version's manifest (datasets/manifest.py), which the nodes
+    check every copied file against."""
+    _write_whole("versions", f"{int(version_id)}.manifest", text, 0o640)
+
+
+def manifest_sha256(version_id: int) -> str:
+    """The sha256 of versions/<id>.manifest as it is on disk, "" when there is none."""
+    try:
+        with _directory("versions", create=False) as folder:
+            fd = os.open(f"{int(version_id)}.manifest", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    except (OSError, StorageError):
+        return ""
+    try:
+        digest = hashlib.sha256()
+        while block := os.read(fd, READ_BLOCK):
+            digest.update(block)
+        return digest.hexdigest()
+    finally:
+        os.close(fd)
+
+
+def write_grant(job_uuid: str, text: str) -> None:
+    """grants/<job uuid>: what one job may stage on its node (datasets/node_cache.py)."""
+    _write_whole("grants", str(uuid.UUID(str(job_uuid))), text, 0o640)
+
+
+def remove_grant(job_uuid: str) -> None:
+    try:
+        with _directory("grants", create=False) as folder:
+            os.unlink(str(uuid.UUID(str(job_uuid))), dir_fd=folder)
+    except (FileNotFoundError, StorageError):
+        pass

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from datasets import actions, storage
+from datasets import actions, node_cache, storage
 from datasets.models import DatasetVersion, Upload, VersionState
 
 
@@ -35,3 +35,14 @@ def verify_version(version_id: int) -> str:
         return VersionState.FAILED
     actions.mark_ready(version_id, files)
     return VersionState.READY
+
+
+@shared_task(ignore_result=True)
+def sync_node_features(node: str) -> bool:
+    """A node's ds_<version> features after its cache changed (datasets/node_cache.py)."""
+    return node_cache.sync_node_features(node)
+
+
+@shared_task(ignore_result=True)
+def sync_all_node_features() -> int:
+    return node_cache.sync_all_node_features()

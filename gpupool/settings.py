@@ -308,6 +308,12 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 5.0},
     },
     "reservations-check": {"task": "reservations.tasks.check_reservations", "schedule": 300.0},
+    # The nodes' ds_<version> features back after a slurmctld restart (datasets/node_cache.py).
+    "datasets-node-features": {
+        "task": "datasets.tasks.sync_all_node_features",
+        "schedule": 300.0,
+        "options": {"expires": 300.0},
+    },
     # Hourly; acts once, on the 1st of the month (plans/tasks.py).
     "plans-monthly-usage-reset": {"task": "plans.tasks.reset_monthly_usage", "schedule": 3600.0},
     # Credit past CREDIT_EXPIRY_DAYS becomes expiry entries; missed grants are repaired.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import uuid
+from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import transaction
@@ -17,8 +18,9 @@ from cluster.services import job_paths, rest_client
 from groups.queries import GroupError, default_group, gpu_minutes_left, group_to_charge
 from jobs.live.events import publish_job_update
 from jobs.mirror.rows import apply_slurm_job
-from jobs.models import FINAL_STATES, Job, JobState
+from jobs.models import FINAL_STATES, Job, JobDataset, JobState
 from jobs.submission.checks import run_submission_checks
+from jobs.submission.datasets import Mount
 from jobs.submission.quota import QuotaExceeded, check_quota
 from jobs.submission.spec import JobSpec, SpecError
 from jobs.tasks import claimed_for_inline_submission, enqueue_submission, submit_now
@@ -74,13 +76,20 @@ def _check_allocation(group, spec: JobSpec) -> None:
 
 
 def submit(
-    user, spec: JobSpec, *, reservation_id=None, group_id=DEFAULT_GROUP, plan: PlanSnapshot | None = None
+    user,
+    spec: JobSpec,
+    *,
+    reservation_id=None,
+    group_id=DEFAULT_GROUP,
+    plan: PlanSnapshot | None = None,
+    mounts: Sequence[Mount] = (),
 ) -> Job:
     """Accept a job: check the plan (and the reservation it should run in), record it as
     SUBMITTING, and hand it on once the row is committed: straight to Slurm from this request
     (settings.SUBMIT_INLINE; the returned job then carries its Slurm id) or to a worker.
     Raises QuotaExceeded, NotProvisioned or SpecError (on `reservation`); changes nothing then.
-    `plan`: the caller's plan_for(user) when it has just read it (the spec was checked against it)."""
+    `plan`: the caller's plan_for(user) when it has just read it (the spec was checked against it).
+    `mounts`: the spec's dataset versions as jobs.submission.datasets.resolve_mounts found them."""
     with transaction.atomic():
         # The lock serialises one user's submissions, so the quota check sees every job.
         profile = Profile.objects.select_for_update().get(user=user)
@@ -143,6 +152,9 @@ def submit(
             # with an UPDATE): a request that dies here leaves it to the reconciler once the
             # claim runs out, as a dead worker would.
             **(claimed_for_inline_submission() if settings.SUBMIT_INLINE else {}),
+        )
+        JobDataset.objects.bulk_create(
+            JobDataset(job=job, version=mount.version, name=mount.name, size_bytes=mount.size_bytes) for mount in mounts
         )
         transaction.on_commit(lambda: _submit_and_tell(job, profile))
     return job

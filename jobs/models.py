@@ -167,3 +167,39 @@ class ContainerStart(models.Model):
 
     def __str__(self):
         return f"{self.image} on {self.node}: {self.seconds} s"
+
+
+class JobDataset(models.Model):
+    """A dataset version a job mounts read-only at /data/<name>, and how its staging went on
+    the job's node (the node tool's lines in the job's output: jobs/dataset_staging.py)."""
+
+    class Warmth(models.TextChoices):
+        WARM = "warm"  # the node held a verified copy: nothing copied
+        COLD = "cold"  # copied from the store to the node's NVMe, then checked
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="datasets")
+    version = models.ForeignKey("datasets.DatasetVersion", on_delete=models.PROTECT, related_name="job_mounts")
+    name = models.CharField(max_length=80)
+    size_bytes = models.PositiveBigIntegerField()
+    # Filled in from the staging lines once the job runs.
+    node = models.CharField(max_length=64, blank=True)
+    warmth = models.CharField(max_length=8, choices=Warmth.choices, blank=True)
+    copied_bytes = models.PositiveBigIntegerField(default=0)
+    staging_seconds = models.DecimalField(max_digits=10, decimal_places=3, null=True, blank=True)
+    ready_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "version"], name="a_version_once_per_job"),
+            models.UniqueConstraint(fields=["job", "name"], name="a_mount_name_once_per_job"),
+        ]
+
+    def __str__(self):
+        return f"{self.name} for {self.job}"
+
+    @property
+    def progress_percent(self) -> int:
+        if self.ready_at or not self.size_bytes:
+            return 100 if self.ready_at else 0
+        return min(99, self.copied_bytes * 100 // self.size_bytes)

@@ -11,7 +11,7 @@ from jobs import protocol
 from jobs.live.events import close_user_sockets
 from jobs.models import FINAL_STATES, Job, JobState
 from jobs.signals import job_changed
-from jobs.tasks import record_container_start
+from jobs.tasks import follow_dataset_staging, record_container_start
 
 DEACTIVATED_MESSAGE = "The account was deactivated before the job reached Slurm."
 
@@ -31,3 +31,10 @@ def time_container_start(sender, job, **kwargs):
     """Once a portal job with an image has ended, read how long its container took to start."""
     if job.image and job.spec and job.state in FINAL_STATES and settings.JOB_RUNTIME == "pyxis":
         record_container_start.delay(job.pk)
+
+
+@receiver(job_changed)
+def follow_datasets(sender, job, **kwargs):
+    """A job with datasets that starts (or ends): read how its data reached its node."""
+    if job.spec.get("datasets") and (job.state == JobState.RUNNING or job.state in FINAL_STATES):
+        follow_dataset_staging.delay(job.pk)

@@ -17,7 +17,9 @@ from cluster.errors import SlurmError, SlurmTransientError
 from cluster.services import rest_client, slurm_cli
 from cluster.sync import record_run, single_flight, sync_nodes_if_due
 from cluster.types import JobSubmission
-from jobs import container_starts, protocol
+from datasets import node_cache
+from datasets.tasks import sync_all_node_features
+from jobs import container_starts, dataset_staging, protocol
 from jobs.mirror.passes import mirror_jobs, record_missing_accounting
 from jobs.models import Job, JobState
 from jobs.submission.batch_script import render_batch_script
@@ -43,7 +45,7 @@ def _claim(job_pk: int) -> bool:
     )
 
 
-def _submission(job: Job) -> JobSubmission:
+def _submission(job: Job, *, prefer: str = "") -> JobSubmission:
     directory = protocol.job_directory(job)
     common = {
         "name": job.name,
@@ -72,6 +74,7 @@ def _submission(job: Job) -> JobSubmission:
         script=render_batch_script(spec, job_uuid=str(job.uuid), runtime=settings.JOB_RUNTIME),
         standard_error=f"{directory}/stderr.log",
         qos=job.qos,
+        prefer=prefer,
         # In the owner's reservation (jobs.actions.submit checked it) it starts on its GPUs.
         reservation=job.reservation.slurm_name if job.reservation_id else "",
         requeue=True,
@@ -132,7 +135,7 @@ def _submit_held(job: Job, profile: Profile, *, timeout: float | None, inline: b
             if inline:
                 raise HandOver(str(exc)) from exc
             raise
-        slurm_job_id = client.submit_job(_submission(job))
+        slurm_job_id = _submit_with_datasets(job, client)
         return _record_accepted(job, slurm_job_id, client)
     except SlurmTransientError:
         raise
@@ -142,6 +145,29 @@ def _submit_held(job: Job, profile: Profile, *, timeout: float | None, inline: b
     except (OSError, ValueError) as exc:
         protocol.fail_submission(job_pk, "The job's directory could not be prepared.", detail=str(exc))
         return "failed"
+
+
+# Slurm's answer to a `--prefer` naming a feature no node has (error 2133 on 24.11 and 26.05).
+_UNKNOWN_PREFERENCE = "preferred feature"
+
+
+def _submit_with_datasets(job: Job, client) -> int:
+    """Submit; a job that mounts datasets first gets its grant (what the node tool may stage for
+    it) and prefers a node that holds its largest version. A preference Slurm no longer knows
+    (its features were reset by a restart) is dropped, and the node features put back."""
+    mounts = list(job.datasets.select_related("version"))
+    if not mounts:
+        return client.submit_job(_submission(job))
+    node_cache.write_grant(job.uuid, job.cluster_user, [(mount.version, mount.name) for mount in mounts])
+    prefer = node_cache.prefer_for(mount.version_id for mount in mounts)
+    try:
+        return client.submit_job(_submission(job, prefer=prefer))
+    except SlurmError as exc:
+        if not prefer or _UNKNOWN_PREFERENCE not in exc.message.lower():
+            raise
+    log.info("job %s: Slurm knows no node with %s; submitted without the preference", job.pk, prefer)
+    sync_all_node_features.delay()
+    return client.submit_job(_submission(job))
 
 
 @shared_task(bind=True, max_retries=None, acks_late=True)
@@ -296,3 +322,19 @@ def sync_accounting() -> int | None:
 def record_container_start(job_pk: int) -> None:
     """Off the mirror's thread: reading a job's stderr may meet a slow file system."""
     container_starts.record_container_start(job_pk)
+
+
+# A job's datasets are followed every few seconds while they are staged (the page's progress bar),
+# at most this long; the job's end reads them once more.
+STAGING_POLL_SECONDS = 3
+STAGING_POLL_ROUNDS = 1200
+
+
+@shared_task(bind=True, ignore_result=True)
+def follow_dataset_staging(self, job_pk: int, rounds: int = 0) -> None:
+    """Read the staging lines of a running job (jobs/dataset_staging.py) until every version is
+    on its node. Idempotent; a duplicate chain only reads the same lines again. Run eagerly (a
+    test's), it reads once: a countdown would not wait there."""
+    if dataset_staging.record_staging(job_pk) or rounds >= STAGING_POLL_ROUNDS or self.request.is_eager:
+        return
+    follow_dataset_staging.apply_async((job_pk, rounds + 1), countdown=STAGING_POLL_SECONDS)

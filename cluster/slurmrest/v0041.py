@@ -89,6 +89,7 @@ class V0041Adapter(ApiAdapter):
             "qos": submission.qos,
             "tres_per_node": submission.tres_per_node,
             "constraints": submission.constraints,
+            "prefer": submission.prefer,
             "reservation": submission.reservation,
             "comment": submission.comment,
         }

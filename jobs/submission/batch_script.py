@@ -62,12 +62,29 @@ _COMMON = (
     "printf '[gpupool] job %s on node %s, GPUs (CUDA_VISIBLE_DEVICES): %s\\n' \"$GPUPOOL_JOB_UUID\""
     ' "${SLURMD_NODENAME:-${HOSTNAME:-unknown}}" "${CUDA_VISIBLE_DEVICES:-none}"',
 )
+# Datasets (jobs/dataset_staging.py): the node tool copies the job's versions to the node's NVMe
+# (or finds them there) and answers with the job's view, one <name>/ per version; its lines stay
+# in the job's output for the portal to read. Without a view the job stops before the command.
+DATASET_TOOL = "/usr/local/sbin/gpupool-dataset-cache"
+DATASET_VIEW_LINE = "GPUPOOL_DATASET_VIEW "
+_DATASETS = (
+    "GPUPOOL_DATASET_VIEW=''",
+    "if [ '{datasets}' = 1 ]; then printf '[gpupool] staging datasets on this node\\n';"
+    " while IFS= read -r gpupool_line; do printf '%s\\n' \"$gpupool_line\";"
+    f' case "$gpupool_line" in "{DATASET_VIEW_LINE}"*)'
+    f' GPUPOOL_DATASET_VIEW="${{gpupool_line#{DATASET_VIEW_LINE}}}";; esac;'
+    f' done < <(sudo -n {DATASET_TOOL} stage "$GPUPOOL_JOB_UUID" "${{SLURM_JOB_ID:-0}}" || true);'
+    ' if [ -z "$GPUPOOL_DATASET_VIEW" ]; then'
+    " printf '[gpupool] error: the datasets could not be staged on this node (see above)\\n' >&2; exit 1; fi; fi",
+)
 _NONE = (
     "printf '[gpupool] image %s (recorded only: this cluster runs commands without containers)\\n' \"$GPUPOOL_IMAGE\"",
     'if [ -n "$GPUPOOL_DATA_SOURCE" ]; then export GPUPOOL_DATA="$GPUPOOL_DATA_SOURCE";'
     " printf '[gpupool] data %s (in $GPUPOOL_DATA)\\n' \"$GPUPOOL_DATA\";"
     " [ -d \"$GPUPOOL_DATA\" ] || printf '[gpupool] warning: %s is not a directory on this node\\n'"
     ' "$GPUPOOL_DATA" >&2; fi',
+    'if [ -n "$GPUPOOL_DATASET_VIEW" ]; then export GPUPOOL_DATA="$GPUPOOL_DATASET_VIEW";'
+    " printf '[gpupool] datasets in %s\\n' \"$GPUPOOL_DATA\"; fi",
 )
 _PYXIS = (
     "printf '[gpupool] image %s (pyxis)\\n' \"$GPUPOOL_IMAGE\"",
@@ -79,6 +96,10 @@ _PYXIS = (
     " /*[,:]* | [!/]*) printf '[gpupool] error: refusing data mount %s\\n' \"$GPUPOOL_DATA_SOURCE\" >&2; exit 2;;"
     ' esac; GPUPOOL_MOUNTS="$GPUPOOL_DATA_SOURCE:/data:ro,$GPUPOOL_MOUNTS"; export GPUPOOL_DATA=/data;'
     " printf '[gpupool] data %s mounted read-only at /data\\n' \"$GPUPOOL_DATA_SOURCE\"; fi",
+    'if [ -n "$GPUPOOL_DATASET_VIEW" ]; then case "$GPUPOOL_DATASET_VIEW" in'
+    " /*[,:]* | [!/]*) printf '[gpupool] error: refusing dataset view %s\\n' \"$GPUPOOL_DATASET_VIEW\" >&2; exit 2;;"
+    ' esac; GPUPOOL_MOUNTS="$GPUPOOL_DATASET_VIEW:/data:ro,$GPUPOOL_MOUNTS"; export GPUPOOL_DATA=/data;'
+    " printf '[gpupool] datasets mounted read-only at /data\\n'; fi",
 )
 _ENVIRONMENT = (
     "while IFS= read -r -d '' gpupool_assignment; do export \"$gpupool_assignment\";"
@@ -128,13 +149,15 @@ def render_batch_script(spec: JobSpec, *, job_uuid: str, runtime: str, data_sour
         "command": _encode(spec.command, "command"),
         "data_source": _encode(data_source, "data_mount"),
         "environment": _encode_environment(spec.environment),
+        "datasets": "1" if spec.datasets else "0",
     }
     for key, value in values.items():
-        if not (JOB_UUID_RE.fullmatch(value) if key == "job_uuid" else _BASE64_RE.fullmatch(value)):
+        if not (JOB_UUID_RE.fullmatch(value) if key == "job_uuid" else _BASE64_RE.fullmatch(value)):  # "0"/"1" too
             raise AssertionError(f"{key} would be embedded unencoded")  # unreachable: defence in depth
     lines = [
         *HEADER_LINES,
         *_COMMON,
+        *_DATASETS,
         *(_PYXIS if runtime == "pyxis" else _NONE),
         *_ENVIRONMENT,
         *_RUN[runtime],

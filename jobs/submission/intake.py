@@ -10,6 +10,7 @@ from django.conf import settings
 from foundation.ratelimit import client_ip, hit, refund
 from jobs import actions
 from jobs.models import Job
+from jobs.submission.datasets import resolve_mounts, with_dataset_nvme
 from jobs.submission.spec import SpecPolicy, parse_job_spec
 from plans.catalog import plan_for
 
@@ -33,10 +34,15 @@ def accept(request, data: Mapping[str, Any]) -> Job:
     # Who pays is not part of it either: a group's id, null for oneself, absent for the default.
     group_id = data.pop("group", actions.DEFAULT_GROUP)
     plan = plan_for(request.user)
-    spec = parse_job_spec(data, plan=plan, policy=SpecPolicy.from_settings())
+    policy = SpecPolicy.from_settings()
+    spec = parse_job_spec(data, plan=plan, policy=policy)
+    mounts = resolve_mounts(request.user, spec)
+    spec = with_dataset_nvme(spec, mounts, policy)
     counted = _count_submission(request)
     try:
-        return actions.submit(request.user, spec, reservation_id=reservation_id, group_id=group_id, plan=plan)
+        return actions.submit(
+            request.user, spec, reservation_id=reservation_id, group_id=group_id, plan=plan, mounts=mounts
+        )
     except Exception:
         for scope, key in counted:
             refund(scope, key)

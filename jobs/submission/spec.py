@@ -57,6 +57,7 @@ FIELDS = (
     "data_mount",
     "environment",
     "spot",
+    "datasets",
 )
 IGNORED_FIELDS = frozenset({"csrfmiddlewaretoken"})
 MAX_UNKNOWN_FIELDS_REPORTED = 20
@@ -84,6 +85,11 @@ _IMAGE_FORBIDDEN_RE = re.compile(r"[\s\"'`\\$;|&<>(){}\[\]*?!~^#%,\x00-\x1f\x7f-
 # --- Data mounts ----------------------------------------------------------------------
 MAX_PATH_CHARS = 1024
 _PATH_CHARS_RE = re.compile(r"[A-Za-z0-9._/-]+", re.ASCII)
+
+# --- Datasets ----------------------------------------------------------------------------
+# Dataset versions a job mounts at /data/<name> (whose they are is checked by
+# jobs.submission.datasets, which needs the user).
+MAX_DATASETS = 8
 
 # --- Environment ------------------------------------------------------------------------
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}", re.ASCII)
@@ -171,11 +177,18 @@ class GpuRequest:
     memory_gb: int = 0
     shards: int = 0
     nvme_gb: int = 0
+    # The NVMe the job's dataset versions take on its node (whole GB, rounded up): added to
+    # `nvme_gb` in the request, so Slurm places, limits and accounts for both as gres/nvme.
+    # Not an input: jobs.submission.datasets sets it from the versions' sizes.
+    dataset_gb: int = 0
 
     def tres_per_node(self) -> str:
         """Slurm's `tres_per_node` (cluster.gres.build_tres_per_node): "gres/gpu:a100:2" for
-        whole GPUs, "gres/shard:a100:3" for memory, then ",gres/nvme:500" for an NVMe cache."""
-        return build_tres_per_node(self.gpu_type, gpus=self.count, shards=self.shards, nvme_gb=self.nvme_gb)
+        whole GPUs, "gres/shard:a100:3" for memory, then ",gres/nvme:500" for an NVMe cache
+        (scratch plus the datasets' GB)."""
+        return build_tres_per_node(
+            self.gpu_type, gpus=self.count, shards=self.shards, nvme_gb=self.nvme_gb + self.dataset_gb
+        )
 
     @property
     def quota_gpus(self) -> int:
@@ -195,6 +208,8 @@ class JobSpec:
     # A spot job: preemptible by every plan's jobs (SIGTERM, then the grace time, then requeued),
     # priced by time window (plans/spot.py); it does not count against the plan's GPU quota.
     spot: bool = False
+    # Dataset version ids, each mounted read-only at /data/<its dataset's name>.
+    datasets: tuple[int, ...] = ()
 
     def to_dict(self) -> dict:
         """The input field names and values: `parse_job_spec(spec.to_dict(), ...)` gives the spec back."""
@@ -215,6 +230,8 @@ class JobSpec:
             data["nvme_gb"] = self.gpu.nvme_gb
         if self.spot:
             data["spot"] = True
+        if self.datasets:
+            data["datasets"] = list(self.datasets)
         return data
 
 
@@ -276,6 +293,9 @@ def parse_job_spec(data: Mapping[str, Any], *, plan: Plan, policy: SpecPolicy) -
     data_mount = _parse_data_mount(data.get("data_mount"), policy, error)
     environment = _parse_environment(data.get("environment"), policy, error)
     spot = _parse_spot(data.get("spot"), plan, error)
+    datasets = _parse_datasets(data.get("datasets"), error)
+    if datasets and data_mount:
+        error("data_mount", "Datasets are mounted under /data; leave the data mount empty when you choose datasets.")
 
     if errors:
         raise SpecError(errors)
@@ -290,6 +310,7 @@ def parse_job_spec(data: Mapping[str, Any], *, plan: Plan, policy: SpecPolicy) -
         data_mount=data_mount,
         environment=environment,
         spot=spot,
+        datasets=datasets,
     )
 
 
@@ -344,7 +365,14 @@ def job_spec_from_dict(data: Mapping[str, Any], *, policy: SpecPolicy | None = N
         data_mount=text("data_mount", ""),
         environment=dict(environment),
         spot=data.get("spot") is True,
+        datasets=_stored_datasets(data.get("datasets", [])),
     )
+
+
+def _stored_datasets(value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, int) and not isinstance(item, bool) for item in value):
+        raise ValueError("stored job spec: datasets must be a list of version ids")
+    return tuple(value)
 
 
 # --- Fields ------------------------------------------------------------------------------
@@ -361,6 +389,32 @@ def _parse_spot(value: Any, plan: Plan, error) -> bool:
         error("spot", f"Your plan ({plan.name}) does not include spot jobs; they come with the paid plans.")
         return False
     return True
+
+
+def _parse_datasets(value: Any, error) -> tuple[int, ...]:
+    """Version ids: a JSON list of integers, or the form's list of digit strings; absent is none."""
+    if _absent(value) or value == []:
+        return ()
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list | tuple):
+        error("datasets", "must be a list of dataset version ids")
+        return ()
+    if len(value) > MAX_DATASETS:
+        error("datasets", f"at most {MAX_DATASETS} dataset versions per job")
+        return ()
+    ids: list[int] = []
+    for item in value:
+        if isinstance(item, str) and _DIGITS_RE.fullmatch(item) and len(item) <= _MAX_INT_DIGITS:
+            item = int(item)
+        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item < 2**53:
+            error("datasets", "each must be a dataset version id (a positive whole number)")
+            return ()
+        if item in ids:
+            error("datasets", f"version {item} is listed twice")
+            return ()
+        ids.append(item)
+    return tuple(ids)
 
 
 def _absent(value: Any) -> bool:

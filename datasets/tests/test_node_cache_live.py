@@ -1,0 +1,189 @@
+"""Datasets on the dev cluster's nodes: staged to a node's NVMe cache by deploy/node/gpupool-dataset-cache,
+mounted read-only at /data/<name> inside the job's container, and preferred by the next job.
+
+The store is the dev cluster's (inside its root, where the nodes see it), not a test's temporary
+directory; version ids of a fresh test database may meet a store's leftovers, which the tool and
+the portal are built to tell apart (copies are named by content, manifests rewritten).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+
+import pytest
+from django.conf import settings
+
+from cluster.services import job_paths, rest_client
+from cluster.types import JobSubmission
+from conftest import subscribe
+from datasets.models import DatasetVersion, NodeCopy, VersionState
+from datasets.node_cache import feature_for
+from jobs import dataset_staging, protocol
+from jobs.models import Job, JobDataset
+from jobs.tests.conftest import GOOD_SPEC
+from testing.slurm import wait_for, wait_for_state
+
+needs_pyxis = pytest.mark.skipif(
+    settings.JOB_RUNTIME != "pyxis", reason="this dev cluster runs jobs without containers (JOB_RUNTIME=none)"
+)
+pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), needs_pyxis]
+
+# Inside the container: the version's manifest sha256 (datasets/manifest.py) of /data/<name>.
+MANIFEST_SHA = (
+    "import hashlib, os, sys\n"
+    "root = sys.argv[1]\n"
+    "rows = []\n"
+    "for folder, _dirs, names in os.walk(root):\n"
+    "    for name in names:\n"
+    "        full = os.path.join(folder, name)\n"
+    "        data = open(full, 'rb').read()\n"
+    "        rows.append((os.path.relpath(full, root), len(data), hashlib.sha256(data).hexdigest()))\n"
+    "rows.sort(key=lambda row: row[0].encode())\n"
+    "text = ''.join(f'{sha} {size} {path}\\n' for path, size, sha in rows)\n"
+    "print('manifest-sha256', hashlib.sha256(text.encode()).hexdigest())\n"
+)
+
+
+@pytest.fixture(autouse=True)
+def store(settings):
+    settings.DATASET_STORE = settings.DEVCLUSTER_DIR / "root" / "srv/gpupool/datasets"
+    settings.SUBMIT_INLINE = True
+    return settings.DATASET_STORE
+
+
+def _ready_version(tus_for, user, dataset, files: dict[str, bytes]) -> DatasetVersion:
+    tus = tus_for(user, dataset)
+    for path, data in files.items():
+        tus.upload(path, data, chunk=4 * 1024 * 1024)
+    assert tus.commit().status_code == 202
+    version = DatasetVersion.objects.get(dataset=dataset)
+    assert version.state == VersionState.READY, version.error
+    return version
+
+
+def _submit(client, **changes) -> Job:
+    body = {**GOOD_SPEC, "gpu_type": "a100", **changes}
+    answer = client.post("/api/v1/jobs/", body, format="json")
+    assert answer.status_code == 201, answer.content
+    job = Job.objects.get(pk=answer.json()["id"])
+    assert job.slurm_job_id, job.error
+    return job
+
+
+def _stdout(job: Job) -> str:
+    local = job_paths().to_local(protocol.job_directory(job)) / "stdout.log"
+    return local.read_text() if local.exists() else ""
+
+
+def _finished(job: Job) -> Job:
+    done = wait_for_state(rest_client(), job.slurm_job_id, {"COMPLETED", "FAILED", "CANCELLED"}, timeout=120)
+    assert done.state == "COMPLETED", _stdout(job)
+    job.refresh_from_db()
+    job.nodes = done.nodes
+    job.save(update_fields=["nodes"])
+    assert dataset_staging.record_staging(job.pk)
+    return job
+
+
+def _scontrol_show_job(job_id: int) -> str:
+    root = settings.DEVCLUSTER_DIR / "root"
+    return subprocess.run(
+        ["chroot", str(root), "scontrol", "show", "job", str(job_id)], capture_output=True, text=True, check=False
+    ).stdout
+
+
+def test_a_job_reads_its_dataset_at_data_and_the_next_one_lands_warm_on_that_node(
+    alice, bob, provision, slurm, tus_for, api_client_for, eager_tasks
+):
+    from datasets import actions
+
+    provision(alice)
+    subscribe(bob, "enterprise")  # four A100s at once
+    provision(bob)
+    dataset = actions.create_dataset(alice, name=f"corpus-{secrets.token_hex(3)}")
+    files = {"train/part-0.bin": os.urandom(12 * 1024 * 1024), "train/part-1.bin": os.urandom(3000), "README": b"hi\n"}
+    version = _ready_version(tus_for, alice, dataset, files)
+    client = api_client_for(alice)
+    command = f'python3 -c "$MANIFEST_SCRIPT" /data/{dataset.name}; touch /data/{dataset.name}/x || echo ro'
+    environment = {"MANIFEST_SCRIPT": MANIFEST_SHA}
+
+    # A blocker holds every GPU of the first a100 node, so the first job goes to the other one.
+    blocker = _submit(api_client_for(bob), command="sleep 300", gpu_count=4, name="blocker")
+    blocked_node = wait_for_state(rest_client(), blocker.slurm_job_id, {"RUNNING"}).nodes
+    first = _submit(client, command=command, environment=environment, datasets=[version.pk])
+    first = _finished(first)
+    output = _stdout(first)
+    assert f"manifest-sha256 {version.sha256}" in output, output
+    assert "ro" in output.split("[gpupool] ---- job output ----")[1]
+    assert first.nodes != blocked_node
+    cold = JobDataset.objects.get(job=first)
+    assert (cold.warmth, cold.node, cold.copied_bytes) == ("cold", first.nodes, version.size_bytes)
+    assert NodeCopy.objects.filter(node=first.nodes, version=version).exists()
+    features = _scontrol_show_node_features(first.nodes)
+    assert feature_for(version.pk) in features, features
+
+    # The blocker gone, the first node is free again and first in Slurm's order; the second job
+    # still goes where its data is, and finds it warm.
+    rest_client(bob.profile.cluster_username).cancel_job(blocker.slurm_job_id)
+    wait_for_state(rest_client(), blocker.slurm_job_id, {"CANCELLED"})
+    second = _submit(client, command=command, environment=environment, datasets=[version.pk])
+    shown = _scontrol_show_job(second.slurm_job_id)
+    second = _finished(second)
+    assert f"Prefer={feature_for(version.pk)}" in shown, shown
+    assert second.nodes == first.nodes
+    assert f"manifest-sha256 {version.sha256}" in _stdout(second)
+    warm = JobDataset.objects.get(job=second)
+    assert warm.warmth == "warm" and warm.copied_bytes == 0
+    assert warm.staging_seconds < cold.staging_seconds
+    print(f"staging: cold {cold.staging_seconds} s, warm {warm.staging_seconds} s ({version.size_bytes} bytes)")
+
+    # Its NVMe: the job asked for the dataset's GB on top of its scratch (gres/nvme).
+    assert "gres/nvme:1" in second.tres_per_node
+
+
+def _scontrol_show_node_features(node: str) -> str:
+    root = settings.DEVCLUSTER_DIR / "root"
+    shown = subprocess.run(
+        ["chroot", str(root), "scontrol", "-o", "show", "node", node], capture_output=True, text=True, check=False
+    ).stdout
+    return next((part for part in shown.split() if part.startswith("ActiveFeatures=")), "")
+
+
+def test_the_node_tool_stages_nothing_for_another_users_grant(
+    alice, bob, provision, slurm, tus_for, api_client_for, eager_tasks
+):
+    """bob runs the tool himself, on a node, naming alice's job: refused, nothing staged for him."""
+    from datasets import actions
+
+    provision(alice)
+    bobs_profile = provision(bob)
+    bob_account = bobs_profile.cluster_username
+    dataset = actions.create_dataset(alice, name=f"private-{secrets.token_hex(3)}")
+    version = _ready_version(tus_for, alice, dataset, {"secret.txt": b"alice only\n"})
+    alices = _submit(api_client_for(alice), command="sleep 60", datasets=[version.pk])
+    directory = job_paths().job_dir(bob_account) / f"raw-{secrets.token_hex(3)}"
+    local = job_paths().to_local(
+        protocol.make_user_directory(bob_account, directory.name, bobs_profile.cluster_uid, bobs_profile.cluster_gid)
+    )
+    script = (
+        f"#!/bin/bash\nsudo -n /usr/local/sbin/gpupool-dataset-cache stage {alices.uuid} $SLURM_JOB_ID\necho rc=$?\n"
+    )
+    bobs = rest_client(bob_account).submit_job(
+        JobSubmission(
+            name="steal",
+            script=script,
+            working_directory=str(directory),
+            standard_output=f"{directory}/out.log",
+            standard_error=f"{directory}/out.log",
+            account=settings.SLURM_ACCOUNT,
+            partition=settings.SLURM_PARTITION,
+            tres_per_node="gres/gpu:a100:1",
+        )
+    )
+    wait_for_state(rest_client(), bobs, {"COMPLETED", "FAILED"})
+    output = wait_for(lambda: (local / "out.log").exists() and (local / "out.log").read_text(), what="bob's output")
+    assert "rc=1" in output and f"is not {bob_account}'s" in output, output
+    assert "GPUPOOL_DATASET_VIEW" not in output
+    rest_client(alice.profile.cluster_username).cancel_job(alices.slurm_job_id)
