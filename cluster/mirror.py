@@ -25,6 +25,7 @@ def _node_fields(node: SlurmNode) -> dict:
             for group in node.gpus
         ],
         "shards_total": node.shards_total,
+        "nvme_gb": node.nvme_gb,
         "shards_used": node.shards_used,
     }
 

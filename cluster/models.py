@@ -17,6 +17,8 @@ class Node(models.Model):
     # [{"type": "a100", "count": 4, "used_indexes": [0, 1]}]
     gpus = models.JSONField(default=list)
     shards_total = models.IntegerField(default=0)
+    # Its NVMe cache (gres/nvme), GB: what its dataset copies may fill (datasets/node_cache.py).
+    nvme_gb = models.PositiveIntegerField(default=0)
     shards_used = models.IntegerField(default=0)
     # The NVIDIA driver as the node's telemetry last reported it (telemetry/drivers.py; never
     # from Slurm): "550.54.15", where from ("nvml", "dcgm", "emulator"), and when.

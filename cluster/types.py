@@ -59,6 +59,8 @@ class Node:
     gpus: tuple[GpuGroup, ...]
     shards_total: int
     shards_used: int
+    # The node's NVMe cache in GB (the count-only gres/nvme), 0 where it declares none.
+    nvme_gb: int = 0
 
     @property
     def state(self) -> str:

@@ -23,6 +23,7 @@ from console.diagnostics import DiagnosticRefused, latest_diagnostic, start_diag
 from console.heatmap import heatmap_payload, shared_heatmap
 from console.models import GpuReset
 from console.tasks import run_gpu_reset
+from datasets.node_cache import node_cache_view
 from jobs.models import Job
 from telemetry.models import GpuLatest, GpuMinute, GpuSampleRaw
 from telemetry.storage import table_sizes
@@ -115,6 +116,7 @@ def node_detail(request, name: str):
         "more_jobs": hidden_count,
         "is_admin": admin,
         "audit": recent_actions(name) if admin else [],
+        "dataset_cache": node_cache_view(name, node.nvme_gb, request.user, sees_all=admin),
     }
     return render(request, "console/node_detail.html", context)
 

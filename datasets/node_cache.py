@@ -15,6 +15,7 @@ names a feature no node has any more is sent again without it (jobs/tasks.py).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
@@ -24,6 +25,7 @@ from cluster.services import rest_client, slurm_cli
 from datasets import storage
 from datasets.manifest import manifest_lines
 from datasets.models import DatasetFile, DatasetVersion, NodeCopy, VersionState
+from datasets.queries import own_datasets
 
 log = logging.getLogger(__name__)
 
@@ -150,3 +152,33 @@ def cache_by_node() -> dict[str, list[NodeCopy]]:
     for copy in NodeCopy.objects.select_related("version__dataset").order_by("node", "-last_used_at"):
         result.setdefault(copy.node, []).append(copy)
     return result
+
+
+@dataclass(frozen=True)
+class NodeCacheView:
+    """One node's cache as a viewer may see it: the copies of datasets they may read by name,
+    the others only counted (another user's dataset names are theirs)."""
+
+    capacity_bytes: int
+    used_bytes: int
+    shown: list[NodeCopy]
+    others: int
+    others_bytes: int
+
+    @property
+    def percent(self) -> int:
+        return min(100, self.used_bytes * 100 // self.capacity_bytes) if self.capacity_bytes else 0
+
+
+def node_cache_view(node: str, capacity_gb: int, viewer, *, sees_all: bool) -> NodeCacheView:
+    copies = list(NodeCopy.objects.filter(node=node).select_related("version__dataset").order_by("-last_used_at"))
+    readable = set() if sees_all else set(own_datasets(viewer).values_list("pk", flat=True))
+    shown = [copy for copy in copies if sees_all or copy.version.dataset_id in readable]
+    hidden = [copy for copy in copies if copy not in shown]
+    return NodeCacheView(
+        capacity_bytes=capacity_gb * 10**9,
+        used_bytes=sum(copy.size_bytes for copy in copies),
+        shown=shown,
+        others=len(hidden),
+        others_bytes=sum(copy.size_bytes for copy in hidden),
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 
 from accounts.access import is_admin
-from datasets.models import Dataset
+from datasets.models import Dataset, DatasetVersion, NodeCopy, VersionState
 from groups.models import Membership
 
 
@@ -57,3 +57,19 @@ def readable_dataset(user, dataset_id) -> Dataset:
 def may_write(user, dataset: Dataset) -> bool:
     """Whether `user` may add versions to `dataset`: its owner, or an active member of its open group."""
     return own_datasets(user).filter(pk=dataset.pk).exists()
+
+
+def mountable_versions(user, limit: int = 200):
+    """The ready versions the user may mount (jobs.submission.datasets), newest first, each with
+    `cached_on`: the nodes whose NVMe holds it."""
+    versions = list(
+        DatasetVersion.objects.filter(dataset__in=own_datasets(user), state=VersionState.READY)
+        .select_related("dataset__group")
+        .order_by("dataset__name", "-number")[:limit]
+    )
+    nodes: dict[int, list[str]] = {}
+    for version_id, node in NodeCopy.objects.filter(version__in=versions).values_list("version_id", "node"):
+        nodes.setdefault(version_id, []).append(node)
+    for version in versions:
+        version.cached_on = sorted(nodes.get(version.pk, []))
+    return versions

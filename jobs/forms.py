@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from jobs.submission.spec import FIELDS as SPEC_FIELDS
 
-# The spec's fields, but the environment, which the form takes as NAME=value lines.
-FIELDS = [field for field in SPEC_FIELDS if field != "environment"]
+# The spec's fields, but the environment, which the form takes as NAME=value lines, and the
+# datasets, a checkbox per version.
+FIELDS = [field for field in SPEC_FIELDS if field not in ("environment", "datasets")]
 
 
 def form_data_from_post(post) -> dict:
@@ -19,6 +20,9 @@ def form_data_from_post(post) -> dict:
     environment = _unix_newlines(post.get("environment", "")).strip()
     if environment:
         data["environment"] = environment
+    datasets = [value for value in post.getlist("datasets") if value.strip()]
+    if datasets:
+        data["datasets"] = datasets
     return data
 
 

@@ -8,6 +8,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from datasets.queries import mountable_versions
 from foundation.ratelimit import hit
 from groups.queries import GroupError, default_group, groups_of, sees_everyone, visible_group
 from jobs import actions
@@ -165,6 +166,7 @@ def _id_or_404(text: str) -> int:
 @login_required
 def job_new(request):
     errors: dict = {}
+    chosen_datasets: set[int] = set()
     values = {"time_limit_minutes": 60, "gpu_count": 1, "command": "", "environment": ""}
     if request.method == "POST":
         data = form_data_from_post(request.POST)
@@ -174,6 +176,7 @@ def job_new(request):
         if "group" in request.POST:
             data["group"] = request.POST["group"] or None
         values = {**values, **request.POST.dict()}
+        chosen_datasets = {int(value) for value in request.POST.getlist("datasets") if value.isdigit()}
         try:
             job = intake.accept(request, data)
         except SpecError as exc:
@@ -200,6 +203,7 @@ def job_new(request):
             source = get_object_or_404(JobTemplate, pk=_id_or_404(template_id), owner=request.user).spec
         if source:
             values = initial_from_spec(source)
+            chosen_datasets = {int(value) for value in source.get("datasets", []) if isinstance(value, int)}
     plan = plan_for(request.user)
     images = settings.IMAGE_CATALOGUE.for_plan(plan.code)
     context = {
@@ -213,6 +217,8 @@ def job_new(request):
         "is_clone": "clone" in request.GET,
         # The picker: the catalogue images of the user's plan (foundation/images.py).
         "images": images,
+        "dataset_versions": mountable_versions(request.user),
+        "chosen_datasets": chosen_datasets,
         "spot_allowed": plan.allows_spot,
         "spot_shares": _spot_shares(plan),
         "spot_grace_seconds": settings.SPOT_GRACE_SECONDS,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from cluster.gres import gpu_groups, job_gpu_indexes, shard_totals
+from cluster.gres import gpu_groups, job_gpu_indexes, parse_gres, shard_totals
 from cluster.hostlist import expand_hostlist
 from cluster.slurmrest.base import ApiAdapter, Json
 from cluster.types import (
@@ -165,6 +165,7 @@ class V0041Adapter(ApiAdapter):
                     gpus=gpu_groups(gres, gres_used),
                     shards_total=shards_total,
                     shards_used=shards_used,
+                    nvme_gb=sum(item.count for item in parse_gres(gres) if item.name == "nvme"),
                 )
             )
         return nodes

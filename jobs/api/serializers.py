@@ -8,8 +8,8 @@ from rest_framework import serializers
 
 from jobs.costs import JobCost, cost_for, costs_for, money
 from jobs.diagnosis.reasons import explain_reason
-from jobs.models import Job
-from jobs.submission.spec import IMAGE_RE, MAX_IMAGE_CHARS, NAME_RE
+from jobs.models import Job, JobDataset
+from jobs.submission.spec import IMAGE_RE, MAX_DATASETS, MAX_IMAGE_CHARS, NAME_RE
 
 MONEY_HELP = "USD as a decimal string, exact (not rounded to the cent)"
 
@@ -62,6 +62,37 @@ class JobListSerializer(serializers.ListSerializer):
         return super().to_representation(jobs)
 
 
+class JobDatasetSerializer(serializers.ModelSerializer):
+    version = serializers.IntegerField(source="version_id", help_text="The dataset version's id")
+    dataset = serializers.IntegerField(source="version.dataset_id", help_text="The dataset's id")
+    number = serializers.IntegerField(source="version.number", help_text="The version's number in its dataset")
+    mounted_at = serializers.SerializerMethodField(help_text="Where the job reads it: /data/<name>")
+    warmth = serializers.CharField(
+        help_text="warm: the node held a verified copy; cold: copied to the node's NVMe for this job; "
+        "empty until the job has staged it"
+    )
+
+    class Meta:
+        model = JobDataset
+        fields = [
+            "version",
+            "dataset",
+            "number",
+            "name",
+            "mounted_at",
+            "size_bytes",
+            "node",
+            "warmth",
+            "copied_bytes",
+            "staging_seconds",
+            "ready_at",
+        ]
+        read_only_fields = fields
+
+    def get_mounted_at(self, mount) -> str:
+        return f"/data/{mount.name}"
+
+
 class JobSerializer(serializers.ModelSerializer):
     id = serializers.IntegerField(read_only=True)
     reason = serializers.SerializerMethodField()
@@ -84,6 +115,7 @@ class JobSerializer(serializers.ModelSerializer):
     cost_detail = serializers.SerializerMethodField(
         help_text="How cost or cost_so_far comes about (plan hours, credits, billable); null when both are null"
     )
+    datasets = JobDatasetSerializer(many=True, read_only=True, help_text="The dataset versions it mounts")
 
     class Meta:
         model = Job
@@ -119,6 +151,7 @@ class JobSerializer(serializers.ModelSerializer):
             "cost_detail",
             "error",
             "spec",
+            "datasets",
             "created_at",
             "updated_at",
         ]
@@ -240,6 +273,15 @@ class JobSpecInputSerializer(serializers.Serializer):
         help_text="Run on idle GPUs, preemptible by any plan's job: SIGTERM, SPOT_GRACE_SECONDS to checkpoint, "
         "then requeued; not on the plan's GPU quota; paid plans only; not with a reservation or a group",
     )
+    datasets = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**53 - 1),
+        required=False,
+        allow_null=True,
+        max_length=MAX_DATASETS,
+        help_text="Dataset version ids (GET /api/v1/datasets/), each mounted read-only at /data/<dataset name>; "
+        "staged to the job's node NVMe first (their GB count as the job's NVMe), and the job prefers a node that "
+        "holds them; not with data_mount",
+    )
     reservation = serializers.IntegerField(
         required=False,
         allow_null=True,
@@ -276,6 +318,8 @@ def submission_json_types() -> dict[str, type]:
             types[name] = int
         elif isinstance(field, serializers.DictField):
             types[name] = dict
+        elif isinstance(field, serializers.ListField):
+            types[name] = list
         else:
             types[name] = str
     return types

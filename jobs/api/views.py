@@ -38,6 +38,7 @@ TYPE_MESSAGES = {
     str: "must be a string",
     int: "must be a whole number (a JSON number, not a string)",
     dict: "must be an object of NAME: value strings",
+    list: "must be a list",
 }
 
 
@@ -133,7 +134,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         if getattr(self, "swagger_fake_view", False):
             # The schema generator has no user; it needs the model (for the id's type).
             return Job.objects.none()
-        return Job.objects.filter(owner=self.request.user)
+        return Job.objects.filter(owner=self.request.user).prefetch_related("datasets__version")
 
     def list(self, request, *args, **kwargs):
         response = super().list(request, *args, **kwargs)

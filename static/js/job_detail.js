@@ -81,7 +81,25 @@
     } catch (e) { /* offline: the next tick tries again */ }
   }
 
+  // While the job's datasets are being copied to its node, their progress is read again every
+  // STAGING_MS (staging changes no job state, so no live update brings it).
+  const STAGING_MS = 2000;
+  async function refreshStaging() {
+    const summary = document.querySelector("[data-job-summary]");
+    if (!summary || !document.querySelector("[data-job-datasets] [data-staging-active]")) return;
+    try {
+      const response = await fetch(summary.dataset.jobSummary, {credentials: "same-origin"});
+      if (!response.ok) return;
+      const holder = document.createElement("div");
+      holder.innerHTML = await response.text();
+      const fresh = holder.querySelector("[data-job-datasets]");
+      const current = document.querySelector("[data-job-datasets]");
+      if (fresh && current) current.replaceWith(fresh);
+    } catch (e) { /* offline: the next tick tries again */ }
+  }
+
   timer = setInterval(refresh, 3000);
+  setInterval(refreshStaging, STAGING_MS);
   setInterval(tick, 1000);
   setInterval(refreshCost, COST_MS);
   tick();
