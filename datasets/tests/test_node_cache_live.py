@@ -81,8 +81,8 @@ def _finished(job: Job) -> Job:
     done = wait_for_state(rest_client(), job.slurm_job_id, {"COMPLETED", "FAILED", "CANCELLED"}, timeout=120)
     assert done.state == "COMPLETED", _stdout(job)
     job.refresh_from_db()
-    job.nodes = done.nodes
-    job.save(update_fields=["nodes"])
+    job.nodes, job.state = done.nodes, done.state  # as the mirror would (it does not run here)
+    job.save(update_fields=["nodes", "state"])
     assert dataset_staging.record_staging(job.pk)
     return job
 
@@ -187,3 +187,51 @@ def test_the_node_tool_stages_nothing_for_another_users_grant(
     assert "rc=1" in output and f"is not {bob_account}'s" in output, output
     assert "GPUPOOL_DATASET_VIEW" not in output
     rest_client(alice.profile.cluster_username).cancel_job(alices.slurm_job_id)
+
+
+@pytest.fixture
+def small_cache():
+    """The nodes' caches cut to 10 MB (the tool's CAPACITY_BYTES), as they were after the test."""
+    conf = settings.DEVCLUSTER_DIR / "root" / "etc/gpupool/dataset-cache.conf"
+    before = conf.read_text()
+    conf.write_text(before + "CAPACITY_BYTES=10000000\n")
+    yield
+    conf.write_text(before)
+
+
+def test_a_full_cache_evicts_the_least_recently_used_copy_but_never_one_a_running_job_mounts(
+    alice, provision, slurm, tus_for, api_client_for, eager_tasks, small_cache
+):
+    from datasets import actions
+
+    versions = {}
+    for name in ("xs", "ys"):
+        dataset = actions.create_dataset(alice, name=f"{name}-{secrets.token_hex(3)}")
+        versions[name] = _ready_version(tus_for, alice, dataset, {"blob.bin": os.urandom(6 * 1000 * 1000)})
+    x, y = versions["xs"], versions["ys"]
+    subscribe(alice, "enterprise")  # the one H100 node: every job lands on the same cache
+    provision(alice)
+    client = api_client_for(alice)
+
+    def run(version, command="true") -> Job:
+        return _submit(client, gpu_type="h100", command=command, datasets=[version.pk])
+
+    first = _finished(run(x))
+    node = first.nodes
+    assert JobDataset.objects.get(job=first).warmth == "cold"
+    second = _finished(run(y))  # no room for both: x, least recently used, goes
+    assert f"GPUPOOL_DATASET_EVICTED {x.sha256} {x.size_bytes}" in _stdout(second)
+    assert not NodeCopy.objects.filter(node=node, version=x).exists()
+    assert NodeCopy.objects.filter(node=node, version=y).exists()
+    assert feature_for(x.pk) not in _scontrol_show_node_features(node)
+    assert feature_for(y.pk) in _scontrol_show_node_features(node)
+
+    # x again, held by a running job: y is evicted for it, and a job on y then finds no room.
+    holder = run(x, command="sleep 60")
+    wait_for(lambda: "GPUPOOL_DATASET_VIEW" in _stdout(holder), what="the holder's staging")
+    blocked = run(y)
+    done = wait_for_state(rest_client(), blocked.slurm_job_id, {"COMPLETED", "FAILED"})
+    assert done.state == "FAILED"
+    stderr = (job_paths().to_local(protocol.job_directory(blocked)) / "stderr.log").read_text()
+    assert "no room in this node's cache" in stderr, stderr
+    rest_client(alice.profile.cluster_username).cancel_job(holder.slurm_job_id)
