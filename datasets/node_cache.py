@@ -172,7 +172,7 @@ class NodeCacheView:
 
 def node_cache_view(node: str, capacity_gb: int, viewer, *, sees_all: bool) -> NodeCacheView:
     copies = list(NodeCopy.objects.filter(node=node).select_related("version__dataset").order_by("-last_used_at"))
-    readable = set() if sees_all else set(own_datasets(viewer).values_list("pk", flat=True))
+    readable = set() if sees_all or not copies else set(own_datasets(viewer).values_list("pk", flat=True))
     shown = [copy for copy in copies if sees_all or copy.version.dataset_id in readable]
     hidden = [copy for copy in copies if copy not in shown]
     return NodeCacheView(
