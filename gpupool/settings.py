@@ -420,9 +420,13 @@ PROVISIONING_BACKEND = env_str("PROVISIONING_BACKEND", "local")
 
 # --- Datasets -----------------------------------------------------------------------------
 # Where uploads are staged and ready versions kept (datasets/storage.py): under the dev
-# cluster's root by default, so its nodes see the same tree (a later part caches it on their
-# NVMe). In production a filesystem the web and worker hosts share.
+# cluster's root by default, so its nodes see the same tree, which their tool copies to their
+# NVMe caches (deploy/node/gpupool-dataset-cache). In production a filesystem the web and
+# worker hosts share and the nodes can read (read-only is enough for them).
 DATASET_STORE = env_path("DATASET_STORE", DEVCLUSTER_DIR / "root/srv/gpupool/datasets")
+# Jobs prefer a node that holds their data (Slurm's --prefer on ds_<version> node features,
+# datasets/node_cache.py); off only to measure what that placement gains (bench/datasets.py).
+DATASET_PLACEMENT = env_bool("DATASET_PLACEMENT", True)
 # The most files one version may hold.
 DATASET_MAX_FILES_PER_VERSION = env_int("DATASET_MAX_FILES_PER_VERSION", 100_000, minimum=1)
 

@@ -159,7 +159,7 @@ def _submit_with_datasets(job: Job, client) -> int:
     if not mounts:
         return client.submit_job(_submission(job))
     node_cache.write_grant(job.uuid, job.cluster_user, [(mount.version, mount.name) for mount in mounts])
-    prefer = node_cache.prefer_for(mount.version_id for mount in mounts)
+    prefer = node_cache.prefer_for(mount.version_id for mount in mounts) if settings.DATASET_PLACEMENT else ""
     try:
         return client.submit_job(_submission(job, prefer=prefer))
     except SlurmError as exc:
