@@ -6,14 +6,17 @@ task call these."""
 
 from __future__ import annotations
 
+import os
+
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from accounts.access import is_admin
 from accounts.models import Profile
 from audit.log import record
-from datasets import storage
+from datasets import importing, storage
 from datasets.manifest import manifest_sha256
 from datasets.models import NAME, Dataset, DatasetFile, DatasetVersion, Upload, VersionState
 from datasets.paths import PathError, clashes, clean_relative_path
@@ -205,6 +208,56 @@ def abandon_version(version: DatasetVersion, actor) -> DatasetVersion:
         record(actor, "dataset.version.abandon", _target(version.dataset), after={"version": version.number})
         transaction.on_commit(lambda: storage.remove_staged(ids))
     return DatasetVersion.objects.get(pk=version.pk)
+
+
+def register_version(dataset: Dataset, actor, *, path) -> DatasetVersion:
+    """An admin registers a directory of the pool's shared storage as the dataset's next version
+    (datasets/importing.py): checked to lie under DATASET_IMPORT_ROOTS and to be a directory,
+    then a worker copies and hashes it (the version is `verifying` until then)."""
+    if not is_admin(actor):
+        raise DatasetError("path", "Only admins register data from shared storage.", 403)
+    try:
+        source = importing.check_source(path)
+        os.close(importing.open_directory(source))
+    except importing.ImportRefused as exc:
+        raise DatasetError("path", str(exc)) from None
+    try:
+        with transaction.atomic():
+            Dataset.objects.select_for_update().get(pk=dataset.pk)
+            number = (dataset.versions.aggregate(last=Max("number"))["last"] or 0) + 1
+            version = DatasetVersion.objects.create(
+                dataset=dataset,
+                number=number,
+                created_by=actor,
+                state=VersionState.VERIFYING,
+                committed_at=timezone.now(),
+                source_path=source,
+            )
+            record(actor, "dataset.version.register", _target(dataset), after={"version": number, "path": source})
+            transaction.on_commit(lambda: version_committed.send(sender=DatasetVersion, version_id=version.pk))
+    except IntegrityError:
+        raise DatasetError("version", "A version is still open: commit or abandon it first.", 409) from None
+    return version
+
+
+def reserve_import(version_id: int, size: int, file_count: int) -> None:
+    """Before a registered version's bytes are copied: its size counts against the owner's
+    quota, or DatasetError (413) says why it does not fit."""
+    with transaction.atomic():
+        version = DatasetVersion.objects.select_related("dataset").get(pk=version_id)
+        _lock_owner(version.dataset)
+        others = used_bytes(version.dataset) - (version.size_bytes if version.state == VersionState.VERIFYING else 0)
+        allowed = quota_bytes(version.dataset)
+        if others + size > allowed:
+            raise DatasetError(
+                "path",
+                f"Over the NVMe quota: {describe(allowed)} allowed, {describe(others)} used or reserved, and this "
+                f"directory holds {describe(size)}.",
+                413,
+            )
+        DatasetVersion.objects.filter(pk=version_id, state=VersionState.VERIFYING).update(
+            size_bytes=size, file_count=file_count
+        )
 
 
 def mark_ready(version_id: int, files: list[tuple[str, int, str]]) -> bool:

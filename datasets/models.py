@@ -80,6 +80,9 @@ class DatasetVersion(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     committed_at = models.DateTimeField(null=True, blank=True)
     ready_at = models.DateTimeField(null=True, blank=True)
+    # Registered by an admin from the pool's shared storage (datasets/importing.py): the
+    # directory the worker copied it from, instead of uploads.
+    source_path = models.CharField(max_length=1024, blank=True)
 
     class Meta:
         ordering = ["dataset", "-number"]

@@ -1,11 +1,12 @@
 """The NVMe quota of a dataset's owner: the plan's included NVMe cache (plans: Pro has 500 GB),
 for a user their own plan, for a group the plan it holds (groups.group_plans; a group without
-one has none). Counted against it: every ready version of the owner's datasets, and every
-byte declared by uploads into versions still open. GB are 10^9 bytes, as drives are sold."""
+one has none). Counted against it: every ready version of the owner's datasets, every byte
+declared by uploads into versions still open, and versions being registered from shared
+storage. GB are 10^9 bytes, as drives are sold."""
 
 from __future__ import annotations
 
-from django.db.models import Sum
+from django.db.models import Q, Sum
 
 from datasets.models import OPEN_STATES, Dataset, DatasetVersion, Upload, VersionState
 from groups import group_plans
@@ -25,7 +26,13 @@ def quota_bytes(dataset: Dataset) -> int:
 def used_bytes(dataset: Dataset) -> int:
     """What the owner's datasets hold or have reserved by open uploads."""
     owner = owned_by(dataset.user_id, dataset.group_id, through="dataset")
-    stored = DatasetVersion.objects.filter(state=VersionState.READY, **owner).aggregate(total=Sum("size_bytes"))
+    # Ready versions, and versions being registered from shared storage (their size is set,
+    # datasets.actions.reserve_import, before a byte is copied).
+    stored = (
+        DatasetVersion.objects.filter(**owner)
+        .filter(Q(state=VersionState.READY) | (Q(state=VersionState.VERIFYING) & ~Q(source_path="")))
+        .aggregate(total=Sum("size_bytes"))
+    )
     owner = owned_by(dataset.user_id, dataset.group_id, through="version__dataset")
     reserved = (
         Upload.objects.filter(version__state__in=OPEN_STATES, **owner)

@@ -246,3 +246,51 @@ def remove_grant(job_uuid: str) -> None:
             os.unlink(str(uuid.UUID(str(job_uuid))), dir_fd=folder)
     except (FileNotFoundError, StorageError):
         pass
+
+
+def open_version_file(version_id: int, path: str) -> int:
+    """A read descriptor of a ready version's file (no link followed anywhere in its path);
+    StorageError when it is missing."""
+    try:
+        return _open_in_tree(version_id, path)
+    except OSError as exc:
+        raise StorageError(f"{path}: {exc.strerror}") from None
+
+
+@contextmanager
+def version_file_writer(version_id: int, path: str):
+    """A writer of versions/<id>/<path> (folders made, no link followed): yields a function
+    taking blocks; the file appears under its name only when the block is complete."""
+    *folders, leaf = path.split("/")
+    with _directory("versions", str(int(version_id))) as top:
+        fd = os.dup(top)
+        try:
+            for folder in folders:
+                try:
+                    os.mkdir(folder, 0o750, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                inner = os.open(folder, DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+            temporary = f".{leaf[:200]}.{os.getpid()}.part"
+            out = os.open(
+                temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640, dir_fd=fd
+            )
+            try:
+                yield lambda block: _write_all(out, block)
+                os.fsync(out)
+            except BaseException:
+                os.close(out)
+                os.unlink(temporary, dir_fd=fd)
+                raise
+            os.close(out)
+            os.rename(temporary, leaf, src_dir_fd=fd, dst_dir_fd=fd)
+        finally:
+            os.close(fd)
+
+
+def _write_all(fd: int, block: bytes) -> None:
+    view = memoryview(block)
+    while view:
+        view = view[os.write(fd, view) :]

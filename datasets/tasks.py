@@ -6,9 +6,11 @@ nothing unless it is `verifying`, so running twice (or at once) is safe."""
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 
-from datasets import actions, node_cache, storage
+from datasets import actions, importing, node_cache, storage
 from datasets.models import DatasetVersion, Upload, VersionState
+from datasets.queries import DatasetError
 
 
 @shared_task(ignore_result=True)
@@ -16,6 +18,8 @@ def verify_version(version_id: int) -> str:
     version = DatasetVersion.objects.filter(pk=version_id).first()
     if version is None or version.state != VersionState.VERIFYING:
         return version.state if version else "missing"
+    if version.source_path:
+        return _import_version(version)
     uploads = list(Upload.objects.filter(version_id=version_id, state=Upload.State.COMPLETE).order_by("path"))
     files = []
     try:
@@ -34,6 +38,24 @@ def verify_version(version_id: int) -> str:
         actions.mark_failed(version_id, f"The uploaded files could not be read back: {exc}")
         return VersionState.FAILED
     actions.mark_ready(version_id, files)
+    return VersionState.READY
+
+
+def _import_version(version: DatasetVersion) -> str:
+    """A version registered from shared storage: scanned, its size reserved in the quota,
+    copied and hashed into the store (datasets/importing.py); run again, it starts over."""
+    try:
+        files = importing.scan(version.source_path, settings.DATASET_MAX_FILES_PER_VERSION)
+        actions.reserve_import(version.pk, sum(size for _path, size in files), len(files))
+        storage.remove_tree(version.pk)
+        copied = importing.copy_into_version(version.source_path, version.pk, files)
+    except (importing.ImportRefused, DatasetError) as exc:
+        actions.mark_failed(version.pk, str(exc.message if isinstance(exc, DatasetError) else exc))
+        return VersionState.FAILED
+    except (storage.StorageError, OSError) as exc:
+        actions.mark_failed(version.pk, f"{version.source_path} could not be copied: {exc}")
+        return VersionState.FAILED
+    actions.mark_ready(version.pk, copied)
     return VersionState.READY
 
 

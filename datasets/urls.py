@@ -6,4 +6,5 @@ app_name = "datasets"
 urlpatterns = [
     path("", views.dataset_list, name="list"),
     path("<int:pk>/", views.dataset_detail, name="detail"),
+    path("<int:pk>/register", views.register_version, name="register"),
 ]

@@ -4,11 +4,15 @@ speaks the tus API: /api/v1/datasets/...)."""
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Prefetch
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
+from accounts.access import is_admin
 from datasets import actions
 from datasets.forms import DatasetForm
 from datasets.models import DatasetVersion, VersionState
@@ -39,6 +43,10 @@ def dataset_list(request):
     return render(request, "datasets/list.html", {"datasets": datasets, "form": form})
 
 
+# The dataset page lists this many files of its newest ready version (the API lists them all).
+FILES_LISTED = 100
+
+
 @login_required
 def dataset_detail(request, pk: int):
     try:
@@ -47,12 +55,34 @@ def dataset_detail(request, pk: int):
         raise Http404("No such dataset.") from None
     versions = list(dataset.versions.order_by("-number")[:200])
     open_version = next((v for v in versions if v.state == VersionState.UPLOADING), None)
+    latest_ready = next((v for v in versions if v.state == VersionState.READY), None)
     context = {
+        "latest_ready": latest_ready,
+        "latest_files": list(latest_ready.files.all()[:FILES_LISTED]) if latest_ready else [],
         "dataset": dataset,
         "versions": versions,
         "open_version": open_version,
         "writable": may_write(request.user, dataset),
+        "can_register": is_admin(request.user) and bool(settings.DATASET_IMPORT_ROOTS),
+        "import_roots": settings.DATASET_IMPORT_ROOTS,
         "quota_label": describe(quota_bytes(dataset)),
         "used_label": describe(used_bytes(dataset)),
     }
     return render(request, "datasets/detail.html", context)
+
+
+@login_required
+@require_POST
+def register_version(request, pk: int):
+    """Admins: a directory of the shared storage as the dataset's next version."""
+    try:
+        dataset = readable_dataset(request.user, pk)
+    except DatasetError:
+        raise Http404("No such dataset.") from None
+    try:
+        version = actions.register_version(dataset, request.user, path=request.POST.get("path", "").strip())
+    except DatasetError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Version {version.number} is being copied from {version.source_path}.")
+    return redirect("datasets:detail", pk=dataset.pk)

@@ -427,6 +427,9 @@ DATASET_STORE = env_path("DATASET_STORE", DEVCLUSTER_DIR / "root/srv/gpupool/dat
 # Jobs prefer a node that holds their data (Slurm's --prefer on ds_<version> node features,
 # datasets/node_cache.py); off only to measure what that placement gains (bench/datasets.py).
 DATASET_PLACEMENT = env_bool("DATASET_PLACEMENT", True)
+# Directories of the pool's shared storage (as the portal's worker sees them) from which admins
+# may register data already there as a dataset version (datasets/importing.py); none: off.
+DATASET_IMPORT_ROOTS = env_list("DATASET_IMPORT_ROOTS", [str(DEVCLUSTER_DIR / "root/srv/shared")] if DEBUG else [])
 # The most files one version may hold.
 DATASET_MAX_FILES_PER_VERSION = env_int("DATASET_MAX_FILES_PER_VERSION", 100_000, minimum=1)
 

@@ -39,6 +39,14 @@ class DatasetInputSerializer(serializers.Serializer):
     )
 
 
+class RegisterInputSerializer(serializers.Serializer):
+    path = StrictCharField(
+        max_length=1024,
+        help_text="An absolute directory under the pool's DATASET_IMPORT_ROOTS; every regular file under it is "
+        "copied (no symbolic links or special files may be in it)",
+    )
+
+
 class VersionSummarySerializer(serializers.ModelSerializer):
     class Meta:
         model = DatasetVersion
@@ -101,6 +109,7 @@ class VersionSerializer(VersionSummarySerializer):
             "dataset",
             *VersionSummarySerializer.Meta.fields,
             "committed_at",
+            "source_path",
             "files",
             "files_truncated",
             "uploads",

@@ -16,14 +16,16 @@ from __future__ import annotations
 from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from datasets import actions
-from datasets.api import tus
+from datasets.api import download, tus
 from datasets.api.serializers import (
     DatasetInputSerializer,
     DatasetSerializer,
+    RegisterInputSerializer,
     UploadSerializer,
     VersionSerializer,
     upload_url,
@@ -31,6 +33,7 @@ from datasets.api.serializers import (
 from datasets.models import DatasetVersion, Upload
 from datasets.queries import DatasetError, own_datasets, readable_dataset
 from foundation.api.errors import error_responses
+from foundation.api.renderers import OctetStreamRenderer
 
 ERROR_DESCRIPTIONS = {
     400: "Bad input: `errors` names each field (or header) and what is wrong with it",
@@ -148,6 +151,31 @@ class VersionOpenView(APIView):
         return Response(VersionSerializer(version).data, status=201)
 
 
+class VersionRegisterView(APIView):
+    @extend_schema(
+        operation_id="datasets_version_register",
+        summary="Admins: register a directory of the pool's shared storage as the next version",
+        description=(
+            "Answered 202 with the version `verifying`: a worker scans the directory (no links, no special files, "
+            "the upload's path rules), checks the owner's quota, copies and hashes every file; poll the version "
+            "until `ready`, or `failed` with `error`. 403 for anyone but an admin."
+        ),
+        request=RegisterInputSerializer,
+        responses={202: VersionSerializer, **errors(400, 401, 403, 404, 409)},
+        tags=TAGS,
+    )
+    def post(self, request, pk):
+        body = RegisterInputSerializer(data=request.data)
+        if not body.is_valid():
+            return Response({"detail": "The request is invalid.", "errors": body.errors}, status=400)
+        try:
+            dataset = readable_dataset(request.user, pk)
+            version = actions.register_version(dataset, request.user, path=body.validated_data["path"])
+        except DatasetError as exc:
+            return refused(exc)
+        return Response(VersionSerializer(version).data, status=202)
+
+
 class VersionDetailView(APIView):
     @extend_schema(
         operation_id="datasets_version_retrieve",
@@ -161,6 +189,30 @@ class VersionDetailView(APIView):
         except DatasetError as exc:
             return refused(exc)
         return Response(VersionSerializer(version).data)
+
+
+class VersionFileView(APIView):
+    renderer_classes = [JSONRenderer, OctetStreamRenderer]
+
+    @extend_schema(
+        operation_id="datasets_version_file",
+        summary="Download one file of a ready version",
+        description=(
+            "The file's bytes (`application/octet-stream`, streamed), `Content-Length` its size, `Digest` "
+            "(`sha-256=<base64>`) and `ETag` its sha256. `path` is the file's path in the version, as `files` lists "
+            "it. 404 for a version that is not ready or a path it does not hold."
+        ),
+        responses={
+            (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY, description="The file"),
+            **errors(401, 404),
+        },
+        tags=TAGS,
+    )
+    def get(self, request, pk, number, file_path):
+        try:
+            return download.file_response(request, _version(request, pk, number), file_path)
+        except DatasetError as exc:
+            return refused(exc)
 
 
 class VersionCommitView(APIView):

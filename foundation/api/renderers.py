@@ -27,3 +27,8 @@ class CsvRenderer(FileRenderer):
 class JsonLinesRenderer(FileRenderer):
     media_type = "application/jsonl"
     format = "jsonl"
+
+
+class OctetStreamRenderer(FileRenderer):
+    media_type = "application/octet-stream"
+    format = "bin"
