@@ -41,6 +41,7 @@ class DatasetInputSerializer(serializers.Serializer):
 
 class RegisterInputSerializer(serializers.Serializer):
     path = StrictCharField(
+        min_length=1,
         max_length=1024,
         help_text="An absolute directory under the pool's DATASET_IMPORT_ROOTS; every regular file under it is "
         "copied (no symbolic links or special files may be in it)",

@@ -2,6 +2,7 @@
 the count-only GRES `gres/nvme` next to the GPU request (cluster.gres.build_tres_per_node)."""
 
 import pytest
+from django.http import QueryDict
 
 from cluster.gres import build_tres_per_node, requested_gpus, requested_nvme_gb, requested_shards
 from jobs.forms import form_data_from_post
@@ -54,7 +55,9 @@ def test_a_pool_without_nvme_refuses_any_cache():
 
 
 def test_the_form_passes_the_field_through():
-    assert form_data_from_post({"nvme_gb": " 250 ", "name": "x"}) == {"nvme_gb": "250", "name": "x"}
+    post = QueryDict(mutable=True)
+    post.update({"nvme_gb": " 250 ", "name": "x"})
+    assert form_data_from_post(post) == {"nvme_gb": "250", "name": "x"}
 
 
 @pytest.mark.parametrize(
