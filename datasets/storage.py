@@ -147,21 +147,32 @@ def sha256_of_upload(upload_id, version_id: int, path: str, size: int) -> str:
         os.close(fd)
 
 
+def _make_folders(top: int, folders: list[str]) -> int:
+    """A new descriptor of top/<folders...>, each made (mode 750) where missing and opened
+    without following a link."""
+    fd = os.dup(top)
+    try:
+        for folder in folders:
+            try:
+                os.mkdir(folder, 0o750, dir_fd=fd)
+            except FileExistsError:
+                pass
+            inner = os.open(folder, DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def move_into_tree(upload_id, version_id: int, path: str, size: int) -> None:
     """Move a verified upload from staging to versions/<id>/<path>, cut to its declared size.
     Idempotent: an upload already moved is left alone."""
     *folders, leaf = path.split("/")
     with _directory("staging") as staging, _directory("versions", str(version_id)) as top:
-        fd = os.dup(top)
+        fd = _make_folders(top, folders)
         try:
-            for folder in folders:
-                try:
-                    os.mkdir(folder, 0o750, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                inner = os.open(folder, DIRECTORY, dir_fd=fd)
-                os.close(fd)
-                fd = inner
             try:
                 staged = os.open(_staged_name(upload_id), os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=staging)
             except FileNotFoundError:
@@ -263,16 +274,8 @@ def version_file_writer(version_id: int, path: str):
     taking blocks; the file appears under its name only when the block is complete."""
     *folders, leaf = path.split("/")
     with _directory("versions", str(int(version_id))) as top:
-        fd = os.dup(top)
+        fd = _make_folders(top, folders)
         try:
-            for folder in folders:
-                try:
-                    os.mkdir(folder, 0o750, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                inner = os.open(folder, DIRECTORY, dir_fd=fd)
-                os.close(fd)
-                fd = inner
             temporary = f".{leaf[:200]}.{os.getpid()}.part"
             out = os.open(
                 temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640, dir_fd=fd

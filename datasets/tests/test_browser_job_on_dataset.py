@@ -4,6 +4,7 @@ then warm for the clone. The real portal (Daphne, worker, beat) on the real clus
 
 import hashlib
 import re
+import secrets
 
 import pytest
 from django.conf import settings
@@ -43,7 +44,8 @@ def _ready_version(user, name: str, data: bytes) -> DatasetVersion:
 
 def test_a_job_chosen_on_the_form_reads_its_dataset_and_the_page_says_cold_then_warm(alice, provision, tmp_path):
     provision(alice)
-    data = b"the dataset's only line\n"
+    # Fresh content: copies are named by content, and an earlier run's would be warm already.
+    data = f"the dataset's only line, {secrets.token_hex(8)}\n".encode()
     version = _ready_version(alice, "notes", data)
     store = {"DATASET_STORE": str(settings.DATASET_STORE)}
     with (

@@ -66,36 +66,29 @@
   // A running job's cost so far follows the clock, not only its state changes: while the page
   // shows one, the server's estimate (the summary's cost section) is read again every COST_MS.
   const COST_MS = 5000;
-  async function refreshCost() {
-    const shown = document.querySelector("[data-job-cost] [data-field=cost_so_far]");
+  // Swaps the part `selector` of the page for the same part of a freshly read summary.
+  async function refreshPart(selector) {
     const summary = document.querySelector("[data-job-summary]");
-    if (!shown || !summary) return;
+    if (!summary) return;
     try {
       const response = await fetch(summary.dataset.jobSummary, {credentials: "same-origin"});
       if (!response.ok) return;
       const holder = document.createElement("div");
       holder.innerHTML = await response.text();
-      const fresh = holder.querySelector("[data-job-cost]");
-      const current = document.querySelector("[data-job-cost]");
+      const fresh = holder.querySelector(selector);
+      const current = document.querySelector(selector);
       if (fresh && current) current.replaceWith(fresh);
     } catch (e) { /* offline: the next tick tries again */ }
+  }
+  function refreshCost() {
+    if (document.querySelector("[data-job-cost] [data-field=cost_so_far]")) refreshPart("[data-job-cost]");
   }
 
   // While the job's datasets are being copied to its node, their progress is read again every
   // STAGING_MS (staging changes no job state, so no live update brings it).
   const STAGING_MS = 2000;
-  async function refreshStaging() {
-    const summary = document.querySelector("[data-job-summary]");
-    if (!summary || !document.querySelector("[data-job-datasets] [data-staging-active]")) return;
-    try {
-      const response = await fetch(summary.dataset.jobSummary, {credentials: "same-origin"});
-      if (!response.ok) return;
-      const holder = document.createElement("div");
-      holder.innerHTML = await response.text();
-      const fresh = holder.querySelector("[data-job-datasets]");
-      const current = document.querySelector("[data-job-datasets]");
-      if (fresh && current) current.replaceWith(fresh);
-    } catch (e) { /* offline: the next tick tries again */ }
+  function refreshStaging() {
+    if (document.querySelector("[data-job-datasets] [data-staging-active]")) refreshPart("[data-job-datasets]");
   }
 
   timer = setInterval(refresh, 3000);
