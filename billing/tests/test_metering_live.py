@@ -5,6 +5,7 @@ run has exactly one usage record with slurmdbd's figures, on the user's draft in
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
@@ -50,6 +51,9 @@ def mirror_and_sample():
 def test_each_run_is_metered_once_onto_the_draft(alice, provision, slurm, monkeypatch):
     monkeypatch.setattr(charging, "apply_credits", lambda *args, **kwargs: (0, None))
     subscribe(alice, "enterprise")  # nothing included: every quantity shows in an amount
+    # Slurm's start times are whole seconds: a run starting in the second of the plan change would
+    # be priced by the plan held at that second's start (Pro, with included hours), not Enterprise.
+    time.sleep(1 - datetime.now().microsecond / 1e6 + 0.05)
     profile = provision(alice)
     run_sync()  # a fresh database catches up on the cluster's history first
     gpu = submit(alice, name="gpu", gpu_type="a100", gpu_count=1, command="sleep 12")
