@@ -105,6 +105,17 @@ class SlurmCli:
             "scontrol", "update", f"NodeName={node}", f"AvailableFeatures={joined}", f"ActiveFeatures={joined}"
         )
 
+    def power_node(self, node: str, action: str, reason: str | None = None) -> CommandResult:
+        """Slurm's power saving: POWER_UP, or POWER_DOWN_ASAP (drain, power down once its jobs
+        end), POWER_DOWN (now, jobs requeued). Needs SuspendProgram/ResumeProgram configured."""
+        if action not in ("POWER_UP", "POWER_DOWN", "POWER_DOWN_ASAP"):
+            raise ValueError(f"not a power action: {action!r}")
+        return self.run("scontrol", "update", f"NodeName={node}", f"State={action}", reason_argument=reason)
+
+    def set_suspend_excluded_nodes(self, nodes: Sequence[str]) -> CommandResult:
+        """Nodes power saving never suspends (admins' "keep on"); an empty list: none."""
+        return self.run("scontrol", "update", f"SuspendExcNodes={','.join(nodes)}")
+
     def resume_node(self, node: str) -> CommandResult:
         return self.run("scontrol", "update", f"NodeName={node}", "State=RESUME")
 

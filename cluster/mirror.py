@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils import timezone
 
-from cluster.models import Node
+from cluster.models import Node, NodePowerSpan, power_state_of
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import Node as SlurmNode
 
@@ -36,9 +37,14 @@ def mirror_nodes(client: SlurmRestClient) -> int:
     existing = {node.name: node for node in Node.objects.all()}
     changed = 0
     with transaction.atomic():
+        now = timezone.now()
+        record_power_states({node.name: power_state_of(node.states[1:]) for node in nodes}, now=now)
         for slurm_node in nodes:
             fields = _node_fields(slurm_node)
             row = existing.pop(slurm_node.name, None)
+            # Since when nothing runs on it (the power policy powers down nodes idle long enough).
+            idle = slurm_node.state == "IDLE" and not slurm_node.alloc_cpus
+            fields["idle_since"] = ((row.idle_since if row else None) or now) if idle else None
             if row is None:
                 Node.objects.create(name=slurm_node.name, **fields)
                 changed += 1
@@ -48,4 +54,21 @@ def mirror_nodes(client: SlurmRestClient) -> int:
         if existing:
             Node.objects.filter(name__in=list(existing)).delete()
             changed += len(existing)
+    return changed
+
+
+def record_power_states(states: dict[str, str], now=None) -> int:
+    """Close each node's open power span whose state changed and open one for the new state
+    (a node seen for the first time starts its first span now). Returns how many changed."""
+    now = now or timezone.now()
+    open_spans = {span.node: span for span in NodePowerSpan.objects.filter(ended_at__isnull=True)}
+    changed = 0
+    for node, state in states.items():
+        span = open_spans.get(node)
+        if span is not None and span.state == state:
+            continue
+        if span is not None:
+            NodePowerSpan.objects.filter(pk=span.pk, ended_at__isnull=True).update(ended_at=now)
+        NodePowerSpan.objects.create(node=node, state=state, started_at=now)
+        changed += 1
     return changed

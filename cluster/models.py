@@ -1,6 +1,17 @@
 from django.db import models
 
 
+def power_state_of(flags) -> str:
+    flags = set(flags)
+    if "POWERING_UP" in flags:
+        return "powering_up"
+    if "POWERED_DOWN" in flags:
+        return "off"
+    if flags & {"POWERING_DOWN", "POWER_DOWN"}:
+        return "powering_down"
+    return "on"
+
+
 class Node(models.Model):
     """The mirror's copy of one Slurm node; pages read this, never slurmrestd."""
 
@@ -25,6 +36,8 @@ class Node(models.Model):
     driver_version = models.CharField(max_length=40, blank=True)
     driver_source = models.CharField(max_length=16, blank=True)
     driver_reported_at = models.DateTimeField(null=True, blank=True)
+    # When the mirror first saw it idle with nothing allocated (None while anything runs).
+    idle_since = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -40,6 +53,12 @@ class Node(models.Model):
     @property
     def gpu_used(self) -> int:
         return sum(len(group["used_indexes"]) for group in self.gpus)
+
+    @property
+    def power_state(self) -> str:
+        """Slurm's power saving, in one word: "off" (POWERED_DOWN), "powering_up",
+        "powering_down", or "on"."""
+        return power_state_of(self.state_flags.split(","))
 
     @property
     def is_unavailable(self) -> bool:
@@ -61,3 +80,25 @@ class SyncRun(models.Model):
 
     def __str__(self):
         return f"{self.name} mirror"
+
+
+class NodePowerSpan(models.Model):
+    """How long a node stayed in one power state (Node.power_state), as the mirror saw it change:
+    the open span has no end. Energy saved is read from the "off" spans (console/power.py)."""
+
+    node = models.CharField(max_length=100)
+    state = models.CharField(max_length=16)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["node", "-started_at"]
+        indexes = [models.Index(fields=["state", "ended_at"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["node"], condition=models.Q(ended_at__isnull=True), name="one_open_power_span_per_node"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.node} {self.state} from {self.started_at}"

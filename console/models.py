@@ -118,3 +118,38 @@ class NodeImage(models.Model):
 
     def __str__(self):
         return f"{self.file} on {self.node}"
+
+
+class PowerDecision(models.Model):
+    """What the power policy did and why (console/power.py), newest first on the operations page."""
+
+    class Kind(models.TextChoices):
+        POWERED_DOWN = "powered_down", "Idle node powered down"
+        WOKEN = "woken", "Standby node woken"
+        STANDBY = "standby", "Back to standby"
+        KEPT_ON = "kept_on", "Kept on by an admin"
+        RELEASED = "released", "Released by an admin"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    node = models.CharField(max_length=100, blank=True)
+    detail = models.CharField(max_length=200, blank=True)
+    # The jobs waiting for the node's GPU type when the decision was taken.
+    queue_length = models.PositiveIntegerField(null=True, blank=True)
+    decided_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-decided_at", "-id"]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} {self.node}".strip()
+
+
+class PoweredOnPin(models.Model):
+    """A node an admin keeps powered on (Slurm's SuspendExcNodes)."""
+
+    node = models.CharField(max_length=100, unique=True)
+    pinned_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    pinned_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return self.node

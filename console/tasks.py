@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from console import gpu_reset, image_operations
+from console import gpu_reset, image_operations, power
 from console.models import GpuReset, ImageOperation
 
 
@@ -36,3 +36,9 @@ def advance_image_operations() -> int:
     for pk in unfinished:
         image_operations.advance(pk)
     return len(unfinished)
+
+
+@shared_task(ignore_result=True)
+def apply_power_policy() -> str:
+    """Night mode's SuspendTime and the standby nodes (console/power.py); idempotent."""
+    return power.apply_power_policy()

@@ -22,6 +22,7 @@ urlpatterns = [
     path("console/images/operations/", views_images.image_operation_start, name="image_operation_start"),
     path("console/images/operations/<int:pk>.json", views_images.image_operation_progress, name="image_operation"),
     path("console/operations/", views_operations.operations, name="operations"),
+    path("console/nodes/<str:name>/power", views_operations.node_power, name="node_power"),
     path("console/groups/", views_operations.lab_view, name="lab"),
     path("console/jobs/", views.all_jobs, name="all_jobs"),
     path("marketing/signups/", views.signups, name="signups"),

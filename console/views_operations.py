@@ -10,17 +10,21 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
+from django.contrib import messages
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.http import HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.views.decorators.http import require_POST
 
 from accounts.access import role_required
 from accounts.models import Role
+from audit.log import record
 from cluster.accounting import gpus_allocated_at
 from cluster.errors import SlurmError
-from cluster.services import rest_client
-from console import lab
+from cluster.models import Node
+from cluster.services import rest_client, slurm_cli
+from console import lab, power
 from console import operations as ops
 
 log = logging.getLogger(__name__)
@@ -253,8 +257,31 @@ def operations(request):
         "form": form,
         "roi_result": roi_result,
         "article": article,
+        "power": power.power_overview(now),
     }
     return render(request, "console/operations.html", context)
+
+
+@role_required(Role.ADMIN)
+@require_POST
+def node_power(request, name: str):
+    """Admins: keep a node powered on (or let it go), or power it down once its jobs end."""
+    node = get_object_or_404(Node, name=name)
+    action = request.POST.get("action", "")
+    try:
+        if action in ("keep_on", "release"):
+            power.keep_on(node.name, request.user, keep=action == "keep_on")
+        elif action == "power_down":
+            slurm_cli().power_node(node.name, "POWER_DOWN_ASAP", reason=f"powered down by {request.user.username}")
+        else:
+            messages.error(request, "Unknown power action.")
+            return redirect("console:operations")
+    except SlurmError as exc:
+        messages.error(request, f"Slurm refused: {exc.public_message}")
+        return redirect("console:operations")
+    record(request.user, f"node.power.{action}", node.name)
+    messages.success(request, f"{node.name}: {action.replace('_', ' ')} asked of Slurm.")
+    return redirect("console:operations")
 
 
 @role_required(Role.ADMIN)

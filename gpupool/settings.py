@@ -309,6 +309,12 @@ CELERY_BEAT_SCHEDULE = {
     },
     "reservations-check": {"task": "reservations.tasks.check_reservations", "schedule": 300.0},
     # The nodes' ds_<version> features back after a slurmctld restart (datasets/node_cache.py).
+    # Night mode's SuspendTime and standby nodes woken at peak (console/power.py).
+    "console-power-policy": {
+        "task": "console.tasks.apply_power_policy",
+        "schedule": 60.0,
+        "options": {"expires": 60.0},
+    },
     "datasets-node-features": {
         "task": "datasets.tasks.sync_all_node_features",
         "schedule": 300.0,
@@ -518,6 +524,18 @@ SUBMIT_RETRY_MAX_SECONDS = env_int("SUBMIT_RETRY_MAX_SECONDS", 300, minimum=1)
 # Spot jobs: a QOS of their own, preempted by every plan's (plans/slurm_limits.py); "" turns
 # spot off. A preempted job gets SIGTERM and this long before SIGKILL (Slurm's GraceTime; not
 # billed), and is never preempted in its first SPOT_PREEMPT_EXEMPT_SECONDS.
+# --- Power (console/power.py) -------------------------------------------------------------
+# Slurm's power saving suspends idle nodes after the partition's SuspendTime: this many seconds
+# at night (22:00-06:00, plans/spot.py's window) and by day; 0: never (SuspendTime=NONE).
+POWER_NIGHT_SUSPEND_SECONDS = env_int("POWER_NIGHT_SUSPEND_SECONDS", 0, minimum=0)
+POWER_DAY_SUSPEND_SECONDS = env_int("POWER_DAY_SUSPEND_SECONDS", 0, minimum=0)
+# Standby nodes stay drained and powered down until more than POWER_PEAK_QUEUE jobs wait for
+# their GPU type; they go back when no job of that type waits.
+POWER_STANDBY_NODES = env_list("POWER_STANDBY_NODES", [])
+POWER_PEAK_QUEUE = env_int("POWER_PEAK_QUEUE", 10, minimum=0)
+# A node's draw apart from its GPUs (CPUs, memory, fans, NICs) when idle, for the energy figures;
+# the GPUs' idle draw is power_w.idle of their type (deploy/gpu_types.json).
+NODE_HOST_IDLE_WATTS = env_int("NODE_HOST_IDLE_WATTS", 150, minimum=0)
 SPOT_QOS = env_str("SPOT_QOS", "spot")
 SPOT_GRACE_SECONDS = env_int("SPOT_GRACE_SECONDS", 120, minimum=0)
 SPOT_PREEMPT_EXEMPT_SECONDS = env_int("SPOT_PREEMPT_EXEMPT_SECONDS", 300, minimum=0)

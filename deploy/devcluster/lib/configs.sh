@@ -108,10 +108,31 @@ EpilogSlurmctld=$EVENT_SENDER
 JobCompType=jobcomp/script
 JobCompLoc=$EVENT_SENDER
 
+$(power_conf)
+
 # nvme: the NVMe cache in GB, a count-only GRES (gres.conf Flags=CountOnly).
 GresTypes=gpu,shard,nvme
 $SLURM_NODE_LINES
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=7-00:00:00 DefaultTime=60 State=UP
+EOF
+}
+
+# Slurm's power saving on the emulated nodes (deploy/devcluster/power/gpupool-node-power: a node
+# "powered down" is its slurmd stopped, "powered up" started again). SuspendTime must be finite
+# for power saving to be on at all (with INFINITE, slurmctld refuses even an explicit POWER_DOWN,
+# seen on 24.11), and scontrol cannot change it per partition: a day here, and the portal's night
+# mode powers down idle nodes itself (console/power.py). Needs sudo in the root.
+power_conf() {
+    if [[ ! -x "$ROOT/usr/bin/sudo" ]]; then
+        echo "# No power saving: sudo is not in the root (it comes with the containers)."
+        return
+    fi
+    cat <<EOF
+SuspendProgram=/usr/local/sbin/gpupool-node-suspend
+ResumeProgram=/usr/local/sbin/gpupool-node-resume
+SuspendTime=86400
+SuspendTimeout=30
+ResumeTimeout=120
 EOF
 }
 

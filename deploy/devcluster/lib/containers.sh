@@ -33,6 +33,7 @@ IMPORTER=/usr/local/libexec/pyxis-catalogue-importer
 STEP_NS_DIR=/run/devcluster-ns          # inside the root
 STEP_NS="$STEP_NS_DIR/step.mnt"
 IMAGE_CACHE_TOOL_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/node/gpupool-image-cache"
+POWER_TOOL_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/power/gpupool-node-power"
 DATASET_CACHE_TOOL_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/node/gpupool-dataset-cache"
 # The dataset store as the nodes see it (the portal's default DATASET_STORE is this, on the host),
 # and each emulated node's "NVMe" cache: one directory per node on the root's disk.
@@ -238,6 +239,7 @@ configure_enroot() {
     # slurmd execs /usr/sbin/slurmstepd, a Debian alternatives link: point it at the wrapper.
     install_image_cache_tool
     install_dataset_cache_tool
+    install_power_programs
     if [[ "$(readlink "$ROOT/etc/alternatives/slurmstepd")" != /usr/local/sbin/slurmstepd-pivot ]]; then
         ln -sfn /usr/local/sbin/slurmstepd-pivot "$ROOT/etc/alternatives/slurmstepd"
     fi
@@ -266,6 +268,17 @@ install_dataset_cache_tool() {
         "ALL ALL=(root) NOPASSWD: /usr/local/sbin/gpupool-dataset-cache stage *" 440
     install -d -m 0755 "$ROOT$DATASET_STORE_IN_ROOT" "$ROOT/var/cache/gpupool"
     install -d -m 0711 "$ROOT/var/cache/gpupool/datasets"
+}
+
+# Power saving's programs (slurm.conf SuspendProgram/ResumeProgram, lib/configs.sh): slurmctld runs
+# the hooks as SlurmUser; they run the tool as root through sudo.
+install_power_programs() {
+    write_config /usr/local/sbin/gpupool-node-power "$(cat "$POWER_TOOL_SRC")" 755
+    write_config /usr/local/sbin/gpupool-node-suspend \
+        "$(printf '#!/bin/sh\nexec sudo -n /usr/local/sbin/gpupool-node-power suspend "$1"')" 755
+    write_config /usr/local/sbin/gpupool-node-resume \
+        "$(printf '#!/bin/sh\nexec sudo -n /usr/local/sbin/gpupool-node-power resume "$1"')" 755
+    write_config /etc/sudoers.d/gpupool-power "slurm ALL=(root) NOPASSWD: /usr/local/sbin/gpupool-node-power" 440
 }
 
 # plugstack: pyxis on (containers) or off. slurmstepd re-reads it at every step, slurmd and the

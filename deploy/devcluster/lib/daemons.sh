@@ -54,8 +54,39 @@ start_slurmctld() {
 
 start_slurmds() {
     local node
+    power_up_nodes
     for node in "${NODES[@]}"; do
-        start_daemon "slurmd-$node" "" -- /usr/sbin/slurmd -D -N "$node"
+        is_running "slurmd-$node" || adopt_slurmd "$node" ||
+            start_daemon "slurmd-$node" "" -- /usr/sbin/slurmd -D -N "$node"
+    done
+}
+
+# A node that power saving stopped and started again (deploy/devcluster/power/) runs a slurmd
+# this script did not start: its own pid file in the root (SlurmdPidFile) says which.
+adopt_slurmd() {
+    local node=$1 pid
+    pid=$(head -c 20 "$ROOT/run/slurm/slurmd-$node.pid" 2>/dev/null) || return 1
+    pid_alive "$pid" || return 1
+    case "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" in
+        "/usr/sbin/slurmd -D -N $node " | "/usr/sbin/slurmd -D -b -N $node ") ;;
+        *) return 1 ;;
+    esac
+    echo "$pid" >"$PIDDIR/slurmd-$node.pid"
+    log "slurmd-$node runs already (pid $pid, started by power saving)"
+}
+
+# Nodes that slurmctld remembers as powered down (or going down) are powered up through Slurm,
+# so its idea of them and their slurmds agree; `up` means every node up.
+power_up_nodes() {
+    local down node waited
+    down=$(timeout 10 chroot "$ROOT" sinfo -h -N -t POWERED_DOWN,POWERING_DOWN,POWER_DOWN -o '%N' 2>/dev/null |
+           sort -u | paste -sd, -) || return 0
+    [[ -n "$down" ]] || return 0
+    log "powering up $down (power saving had them down)"
+    timeout 10 chroot "$ROOT" scontrol update NodeName="$down" State=POWER_UP || return 0
+    for node in ${down//,/ }; do
+        waited=0
+        until adopt_slurmd "$node" || ((waited++ >= 60)); do sleep 0.5; done
     done
 }
 
