@@ -13,7 +13,7 @@
    flight, so both A100 nodes fill and jobs spread), with caches cut to hold 3 copies each: with
    data-aware placement (--prefer) and without (DATASET_PLACEMENT off).
 
-    .venv/bin/python bench/datasets.py [--upload-mb 1024] [--jobs 32] [--datasets 6]
+    .venv/bin/python bench/datasets.py [--upload-mb 1024] [--jobs 32] [--datasets 6] [--upload-only]
 
 Changes the dev cluster's node tool configuration (CAPACITY_BYTES) for part 3 and restores it;
 empties the A100 nodes' caches before each placement mode.
@@ -196,6 +196,7 @@ def main():
     parser.add_argument("--upload-mb", type=int, default=1024)
     parser.add_argument("--jobs", type=int, default=32)
     parser.add_argument("--datasets", type=int, default=6)
+    parser.add_argument("--upload-only", action="store_true", help="part 1 alone (needs no cluster)")
     args = parser.parse_args()
 
     from django.conf import settings
@@ -210,7 +211,7 @@ def main():
     store = _root() / "srv/gpupool/datasets"
     settings.DATASET_STORE = store
     with bench_database():
-        user = make_user("ds", plan="pro")
+        user = make_user("ds", plan="pro", provision=not args.upload_only)
         replayers = []
         _token, key = ApiToken.issue(user, "bench")
         client = APIClient()
@@ -229,6 +230,8 @@ def main():
                 f"{figures['ready']:.2f} s"
             )
 
+            if args.upload_only:
+                return
             version = DatasetVersion.objects.get(dataset=big)
             clear_caches(["gpu-a100-01", "gpu-a100-02"])
             read = (

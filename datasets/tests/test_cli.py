@@ -67,3 +67,36 @@ def test_a_directory_is_uploaded_resumed_and_ready(alice, photos, live_server, t
     version = DatasetVersion.objects.get()
     expected = manifest_sha256([(path, len(data), hashlib.sha256(data).hexdigest()) for path, data in files.items()])
     assert (version.state, version.number, version.sha256, version.file_count) == ("ready", 1, expected, 2)
+
+
+def test_a_connection_dropped_mid_chunk_is_reopened_and_the_upload_finishes(
+    alice, photos, live_server, tmp_path, monkeypatch, eager_tasks
+):
+    """The CLI keeps one connection open; when it breaks (a proxy's restart), the next request
+    opens another, asks the server where the file stands and goes on from there."""
+    import http.client
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    data = b"z" * (17 * 1024 * 1024)
+    (folder / "big.bin").write_bytes(data)
+    _token, key = ApiToken.issue(alice, "cli")
+    monkeypatch.setenv("GPUPOOL_TOKEN", key)
+    cli = _cli()
+    monkeypatch.setattr(cli.time, "sleep", lambda seconds: None)
+    real_getresponse = http.client.HTTPConnection.getresponse
+    broken, connections = [], set()
+
+    def dropping(self):
+        connections.add(id(self))
+        if self._method == "PATCH" and not broken:
+            broken.append(True)
+            self.sock.close()
+            raise ConnectionResetError("reset by peer")
+        return real_getresponse(self)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "getresponse", dropping)
+    assert cli.main([live_server.url, str(photos.pk), str(folder)]) == 0
+    assert broken and len(connections) == 2  # one before the break, one after
+    version = DatasetVersion.objects.get()
+    assert version.state == "ready" and version.size_bytes == len(data)
