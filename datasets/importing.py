@@ -46,19 +46,13 @@ def check_source(path) -> str:
 
 def open_directory(path: str) -> int:
     """A descriptor of `path`, every component opened without following a link."""
-    fd = os.open("/", DIRECTORY)
+    root = os.open("/", DIRECTORY)
     try:
-        for part in [part for part in path.split("/") if part]:
-            try:
-                inner = os.open(part, DIRECTORY, dir_fd=fd)
-            except OSError as exc:
-                raise ImportRefused(f"{path}: {part} is not a directory one may enter ({exc.strerror}).") from None
-            os.close(fd)
-            fd = inner
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
+        return storage.open_beneath(root, [part for part in path.split("/") if part])
+    except OSError as exc:
+        raise ImportRefused(f"{path}: {exc.filename} is not a directory one may enter ({exc.strerror}).") from None
+    finally:
+        os.close(root)
 
 
 def scan(path: str, max_files: int) -> list[tuple[str, int]]:
@@ -105,16 +99,7 @@ def copy_into_version(path: str, version_id: int, files: list[tuple[str, int]]) 
     top = open_directory(path)
     try:
         for relative, size in files:
-            *folders, leaf = relative.split("/")
-            fd = os.dup(top)
-            try:
-                for folder in folders:
-                    inner = os.open(folder, DIRECTORY, dir_fd=fd)
-                    os.close(fd)
-                    fd = inner
-                source = os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            finally:
-                os.close(fd)
+            source = storage.open_file_beneath(top, relative)
             try:
                 if not stat.S_ISREG(os.fstat(source).st_mode):
                     raise ImportRefused(f"{relative} is no longer a regular file.")

@@ -114,20 +114,42 @@ def _sha256_of_fd(fd: int, expected_size: int) -> str:
     return digest.hexdigest()
 
 
+def open_beneath(start: int, parts, *, create: bool = False) -> int:
+    """A new descriptor of start/<parts...>, each part opened without following a link (and
+    made, mode 750, where missing with `create`); OSError, its `filename` the part, otherwise.
+    The store's trees and (datasets/importing.py) users' shared directories are walked with it."""
+    fd = os.dup(start)
+    try:
+        for part in parts:
+            if create:
+                try:
+                    os.mkdir(part, 0o750, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            inner = os.open(part, DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_file_beneath(start: int, path: str) -> int:
+    """A read descriptor of start/<path>, no component (the file included) followed through a link."""
+    *folders, leaf = path.split("/")
+    fd = open_beneath(start, folders)
+    try:
+        return os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 def _open_in_tree(version_id: int, path: str) -> int:
     """A read descriptor of a verified version's file, each component opened without
     following a symlink."""
-    *folders, leaf = path.split("/")
     with _directory("versions", str(version_id), create=False) as top:
-        fd = os.dup(top)
-        try:
-            for folder in folders:
-                inner = os.open(folder, DIRECTORY, dir_fd=fd)
-                os.close(fd)
-                fd = inner
-            return os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-        finally:
-            os.close(fd)
+        return open_file_beneath(top, path)
 
 
 def sha256_of_upload(upload_id, version_id: int, path: str, size: int) -> str:
@@ -147,31 +169,12 @@ def sha256_of_upload(upload_id, version_id: int, path: str, size: int) -> str:
         os.close(fd)
 
 
-def _make_folders(top: int, folders: list[str]) -> int:
-    """A new descriptor of top/<folders...>, each made (mode 750) where missing and opened
-    without following a link."""
-    fd = os.dup(top)
-    try:
-        for folder in folders:
-            try:
-                os.mkdir(folder, 0o750, dir_fd=fd)
-            except FileExistsError:
-                pass
-            inner = os.open(folder, DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
 def move_into_tree(upload_id, version_id: int, path: str, size: int) -> None:
     """Move a verified upload from staging to versions/<id>/<path>, cut to its declared size.
     Idempotent: an upload already moved is left alone."""
     *folders, leaf = path.split("/")
     with _directory("staging") as staging, _directory("versions", str(version_id)) as top:
-        fd = _make_folders(top, folders)
+        fd = open_beneath(top, folders, create=True)
         try:
             try:
                 staged = os.open(_staged_name(upload_id), os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=staging)
@@ -274,7 +277,7 @@ def version_file_writer(version_id: int, path: str):
     taking blocks; the file appears under its name only when the block is complete."""
     *folders, leaf = path.split("/")
     with _directory("versions", str(int(version_id))) as top:
-        fd = _make_folders(top, folders)
+        fd = open_beneath(top, folders, create=True)
         try:
             temporary = f".{leaf[:200]}.{os.getpid()}.part"
             out = os.open(

@@ -41,16 +41,14 @@ def _blocks(fd: int, size: int) -> Iterator[bytes]:
 
 
 async def _async_blocks(fd: int, size: int) -> AsyncIterator[bytes]:
+    """`_blocks`, each read in a worker thread."""
+    blocks = _blocks(fd, size)
+    read_next = sync_to_async(next, thread_sensitive=False)
     try:
-        position = 0
-        while position < size:
-            block = await sync_to_async(os.pread, thread_sensitive=False)(fd, min(BLOCK, size - position), position)
-            if not block:
-                return
-            position += len(block)
+        while (block := await read_next(blocks, None)) is not None:
             yield block
     finally:
-        os.close(fd)
+        blocks.close()
 
 
 def file_response(request, version, path: str) -> StreamingHttpResponse:
