@@ -65,6 +65,11 @@ def write_grant(job_uuid, cluster_user: str, versions: list[tuple[DatasetVersion
     storage.write_grant(str(job_uuid), grant_text(cluster_user, versions))
 
 
+def forget_grant(job_uuid) -> None:
+    """A job has ended: its grant goes (idempotent)."""
+    storage.remove_grant(str(job_uuid))
+
+
 def prefer_for(version_ids) -> str:
     """Slurm's `--prefer` for a job on these versions: the feature of the largest one that some
     node holds (its bytes are the ones a cold start would copy), or "" when none is cached."""

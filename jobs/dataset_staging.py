@@ -69,6 +69,10 @@ def record_staging(job_pk: int) -> bool:
     mounts = {mount.version_id: mount for mount in JobDataset.objects.filter(job=job)}
     if not mounts:
         return True
+    if job.state in FINAL_STATES:
+        # Over: the node tool must not stage for it again (a grant outliving its job would serve
+        # a later job of the same user submitted by hand).
+        node_cache.forget_grant(job.uuid)
     nodes = expand_hostlist(job.nodes) if job.nodes else []
     if len(nodes) != 1:
         return job.is_final

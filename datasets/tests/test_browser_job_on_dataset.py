@@ -11,6 +11,7 @@ from django.conf import settings
 
 from datasets import actions
 from datasets.models import DatasetVersion, VersionState
+from datasets.node_cache import sync_all_node_features
 from datasets.tasks import verify_version
 from jobs.models import Job
 from testing.browser import chromium_page, fill_job_form, log_in
@@ -44,6 +45,7 @@ def _ready_version(user, name: str, data: bytes) -> DatasetVersion:
 
 def test_a_job_chosen_on_the_form_reads_its_dataset_and_the_page_says_cold_then_warm(alice, provision, tmp_path):
     provision(alice)
+    sync_all_node_features()  # no stale ds_<id> of an earlier test database on any node
     # Fresh content: copies are named by content, and an earlier run's would be warm already.
     data = f"the dataset's only line, {secrets.token_hex(8)}\n".encode()
     version = _ready_version(alice, "notes", data)

@@ -12,7 +12,7 @@ from datasets.manifest import manifest_sha256
 from datasets.models import DatasetFile, DatasetVersion, NodeCopy, VersionState
 from groups.models import Membership
 from jobs.dataset_staging import parse_staging
-from jobs.models import Job, JobDataset
+from jobs.models import Job, JobDataset, JobState
 from jobs.submission.batch_script import OUTPUT_MARKER, render_batch_script
 from jobs.submission.spec import SpecError, SpecPolicy, job_spec_from_dict, parse_job_spec
 from jobs.tests.conftest import GOOD_SPEC
@@ -239,3 +239,22 @@ def test_the_node_page_names_only_the_viewers_datasets(alice, bob, client, admin
     client.force_login(admin_user)
     page = client.get("/console/nodes/gpu-a100-01/").content.decode()
     assert "alices v1" in page and "bobs-secret v1" in page
+
+
+@pytest.mark.django_db
+def test_an_ended_jobs_grant_is_removed(alice, settings, tmp_path):
+    """A grant outliving its job would let a later job of the same user, submitted by hand,
+    stage the data again."""
+    from jobs import dataset_staging
+
+    settings.DATASET_STORE = tmp_path / "store"
+    version = _ready(alice)
+    job = Job.objects.create(owner=alice, cluster_user="alice", state=JobState.RUNNING, spec={"datasets": [version.pk]})
+    JobDataset.objects.create(job=job, version=version, name="corpus", size_bytes=version.size_bytes)
+    node_cache.write_grant(job.uuid, "alice", [(version, "corpus")])
+    grant = tmp_path / "store/grants" / str(job.uuid)
+    dataset_staging.record_staging(job.pk)
+    assert grant.exists()  # running: kept
+    Job.objects.filter(pk=job.pk).update(state=JobState.COMPLETED)
+    dataset_staging.record_staging(job.pk)
+    assert not grant.exists()
