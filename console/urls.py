@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console import views, views_audit, views_cluster, views_images, views_operations
+from console import views, views_audit, views_cluster, views_dataset_pins, views_images, views_operations
 
 app_name = "console"
 urlpatterns = [
@@ -15,6 +15,9 @@ urlpatterns = [
     path("console/nodes/<str:name>/gpus/<int:index>/series.json", views_cluster.gpu_series, name="gpu_series"),
     path("console/nodes/<str:name>/gpus/<int:index>/diagnose", views_cluster.gpu_diagnose, name="gpu_diagnose"),
     path("console/nodes/<str:name>/gpus/<int:index>/reset", views_cluster.gpu_reset_view, name="gpu_reset"),
+    path("console/datasets/versions/<int:pk>/pins/", views_dataset_pins.version_pins, name="dataset_pins"),
+    path("console/datasets/versions/<int:pk>/pin", views_dataset_pins.pin_version, name="dataset_pin"),
+    path("console/datasets/versions/<int:pk>/unpin", views_dataset_pins.unpin_version, name="dataset_unpin"),
     path("console/alerts/", views_cluster.alerts, name="alerts"),
     path("console/audit/", views_audit.audit_log, name="audit"),
     path("console/telemetry/", views_cluster.telemetry_status, name="telemetry"),

@@ -173,3 +173,22 @@ class NodeCopy(models.Model):
 
     def __str__(self):
         return f"{self.version} on {self.node}"
+
+
+class NodePin(models.Model):
+    """An admin's "keep this version on that node": a staging job copies it there ahead of any
+    user's job (jobs/dataset_pins.py), and the node's tool never evicts it while the pin stands
+    (DATASET_STORE/pins/<node>, which the tool reads)."""
+
+    node = models.CharField(max_length=64)
+    version = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="node_pins")
+    pinned_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Its staging jobs are the admin's pinned jobs that mount the version on the node (jobs/dataset_pins.py).
+
+    class Meta:
+        ordering = ["node", "version"]
+        constraints = [models.UniqueConstraint(fields=["node", "version"], name="one_pin_per_node_and_version")]
+
+    def __str__(self):
+        return f"{self.version} pinned on {self.node}"

@@ -24,7 +24,7 @@ from cluster.errors import SlurmError
 from cluster.services import rest_client, slurm_cli
 from datasets import storage
 from datasets.manifest import manifest_lines
-from datasets.models import DatasetFile, DatasetVersion, NodeCopy, VersionState
+from datasets.models import DatasetFile, DatasetVersion, NodeCopy, NodePin, VersionState
 from datasets.queries import own_datasets
 
 log = logging.getLogger(__name__)
@@ -167,6 +167,7 @@ class NodeCacheView:
     capacity_bytes: int
     used_bytes: int
     shown: list[NodeCopy]
+    pinned: set[int]  # version ids an admin pinned on the node
     others: int
     others_bytes: int
 
@@ -184,6 +185,18 @@ def node_cache_view(node: str, capacity_gb: int, viewer, *, sees_all: bool) -> N
         capacity_bytes=capacity_gb * 10**9,
         used_bytes=sum(copy.size_bytes for copy in copies),
         shown=shown,
+        pinned=set(NodePin.objects.filter(node=node).values_list("version_id", flat=True)),
         others=len(hidden),
         others_bytes=sum(copy.size_bytes for copy in hidden),
     )
+
+
+def write_pins(node: str) -> None:
+    """pins/<node>: the sha256 of every version pinned there (the copies the node's tool never
+    evicts), sorted."""
+    shas = sorted(set(NodePin.objects.filter(node=node).values_list("version__sha256", flat=True)))
+    storage.write_pins(node, "".join(f"{sha}\n" for sha in shas))
+
+
+def pins_by_node(version: DatasetVersion) -> dict[str, NodePin]:
+    return {pin.node: pin for pin in NodePin.objects.filter(version=version)}

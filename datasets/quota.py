@@ -1,4 +1,4 @@
-"""The NVMe quota of a dataset's owner: the plan's included NVMe cache (plans: Pro has 500 GB),
+"""The NVMe quota of a dataset's owner: the plan's `dataset_quota_gb` (Pro 500 GB, Enterprise 2 TB),
 for a user their own plan, for a group the plan it holds (groups.group_plans; a group without
 one has none). Counted against it: every ready version of the owner's datasets, every byte
 declared by uploads into versions still open, and versions being registered from shared
@@ -19,8 +19,8 @@ GB = 10**9
 def quota_bytes(dataset: Dataset) -> int:
     if dataset.group_id is not None:
         held = group_plans.current(dataset.group_id)
-        return (held.plan.included_nvme_gb if held else 0) * GB
-    return plan_for(dataset.user).included_nvme_gb * GB
+        return (held.plan.dataset_quota_gb if held else 0) * GB
+    return plan_for(dataset.user).dataset_quota_gb * GB
 
 
 def used_bytes(dataset: Dataset) -> int:

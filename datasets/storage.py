@@ -2,6 +2,9 @@
 
     staging/<upload uuid>              an upload's bytes while it is received
     versions/<version id>/<path>       a verified version's files, as a tree
+    versions/<version id>.manifest     its files' sha256, sizes and paths (the nodes check copies)
+    grants/<job uuid>                  what one job may stage on its node
+    pins/<node>                        the copies an admin pinned on that node
 
 A user's path never names a staged file: staged files are named by the upload's random id.
 Paths (already checked by datasets.paths) name files only when a verified version's files
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import uuid
 from contextlib import contextmanager
@@ -20,6 +24,7 @@ from pathlib import Path
 from django.conf import settings
 
 READ_BLOCK = 1024 * 1024
+NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # tus checksum extension: the algorithms a client may name in Upload-Checksum.
 CHECKSUM_ALGORITHMS = ("sha1", "sha256", "md5")
@@ -260,6 +265,13 @@ def remove_grant(job_uuid: str) -> None:
             os.unlink(str(uuid.UUID(str(job_uuid))), dir_fd=folder)
     except (FileNotFoundError, StorageError):
         pass
+
+
+def write_pins(node: str, text: str) -> None:
+    """pins/<node>: the sha256 of each copy the node's tool must keep (datasets/node_cache.py)."""
+    if not NODE_NAME.match(node):
+        raise StorageError(f"not a node name: {node!r}")
+    _write_whole("pins", node, text, 0o640)
 
 
 def open_version_file(version_id: int, path: str) -> int:

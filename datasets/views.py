@@ -64,6 +64,7 @@ def dataset_detail(request, pk: int):
         "open_version": open_version,
         "writable": may_write(request.user, dataset),
         "can_register": is_admin(request.user) and bool(settings.DATASET_IMPORT_ROOTS),
+        "can_pin": is_admin(request.user),
         "import_roots": settings.DATASET_IMPORT_ROOTS,
         "quota_label": describe(quota_bytes(dataset)),
         "used_label": describe(used_bytes(dataset)),

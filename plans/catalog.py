@@ -28,6 +28,7 @@ class PlanSnapshot:
     rate_card: str = "list"
     included_hours_are_a_cap: bool = False
     included_nvme_gb: int = 0
+    dataset_quota_gb: int = 0
     max_reservation_minutes: int = 0
     # The subscription's state: a paused plan's jobs are refused (docs/product.md, Pro).
     status: str = Subscription.Status.ACTIVE
@@ -68,6 +69,7 @@ def snapshot(plan: Plan, status: str = Subscription.Status.ACTIVE) -> PlanSnapsh
         rate_card=plan.rate_card,
         included_hours_are_a_cap=plan.included_hours_are_a_cap,
         included_nvme_gb=plan.included_nvme_gb,
+        dataset_quota_gb=plan.dataset_quota_gb,
         max_reservation_minutes=plan.max_reservation_minutes,
         status=status,
     )

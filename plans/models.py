@@ -48,6 +48,10 @@ class Plan(models.Model):
     # True: the included hours are all there is (free). False: use beyond them is billed (pro).
     included_hours_are_a_cap = models.BooleanField(default=False)
     included_nvme_gb = models.PositiveIntegerField(default=0)
+    # The most its subscribers' datasets may store (datasets/quota.py): the NVMe cache they may
+    # fill. Separate from the included GB, which are what jobs' NVMe is not billed for: a
+    # pay-per-use plan includes none and still stores data.
+    dataset_quota_gb = models.PositiveIntegerField(default=0)
     # The longest GPU reservation a subscriber may request; 0: the plan may not reserve.
     max_reservation_minutes = models.PositiveIntegerField(default=0)
     # The code of the rate card its use is priced at (plans/rate_cards.py): the card of that code

@@ -20,6 +20,7 @@ PRODUCT_PLANS = [
         # 10 hours of RTX 4090 a month, all there is: Slurm enforces it (GrpTRESMins).
         "included_hours_are_a_cap": True,
         "included_nvme_gb": 0,
+        "dataset_quota_gb": 0,  # no datasets: its jobs use scratch
         "max_reservation_minutes": 0,  # the free plan may not reserve GPUs
         # Its usage is recorded at the list card's prices (and billed $0: the hours are a cap).
         "rate_card": "list",
@@ -37,6 +38,7 @@ PRODUCT_PLANS = [
         # 100 A100-hours included; use beyond is billed at list prices (the billing issue).
         "included_hours_are_a_cap": False,
         "included_nvme_gb": 500,
+        "dataset_quota_gb": 500,
         "max_reservation_minutes": 8 * 60,
         "rate_card": "list",
         "gpu_types": [("rtx4090", 2, 0), ("a100", 2, 100)],
@@ -51,6 +53,8 @@ PRODUCT_PLANS = [
         "official_images_only": False,
         "included_hours_are_a_cap": False,
         "included_nvme_gb": 0,
+        # Stores up to a node's whole cache (2 TB, docs/product.md); its jobs pay NVMe GB-hours.
+        "dataset_quota_gb": 2000,
         "max_reservation_minutes": 7 * 24 * 60,
         # Pay per second at the enterprise card (A100 $0.0025/s, H100 $0.004/s, and the volume
         # discount tiers; plans/seed.py).

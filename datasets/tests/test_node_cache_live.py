@@ -1,5 +1,6 @@
 """Datasets on the dev cluster's nodes: staged to a node's NVMe cache by deploy/node/gpupool-dataset-cache,
-mounted read-only at /data/<name> inside the job's container, and preferred by the next job.
+mounted read-only at /data/<name> inside the job's container, and preferred by the next job; an
+admin's pin stages a version ahead and keeps it; a rotten warm copy is fetched again.
 
 The store is the dev cluster's (inside its root, where the nodes see it), not a test's temporary
 directory; version ids of a fresh test database may meet a store's leftovers, which the tool and
@@ -11,16 +12,19 @@ from __future__ import annotations
 import os
 import secrets
 import subprocess
+import time
 
 import pytest
 from django.conf import settings
 
+from cluster.mirror import mirror_nodes
+from cluster.models import Node
 from cluster.services import job_paths, rest_client
 from cluster.types import JobSubmission
 from conftest import subscribe
 from datasets.models import DatasetVersion, NodeCopy, VersionState
 from datasets.node_cache import feature_for, sync_all_node_features
-from jobs import dataset_staging, protocol
+from jobs import dataset_pins, dataset_staging, protocol
 from jobs.models import Job, JobDataset
 from jobs.tests.conftest import GOOD_SPEC
 from testing.slurm import wait_for, wait_for_state
@@ -248,3 +252,79 @@ def test_a_full_cache_evicts_the_least_recently_used_copy_but_never_one_a_runnin
     stderr = (job_paths().to_local(protocol.job_directory(blocked)) / "stderr.log").read_text()
     assert "no room in this node's cache" in stderr, stderr
     rest_client(alice.profile.cluster_username).cancel_job(holder.slurm_job_id)
+
+
+def _pin_and_wait(admin, version, node: str):
+    pins = dataset_pins.pin_version(admin, version, [node])
+    assert [pin.node for pin in pins] == [node]
+    job = dataset_pins.staging_job(version, node)
+    assert job is not None and job.slurm_job_id, job and job.error
+    done = wait_for_state(rest_client(), job.slurm_job_id, {"COMPLETED", "FAILED"}, timeout=120)
+    local = job_paths().to_local(protocol.job_directory(job)) / "stdout.log"
+    assert done.state == "COMPLETED", local.read_text() if local.exists() else ""
+    job.refresh_from_db()
+    job.nodes, job.state = done.nodes, done.state  # as the mirror would
+    job.save(update_fields=["nodes", "state"])
+    assert dataset_staging.record_staging(job.pk)
+    return job, local.read_text()
+
+
+def test_a_pin_stages_ahead_blocks_eviction_until_unpinned_and_a_rotten_warm_copy_is_fetched_again(
+    alice, admin_user, provision, slurm, tus_for, api_client_for, eager_tasks, small_cache
+):
+    from datasets import actions
+
+    provision(admin_user)
+    subscribe(alice, "enterprise")  # the one H100 node: every job of hers lands on the one cache
+    provision(alice)
+    mirror_nodes(rest_client())
+    sync_all_node_features()
+    node = Node.objects.filter(name__contains="h100").values_list("name", flat=True).get()
+    versions = {}
+    for name in ("kept", "other"):
+        dataset = actions.create_dataset(alice, name=f"{name}-{secrets.token_hex(3)}")
+        versions[name] = _ready_version(tus_for, alice, dataset, {"blob.bin": os.urandom(6 * 1000 * 1000)})
+    kept, other = versions["kept"], versions["other"]
+
+    # Pinned: copied by the admin's staging job before any of alice's jobs ran.
+    staging, output = _pin_and_wait(admin_user, kept, node)
+    assert f"GPUPOOL_DATASET_READY {kept.pk} cold" in output, output
+    assert NodeCopy.objects.filter(node=node, version=kept).exists()
+    pins = settings.DATASET_STORE / "pins" / node
+    assert kept.sha256 in pins.read_text()
+    assert "gres/nvme:1" in staging.tres_per_node and staging.owner == admin_user
+    client = api_client_for(alice)
+    first = _finished(_submit(client, gpu_type="h100", command="true", datasets=[kept.pk]))
+    assert JobDataset.objects.get(job=first).warmth == "warm"
+
+    # The 10 MB cache holds the pinned 6 MB: a job on another 6 MB version finds no room.
+    blocked = _submit(client, gpu_type="h100", command="true", datasets=[other.pk])
+    assert wait_for_state(rest_client(), blocked.slurm_job_id, {"COMPLETED", "FAILED"}).state == "FAILED"
+    stderr = (job_paths().to_local(protocol.job_directory(blocked)) / "stderr.log").read_text()
+    assert "held by running jobs or pinned" in stderr, stderr
+
+    # Unpinned: the copy may go, and does.
+    assert dataset_pins.unpin(admin_user, kept, node)
+    assert kept.sha256 not in pins.read_text()
+    command = f'python3 -c "$MANIFEST_SCRIPT" /data/{other.dataset.name}'
+    environment = {"MANIFEST_SCRIPT": MANIFEST_SHA}
+    second = _finished(_submit(client, gpu_type="h100", command=command, environment=environment, datasets=[other.pk]))
+    assert f"GPUPOOL_DATASET_EVICTED {kept.sha256}" in _stdout(second)
+    assert not NodeCopy.objects.filter(node=node, version=kept).exists()
+
+    # A bit flipped in the warm copy (same size), its last full check two days old: the next job
+    # checks it, removes it and copies it again, and reads the true bytes.
+    cache = settings.DEVCLUSTER_DIR / "root" / "var/cache/gpupool/datasets" / node
+    blob = cache / f"c{other.sha256}" / "blob.bin"
+    blob.chmod(0o644)
+    with blob.open("r+b") as handle:
+        first_byte = handle.read(1)
+        handle.seek(0)
+        handle.write(bytes([first_byte[0] ^ 0xFF]))
+    old = time.time() - 2 * 86400
+    os.utime(cache / f"c{other.sha256}.checked", (old, old))
+    third = _finished(_submit(client, gpu_type="h100", command=command, environment=environment, datasets=[other.pk]))
+    output = _stdout(third)
+    assert f"GPUPOOL_DATASET_CORRUPT {other.pk}" in output, output
+    assert f"manifest-sha256 {other.sha256}" in output, output
+    assert JobDataset.objects.get(job=third).warmth == "cold"

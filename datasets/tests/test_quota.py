@@ -24,7 +24,7 @@ def test_an_upload_over_the_plans_nvme_is_refused_before_any_byte(alice, photos,
 
 
 def test_open_uploads_and_ready_versions_count_against_it(alice, photos, tus_for, settings):
-    Plan.objects.filter(code="pro").update(included_nvme_gb=1)
+    Plan.objects.filter(code="pro").update(dataset_quota_gb=1)
     tus = tus_for(alice, photos)
     tus.upload("a.bin", b"a" * 1000)
     assert tus.commit().status_code == 202
@@ -45,6 +45,19 @@ def test_the_free_plan_has_no_nvme_cache(bob, tus_for):
     subscribe(bob, "free")
     dataset = actions.create_dataset(bob, name="free-data")
     _refused_for_quota(tus_for(bob, dataset).create("a.bin", 1))
+
+
+def test_a_pay_per_use_plan_stores_datasets_though_it_includes_no_nvme(bob, tus_for):
+    """Enterprise includes no free NVMe GB (its jobs pay for all they mount) yet stores 2 TB."""
+    from conftest import subscribe
+    from datasets import actions
+
+    subscribe(bob, "enterprise")
+    assert Plan.objects.get(code="enterprise").included_nvme_gb == 0
+    dataset = actions.create_dataset(bob, name="enterprise-data")
+    tus = tus_for(bob, dataset)
+    assert tus.create("a.bin", 2000 * GB).status_code == 201
+    _refused_for_quota(tus.create("b.bin", 1))
 
 
 def test_a_groups_datasets_count_against_the_groups_plan(alice, tus_for):
