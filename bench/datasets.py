@@ -1,9 +1,10 @@
 """Datasets, measured on the real dev cluster in one run (docs/datasets.md quotes the figures):
 
 1. Upload throughput: one file of --upload-mb MB sent with the CLI (scripts/gpupool-dataset-upload:
-   tus, 8 MiB chunks, each with its sha256) to Daphne, against `cp` of the same file to the
-   store's filesystem. Goal: upload >= 0.5x cp. The worker's check after the commit is shown
-   apart (it reads every byte once more).
+   tus, 8 MiB chunks, each with its sha256) to Daphne, on one connection and as --parallel parts
+   at once (tus concatenation, the CLI's default for a large file), against `cp` of the same file
+   to the store's filesystem. Goal: upload >= 0.5x cp. The worker's check after the commit is
+   shown apart (it reads every byte once more).
 2. Time to the first byte in a job: a job on that version on a cold node (copied to the node's
    NVMe, checked, then mounted) and again on the warm node: the node tool's staging seconds, and
    from the batch script's start (Slurm's start time, 1 s resolution) to the first byte read
@@ -58,8 +59,9 @@ def _cli():
     return module
 
 
-def upload_against_cp(base_url: str, token: str, dataset_id: int, megabytes: int) -> dict[str, float]:
-    """Seconds of: cp, the CLI's checksum pass, the transfer (every PATCH), commit to ready."""
+def upload_against_cp(base_url: str, token: str, dataset_id: int, megabytes: int, parallel: int) -> dict[str, float]:
+    """Seconds of: cp, the CLI's checksum pass, the transfer on one connection (every PATCH) and
+    as `parallel` parts at once (joined on the server), commit to ready."""
     from django.conf import settings
 
     cli = _cli()
@@ -82,24 +84,29 @@ def upload_against_cp(base_url: str, token: str, dataset_id: int, megabytes: int
         started = time.perf_counter()
         [(relative, path, size, digest)] = cli.files_of(folder)
         figures["checksums"] = time.perf_counter() - started
-        opened = portal.json("POST", f"/api/v1/datasets/{dataset_id}/versions/")
-        version_url = f"/api/v1/datasets/{dataset_id}/versions/{opened['number']}/"
-        started = time.perf_counter()
-        _status, headers, _body = portal.request(
-            "POST",
-            f"{version_url}uploads/",
-            b"",
-            {"Upload-Length": str(size), "Upload-Metadata": cli.metadata(path=relative, sha256=digest)},
-        )
-        quiet = cli.Progress(size)
-        quiet.add = lambda count, sent=True: None  # the figures are printed at the end
-        cli.send(portal, headers["Location"], path, size, quiet)
-        figures["transfer"] = time.perf_counter() - started
-        started = time.perf_counter()
-        portal.json("POST", f"{version_url}commit")
-        while portal.json("GET", version_url)["state"] not in ("ready", "failed"):
-            time.sleep(0.1)
-        figures["ready"] = time.perf_counter() - started
+        for connections in (1, parallel):
+            opened = portal.json("POST", f"/api/v1/datasets/{dataset_id}/versions/")
+            version_url = f"/api/v1/datasets/{dataset_id}/versions/{opened['number']}/"
+            quiet = cli.Progress(size)
+            quiet.add = lambda count, sent=True: None  # the figures are printed at the end
+            started = time.perf_counter()
+            if connections > 1:
+                cli.send_in_parts(portal, version_url, (relative, path, size, digest), {}, quiet, connections)
+            else:
+                _status, headers, _body = portal.request(
+                    "POST",
+                    f"{version_url}uploads/",
+                    b"",
+                    {"Upload-Length": str(size), "Upload-Metadata": cli.metadata(path=relative, sha256=digest)},
+                )
+                cli.send(portal, headers["Location"], path, size, quiet)
+            figures[f"transfer {connections}"] = time.perf_counter() - started
+            started = time.perf_counter()
+            portal.json("POST", f"{version_url}commit")
+            while (state := portal.json("GET", version_url)["state"]) not in ("ready", "failed"):
+                time.sleep(0.1)
+            assert state == "ready", state
+            figures["ready"] = time.perf_counter() - started
     return figures
 
 
@@ -197,6 +204,7 @@ def main():
     parser.add_argument("--jobs", type=int, default=32)
     parser.add_argument("--datasets", type=int, default=6)
     parser.add_argument("--upload-only", action="store_true", help="part 1 alone (needs no cluster)")
+    parser.add_argument("--parallel", type=int, default=2, help="the CLI's connections for the file's parts")
     args = parser.parse_args()
 
     from django.conf import settings
@@ -219,20 +227,21 @@ def main():
         try:
             big = actions.create_dataset(user, name="big")
             with portal_stack(worker=True, extra_env={"DATASET_STORE": str(store)}) as base_url:
-                figures = upload_against_cp(base_url, key, big.pk, args.upload_mb)
+                figures = upload_against_cp(base_url, key, big.pk, args.upload_mb, args.parallel)
             mb = args.upload_mb
-            cp_s, upload_s = figures["cp"], figures["transfer"]
+            cp_s, one_s, many_s = figures["cp"], figures["transfer 1"], figures[f"transfer {args.parallel}"]
             print(
-                f"upload {mb} MB: cp {cp_s:.2f} s ({mb / cp_s:.0f} MB/s), tus upload {upload_s:.2f} s "
-                f"({mb / upload_s:.0f} MB/s); RATIO upload/cp throughput = {cp_s / upload_s:.2f} (goal >= 0.5); "
+                f"upload {mb} MB: cp {cp_s:.2f} s ({mb / cp_s:.0f} MB/s); tus upload on one connection {one_s:.2f} s "
+                f"({mb / one_s:.0f} MB/s, {cp_s / one_s:.2f}x cp), as {args.parallel} parts at once {many_s:.2f} s "
+                f"({mb / many_s:.0f} MB/s); RATIO upload/cp throughput = {cp_s / many_s:.2f} (goal >= 0.5); "
                 f"with the client's checksum pass first ({figures['checksums']:.2f} s): "
-                f"{cp_s / (upload_s + figures['checksums']):.2f}; commit to ready (the worker's check) "
+                f"{cp_s / (many_s + figures['checksums']):.2f}; commit to ready (the worker's check) "
                 f"{figures['ready']:.2f} s"
             )
 
             if args.upload_only:
                 return
-            version = DatasetVersion.objects.get(dataset=big)
+            version = DatasetVersion.objects.filter(dataset=big).order_by("-number").first()
             clear_caches(["gpu-a100-01", "gpu-a100-02"])
             read = (
                 "python3 -c \"import time; open('/data/big/shard.bin','rb').read(1); "

@@ -88,28 +88,42 @@ def _lock_owner(dataset: Dataset) -> None:
         Profile.objects.select_for_update().filter(user_id=dataset.user_id).first()
 
 
-def create_upload(version: DatasetVersion, actor, *, path, length: int, declared_sha256: str = "") -> Upload:
-    """A tus upload resource for one file of an open version. Refused before any byte: a bad
-    path, one already in the version, a version not open, and the owner's quota."""
-    dataset = version.dataset
-    if not may_write(actor, dataset):
-        raise DatasetError("dataset", "Only the dataset's owner or its group's members upload to it.", 403)
+def _clean_path(path: str) -> str:
     try:
-        path = clean_relative_path(path)
+        return clean_relative_path(path)
     except PathError as exc:
         raise DatasetError("path", str(exc)) from None
+
+
+def _check_clash(locked: DatasetVersion, path: str) -> None:
+    live = list(
+        locked.uploads.exclude(state=Upload.State.ABANDONED).filter(partial=False).values_list("path", flat=True)
+    )
+    other = clashes(path, live)
+    if other is not None:
+        message = "That path is in this version already." if other == path else f"It clashes with {other!r}."
+        raise DatasetError("path", message, 409)
+
+
+def create_upload(
+    version: DatasetVersion, actor, *, path, length: int, declared_sha256: str = "", partial: bool = False
+) -> Upload:
+    """A tus upload resource for one file of an open version, or (`partial`) for one part of a
+    file (tus concatenation: `concatenate_parts` makes the file). Refused before any byte: a bad
+    path, one already in the version, a version not open, and the owner's quota (parts count
+    against it as files do)."""
+    dataset = version.dataset
+    check_writer(dataset, actor)
+    path = _clean_path(path) if path or not partial else ""
     with transaction.atomic():
         _lock_owner(dataset)
         locked = DatasetVersion.objects.select_for_update().get(pk=version.pk)
         if locked.state != VersionState.UPLOADING:
             raise DatasetError("version", f"Version {locked.number} is {locked.state}: it takes no more files.", 409)
-        live = list(locked.uploads.exclude(state=Upload.State.ABANDONED).values_list("path", flat=True))
-        if len(live) >= settings.DATASET_MAX_FILES_PER_VERSION:
+        if locked.uploads.exclude(state=Upload.State.ABANDONED).count() >= settings.DATASET_MAX_FILES_PER_VERSION:
             raise DatasetError("path", f"A version holds at most {settings.DATASET_MAX_FILES_PER_VERSION} files.", 409)
-        other = clashes(path, live)
-        if other is not None:
-            message = "That path is in this version already." if other == path else f"It clashes with {other!r}."
-            raise DatasetError("path", message, 409)
+        if not partial:
+            _check_clash(locked, path)
         allowed, used = quota_bytes(dataset), used_bytes(dataset)
         if used + length > allowed:
             raise DatasetError(
@@ -122,7 +136,8 @@ def create_upload(version: DatasetVersion, actor, *, path, length: int, declared
             version=locked,
             path=path,
             length=length,
-            declared_sha256=declared_sha256,
+            declared_sha256="" if partial else declared_sha256,
+            partial=partial,
             created_by=actor,
             state=Upload.State.COMPLETE if length == 0 else Upload.State.RECEIVING,
         )
@@ -130,16 +145,81 @@ def create_upload(version: DatasetVersion, actor, *, path, length: int, declared
     return upload
 
 
-def receive_chunk(upload: Upload, actor, *, offset: int, stream, checksum=None) -> int:
+MAX_PARTS = 64
+
+
+def concatenate_parts(version: DatasetVersion, actor, *, path, part_ids: list, declared_sha256: str = "") -> Upload:
+    """tus concatenation's final upload: the complete parts, in the order given, become one file
+    of the version at `path` (copied in the kernel, then the parts are gone). Their bytes were
+    counted against the quota already and stay counted, now as the file's. Refused, changing
+    nothing: a part that is not a complete part of this version, one given twice, a path taken."""
+    dataset = version.dataset
+    check_writer(dataset, actor)
+    path = _clean_path(path)
+    if not 1 <= len(part_ids) <= MAX_PARTS or len(set(part_ids)) != len(part_ids):
+        raise DatasetError("parts", f"Name 1 to {MAX_PARTS} different parts.")
+    with transaction.atomic():
+        locked = DatasetVersion.objects.select_for_update().get(pk=version.pk)
+        if locked.state != VersionState.UPLOADING:
+            raise DatasetError("version", f"Version {locked.number} is {locked.state}: it takes no more files.", 409)
+        try:
+            found = {
+                str(part.pk): part
+                for part in Upload.objects.select_for_update(nowait=True)
+                .filter(pk__in=part_ids, version=locked, partial=True)
+                .exclude(state=Upload.State.ABANDONED)
+            }
+        except DatabaseError:
+            raise DatasetError("parts", "A part is still receiving bytes.", 409) from None
+        missing = [str(part_id) for part_id in part_ids if str(part_id) not in found]
+        if missing:
+            raise DatasetError("parts", f"Not a part of this version: {missing[0]}.")
+        parts = [found[str(part_id)] for part_id in part_ids]
+        unfinished = next((part for part in parts if part.state != Upload.State.COMPLETE), None)
+        if unfinished is not None:
+            raise DatasetError(
+                "parts", f"Part {unfinished.pk} holds {unfinished.offset} of its {unfinished.length} bytes.", 409
+            )
+        _check_clash(locked, path)
+        length = sum(part.length for part in parts)
+        final = Upload.objects.create(
+            version=locked,
+            path=path,
+            length=length,
+            offset=length,
+            declared_sha256=declared_sha256,
+            created_by=actor,
+            state=Upload.State.COMPLETE,
+        )
+        try:
+            storage.concatenate(final.pk, [(part.pk, part.length) for part in parts])
+        except storage.StorageError as exc:
+            raise DatasetError("parts", str(exc), 409) from None
+        Upload.objects.filter(pk__in=[part.pk for part in parts]).update(state=Upload.State.ABANDONED)
+        ids = [part.pk for part in parts]
+        transaction.on_commit(lambda: storage.remove_staged(ids))
+    return final
+
+
+def check_writer(dataset: Dataset, actor) -> None:
+    if not may_write(actor, dataset):
+        raise DatasetError("dataset", "Only the dataset's owner or its group's members upload to it.", 403)
+
+
+def receive_chunk(upload: Upload, actor, *, offset: int, stream, checksum=None, writer_checked=False) -> int:
     """Write one PATCH body at `offset`, which must be where the upload stands; returns the new
     offset. `checksum`: (algorithm, expected hex) from Upload-Checksum. The upload's row is
     locked without waiting, so a second writer of the same upload is refused at once (409)
-    rather than interleaving its bytes; other uploads are untouched."""
-    if not may_write(actor, upload.version.dataset):
-        raise DatasetError("dataset", "Only the dataset's owner or its group's members upload to it.", 403)
+    rather than interleaving its bytes; other uploads are untouched. `writer_checked`: the
+    caller found the upload among the datasets `actor` may write (one query fewer a chunk)."""
+    if not writer_checked:
+        check_writer(upload.version.dataset, actor)
     with transaction.atomic():
         try:
-            locked = Upload.objects.select_for_update(nowait=True).select_related("version").get(pk=upload.pk)
+            # The upload's row alone: locking its version's too (FOR UPDATE of a join) refused every
+            # other file of the version sent at the same time (409).
+            uploads = Upload.objects.select_for_update(nowait=True, of=("self",)).select_related("version")
+            locked = uploads.get(pk=upload.pk)
         except DatabaseError:
             raise DatasetError("offset", "Another request is writing this upload.", 409) from None
         if locked.version.state != VersionState.UPLOADING or locked.state == Upload.State.ABANDONED:
@@ -172,8 +252,14 @@ def commit_version(version: DatasetVersion, actor) -> DatasetVersion:
                 uploads = list(locked.uploads.select_for_update(nowait=True).exclude(state=Upload.State.ABANDONED))
             except DatabaseError:
                 raise DatasetError("version", "An upload is still receiving bytes.", 409) from None
+            # Parts no final upload joined are no file of the version: they go.
+            strays = [upload.pk for upload in uploads if upload.partial]
+            uploads = [upload for upload in uploads if not upload.partial]
             if not uploads:
                 raise DatasetError("version", "A version needs at least one file.", 409)
+            if strays:
+                Upload.objects.filter(pk__in=strays).update(state=Upload.State.ABANDONED)
+                transaction.on_commit(lambda: storage.remove_staged(strays))
             unfinished = [upload for upload in uploads if upload.state != Upload.State.COMPLETE]
             if unfinished:
                 first = unfinished[0]

@@ -138,6 +138,10 @@ class Upload(models.Model):
     # What the client declared (Upload-Metadata sha256), checked when the version is committed.
     declared_sha256 = models.CharField(max_length=64, blank=True, validators=[SHA256_HEX])
     state = models.CharField(max_length=16, choices=State.choices, default=State.RECEIVING)
+    # tus concatenation: a part of a file sent beside its other parts (its `path` is the file's,
+    # for a client resuming them); a final upload joins complete parts, which are then abandoned.
+    # A part is never a file of the version.
+    partial = models.BooleanField(default=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -146,7 +150,9 @@ class Upload(models.Model):
         ordering = ["version", "path"]
         constraints = [
             models.UniqueConstraint(
-                fields=["version", "path"], condition=~Q(state="abandoned"), name="one_live_upload_per_path"
+                fields=["version", "path"],
+                condition=~Q(state="abandoned") & Q(partial=False),
+                name="one_live_upload_per_path",
             ),
             models.CheckConstraint(condition=Q(offset__lte=models.F("length")), name="upload_offset_within_length"),
         ]

@@ -195,6 +195,37 @@ def move_into_tree(upload_id, version_id: int, path: str, size: int) -> None:
             os.close(fd)
 
 
+def concatenate(final_id, parts: list[tuple[object, int]]) -> None:
+    """The final upload's staged file: the parts' staged files (each of the length given) one
+    after another, copied by the kernel (copy_file_range). StorageError, and no final file,
+    when a part's file is missing or not its length."""
+    with _directory("staging") as staging:
+        name = _staged_name(final_id)
+        out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640, dir_fd=staging)
+        try:
+            for part_id, length in parts:
+                try:
+                    source = os.open(_staged_name(part_id), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=staging)
+                except OSError as exc:
+                    raise StorageError(f"part {part_id}: {exc.strerror}") from None
+                try:
+                    if os.fstat(source).st_size != length:
+                        raise StorageError(f"part {part_id} is not {length} bytes on disk")
+                    copied = 0
+                    while copied < length:
+                        step = os.copy_file_range(source, out, length - copied)
+                        if step == 0:
+                            raise StorageError(f"part {part_id} ended early")
+                        copied += step
+                finally:
+                    os.close(source)
+        except BaseException:
+            os.close(out)
+            os.unlink(name, dir_fd=staging)
+            raise
+        os.close(out)
+
+
 def remove_staged(upload_ids) -> None:
     try:
         with _directory("staging", create=False) as staging:

@@ -20,7 +20,9 @@ def verify_version(version_id: int) -> str:
         return version.state if version else "missing"
     if version.source_path:
         return _import_version(version)
-    uploads = list(Upload.objects.filter(version_id=version_id, state=Upload.State.COMPLETE).order_by("path"))
+    uploads = list(
+        Upload.objects.filter(version_id=version_id, state=Upload.State.COMPLETE, partial=False).order_by("path")
+    )
     files = []
     try:
         for upload in uploads:

@@ -30,6 +30,10 @@ from tempfile import SpooledTemporaryFile
 from asgiref.wsgi import WsgiToAsgiInstance
 
 _END = object()
+# A request body up to this size stays in memory, a larger one (a dataset upload's 8 MiB chunk)
+# goes to a temporary file, so many uploads at once hold no more memory than a batch each.
+BODY_IN_MEMORY = 65536
+BODY_BATCH = 1024 * 1024
 
 
 class Lanes:
@@ -86,14 +90,23 @@ class DjangoHttp:
         self.lanes = Lanes(threads)
 
     async def __call__(self, scope, receive, send):
-        with SpooledTemporaryFile(max_size=65536) as body:
+        with SpooledTemporaryFile(max_size=BODY_IN_MEMORY) as body:
+            # Daphne hands a body over in 8 KiB messages: they are gathered and written in
+            # batches (one write per 8 KiB cost 11 ms of an 8 MiB upload chunk: bench/datasets.py).
+            pieces, gathered = [], 0
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
                     return
-                body.write(message.get("body", b""))
+                piece = message.get("body", b"")
+                pieces.append(piece)
+                gathered += len(piece)
+                if gathered >= BODY_BATCH:
+                    body.write(b"".join(pieces))
+                    pieces, gathered = [], 0
                 if not message.get("more_body"):
                     break
+            body.write(b"".join(pieces))
             body.seek(0)
             lane = await self.lanes.take()
             try:

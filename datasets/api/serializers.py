@@ -92,7 +92,7 @@ class UploadSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Upload
-        fields = ["id", "path", "length", "offset", "state", "declared_sha256", "url"]
+        fields = ["id", "path", "length", "offset", "state", "declared_sha256", "partial", "url"]
         read_only_fields = fields
 
     def get_url(self, upload) -> str:

@@ -8,7 +8,7 @@ import binascii
 import re
 
 VERSION = "1.0.0"
-EXTENSIONS = "creation,checksum"
+EXTENSIONS = "creation,checksum,concatenation"
 CHECKSUM_ALGORITHMS = ("sha1", "sha256", "md5")
 OFFSET_MEDIA_TYPE = "application/offset+octet-stream"
 # Upload-Length and Upload-Offset: decimal digits only (no sign, no spaces), at most 19 digits
@@ -84,3 +84,29 @@ def read_checksum(value: str | None) -> tuple[str, str] | None:
     except (binascii.Error, ValueError):
         raise TusError("Upload-Checksum's digest is not base64.", 400, "Upload-Checksum") from None
     return parts[0], digest.hex()
+
+
+# A final upload's parts: their URLs (absolute or not), each ending in /uploads/<uuid>.
+_PART_URL = re.compile(r"/uploads/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/?$")
+MAX_CONCAT_CHARS = 16384
+
+
+def read_concat(value: str | None) -> tuple[str, list[str]]:
+    """Upload-Concat (tus concatenation): ("", []) when absent, ("partial", []), or ("final",
+    the parts' upload ids in order)."""
+    if value is None:
+        return "", []
+    value = value.strip()
+    if value == "partial":
+        return "partial", []
+    if len(value) > MAX_CONCAT_CHARS or not value.startswith("final;"):
+        raise TusError('Upload-Concat is "partial" or "final;<part URL> <part URL>...".', 400, "Upload-Concat")
+    ids = []
+    for url in value[len("final;") :].split():
+        match = _PART_URL.search(url)
+        if match is None:
+            raise TusError(f"Upload-Concat: {url[:200]!r} is not an upload's URL.", 400, "Upload-Concat")
+        ids.append(match[1])
+    if not ids:
+        raise TusError("Upload-Concat: name the parts' URLs.", 400, "Upload-Concat")
+    return "final", ids

@@ -100,3 +100,55 @@ def test_a_connection_dropped_mid_chunk_is_reopened_and_the_upload_finishes(
     assert broken and len(connections) == 2  # one before the break, one after
     version = DatasetVersion.objects.get()
     assert version.state == "ready" and version.size_bytes == len(data)
+
+
+def test_a_large_file_goes_as_parts_at_once_resumes_them_and_is_joined(
+    alice, photos, live_server, tmp_path, monkeypatch, eager_tasks
+):
+    """Over PART_MIN, a file is sent as --parallel parts on their own connections (tus
+    concatenation); a run that breaks in one part is resumed part by part, then joined."""
+    import threading
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    data = bytes(range(256)) * (24 * 4096)  # 24 MiB: three parts of 8 MiB
+    (folder / "big.bin").write_bytes(data)
+    _token, key = ApiToken.issue(alice, "cli")
+    monkeypatch.setenv("GPUPOOL_TOKEN", key)
+    cli = _cli()
+    monkeypatch.setattr(cli, "PART_MIN", 1024 * 1024)
+    monkeypatch.setattr(cli, "CHUNK", 4 * 1024 * 1024)
+    real_request = cli.Portal.request
+    lock, threads_seen, first_part = threading.Lock(), set(), []
+
+    def breaking(self, method, url, body=None, headers=None):
+        """The first part's connection breaks after its first chunk; the others go on."""
+        if method == "PATCH":
+            with lock:
+                threads_seen.add(threading.get_ident())
+            if url.endswith(first_part[0]) and int(headers["Upload-Offset"]) > 0:
+                raise RuntimeError("the laptop closed")
+        answer = real_request(self, method, url, body, headers)
+        if method == "POST" and (headers or {}).get("Upload-Concat") == "partial" and not first_part:
+            first_part.append(answer[1]["Location"].rsplit("/", 1)[1])
+        return answer
+
+    monkeypatch.setattr(cli.Portal, "request", breaking)
+    with pytest.raises(RuntimeError):
+        cli.main([live_server.url, str(photos.pk), str(folder), "--parallel", "3"])
+    assert len(threads_seen) == 3  # three connections at once
+    parts = {upload.path: upload.offset for upload in Upload.objects.filter(partial=True)}
+    assert parts["big.bin.part-1-of-3"] == 4 * 1024 * 1024  # broke after its first chunk
+    assert parts["big.bin.part-2-of-3"] == parts["big.bin.part-3-of-3"] == 8 * 1024 * 1024
+
+    sent = []
+    monkeypatch.setattr(
+        cli.Portal,
+        "request",
+        lambda self, m, u, b=None, h=None: (sent.append((m, h)), real_request(self, m, u, b, h))[1],
+    )
+    assert cli.main([live_server.url, str(photos.pk), str(folder), "--parallel", "3"]) == 0
+    assert [int(h["Upload-Offset"]) for m, h in sent if m == "PATCH"] == [4 * 1024 * 1024]
+    version = DatasetVersion.objects.get()
+    expected = manifest_sha256([("big.bin", len(data), hashlib.sha256(data).hexdigest())])
+    assert (version.state, version.sha256, version.file_count) == ("ready", expected, 1)

@@ -28,7 +28,7 @@ def test_options_says_what_the_server_supports(tus):
     answer = tus.client.options(f"{tus.base}/uploads/")
     assert answer.status_code == 204
     assert answer["Tus-Version"] == "1.0.0" and answer["Tus-Resumable"] == "1.0.0"
-    assert set(answer["Tus-Extension"].split(",")) == {"creation", "checksum"}
+    assert set(answer["Tus-Extension"].split(",")) == {"creation", "checksum", "concatenation"}
 
 
 def test_create_head_patch_and_resume_at_the_servers_offset(tus, store):
