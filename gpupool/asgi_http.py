@@ -34,6 +34,18 @@ _END = object()
 # goes to a temporary file, so many uploads at once hold no more memory than a batch each.
 BODY_IN_MEMORY = 65536
 BODY_BATCH = 1024 * 1024
+# Except bodies that declare a length up to BODY_IN_MEMORY_MAX, MEMORY_BODIES of them at once
+# (at most 72 MiB of a process's memory).
+BODY_IN_MEMORY_MAX = 9 * 1024 * 1024
+MEMORY_BODIES = 8
+
+
+def _declared_length(scope) -> int:
+    """The request's Content-Length, or a number too large to count when it has none."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            return int(value) if value.isdigit() else 1 << 62
+    return 1 << 62
 
 
 class Lanes:
@@ -88,9 +100,22 @@ class DjangoHttp:
     def __init__(self, wsgi_application, threads: int = 16):
         self.wsgi_application = wsgi_application
         self.lanes = Lanes(threads)
+        self._memory_slots = threading.BoundedSemaphore(MEMORY_BODIES)
 
     async def __call__(self, scope, receive, send):
-        with SpooledTemporaryFile(max_size=BODY_IN_MEMORY) as body:
+        # A body of known, bounded length (a dataset upload's 8 MiB chunk) is held in memory
+        # while a slot is free: spooled to a file it was written to disk twice more (Daphne
+        # buffers it in a file too), and the kernel's dirty-page throttling made the writes the
+        # chunk's largest cost (bench/datasets.py). Others, and all beyond the slots, spool.
+        in_memory = _declared_length(scope) <= BODY_IN_MEMORY_MAX and self._memory_slots.acquire(blocking=False)
+        try:
+            await self._serve(scope, receive, send, in_memory)
+        finally:
+            if in_memory:
+                self._memory_slots.release()
+
+    async def _serve(self, scope, receive, send, in_memory: bool):
+        with SpooledTemporaryFile(max_size=BODY_IN_MEMORY_MAX if in_memory else BODY_IN_MEMORY) as body:
             # Daphne hands a body over in 8 KiB messages: they are gathered and written in
             # batches (one write per 8 KiB cost 11 ms of an 8 MiB upload chunk: bench/datasets.py).
             pieces, gathered = [], 0

@@ -152,3 +152,30 @@ def test_requests_beyond_the_thread_bound_wait_for_a_free_thread():
     fast, slow = async_to_sync(scenario)()
     assert fast == "/fast" and slow == ["/slow"] * 2
     assert app.lanes._created == 2
+
+
+def _where_the_body_is(environ, start_response):
+    body = environ["wsgi.input"]
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"file" if body._rolled else b"memory", str(len(body.read())).encode()]
+
+
+def test_a_bounded_body_stays_in_memory_while_a_slot_is_free_and_others_spool():
+
+    from gpupool.asgi_http import BODY_IN_MEMORY_MAX, MEMORY_BODIES, DjangoHttp
+
+    app = DjangoHttp(_where_the_body_is, threads=2)
+
+    async def post(size: int) -> str:
+        headers = [(b"content-length", str(size).encode())]
+        communicator = HttpCommunicator(app, "PATCH", "/upload", body=b"x" * size, headers=headers)
+        return (await communicator.get_response(timeout=10))["body"].decode()
+
+    assert async_to_sync(post)(8 * 1024 * 1024) == f"memory{8 * 1024 * 1024}"  # an upload chunk
+    assert async_to_sync(post)(BODY_IN_MEMORY_MAX + 1) == f"file{BODY_IN_MEMORY_MAX + 1}"
+    for _ in range(MEMORY_BODIES):  # every slot held by requests in flight
+        assert app._memory_slots.acquire(blocking=False)
+    assert async_to_sync(post)(1024 * 1024) == f"file{1024 * 1024}"
+    for _ in range(MEMORY_BODIES):
+        app._memory_slots.release()
+    assert async_to_sync(post)(1024 * 1024) == f"memory{1024 * 1024}"
