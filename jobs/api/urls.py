@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
-from jobs.api import export, views
+from jobs.api import dataset_pins, export, views
 
 
 class OptionalSlashRouter(SimpleRouter):
@@ -20,6 +20,17 @@ urlpatterns = [
     path("jobs/export", export.export, name="api-jobs-export"),
     path("resources/usage", views.resource_usage, name="api-resource-usage"),
     path("images/", views.images, name="api-images"),
+    # Under the datasets' paths, served here: pinning submits jobs (jobs/dataset_pins.py).
+    path(
+        "datasets/<int:pk>/versions/<int:number>/pins/",
+        dataset_pins.VersionPinsView.as_view(),
+        name="api-dataset-pins",
+    ),
+    path(
+        "datasets/<int:pk>/versions/<int:number>/pins/<str:node>",
+        dataset_pins.VersionPinView.as_view(),
+        name="api-dataset-pin",
+    ),
     *router.urls,
     # Last: every other path under /api/v1/ answers as the API does (JSON), not with a page.
     re_path(r"", views.not_found),

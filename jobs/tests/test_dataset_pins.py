@@ -137,3 +137,33 @@ def test_the_pin_page_is_the_admins_alone(alice, admin_user, client, settings, t
     answer = client.post(f"/console/datasets/versions/{version.pk}/unpin", {"node": "gpu-a100-01"}, follow=True)
     assert "Unpinned from gpu-a100-01" in answer.content.decode()
     assert not NodePin.objects.exists()
+
+
+def test_the_pins_api_is_the_admins_alone_and_refusals_change_nothing(
+    alice, admin_user, api_client_for, settings, tmp_path, staged_by_hand
+):
+    settings.DATASET_STORE = tmp_path / "store"
+    _provisioned(admin_user)
+    version = _ready(alice, size=10**9)
+    url = f"/api/v1/datasets/{version.dataset_id}/versions/{version.number}/pins/"
+    owner = api_client_for(alice)
+    assert owner.get(url).status_code == 403  # her own dataset, but pins are an admin's act
+    assert owner.post(url, {"nodes": ["gpu-a100-01"]}, format="json").status_code == 403
+    assert owner.delete(f"{url}gpu-a100-01").status_code == 403
+
+    admin = api_client_for(admin_user)
+    assert admin.post(url, {"nodes": []}, format="json").status_code == 400
+    refused = admin.post(url, {"nodes": ["gpu-h100-09"]}, format="json")
+    assert refused.status_code == 400 and "No such node" in refused.json()["errors"]["nodes"][0]
+    assert admin.get(f"/api/v1/datasets/{version.dataset_id}/versions/99/pins/").status_code == 404
+    assert not NodePin.objects.exists()
+
+    created = admin.post(url, {"nodes": ["gpu-a100-01"]}, format="json")
+    assert created.status_code == 201, created.content
+    [pin] = created.json()
+    assert (pin["node"], pin["version"], pin["pinned_by"]) == ("gpu-a100-01", version.pk, admin_user.username)
+    assert pin["staging_job"]["state"] == JobState.SUBMITTING
+    assert admin.get(url).json()[0]["node"] == "gpu-a100-01"
+    assert admin.delete(f"{url}gpu-a100-01").status_code == 204
+    assert admin.delete(f"{url}gpu-a100-01").status_code == 404
+    assert admin.get(url).json() == []
