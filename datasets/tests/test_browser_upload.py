@@ -97,3 +97,38 @@ def test_an_interrupted_upload_resumes_after_a_reload_and_is_ready(alice, tmp_pa
             assert errors == []
         finally:
             browser.close()
+
+
+def test_the_files_of_a_folder_go_two_at_a_time_and_make_one_ready_version(alice, tmp_path):
+    """Three files of three chunks each: the second file's upload is declared while the first
+    is still sending (two connections), and the version holds all three with their sha256."""
+    dataset = actions.create_dataset(alice, name="shards")
+    files = {f"shard-{index}.bin": os.urandom(3 * CHUNK - 1000) for index in range(3)}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    expected = manifest_sha256([(name, len(data), hashlib.sha256(data).hexdigest()) for name, data in files.items()])
+    store = {"DATASET_STORE": str(tmp_path / "store")}
+    with playwright_api.sync_playwright() as playwright, portal_stack(worker=True, extra_env=store) as base_url:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+            log_in(page, base_url, "alice", "pw-alice")
+            page.goto(f"{base_url}/datasets/{dataset.pk}/")
+            requests = []
+            page.on(
+                "request",
+                lambda request: (
+                    "/uploads/" in request.url
+                    and requests.append((request.method, request.url.rsplit("/uploads/", 1)[1]))
+                ),
+            )
+            page.set_input_files("[data-files]", [str(tmp_path / name) for name in files])
+            page.click("[data-start]")
+            expect(page.locator("tr[data-version='1'] [data-state]")).to_have_text("ready", timeout=90000)
+            expect(page.locator("tr[data-version='1'] [data-sha256]")).to_have_text(expected)
+        finally:
+            browser.close()
+    creations = [index for index, (method, _url) in enumerate(requests) if method == "POST"]
+    first_upload = next(url for method, url in requests if method == "PATCH")
+    last_patch_of_first = max(index for index, (method, url) in enumerate(requests) if url == first_upload)
+    assert len(creations) == 3 and creations[1] < last_patch_of_first, requests
