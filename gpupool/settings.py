@@ -417,6 +417,10 @@ CELERY_TIMEZONE = SLURM_USAGE_RESET_TIMEZONE
 ALLOCATION_WARN_PERCENT = env_int("ALLOCATION_WARN_PERCENT", 80, minimum=1)
 ALLOCATION_HOLD_PERCENT = env_int("ALLOCATION_HOLD_PERCENT", 100, minimum=1)
 SLURM_PARTITION = env_str("SLURM_PARTITION", "gpu")
+# The free plan's floor (docs/slurm.md): a partition over the free plan's GPU type's nodes with a
+# higher PriorityTier and a QOS capping it at a few GPUs; free jobs go to "<floor>,<partition>".
+# Empty: free jobs go to SLURM_PARTITION alone (a cluster without the floor partition).
+SLURM_FREE_FLOOR_PARTITION = env_str("SLURM_FREE_FLOOR_PARTITION", "floor")
 # Where job directories are as Slurm sees them, and where this portal reads them.
 SLURM_JOB_ROOT = env_str("SLURM_JOB_ROOT", "/srv/gpupool/jobs")
 SLURM_JOB_ROOT_LOCAL = env_path("SLURM_JOB_ROOT_LOCAL", DEVCLUSTER_DIR / "root/srv/gpupool/jobs")

@@ -142,7 +142,7 @@ def submit(
             quota_shards=shares,
             tres_per_node=spec.gpu.tres_per_node(),
             time_limit_minutes=spec.time_limit_minutes,
-            partition=settings.SLURM_PARTITION,
+            partition=partition_for(plan, spot=spec.spot),
             account=group.slurm_account if group else settings.SLURM_ACCOUNT,
             group=group,
             qos=settings.SPOT_QOS if spec.spot else plan.qos,
@@ -158,6 +158,16 @@ def submit(
         )
         transaction.on_commit(lambda: _submit_and_tell(job, profile))
     return job
+
+
+def partition_for(plan, *, spot: bool = False) -> str:
+    """Where a job may run. A free plan's job may also run in the floor partition, whose jobs
+    Slurm weighs before the rest (PriorityTier) up to the floor's few GPUs: one free job is
+    always first in line for the next free GPU, however many paid jobs wait (docs/slurm.md)."""
+    floor = settings.SLURM_FREE_FLOOR_PARTITION
+    if floor and plan.included_hours_are_a_cap and not spot:
+        return f"{floor},{settings.SLURM_PARTITION}"
+    return settings.SLURM_PARTITION
 
 
 def _submit_and_tell(job: Job, profile: Profile) -> None:

@@ -60,6 +60,9 @@ SLURMD_BASE_PORT="${DEVCLUSTER_SLURMD_BASE_PORT:-$((port_base + 901))}"
 MYSQL_PORT="${DEVCLUSTER_MYSQL_PORT:-$((port_base + 306))}"
 JOBS_DIR="${DEVCLUSTER_JOBS_DIR:-/srv/gpupool/jobs}"        # path inside the root
 READY_TIMEOUT="${DEVCLUSTER_READY_TIMEOUT:-90}"              # seconds, per wait
+# The free plan's floor (lib/configs.sh): its GPU type and how many of its GPUs the floor holds.
+FREE_FLOOR_GPU_TYPE="${FREE_FLOOR_GPU_TYPE:-rtx4090}"
+FREE_FLOOR_GPUS="${FREE_FLOOR_GPUS:-1}"
 
 PACKAGES=(slurmctld slurmd slurmdbd slurmrestd slurm-client slurm-wlm-basic-plugins
           slurm-wlm-mysql-plugin slurm-wlm-jwt-plugin munge mariadb-server)

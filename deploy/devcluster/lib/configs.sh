@@ -113,8 +113,25 @@ $(power_conf)
 # nvme: the NVMe cache in GB, a count-only GRES (gres.conf Flags=CountOnly).
 GresTypes=gpu,shard,nvme
 $SLURM_NODE_LINES
-PartitionName=gpu Nodes=ALL Default=YES MaxTime=7-00:00:00 DefaultTime=60 State=UP
+PartitionName=gpu Nodes=ALL Default=YES MaxTime=7-00:00:00 DefaultTime=60 PriorityTier=1 State=UP
+$(floor_partition)
 EOF
+}
+
+# The free plan's floor (docs/slurm.md): the free plan's GPU type's nodes again, as a partition
+# whose jobs the scheduler weighs before the gpu partition's (PriorityTier), capped by its QOS
+# at FREE_FLOOR_GPUS GPUs in all (lib/daemons.sh creates it before slurmctld starts). The
+# portal submits free jobs to "floor,gpu": one is first in line for the next GPU of that type
+# that frees, whatever paid jobs wait; the others wait in gpu at the free QOS's priority.
+floor_partition() {
+    local node
+    local -a nodes=()
+    for node in "${NODES[@]}"; do
+        [[ "${NODE_GPU_TYPE[$node]}" == "$FREE_FLOOR_GPU_TYPE" ]] && nodes+=("$node")
+    done
+    ((${#nodes[@]})) || return 0
+    local IFS=,
+    echo "PartitionName=floor Nodes=${nodes[*]} Default=NO MaxTime=7-00:00:00 DefaultTime=60 PriorityTier=2 QOS=floor State=UP"
 }
 
 # Slurm's power saving on the emulated nodes (deploy/devcluster/power/gpupool-node-power: a node

@@ -196,6 +196,16 @@ setup_accounting() {
             description="GPU pool portal users" organization=gpupool >/dev/null
         changed=1
     fi
-    ((changed)) && log "accounting set up: cluster $CLUSTER_NAME, account portal"
+    # The free plan's floor partition's QOS (lib/configs.sh): it must exist before slurmctld
+    # reads slurm.conf, or the partition runs without its cap.
+    local floor_tres="gres/gpu:$FREE_FLOOR_GPU_TYPE=$FREE_FLOOR_GPUS"
+    have=$(sacctmgr_q show qos where name=floor format=grptres)
+    if [[ "$have" != "$floor_tres" ]]; then
+        sacctmgr_q show qos where name=floor format=name | grep -qx floor ||
+            in_root sacctmgr -i add qos floor >/dev/null
+        in_root sacctmgr -i modify qos where name=floor set GrpTRES="$floor_tres" >/dev/null
+        changed=1
+    fi
+    ((changed)) && log "accounting set up: cluster $CLUSTER_NAME, account portal, QOS floor ($floor_tres)"
     return 0
 }
