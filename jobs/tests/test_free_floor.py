@@ -52,7 +52,8 @@ def test_a_free_job_goes_before_a_waiting_paid_job_only_with_the_floor(
     other = get_user_model().objects.create_user(username="frida", password="pw-frida", email="frida@x.org")
     subscribe(other, "free")
     provision(other)
-    paying = [provision(bob).cluster_username, provision(admin_user).cluster_username]  # 4 RTX 4090 each at once
+    subscribe(bob, "enterprise")  # as the admin is: 4 RTX 4090 each at once, premium QOS
+    paying = [provision(bob).cluster_username, provision(admin_user).cluster_username]
     jobs = []
     try:
         # Every RTX 4090 of the pool held by paid jobs; one of bob's ends in 20 s.
