@@ -142,7 +142,7 @@ def submit(
             quota_shards=shares,
             tres_per_node=spec.gpu.tres_per_node(),
             time_limit_minutes=spec.time_limit_minutes,
-            partition=partition_for(plan, spot=spec.spot),
+            partition=partition_for(plan, spot=spec.spot, reserved=reservation is not None),
             account=group.slurm_account if group else settings.SLURM_ACCOUNT,
             group=group,
             qos=settings.SPOT_QOS if spec.spot else plan.qos,
@@ -160,12 +160,13 @@ def submit(
     return job
 
 
-def partition_for(plan, *, spot: bool = False) -> str:
+def partition_for(plan, *, spot: bool = False, reserved: bool = False) -> str:
     """Where a job may run. A free plan's job may also run in the floor partition, whose jobs
     Slurm weighs before the rest (PriorityTier) up to the floor's few GPUs: one free job is
-    always first in line for the next free GPU, however many paid jobs wait (docs/slurm.md)."""
+    always first in line for the next free GPU, however many paid jobs wait (docs/slurm.md).
+    A job in a reservation runs on its GPUs, in the reservation's partition."""
     floor = settings.SLURM_FREE_FLOOR_PARTITION
-    if floor and plan.included_hours_are_a_cap and not spot:
+    if floor and plan.included_hours_are_a_cap and not spot and not reserved:
         return f"{floor},{settings.SLURM_PARTITION}"
     return settings.SLURM_PARTITION
 

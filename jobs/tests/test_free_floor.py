@@ -23,6 +23,7 @@ def test_free_jobs_may_use_the_floor_and_paid_or_spot_jobs_never(settings):
     assert partition_for(product_plan("pro")) == "gpu"
     assert partition_for(product_plan("enterprise")) == "gpu"
     assert partition_for(product_plan("free"), spot=True) == "gpu"
+    assert partition_for(product_plan("free"), reserved=True) == "gpu"
     settings.SLURM_FREE_FLOOR_PARTITION = ""
     assert partition_for(product_plan("free")) == "gpu"
 
