@@ -195,8 +195,8 @@ def concatenate_parts(version: DatasetVersion, actor, *, path, part_ids: list, d
             storage.concatenate(final.pk, [(part.pk, part.length) for part in parts])
         except storage.StorageError as exc:
             raise DatasetError("parts", str(exc), 409) from None
-        Upload.objects.filter(pk__in=[part.pk for part in parts]).update(state=Upload.State.ABANDONED)
         ids = [part.pk for part in parts]
+        Upload.objects.filter(pk__in=ids).update(state=Upload.State.ABANDONED)
         transaction.on_commit(lambda: storage.remove_staged(ids))
     return final
 

@@ -29,6 +29,8 @@ from tempfile import SpooledTemporaryFile
 
 from asgiref.wsgi import WsgiToAsgiInstance
 
+from foundation.asgi_json import request_header
+
 _END = object()
 # A request body up to this size stays in memory, a larger one (a dataset upload's 8 MiB chunk)
 # goes to a temporary file, so many uploads at once hold no more memory than a batch each.
@@ -40,12 +42,10 @@ BODY_IN_MEMORY_MAX = 9 * 1024 * 1024
 MEMORY_BODIES = 8
 
 
-def _declared_length(scope) -> int:
-    """The request's Content-Length, or a number too large to count when it has none."""
-    for name, value in scope.get("headers", ()):
-        if name == b"content-length":
-            return int(value) if value.isdigit() else 1 << 62
-    return 1 << 62
+def _declared_length(scope) -> int | None:
+    """The request's Content-Length; None when it has none, or one that is not a number."""
+    value = request_header(scope, b"content-length")
+    return int(value) if value and value.isdigit() else None
 
 
 class Lanes:
@@ -107,7 +107,8 @@ class DjangoHttp:
         # while a slot is free: spooled to a file it was written to disk twice more (Daphne
         # buffers it in a file too), and the kernel's dirty-page throttling made the writes the
         # chunk's largest cost (bench/datasets.py). Others, and all beyond the slots, spool.
-        in_memory = _declared_length(scope) <= BODY_IN_MEMORY_MAX and self._memory_slots.acquire(blocking=False)
+        length = _declared_length(scope)
+        in_memory = length is not None and length <= BODY_IN_MEMORY_MAX and self._memory_slots.acquire(blocking=False)
         try:
             await self._serve(scope, receive, send, in_memory)
         finally:

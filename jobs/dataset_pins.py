@@ -12,7 +12,6 @@ rewrites the list: the copy stays, now evictable like any other.
 from __future__ import annotations
 
 import math
-import re
 
 from django.db import transaction
 from django.db.models import Sum
@@ -23,12 +22,12 @@ from cluster.models import Node
 from datasets.models import DatasetVersion, NodePin, VersionState
 from datasets.node_cache import write_pins
 from datasets.queries import DatasetError
+from datasets.storage import NODE_NAME
 from jobs import actions as job_actions
 from jobs.models import FINAL_STATES, Job, JobDataset
 from jobs.submission.batch_script import DATASET_TOOL
 from jobs.tasks import enqueue_submission
 
-NODE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 PIN_MINUTES = 60  # a staging job's time limit: a copy from the store at well under 1 GB/s
 # The staging job's own script: the tool, then nothing (the portal's text, no user input).
 PIN_SCRIPT = '#!/bin/bash\nset -euo pipefail\nexec sudo -n {tool} stage {uuid} "$SLURM_JOB_ID"\n'

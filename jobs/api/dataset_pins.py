@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.access import is_admin
+from datasets.api.views import refused
 from datasets.models import DatasetVersion, NodePin
 from datasets.queries import DatasetError
 from foundation.api.errors import error_responses
@@ -64,13 +65,6 @@ def _version(pk: int, number: int) -> DatasetVersion:
     return version
 
 
-def _refused(exc: DatasetError) -> Response:
-    body = {"detail": exc.message}
-    if exc.status == 400:
-        body["errors"] = {exc.field: [exc.message]}
-    return Response(body, status=exc.status)
-
-
 class VersionPinsView(APIView):
     permission_classes = [IsAdmin]
 
@@ -84,7 +78,7 @@ class VersionPinsView(APIView):
         try:
             version = _version(pk, number)
         except DatasetError as exc:
-            return _refused(exc)
+            return refused(exc)
         pins = NodePin.objects.filter(version=version).select_related("pinned_by", "version").order_by("node")
         return Response(PinSerializer(pins, many=True).data)
 
@@ -102,7 +96,7 @@ class VersionPinsView(APIView):
             version = _version(pk, number)
             pins = dataset_pins.pin_version(request.user, version, body.validated_data["nodes"])
         except DatasetError as exc:
-            return _refused(exc)
+            return refused(exc)
         return Response(PinSerializer(pins, many=True).data, status=201)
 
 
@@ -119,7 +113,7 @@ class VersionPinView(APIView):
         try:
             version = _version(pk, number)
         except DatasetError as exc:
-            return _refused(exc)
+            return refused(exc)
         if not dataset_pins.unpin(request.user, version, node):
             return Response({"detail": f"Version {number} is not pinned on {node}."}, status=404)
         return Response(status=204)
