@@ -126,6 +126,7 @@ cmd_up() {
     # Before slurmctld, so it loads the associations on its first start.
     setup_accounting
     start_slurmctld
+    cap_floor_qos
     start_slurmds
     start_slurmrestd
 

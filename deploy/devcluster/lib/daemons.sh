@@ -197,15 +197,25 @@ setup_accounting() {
         changed=1
     fi
     # The free plan's floor partition's QOS (lib/configs.sh): it must exist before slurmctld
-    # reads slurm.conf, or the partition runs without its cap.
-    local floor_tres="gres/gpu:$FREE_FLOOR_GPU_TYPE=$FREE_FLOOR_GPUS"
-    have=$(sacctmgr_q show qos where name=floor format=grptres)
-    if [[ "$have" != "$floor_tres" ]]; then
-        sacctmgr_q show qos where name=floor format=name | grep -qx floor ||
-            in_root sacctmgr -i add qos floor >/dev/null
-        in_root sacctmgr -i modify qos where name=floor set GrpTRES="$floor_tres" >/dev/null
-        changed=1
+    # reads slurm.conf (cap_floor_qos gives it its cap once slurmctld has started).
+    if ! sacctmgr_q show qos where name=floor format=name | grep -qx floor; then
+        in_root sacctmgr -i add qos floor >/dev/null; changed=1
     fi
-    ((changed)) && log "accounting set up: cluster $CLUSTER_NAME, account portal, QOS floor ($floor_tres)"
+    ((changed)) && log "accounting set up: cluster $CLUSTER_NAME, account portal, QOS floor"
     return 0
+}
+
+# The floor's cap, GrpTRES on a typed GPU: slurmdbd knows the TRES gres/gpu:<type> only once
+# slurmctld has registered its AccountingStorageTRES, so on a fresh database this waits for it
+# (setting it before failed with "no TRES known by type"); slurmctld takes the change live.
+cap_floor_qos() {
+    local floor_tres="gres/gpu:$FREE_FLOOR_GPU_TYPE=$FREE_FLOOR_GPUS" have tries=0
+    have=$(sacctmgr_q show qos where name=floor format=grptres)
+    [[ "$have" == "$floor_tres" ]] && return 0
+    until sacctmgr_q show tres format=type,name | grep -qx "gres|gpu:$FREE_FLOOR_GPU_TYPE"; do
+        ((++tries > 60)) && die "slurmdbd never learned the TRES gres/gpu:$FREE_FLOOR_GPU_TYPE"
+        sleep 0.5
+    done
+    in_root sacctmgr -i modify qos where name=floor set GrpTRES="$floor_tres" >/dev/null
+    log "QOS floor capped at $floor_tres"
 }
