@@ -187,6 +187,13 @@ class SlurmCli:
     def show_association(self, user: str) -> CommandResult:
         return self.run("sacctmgr", "-n", "-P", "show", "assoc", f"users={user}", "format=user,account,qos,defaultqos")
 
+    def set_array_throttle(self, array_job_id: int, throttle: int) -> CommandResult:
+        """How many of the array's tasks may run at once (0: no limit). slurmrestd cannot change
+        it: the job update ignores `array` ("unknown field", 24.11 and 26.05)."""
+        if isinstance(throttle, bool) or not isinstance(throttle, int) or not 0 <= throttle <= 1_000_000:
+            raise ValueError(f"not a throttle: {throttle!r}")
+        return self.run("scontrol", "update", f"JobId={int(array_job_id)}", f"ArrayTaskThrottle={throttle}")
+
     def requeue_job(self, job_id: int) -> CommandResult:
         """Put a running job back in the queue: its run so far stays in slurmdbd as a record
         of its own (billing meters each run). Slurm then holds it back for a while

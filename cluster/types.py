@@ -73,10 +73,16 @@ class Node:
 
 @dataclass(frozen=True)
 class JobStateEntry:
-    """One line of the cheap `jobs/state/` listing."""
+    """One line of the cheap `jobs/state/` listing.
+
+    A task of a job array is listed by its array's id and its task id ("12_3"), never by its
+    own job id: `job_id` is then the array's, `array_task` the task id ("3"), or for the
+    array's tasks that have no record of their own yet (pending, started by nobody) Slurm's
+    set of them ("[4-23%4]" with the throttle)."""
 
     job_id: int
     states: tuple[str, ...]
+    array_task: str = ""
 
     @property
     def state(self) -> str:
@@ -109,10 +115,21 @@ class Job:
     working_directory: str
     # GPU indexes held on each node, e.g. {"gpu-a100-01": (1, 2)}; empty unless allocated.
     gpu_allocation: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # A job array's task: the array's id, the task's id in it (None for the record of the
+    # tasks not yet started, whose ids are `array_task_string`, "4-23%4" with its throttle).
+    array_job_id: int | None = None
+    array_task_id: int | None = None
+    array_task_string: str = ""
+    # Slurm's ArrayTaskThrottle of the array (0: none).
+    array_max_tasks: int = 0
 
     @property
     def state(self) -> str:
         return self.states[0] if self.states else "UNKNOWN"
+
+    @property
+    def is_array_task(self) -> bool:
+        return bool(self.array_job_id)
 
     @property
     def is_terminal(self) -> bool:
@@ -156,6 +173,10 @@ class AccountingRecord:
     allocated_tres: dict[str, int]
     nodes: str
     exit_code: int | None
+    # A job array's task: the array's id, and the task ids the record covers (one task that ran;
+    # for the array's record, the tasks that never had a record of their own).
+    array_job_id: int | None = None
+    array_task_ids: tuple[int, ...] = ()
 
     @property
     def state(self) -> str:
@@ -229,5 +250,9 @@ class JobSubmission:
     comment: str = ""
     requeue: bool = True
     required_nodes: tuple[str, ...] = ()
+    # A job array's task ids with the throttle ("0-23%4"): one script, one record per task.
+    array: str = ""
+    # Another job that must end first ("afterany:123").
+    dependency: str = ""
     cpus_per_task: int = 1
     memory_per_node_mb: int | None = None

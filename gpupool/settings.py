@@ -264,6 +264,10 @@ MIRROR_FETCH_CONCURRENCY = env_int("MIRROR_FETCH_CONCURRENCY", 8, minimum=1)
 # any failure): the job is in Slurm when the API answers. Needs the web process to be allowed
 # to make job directories; where it is not, every job goes the worker's way (jobs.tasks.submit_now).
 SUBMIT_INLINE = env_bool("SUBMIT_INLINE", True)
+# Sweeps (jobs/sweeps/): the most points one may have, and the cluster's MaxArraySize (Slurm's
+# default 1001: task ids 0-1000). A larger sweep is split into arrays of this many tasks.
+SWEEP_MAX_POINTS = env_int("SWEEP_MAX_POINTS", 10_000, minimum=1)
+SLURM_MAX_ARRAY_SIZE = env_int("SLURM_MAX_ARRAY_SIZE", 1001, minimum=2)
 SUBMIT_INLINE_TIMEOUT_SECONDS = env_float("SUBMIT_INLINE_TIMEOUT_SECONDS", 2.0)
 CELERY_BEAT_SCHEDULE = {
     "mirror-cluster": {
@@ -327,6 +331,11 @@ CELERY_BEAT_SCHEDULE = {
     "credits-sweep-grants": {"task": "credits.tasks.sweep_grants", "schedule": 300.0, "options": {"expires": 300.0}},
     "reconcile-submissions": {
         "task": "jobs.tasks.reconcile_submissions",
+        "schedule": 15.0,
+        "options": {"expires": 15.0},
+    },
+    "reconcile-sweep-arrays": {
+        "task": "jobs.sweeps.submit.reconcile_arrays",
         "schedule": 15.0,
         "options": {"expires": 15.0},
     },

@@ -42,7 +42,7 @@ class CancelRefused(Exception):
 DEFAULT_GROUP = object()
 
 
-def _charged_group(user, group_id):
+def charged_group(user, group_id):
     """The group to charge, or None for the user themself; SpecError on `group` otherwise."""
     if group_id is DEFAULT_GROUP:
         default = default_group(user)
@@ -119,7 +119,7 @@ def submit(
                 )
             except ReservationError as exc:
                 raise SpecError(exc.errors) from exc
-        group = None if spec.spot else _charged_group(user, group_id)
+        group = None if spec.spot else charged_group(user, group_id)
         if group is not None:
             _check_allocation(group, spec)
         shares = spec.gpu.shards if not spec.gpu.count else 0

@@ -108,3 +108,51 @@ def costs_for(jobs: Sequence[Job]) -> Mapping[int, JobCost]:
 
 def cost_for(job: Job) -> JobCost | None:
     return costs_for([job]).get(job.pk)
+
+
+@dataclass(frozen=True)
+class RunQuote:
+    """What runs not yet started would cost at most: `runs` runs, each its whole time limit
+    (a sweep's tasks), at the caller's plan's prices now; exact Decimal amounts."""
+
+    runs: int
+    gpu_seconds: int
+    total: Decimal  # every run billed in full (the sum of the lines each rounded to the cent)
+    covered_gpu_seconds: int  # what the plan's hours left and the caller's credits cover now
+    payable: Decimal  # what the caller would pay of `total`, to the cent
+    note: str = ""
+
+    @property
+    def total_text(self) -> str | None:
+        return money(self.total)
+
+    @property
+    def payable_text(self) -> str | None:
+        return money(self.payable)
+
+
+QuoteProvider = Callable[..., RunQuote | None]
+_quote_provider: QuoteProvider | None = None
+
+
+def register_quote_provider(provider: QuoteProvider) -> None:
+    """Called once, from the billing app's ready()."""
+    global _quote_provider
+    _quote_provider = provider
+
+
+def quote_runs(
+    user, *, gpu_type: str, gpu_count: int, gpu_memory_gb: int, nvme_gb: int, seconds: int, runs: int
+) -> RunQuote | None:
+    """None without a provider, or when there are no prices to quote with."""
+    if _quote_provider is None or runs <= 0:
+        return None
+    return _quote_provider(
+        user,
+        gpu_type=gpu_type,
+        gpu_count=gpu_count,
+        gpu_memory_gb=gpu_memory_gb,
+        nvme_gb=nvme_gb,
+        seconds=seconds,
+        runs=runs,
+    )

@@ -96,6 +96,17 @@ class Job(models.Model):
     # commands) is for admins only.
     error = models.TextField(blank=True)
     error_detail = models.TextField(blank=True)
+    # A task of a sweep (jobs/sweeps/): its point's index in the sweep, and the Slurm array
+    # that runs it with its task id there. A task reaches Slurm with its array (JobArray's claim),
+    # never alone; it has a `slurm_job_id` once Slurm gave the task a record of its own.
+    sweep = models.ForeignKey("Sweep", null=True, blank=True, on_delete=models.CASCADE, related_name="tasks")
+    sweep_index = models.PositiveIntegerField(null=True, blank=True)
+    # False once the point was run again (a rerun's row is the current one; this one is history).
+    sweep_current = models.BooleanField(default=True)
+    array = models.ForeignKey("JobArray", null=True, blank=True, on_delete=models.CASCADE, related_name="tasks")
+    array_task_id = models.PositiveIntegerField(null=True, blank=True)
+    # The task's metric (metrics.json or a marked line: jobs/sweeps/metrics.py), once it ended.
+    metric = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -103,6 +114,10 @@ class Job(models.Model):
         indexes = [
             models.Index(fields=["owner", "-created_at", "-id"]),
             models.Index(fields=["state"]),
+            models.Index(fields=["sweep", "sweep_index"]),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["array", "array_task_id"], name="a_task_id_once_per_array"),
         ]
         ordering = ["-created_at"]
 
@@ -203,3 +218,65 @@ class JobDataset(models.Model):
         if self.ready_at or not self.size_bytes:
             return 100 if self.ready_at else 0
         return min(99, self.copied_bytes * 100 // self.size_bytes)
+
+
+class Sweep(models.Model):
+    """A grid of runs of one base job (jobs/sweeps/): every point a task, run as Slurm job arrays."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sweeps")
+    group = models.ForeignKey("groups.Group", null=True, blank=True, on_delete=models.PROTECT, related_name="sweeps")
+    name = models.CharField(max_length=64)
+    # The base job as accepted (JobSpec.to_dict(); its command is the template with `{name}`s).
+    spec = models.JSONField()
+    # jobs.sweeps.parameters.Grid.to_dict(): the names and every point's values.
+    grid = models.JSONField()
+    point_count = models.PositiveIntegerField()
+    # Tasks Slurm runs at once (its ArrayTaskThrottle; 0: no limit but the plan's).
+    throttle = models.PositiveIntegerField(default=0)
+    # The metric to compare tasks by, and whether lower is better.
+    metric_name = models.CharField(max_length=64, blank=True)
+    metric_goal = models.CharField(max_length=3, default="min", choices=[("min", "lowest"), ("max", "highest")])
+    cloned_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["owner", "-created_at"])]
+
+    def __str__(self):
+        return f"sweep {self.name} ({self.point_count} points)"
+
+
+class JobArray(models.Model):
+    """One Slurm job array of a sweep: submitted exactly once, with the same claim protocol as a
+    job (jobs/sweeps/submit.py). Slurm's task id of a point is its sweep index minus `offset`,
+    so no array needs an index of MaxArraySize or more."""
+
+    class State(models.TextChoices):
+        SUBMITTING = "SUBMITTING", "Submitting"
+        SUBMITTED = "SUBMITTED", "In Slurm"
+        SUBMIT_FAILED = "SUBMIT_FAILED", "Submission failed"
+        CANCELLED = "CANCELLED", "Cancelled before it reached Slurm"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    sweep = models.ForeignKey(Sweep, on_delete=models.CASCADE, related_name="arrays")
+    offset = models.PositiveIntegerField()
+    # Slurm's task ids ("0-999", "3,17"), without the throttle.
+    task_ids = models.TextField()
+    task_count = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.SUBMITTING)
+    slurm_array_job_id = models.BigIntegerField(unique=True, null=True, blank=True)
+    submit_attempts = models.PositiveSmallIntegerField(default=0)
+    submit_claimed_until = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    error_detail = models.TextField(blank=True)
+    # The mirror's change detector: the array's lines of Slurm's state listing, as last applied.
+    listing_signature = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["sweep", "pk"]
+
+    def __str__(self):
+        return f"array {self.slurm_array_job_id or self.uuid} of {self.sweep_id}"

@@ -20,6 +20,7 @@ from cluster.types import JobSubmission
 from datasets import node_cache
 from datasets.tasks import sync_all_node_features
 from jobs import container_starts, dataset_staging, protocol
+from jobs.mirror.arrays import record_array_accounting
 from jobs.mirror.passes import mirror_jobs, record_missing_accounting
 from jobs.models import Job, JobState
 from jobs.submission.batch_script import render_batch_script
@@ -39,7 +40,8 @@ def claimed_for_inline_submission() -> dict:
 def _claim(job_pk: int) -> bool:
     now = timezone.now()
     return bool(
-        Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True)
+        # A sweep's task reaches Slurm with its array (jobs/sweeps/submit.py), never alone.
+        Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True, array__isnull=True)
         .filter(Q(submit_claimed_until__isnull=True) | Q(submit_claimed_until__lt=now))
         .update(submit_claimed_until=now + timedelta(seconds=CLAIM_SECONDS), submit_attempts=F("submit_attempts") + 1)
     )
@@ -228,6 +230,7 @@ def reconcile_submissions() -> int:
     stale = Job.objects.filter(
         state=JobState.SUBMITTING,
         slurm_job_id__isnull=True,
+        array__isnull=True,
         owner__is_active=True,
         created_at__lt=now - timedelta(seconds=10),
     ).filter(Q(submit_claimed_until__isnull=True) | Q(submit_claimed_until__lt=now))
@@ -305,7 +308,8 @@ def sync_accounting() -> int | None:
             return None
         started = timezone.now()
         try:
-            recorded = record_missing_accounting(rest_client())
+            client = rest_client()
+            recorded = record_missing_accounting(client) + record_array_accounting(client)
         except SlurmError as exc:
             log.warning("accounting sync failed: %s", exc)
             record_run_safely("accounting", started, error=str(exc))

@@ -132,7 +132,7 @@ def billing_quote(request):
     body = _quote_body(result, plan.code, values["gpu_count"], values["seconds"])
     own = plan_for(request.user)
     if own.code == plan.code:
-        cover = _coverage(request.user, own, values["gpu_type"], values["gpu_count"] * values["seconds"])
+        cover = coverage(request.user, own, values["gpu_type"], values["gpu_count"] * values["seconds"])
         cover["payable"] = format_amount(to_cents(payable(result, own, cover, values)))
         body["coverage"] = cover
     else:
@@ -158,7 +158,7 @@ def payable(result, plan, cover: dict, values: dict) -> Decimal:
     return gpu + divide((lines["gpu_memory"].amount + nvme) * billable, to_cover)
 
 
-def _coverage(user, plan, gpu_type: str, gpu_seconds: int) -> dict:
+def coverage(user, plan, gpu_type: str, gpu_seconds: int) -> dict:
     """What the caller's included hours and credits would cover of `gpu_seconds`, as charging
     would take them now (billing/charging.py: plan hours first, then credits)."""
     _charges, included_used = invoice_month(user.pk, month_of(timezone.now()))

@@ -15,6 +15,7 @@ from typing import Any
 
 import requests
 
+from cluster.array_ids import compress_ids
 from cluster.errors import (
     SlurmAuthError,
     SlurmError,
@@ -56,6 +57,7 @@ _AUTH_ERRORS = {
 _ACCESS_DENIED = 2002  # ESLURM_ACCESS_DENIED
 _INVALID_JOB_ID = 2017  # ESLURM_INVALID_JOB_ID
 _ALREADY_DONE = 2021  # ESLURM_ALREADY_DONE: the job ended before the cancel reached it
+_STATE_FILTERED = 2172  # a cancel's job_state filter passed this job over
 _INVALID_RESERVATION = 2053  # ESLURM_RESERVATION_INVALID
 _AUTH_STATUSES = {401, 403, 511}
 
@@ -196,6 +198,39 @@ class SlurmRestClient:
         job = self.get_job(job_id)
         if job.state not in TERMINAL_JOB_STATES and "CANCELLED" not in job.states and "COMPLETING" not in job.states:
             raise SlurmPermissionDenied(f"job {job_id} is still {job.state} after the cancel request")
+
+    # --- job arrays -------------------------------------------------------------------------
+    def get_array_jobs(self, array_job_id: int) -> list[Job]:
+        """Every record slurmctld holds of an array: one per task that has its own (running,
+        ended) and one for the tasks still pending together (`array_task_string`). One request
+        for the whole array (`GET /job/<array id>` answers them all)."""
+        jobs = self.adapter.decode_jobs(self._request("GET", self.adapter.slurm_path(f"job/{int(array_job_id)}")))
+        return [job for job in jobs if job.array_job_id == array_job_id]
+
+    def cancel_array(self, array_job_id: int, *, task_ids: Sequence[int] = (), pending_only: bool = False) -> None:
+        """Cancel an array's tasks: all of them, `task_ids` only, or those still pending
+        (Slurm's state filter: the running ones answer 2172 and run on). Raises
+        SlurmPermissionDenied when Slurm refuses."""
+        if task_ids:
+            jobs = [f"{int(array_job_id)}_[{compress_ids(task_ids)}]"]
+        else:
+            jobs = [str(int(array_job_id))]
+        body: dict = {"jobs": jobs}
+        if pending_only:
+            body["job_state"] = ["PENDING"]
+        payload = self._request("DELETE", self.adapter.slurm_path("jobs/"), body=body)
+        for code, words in self.adapter.decode_cancel_refusals(payload):
+            if code == _ACCESS_DENIED:
+                raise SlurmPermissionDenied(f"Slurm refused to cancel array {array_job_id}: {words}", error_number=code)
+            if code not in (_ALREADY_DONE, _STATE_FILTERED, _INVALID_JOB_ID):
+                raise SlurmRequestError(f"Slurm could not cancel array {array_job_id}: {words}", error_number=code)
+
+    def get_array_accounting(self, array_job_id: int) -> list[AccountingRecord]:
+        """slurmdbd's records of an array's tasks (`array_task_ids` says which each covers)."""
+        records = self.adapter.decode_accounting(
+            self._request("GET", self.adapter.slurmdb_path(f"job/{int(array_job_id)}"))
+        )
+        return [record for record in records if record.array_job_id == array_job_id]
 
     # --- nodes, partitions, reservations ------------------------------------------------
     def list_nodes(self) -> list[Node]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from cluster.array_ids import bitmap_task_ids
 from cluster.gres import gpu_groups, job_gpu_indexes, parse_gres, shard_totals
 from cluster.hostlist import expand_hostlist
 from cluster.slurmrest.base import ApiAdapter, Json
@@ -92,10 +93,13 @@ class V0041Adapter(ApiAdapter):
             "prefer": submission.prefer,
             "reservation": submission.reservation,
             "comment": submission.comment,
+            "dependency": submission.dependency,
         }
         job.update({key: value for key, value in optional.items() if value})
         if submission.required_nodes:
             job["required_nodes"] = list(submission.required_nodes)
+        if submission.array:
+            job["array"] = submission.array
         if submission.time_limit_minutes is not None:
             job["time_limit"] = {"set": True, "infinite": False, "number": submission.time_limit_minutes}
         if submission.memory_per_node_mb is not None:
@@ -106,10 +110,13 @@ class V0041Adapter(ApiAdapter):
         entries = []
         for item in payload.get("jobs", []):
             raw_id = str(item.get("job_id", ""))
-            # Array and heterogeneous job members ("12_3", "12+1") are not mirrored yet.
-            if not raw_id.isdigit():
+            # An array's task is listed as "12_3", its tasks without a record of their own as
+            # "12_[4-23%4]"; heterogeneous job members ("12+1") are not mirrored.
+            array_id, underscore, task = raw_id.partition("_")
+            if not array_id.isdigit() or (underscore and not task):
                 continue
-            entries.append(JobStateEntry(job_id=int(raw_id), states=_strings(item.get("state"))))
+            states = _strings(item.get("state"))
+            entries.append(JobStateEntry(job_id=int(array_id), states=states, array_task=task))
         return entries
 
     def decode_jobs(self, payload: Json) -> list[Job]:
@@ -141,6 +148,10 @@ class V0041Adapter(ApiAdapter):
             standard_error=item.get("standard_error", "") or "",
             working_directory=item.get("current_working_directory", "") or "",
             gpu_allocation=_gpu_allocation(item.get("nodes", "") or "", item.get("gres_detail") or []),
+            array_job_id=_number(item.get("array_job_id")) or None,
+            array_task_id=_number(item.get("array_task_id")),
+            array_task_string=item.get("array_task_string", "") or "",
+            array_max_tasks=_number(item.get("array_max_tasks")) or 0,
         )
 
     def decode_submitted_job_id(self, payload: Json) -> int:
@@ -212,6 +223,15 @@ class V0041Adapter(ApiAdapter):
                 key = tres["type"] + (f"/{tres['name']}" if tres.get("name") else "")
                 allocated[key] = int(tres.get("count", 0))
             exit_code, _signal = _exit(item.get("exit_code"))
+            array = item.get("array") or {}
+            array_job_id = _number(array.get("job_id")) or None
+            task_id = _number(array.get("task_id"))
+            if array_job_id is None:
+                task_ids: tuple[int, ...] = ()
+            elif task_id is not None:
+                task_ids = (task_id,)
+            else:
+                task_ids = tuple(bitmap_task_ids(str(array.get("task") or "")))
             records.append(
                 AccountingRecord(
                     job_id=int(item["job_id"]),
@@ -226,6 +246,8 @@ class V0041Adapter(ApiAdapter):
                     allocated_tres=allocated,
                     nodes=item.get("nodes", "") or "",
                     exit_code=exit_code,
+                    array_job_id=array_job_id,
+                    array_task_ids=task_ids,
                 )
             )
         return records

@@ -233,12 +233,12 @@ def test_self_service_has_limits(alice, settings):
 
 
 def test_a_default_group_is_checked_like_a_named_one(lab, alice):
-    from jobs.actions import DEFAULT_GROUP, _charged_group
+    from jobs.actions import DEFAULT_GROUP, charged_group
     from jobs.submission.spec import SpecError
 
     actions.set_default_group(alice, lab.pk)
     with pytest.raises(SpecError) as refused:
-        _charged_group(alice, DEFAULT_GROUP)
+        charged_group(alice, DEFAULT_GROUP)
     assert "not ready" in refused.value.errors["group"][0]  # its account is not in Slurm yet
     Group.objects.filter(pk=lab.pk).update(synced_at=timezone.now())
-    assert _charged_group(alice, DEFAULT_GROUP) == lab
+    assert charged_group(alice, DEFAULT_GROUP) == lab

@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
-from jobs.api import dataset_pins, export, views
+from jobs.api import dataset_pins, export, sweeps, views
 
 
 class OptionalSlashRouter(SimpleRouter):
@@ -31,6 +31,13 @@ urlpatterns = [
         dataset_pins.VersionPinView.as_view(),
         name="api-dataset-pin",
     ),
+    path("sweeps/", sweeps.SweepListView.as_view(), name="api-sweeps"),
+    path("sweeps/<int:pk>", sweeps.SweepDetailView.as_view(), name="api-sweep"),
+    path("sweeps/<int:pk>/tasks", sweeps.SweepTasksView.as_view(), name="api-sweep-tasks"),
+    path("sweeps/<int:pk>/throttle", sweeps.SweepThrottleView.as_view(), name="api-sweep-throttle"),
+    path("sweeps/<int:pk>/rerun", sweeps.SweepRerunView.as_view(), name="api-sweep-rerun"),
+    path("sweeps/<int:pk>/cancel", sweeps.SweepCancelView.as_view(), name="api-sweep-cancel"),
+    path("sweeps/<int:pk>/clone", sweeps.SweepCloneView.as_view(), name="api-sweep-clone"),
     *router.urls,
     # Last: every other path under /api/v1/ answers as the API does (JSON), not with a page.
     re_path(r"", views.not_found),

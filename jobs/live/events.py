@@ -48,6 +48,9 @@ def job_payload(job) -> dict:
         "elapsed_seconds": job.elapsed_seconds,
         "gpu_count": job.gpus,
         "updated_at": job.updated_at.isoformat() if job.updated_at else None,
+        # A sweep's task: its page puts the state in the task's cell.
+        "sweep": job.sweep_id,
+        "sweep_index": job.sweep_index,
     }
 
 

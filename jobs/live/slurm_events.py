@@ -36,6 +36,7 @@ from cluster.errors import SlurmError, SlurmNotFound
 from cluster.job_reader import fetch_jobs
 from cluster.services import rest_client
 from foundation.redis_client import redis_client
+from jobs.mirror.arrays import refresh_array
 from jobs.mirror.rows import apply_slurm_job, finish_vanished_job
 from jobs.tasks import sync_cluster
 
@@ -138,9 +139,17 @@ def refresh_jobs(job_ids: list[int]) -> int:
         log.warning("could not fetch %d jobs named by Slurm events: %s", len(job_ids), exc)
         return 0
     changed = 0
+    arrays = {job.array_job_id for job in found if job.is_array_task}
     for job in found:
+        if job.is_array_task:
+            continue  # read with its whole array below
         with transaction.atomic():
             changed += apply_slurm_job(job)
+    for array_job_id in arrays:
+        try:
+            changed += refresh_array(slurm, array_job_id)
+        except SlurmError as exc:
+            log.warning("could not read array %s named by a Slurm event: %s", array_job_id, exc)
     for job_id in set(job_ids) - {job.job_id for job in found}:
         try:
             changed += finish_vanished_job(slurm, job_id)

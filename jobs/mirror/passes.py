@@ -30,6 +30,7 @@ from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import TERMINAL_JOB_STATES
 from jobs.live.events import publish_job_update
 from jobs.live.watching import watched
+from jobs.mirror.arrays import mirror_arrays
 from jobs.mirror.rows import (
     apply_from_listing,
     apply_slurm_job,
@@ -67,7 +68,7 @@ def _pending_due_for_refresh(live: dict[int, str], exclude: set[int]) -> set[int
     (jobs/live/watching.py) every PENDING_REFRESH, the others every BACKGROUND_PENDING_REFRESH, a
     few per pass. Slurm moves a pending job's estimate without a state change."""
     now = timezone.now()
-    pending = Job.objects.filter(state=JobState.PENDING, slurm_job_id__isnull=False)
+    pending = Job.objects.filter(state=JobState.PENDING, slurm_job_id__isnull=False, array__isnull=True)
     watched_ids = watched()
     due: set[int] = set()
     if watched_ids:
@@ -88,8 +89,11 @@ def mirror_jobs(client: SlurmRestClient, queue: SlurmCli | None = None) -> Mirro
     """One pass. With `queue` (the Slurm CLI), a burst of new pending jobs is read with squeue
     in bulk rather than one `GET /job/{id}` each."""
     result = MirrorResult()
-    entries = client.list_job_states()
-    result.seen = len(entries)
+    listed = client.list_job_states()
+    result.seen = len(listed)
+    # Array tasks are listed under their record's id and task id: read per array (arrays.py).
+    entries = [entry for entry in listed if not entry.array_task]
+    result.changed += mirror_arrays(client, [entry for entry in listed if entry.array_task])
     live = {entry.job_id: state_signature(entry.states) for entry in entries}
     rows = {
         row["slurm_job_id"]: row
@@ -148,7 +152,7 @@ def mirror_jobs(client: SlurmRestClient, queue: SlurmCli | None = None) -> Mirro
 
     # Jobs we last saw unfinished that slurmctld no longer lists: ask slurmdbd how they ended.
     vanished = (
-        Job.objects.filter(slurm_job_id__isnull=False)
+        Job.objects.filter(slurm_job_id__isnull=False, array__isnull=True)
         .exclude(state__in=FINAL_STATES)
         .exclude(slurm_job_id__any_of=list(live))
         .values_list("pk", "slurm_job_id", "slurm_states")[:VANISHED_PER_PASS]
@@ -170,6 +174,9 @@ def record_missing_accounting(client: SlurmRestClient, limit: int = 20) -> int:
     pending = list(
         Job.objects.filter(
             slurm_job_id__isnull=False,
+            # An array's tasks are read per array (jobs/mirror/arrays.py): slurmdbd answers an
+            # array's id, which its last task also has, with every task of the array.
+            array__isnull=True,
             elapsed_seconds__isnull=True,
             state__in=TERMINAL_JOB_STATES,
             accounting_attempts__lt=MAX_ACCOUNTING_ATTEMPTS,

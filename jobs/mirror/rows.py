@@ -237,7 +237,8 @@ def finish_vanished_job(client: SlurmRestClient, slurm_job_id: int) -> bool:
     """A job slurmctld no longer has, if the portal still has it unfinished: its end from
     slurmdbd. True when the row changed."""
     row = (
-        Job.objects.filter(slurm_job_id=slurm_job_id)
+        # An array's task is finished with its array (jobs/mirror/arrays.py).
+        Job.objects.filter(slurm_job_id=slurm_job_id, array__isnull=True)
         .exclude(state__in=FINAL_STATES)
         .values_list("pk", "slurm_states")
         .first()

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Mapping
 
 from jobs.submission.spec import ENV_NAME_RE, IMAGE_RE, JobSpec, is_reserved_env_name
 
@@ -101,6 +102,18 @@ _PYXIS = (
     ' esac; GPUPOOL_MOUNTS="$GPUPOOL_DATASET_VIEW:/data:ro,$GPUPOOL_MOUNTS"; export GPUPOOL_DATA=/data;'
     " printf '[gpupool] datasets mounted read-only at /data\\n'; fi",
 )
+# A task of a job array (a sweep's: jobs/sweeps/): its values from a table keyed by Slurm's task id
+# (a whole number Slurm sets; each value base64), its own directory under the array's (created by the
+# portal before the submission, where Slurm writes its logs), its index in the sweep.
+_ARRAY_HEAD = ('case "${SLURM_ARRAY_TASK_ID:-}" in',)
+_ARRAY_TAIL = (
+    "*) printf '[gpupool] error: no values for array task %s\\n' \"${SLURM_ARRAY_TASK_ID:-}\" >&2; exit 2;; esac",
+    'cd -- "$SLURM_ARRAY_TASK_ID"',
+    "GPUPOOL_SWEEP_INDEX=$(( {array_offset} + SLURM_ARRAY_TASK_ID )); export GPUPOOL_SWEEP_INDEX",
+    "printf '[gpupool] sweep point %s:\\n' \"$GPUPOOL_SWEEP_INDEX\"",
+    "while IFS= read -r -d '' gpupool_assignment; do export \"$gpupool_assignment\";"
+    " printf '[gpupool]   %s\\n' \"$gpupool_assignment\"; done < <(printf '%s' \"$gpupool_task\" | base64 -d)",
+)
 _ENVIRONMENT = (
     "while IFS= read -r -d '' gpupool_assignment; do export \"$gpupool_assignment\";"
     " done < <(printf '%s' '{environment}' | base64 -d)",
@@ -122,12 +135,23 @@ _RUN = {
 }
 
 
-def render_batch_script(spec: JobSpec, *, job_uuid: str, runtime: str, data_source_root: str = "") -> str:
+def render_batch_script(
+    spec: JobSpec,
+    *,
+    job_uuid: str,
+    runtime: str,
+    data_source_root: str = "",
+    array_values: Mapping[int, Mapping[str, str]] | None = None,
+    array_offset: int = 0,
+) -> str:
     """The job's batch script for `runtime` ("pyxis" or "none").
 
     `data_source_root` is where the data roots live on the compute nodes when that differs
     from the paths users see: the source is `data_source_root + spec.data_mount` (e.g. a
     test's temporary directory standing in for "/"); "" means the path as given.
+    `array_values`: for a job array, each Slurm task id's variables (a sweep point's
+    parameters); the task runs in its own directory `<working directory>/<task id>` and gets
+    `GPUPOOL_SWEEP_INDEX` = `array_offset` + its task id.
     Raises ValueError for an unknown runtime, a malformed job uuid, an environment name
     that is malformed or reserved, NUL characters or text that is not UTF-8.
     """
@@ -150,19 +174,34 @@ def render_batch_script(spec: JobSpec, *, job_uuid: str, runtime: str, data_sour
         "data_source": _encode(data_source, "data_mount"),
         "environment": _encode_environment(spec.environment),
         "datasets": "1" if spec.datasets else "0",
+        "array_offset": str(int(array_offset)),
     }
     for key, value in values.items():
-        if not (JOB_UUID_RE.fullmatch(value) if key == "job_uuid" else _BASE64_RE.fullmatch(value)):  # "0"/"1" too
+        if not (JOB_UUID_RE.fullmatch(value) if key == "job_uuid" else _BASE64_RE.fullmatch(value)):  # digits too
             raise AssertionError(f"{key} would be embedded unencoded")  # unreachable: defence in depth
     lines = [
         *HEADER_LINES,
         *_COMMON,
+        *(_array_lines(array_values) if array_values is not None else ()),
         *_DATASETS,
         *(_PYXIS if runtime == "pyxis" else _NONE),
         *_ENVIRONMENT,
         *_RUN[runtime],
     ]
     return "\n".join(_fill(line, values) for line in lines) + "\n"
+
+
+def _array_lines(array_values: Mapping[int, Mapping[str, str]]) -> list[str]:
+    """The task table: one `<task id>) gpupool_task='<base64>';;` line per task, then the rest."""
+    if not array_values:
+        raise ValueError("a job array needs at least one task")
+    cases = []
+    for task_id, environment in sorted(array_values.items()):
+        if isinstance(task_id, bool) or not isinstance(task_id, int) or task_id < 0:
+            raise ValueError(f"not an array task id: {task_id!r}")
+        encoded = _encode_environment(dict(environment))
+        cases.append(f"{task_id}) gpupool_task='{encoded}';;")
+    return [*_ARRAY_HEAD, *cases, *_ARRAY_TAIL]
 
 
 def pyxis_image_reference(image: str) -> str:

@@ -38,7 +38,7 @@ def accept(request, data: Mapping[str, Any]) -> Job:
     spec = parse_job_spec(data, plan=plan, policy=policy)
     mounts = resolve_mounts(request.user, spec)
     spec = with_dataset_nvme(spec, mounts, policy)
-    counted = _count_submission(request)
+    counted = count_submission(request)
     try:
         return actions.submit(
             request.user, spec, reservation_id=reservation_id, group_id=group_id, plan=plan, mounts=mounts
@@ -49,7 +49,7 @@ def accept(request, data: Mapping[str, Any]) -> Job:
         raise
 
 
-def _count_submission(request) -> list[tuple[str, str]]:
+def count_submission(request) -> list[tuple[str, str]]:
     limits = [
         ("submit-user", str(request.user.pk), settings.SUBMIT_RATE_LIMIT_PER_MINUTE),
         ("submit-ip", client_ip(request), settings.SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE),

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db.models import F, Sum
 from django.utils import timezone
 
-from jobs.models import FINAL_STATES, Job
+from jobs.models import FINAL_STATES, Job, JobState
 from plans.catalog import PlanSnapshot
 
 
@@ -23,6 +23,9 @@ class QuotaExceeded(Exception):
 class GpuUsage:
     active_by_type: dict[str, int]
     gpu_seconds_this_month: int
+
+
+SWEEP_WAITING_STATES = (JobState.SUBMITTING, JobState.PENDING)
 
 
 def month_start(now=None):
@@ -41,6 +44,9 @@ def active_shards_by_type(user) -> dict[str, int]:
         Job.objects.filter(owner=user)
         .exclude(state__in=FINAL_STATES)
         .exclude(gpu_type="")
+        # A sweep's tasks count once they run: Slurm holds the others pending at the plan's
+        # limit (its QOS), so a sweep of any size can be accepted while one task fits.
+        .exclude(sweep__isnull=False, state__in=SWEEP_WAITING_STATES)
         .values("gpu_type")
         .annotate(gpus=Sum("quota_gpus"), shards=Sum("quota_shards"))
     )

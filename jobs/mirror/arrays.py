@@ -1,0 +1,286 @@
+"""Mirroring the portal's job arrays (a sweep's, jobs/sweeps/) into their task rows.
+
+Slurm's state listing names an array's tasks "<record id>_<task id>": a task with a record of
+its own under that record's job id, every task still pending under the array's id (the
+array's one record for all of them). So each pass groups the listing's lines by array (its id,
+and the ids its tasks were given), and only an array whose lines changed is read, with one
+`GET /job/<array id>` for all its records (never one request per task); its tasks are written
+from them in bulk. An array slurmctld no longer holds is finished from slurmdbd, again one
+request for all its tasks. Arrays from outside the portal are not mirrored.
+
+Writes are conditional, as for single jobs (jobs/mirror/rows.py): a task's row is changed only
+from the state it was read in, and the pending tasks' shared record never overwrites a task
+that already has a record of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef
+from django.utils import timezone
+
+import foundation.lookups  # noqa: F401  (registers __any_of)
+from cluster.array_ids import expand_task_string
+from cluster.errors import SlurmError, SlurmNotFound
+from cluster.slurmrest.client import SlurmRestClient
+from cluster.types import TERMINAL_JOB_STATES, AccountingRecord, JobStateEntry
+from cluster.types import Job as SlurmJob
+from jobs.live.events import publish_job_updates
+from jobs.mirror.rows import WATCHED_FIELDS, portal_state, state_signature
+from jobs.models import FINAL_STATES, Job, JobArray
+from jobs.sweeps.metrics import collect_metrics_soon
+
+log = logging.getLogger(__name__)
+# Arrays finished from slurmdbd, and given their accounting, per pass at most.
+ACCOUNTING_ARRAYS_PER_PASS = 20
+MAX_ACCOUNTING_ATTEMPTS = 20
+
+# Of Slurm's fields, what a task's row takes (its name, comment and log paths are the portal's).
+_TASK_FIELDS = (
+    "state",
+    "slurm_states",
+    "state_reason",
+    "nodes",
+    "allocated_tres",
+    "gpu_allocation",
+    "submit_time",
+    "start_time",
+    "end_time",
+    "exit_code",
+)
+
+
+def _active_arrays():
+    unfinished = Job.objects.filter(array=OuterRef("pk")).exclude(state__in=FINAL_STATES)
+    return JobArray.objects.filter(state=JobArray.State.SUBMITTED, slurm_array_job_id__isnull=False).filter(
+        Exists(unfinished)
+    )
+
+
+def _signature(entries: Iterable[JobStateEntry]) -> str:
+    lines = sorted(f"{entry.job_id}_{entry.array_task}:{state_signature(entry.states)}" for entry in entries)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def mirror_arrays(client: SlurmRestClient, entries: list[JobStateEntry]) -> int:
+    """Write what changed of the portal's unfinished arrays; `entries` are the listing's array
+    lines. Returns the task rows changed."""
+    by_record: dict[int, list[JobStateEntry]] = defaultdict(list)
+    for entry in entries:
+        by_record[entry.job_id].append(entry)
+    arrays = list(_active_arrays().values("pk", "slurm_array_job_id", "listing_signature"))
+    if not arrays:
+        return 0
+    own_ids: dict[int, list[int]] = defaultdict(list)
+    for array_pk, slurm_job_id in Job.objects.filter(
+        array_id__in=[array["pk"] for array in arrays], slurm_job_id__isnull=False
+    ).values_list("array_id", "slurm_job_id"):
+        own_ids[array_pk].append(slurm_job_id)
+    changed = 0
+    gone = 0
+    for array in arrays:
+        record_ids = {array["slurm_array_job_id"], *own_ids[array["pk"]]}
+        lines = [entry for record_id in record_ids for entry in by_record.get(record_id, ())]
+        if not lines:
+            # Gone from slurmctld with tasks unfinished: slurmdbd says how they ended (it may
+            # lag, so this is asked again each pass until every task has ended).
+            gone += 1
+            if gone <= ACCOUNTING_ARRAYS_PER_PASS:
+                changed += finish_array_from_accounting(client, array["pk"], array["slurm_array_job_id"])
+            continue
+        signature = _signature(lines)
+        if signature == array["listing_signature"]:
+            continue
+        try:
+            records = client.get_array_jobs(array["slurm_array_job_id"])
+        except SlurmNotFound:
+            continue
+        changed += apply_array_records(array["pk"], records)
+        JobArray.objects.filter(pk=array["pk"]).update(listing_signature=signature)
+    return changed
+
+
+def refresh_array(client: SlurmRestClient, array_job_id: int) -> int:
+    """Read one array now (an event from slurmctld named one of its tasks)."""
+    array_pk = JobArray.objects.filter(slurm_array_job_id=array_job_id).values_list("pk", flat=True).first()
+    if array_pk is None:
+        return 0
+    try:
+        records = client.get_array_jobs(array_job_id)
+    except SlurmNotFound:
+        records = []
+    if not records:
+        return finish_array_from_accounting(client, array_pk, array_job_id)
+    return apply_array_records(array_pk, records)
+
+
+def _task_fields(job: SlurmJob) -> dict:
+    return {
+        "state": portal_state(job.state),
+        "slurm_states": state_signature(job.states)[:200],
+        "state_reason": "" if job.state_reason == "None" else job.state_reason[:200],
+        "nodes": job.nodes[:500],
+        "allocated_tres": job.allocated_tres[:500],
+        "gpu_allocation": {node: list(indexes) for node, indexes in job.gpu_allocation.items()},
+        "submit_time": job.submit_time,
+        "start_time": job.start_time,
+        "end_time": job.end_time,
+        "exit_code": job.exit_code if job.is_terminal else None,
+    }
+
+
+def apply_array_records(array_pk: int, records: list[SlurmJob]) -> int:
+    """Write an array's records onto its task rows; returns the rows changed."""
+    rows = {
+        row["array_task_id"]: row
+        for row in Job.objects.filter(array_id=array_pk).values("pk", "array_task_id", "slurm_job_id", *WATCHED_FIELDS)
+    }
+    changed: list[int] = []
+    ended = False
+    with transaction.atomic():
+        # The tasks' own records first: a task that has one is no longer the pending record's.
+        for record in sorted(records, key=lambda record: record.array_task_id is None):
+            if record.array_task_id is None:
+                changed += _apply_pending_record(array_pk, record)
+                continue
+            row = rows.get(record.array_task_id)
+            if row is None:
+                continue
+            fields = _task_fields(record)
+            if record.is_terminal and not fields["gpu_allocation"] and row["gpu_allocation"]:
+                fields["gpu_allocation"] = row["gpu_allocation"]  # slurmctld forgets it (rows.py says why)
+            if record.is_terminal and not fields["nodes"] and row["nodes"]:
+                fields["nodes"] = row["nodes"]
+            if row["slurm_job_id"] == record.job_id and all(row[name] == fields[name] for name in WATCHED_FIELDS):
+                continue
+            if Job.objects.filter(pk=row["pk"], slurm_states=row["slurm_states"]).update(
+                slurm_job_id=record.job_id, **fields
+            ):
+                changed.append(row["pk"])
+                ended = ended or record.is_terminal
+        transaction.on_commit(lambda: publish_job_updates(changed))
+        if ended:
+            transaction.on_commit(lambda: collect_metrics_soon(array_pk))
+    return len(changed)
+
+
+def _apply_pending_record(array_pk: int, record: SlurmJob) -> list[int]:
+    """The array's record of its tasks without one of their own: all pending (or all ended
+    together, cancelled before they started). Never overwrites a task that has its own record."""
+    try:
+        task_ids, _throttle = expand_task_string(record.array_task_string)
+    except ValueError:
+        log.warning("array %s: unreadable task string %r", record.array_job_id, record.array_task_string)
+        return []
+    signature = state_signature(record.states)[:200]
+    reason = "" if record.state_reason == "None" else record.state_reason[:200]
+    tasks = Job.objects.filter(array_id=array_pk, slurm_job_id__isnull=True).exclude(state__in=FINAL_STATES)
+    if task_ids:
+        tasks = tasks.filter(array_task_id__any_of=task_ids)
+    elif not record.is_terminal:
+        return []
+    # else: ended together (cancelled while pending); Slurm then empties the task string (seen on
+    # 26.05), and the tasks it stood for are exactly those without a record of their own.
+    pks = list(tasks.exclude(slurm_states=signature, state_reason=reason).values_list("pk", flat=True))
+    if not pks:
+        return []
+    ended = {"end_time": record.end_time or timezone.now()} if record.is_terminal else {}
+    Job.objects.filter(pk__in=pks, slurm_job_id__isnull=True).exclude(state__in=FINAL_STATES).update(
+        state=portal_state(record.state), slurm_states=signature, state_reason=reason, **ended
+    )
+    return pks
+
+
+def _record_for(records: list[AccountingRecord], task_id: int, slurm_job_id: int | None) -> AccountingRecord | None:
+    for record in records:
+        if slurm_job_id is not None and record.job_id == slurm_job_id and task_id in record.array_task_ids:
+            return record
+    for record in records:
+        if task_id in record.array_task_ids:
+            return record
+    return None
+
+
+def finish_array_from_accounting(client: SlurmRestClient, array_pk: int, array_job_id: int) -> int:
+    """Tasks slurmctld no longer holds, finished from slurmdbd's records of the array."""
+    try:
+        records = client.get_array_accounting(array_job_id)
+    except (SlurmNotFound, SlurmError) as exc:
+        log.info("array %s not in accounting yet: %s", array_job_id, exc)
+        return 0
+    changed = []
+    with transaction.atomic():
+        for pk, task_id, slurm_job_id, old in (
+            Job.objects.filter(array_id=array_pk)
+            .exclude(state__in=FINAL_STATES)
+            .values_list("pk", "array_task_id", "slurm_job_id", "slurm_states")
+        ):
+            record = _record_for(records, task_id, slurm_job_id)
+            if record is None or record.state not in TERMINAL_JOB_STATES:
+                continue
+            usage = (
+                {"elapsed_seconds": record.elapsed_seconds, "gpu_count": record.gpu_count} if record.is_settled else {}
+            )
+            own = {"slurm_job_id": record.job_id} if len(record.array_task_ids) == 1 and slurm_job_id is None else {}
+            if Job.objects.filter(pk=pk, slurm_states=old).update(
+                state=portal_state(record.state),
+                slurm_states=state_signature(record.states)[:200],
+                start_time=record.start_time,
+                end_time=record.end_time,
+                exit_code=record.exit_code,
+                **usage,
+                **own,
+            ):
+                if record.ran_on:
+                    Job.objects.filter(pk=pk, nodes="").update(nodes=record.ran_on[:500])
+                changed.append(pk)
+        transaction.on_commit(lambda: publish_job_updates(changed))
+        if changed:
+            transaction.on_commit(lambda: collect_metrics_soon(array_pk))
+    return len(changed)
+
+
+def record_array_accounting(client: SlurmRestClient, limit: int = ACCOUNTING_ARRAYS_PER_PASS) -> int:
+    """Elapsed time and GPUs of ended tasks from slurmdbd, one request per array (billing and the
+    sweep's cost read them). A task that never ran gets 0 of each."""
+    due = (
+        Job.objects.filter(
+            array__isnull=False,
+            array__slurm_array_job_id__isnull=False,
+            elapsed_seconds__isnull=True,
+            state__in=TERMINAL_JOB_STATES,
+            accounting_attempts__lt=MAX_ACCOUNTING_ATTEMPTS,
+        )
+        .values_list("array_id", "array__slurm_array_job_id")
+        .distinct()
+        .order_by("array_id")[:limit]
+    )
+    recorded = 0
+    for array_pk, array_job_id in due:
+        Job.objects.filter(array_id=array_pk, elapsed_seconds__isnull=True).update(
+            accounting_attempts=F("accounting_attempts") + 1
+        )
+        try:
+            records = client.get_array_accounting(array_job_id)
+        except SlurmNotFound:
+            continue
+        changed = []
+        for pk, task_id, slurm_job_id in Job.objects.filter(
+            array_id=array_pk, elapsed_seconds__isnull=True, state__in=TERMINAL_JOB_STATES
+        ).values_list("pk", "array_task_id", "slurm_job_id"):
+            record = _record_for(records, task_id, slurm_job_id)
+            if record is None or not record.is_settled:
+                continue
+            exact_end = {"end_time": record.end_time} if record.end_time else {}
+            if Job.objects.filter(pk=pk, elapsed_seconds__isnull=True).update(
+                elapsed_seconds=record.elapsed_seconds, gpu_count=record.gpu_count, **exact_end
+            ):
+                changed.append(pk)
+        recorded += len(changed)
+        transaction.on_commit(lambda changed=changed: publish_job_updates(changed))
+    return recorded

@@ -1,0 +1,310 @@
+"""Writes about sweeps: accept one, steer it (throttle, cancel), rerun points, clone it.
+Every one is checked against the plan like a job (jobs.actions.submit), audited, and hands
+Slurm work to the arrays' claim protocol (jobs/sweeps/submit.py)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from accounts.models import Profile
+from audit.log import record
+from cluster.array_ids import compress_ids
+from cluster.errors import SlurmError
+from cluster.services import rest_client, slurm_cli
+from groups.queries import gpu_minutes_left
+from jobs.actions import DEFAULT_GROUP, NotProvisioned, charged_group, partition_for
+from jobs.mirror.arrays import refresh_array
+from jobs.models import FINAL_STATES, Job, JobArray, JobState, Sweep
+from jobs.submission.checks import run_submission_checks
+from jobs.submission.quota import QuotaExceeded, check_quota
+from jobs.submission.spec import JobSpec, SpecError, SpecPolicy, job_spec_from_dict, parse_job_spec
+from jobs.sweeps.parameters import Grid
+from jobs.sweeps.submit import enqueue_sweep, task_log_paths
+from plans.catalog import PlanSnapshot, plan_for
+
+
+class SweepRefused(Exception):
+    """A steering request that cannot be done (in words for the user); changes nothing."""
+
+
+def _check_allocation(group, spec: JobSpec, points: int) -> None:
+    """A group's sweep must fit what is left of the group's allocation, all its points at their
+    time limit (Slurm would hold the tasks beyond it with AssocGrpGRESMinutes)."""
+    info = settings.GPU_TYPES[spec.gpu.gpu_type]
+    gpus = spec.gpu.count or spec.gpu.shards / int(info["shards_per_gpu"])
+    needs = math.ceil(gpus * spec.time_limit_minutes * points)
+    left = gpu_minutes_left(group, spec.gpu.gpu_type, timezone.now().date())
+    if needs > left:
+        raise SpecError(
+            {
+                "group": [
+                    f"This sweep may use up to {needs} {spec.gpu.gpu_type} GPU-minutes ({points} tasks); "
+                    f"{group.name} has {left} left of its allocation."
+                ]
+            }
+        )
+
+
+def _locked_profile(user) -> Profile:
+    profile = Profile.objects.select_for_update().get(user=user)
+    if not profile.cluster_username or not profile.provisioned_at:
+        raise NotProvisioned("Your cluster account is not ready yet.")
+    return profile
+
+
+def _check_plan(user, plan: PlanSnapshot, spec: JobSpec) -> None:
+    """A sweep's tasks count against the plan's concurrent quota while they run (Slurm holds the
+    rest pending at the plan's limit): one task must fit now."""
+    if plan.is_paused:
+        raise QuotaExceeded(f"Your {plan.name} subscription is paused; resume it to submit jobs.")
+    shares = spec.gpu.shards if not spec.gpu.count else 0
+    check_quota(user, plan, spec.gpu.gpu_type, spec.gpu.count, shares)
+
+
+def _task_rows(sweep: Sweep, array: JobArray, profile: Profile, indexes: Iterable[int], template: dict) -> list[Job]:
+    rows = []
+    for index in indexes:
+        task_id = index - array.offset
+        stdout, stderr = task_log_paths(array, profile.cluster_username, task_id)
+        rows.append(
+            Job(
+                **template,
+                name=f"{sweep.name}-{index}"[:200],
+                sweep=sweep,
+                sweep_index=index,
+                array=array,
+                array_task_id=task_id,
+                standard_output=stdout,
+                standard_error=stderr,
+            )
+        )
+    return rows
+
+
+def _add_arrays(sweep: Sweep, profile: Profile, indexes: list[int], template: dict) -> list[JobArray]:
+    """Arrays for `indexes`, one per MaxArraySize block of the sweep (offset = the block's first
+    index, so every task id is below MaxArraySize), with their task rows."""
+    size = settings.SLURM_MAX_ARRAY_SIZE
+    blocks: dict[int, list[int]] = defaultdict(list)
+    for index in sorted(indexes):
+        blocks[index // size * size].append(index)
+    arrays = []
+    for offset, block in sorted(blocks.items()):
+        array = JobArray.objects.create(
+            sweep=sweep,
+            offset=offset,
+            task_ids=compress_ids(index - offset for index in block),
+            task_count=len(block),
+        )
+        Job.objects.bulk_create(_task_rows(sweep, array, profile, block, template), batch_size=1000)
+        arrays.append(array)
+    return arrays
+
+
+def _template(sweep: Sweep, profile: Profile, spec: JobSpec, plan: PlanSnapshot, group) -> dict:
+    return {
+        "owner_id": sweep.owner_id,
+        "cluster_user": profile.cluster_username,
+        "image": spec.image,
+        "gpu_type": spec.gpu.gpu_type,
+        "quota_gpus": spec.gpu.count,
+        "quota_shards": spec.gpu.shards if not spec.gpu.count else 0,
+        "tres_per_node": spec.gpu.tres_per_node(),
+        "time_limit_minutes": spec.time_limit_minutes,
+        "partition": partition_for(plan),
+        "account": group.slurm_account if group else settings.SLURM_ACCOUNT,
+        "group": group,
+        "qos": plan.qos,
+        "state": JobState.SUBMITTING,
+    }
+
+
+def create_sweep(
+    user,
+    spec: JobSpec,
+    grid: Grid,
+    *,
+    name: str,
+    throttle: int = 0,
+    group_id=DEFAULT_GROUP,
+    plan: PlanSnapshot | None = None,
+    metric_name: str = "",
+    metric_goal: str = "min",
+    cloned_from: Sweep | None = None,
+) -> Sweep:
+    """Accept a sweep: check it as a job (plan, quota for one task, group allocation for all),
+    record the sweep, its arrays and a SUBMITTING row per point, and submit the arrays once
+    committed. Raises SpecError, QuotaExceeded or NotProvisioned, having changed nothing."""
+    if spec.spot:
+        raise SpecError({"spot": ["A sweep's tasks run on the plan's GPUs, not as spot jobs."]})
+    if spec.datasets:
+        raise SpecError({"datasets": ["Sweeps do not mount datasets yet; use the data mount."]})
+    with transaction.atomic():
+        profile = _locked_profile(user)
+        plan = plan if plan is not None else plan_for(user)
+        _check_plan(user, plan, spec)
+        group = charged_group(user, group_id)
+        if group is not None:
+            _check_allocation(group, spec, len(grid))
+        run_submission_checks(user, plan, group)
+        sweep = Sweep.objects.create(
+            owner=user,
+            group=group,
+            name=name,
+            spec=spec.to_dict(),
+            grid=grid.to_dict(),
+            point_count=len(grid),
+            throttle=throttle,
+            metric_name=metric_name,
+            metric_goal=metric_goal,
+            cloned_from=cloned_from,
+        )
+        _add_arrays(sweep, profile, list(range(len(grid))), _template(sweep, profile, spec, plan, group))
+        record(
+            user,
+            "sweep.create",
+            f"sweep {sweep.pk}",
+            after={"points": len(grid), "throttle": throttle, "cloned_from": cloned_from.pk if cloned_from else None},
+        )
+        transaction.on_commit(lambda: enqueue_sweep(sweep.pk))
+    return sweep
+
+
+def set_throttle(user, sweep: Sweep, throttle: int) -> Sweep:
+    """How many tasks run at once, changed live in Slurm (ArrayTaskThrottle of each array)."""
+    if isinstance(throttle, bool) or not isinstance(throttle, int) or not 0 <= throttle <= sweep.point_count:
+        raise SweepRefused(f"The throttle is a whole number from 0 (no limit) to {sweep.point_count}.")
+    before = sweep.throttle
+    unfinished = Job.objects.filter(array=OuterRef("pk")).exclude(state__in=FINAL_STATES)
+    live = list(
+        sweep.arrays.filter(state=JobArray.State.SUBMITTED, slurm_array_job_id__isnull=False)
+        .filter(Exists(unfinished))
+        .values_list("slurm_array_job_id", flat=True)
+    )
+    with transaction.atomic():
+        # Arrays not yet in Slurm take the new value when they are submitted.
+        Sweep.objects.filter(pk=sweep.pk).update(throttle=throttle)
+        record(user, "sweep.throttle", f"sweep {sweep.pk}", before={"throttle": before}, after={"throttle": throttle})
+    cli = slurm_cli()
+    failed = []
+    for array_job_id in live:
+        try:
+            cli.set_array_throttle(array_job_id, throttle)
+        except SlurmError as exc:
+            failed.append(f"array {array_job_id}: {exc}")
+    sweep.refresh_from_db()
+    if failed:
+        raise SweepRefused("Slurm did not take the new throttle for every array; try again. " + "; ".join(failed))
+    return sweep
+
+
+def cancel_sweep(user, sweep: Sweep, *, pending_only: bool) -> int:
+    """Cancel the sweep's pending tasks (those running finish), or every task. Returns the
+    arrays Slurm was asked about."""
+    with transaction.atomic():
+        waiting = list(
+            JobArray.objects.filter(sweep=sweep, state=JobArray.State.SUBMITTING, slurm_array_job_id__isnull=True)
+            .select_for_update()
+            .values_list("pk", flat=True)
+        )
+        JobArray.objects.filter(pk__in=waiting, state=JobArray.State.SUBMITTING).update(state=JobArray.State.CANCELLED)
+        Job.objects.filter(array_id__in=waiting, state=JobState.SUBMITTING).update(
+            state=JobState.CANCELLED, error="Cancelled before it reached Slurm."
+        )
+        record(user, "sweep.cancel", f"sweep {sweep.pk}", after={"pending_only": pending_only})
+    client = rest_client(Profile.objects.get(user=sweep.owner).cluster_username)
+    asked = 0
+    for array_job_id in (
+        JobArray.objects.filter(sweep=sweep, state=JobArray.State.SUBMITTED)
+        .exclude(slurm_array_job_id__isnull=True)
+        .values_list("slurm_array_job_id", flat=True)
+    ):
+        if not Job.objects.filter(array__slurm_array_job_id=array_job_id).exclude(state__in=FINAL_STATES).exists():
+            continue
+        try:
+            client.cancel_array(array_job_id, pending_only=pending_only)
+        except SlurmError as exc:
+            raise SweepRefused(f"Slurm did not cancel the sweep's tasks: {exc.public_message}") from exc
+        asked += 1
+        try:
+            refresh_array(client, array_job_id)  # shown at once, not at the mirror's next pass
+        except SlurmError:
+            pass
+    return asked
+
+
+# Ended tasks a rerun may take again.
+RERUNNABLE = frozenset(FINAL_STATES)
+FAILED_STATES = frozenset(
+    {
+        JobState.FAILED,
+        JobState.TIMEOUT,
+        JobState.NODE_FAIL,
+        JobState.OUT_OF_MEMORY,
+        JobState.BOOT_FAIL,
+        JobState.SUBMIT_FAILED,
+        JobState.PREEMPTED,
+        JobState.DEADLINE,
+    }
+)
+
+
+def rerun_tasks(user, sweep: Sweep, indexes: list[int] | None = None) -> list[int]:
+    """Run points again with the same values, as new arrays: the failed ones, or `indexes`
+    (each must have ended). The earlier rows stay, as history, and their cost with them."""
+    spec = job_spec_from_dict(sweep.spec)
+    with transaction.atomic():
+        profile = _locked_profile(user)
+        current = Job.objects.select_for_update().filter(sweep=sweep, sweep_current=True)
+        if indexes is None:
+            chosen = list(current.filter(state__in=FAILED_STATES).values_list("pk", "sweep_index"))
+            if not chosen:
+                raise SweepRefused("No task of this sweep has failed.")
+        else:
+            wanted = set(indexes)
+            if not wanted or any(index < 0 or index >= sweep.point_count for index in wanted):
+                raise SweepRefused(f"Tasks are numbered 0 to {sweep.point_count - 1}.")
+            rows = dict(current.filter(sweep_index__in=wanted).values_list("sweep_index", "state"))
+            busy = sorted(index for index, state in rows.items() if state not in RERUNNABLE)
+            if busy:
+                raise SweepRefused(f"Tasks {', '.join(map(str, busy[:10]))} have not ended; cancel them first.")
+            chosen = list(current.filter(sweep_index__in=wanted).values_list("pk", "sweep_index"))
+        plan = plan_for(user)
+        _check_plan(user, plan, spec)
+        group = sweep.group
+        if group is not None:
+            _check_allocation(group, spec, len(chosen))
+        run_submission_checks(user, plan, group)
+        Job.objects.filter(pk__in=[pk for pk, _index in chosen]).update(sweep_current=False)
+        chosen_indexes = sorted(index for _pk, index in chosen)
+        _add_arrays(sweep, profile, chosen_indexes, _template(sweep, profile, spec, plan, group))
+        record(user, "sweep.rerun", f"sweep {sweep.pk}", after={"points": chosen_indexes[:100], "count": len(chosen)})
+        transaction.on_commit(lambda: enqueue_sweep(sweep.pk))
+    return chosen_indexes
+
+
+def clone_sweep(user, sweep: Sweep) -> Sweep:
+    """The same base job, points and throttle again, as a new sweep of the caller's, checked
+    against today's plan."""
+    plan = plan_for(user)
+    spec = parse_job_spec(sweep.spec, plan=plan, policy=SpecPolicy.from_settings())
+    group_id = sweep.group_id if sweep.group_id else None
+    return create_sweep(
+        user,
+        spec,
+        Grid.from_dict(sweep.grid),
+        name=sweep.name,
+        throttle=sweep.throttle,
+        group_id=group_id,
+        plan=plan,
+        metric_name=sweep.metric_name,
+        metric_goal=sweep.metric_goal,
+        cloned_from=sweep,
+    )
