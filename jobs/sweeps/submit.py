@@ -23,6 +23,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.models import Profile
+from cluster import jobfs
 from cluster.array_ids import compress_ids
 from cluster.errors import SlurmError, SlurmTransientError
 from cluster.services import job_paths, rest_client
@@ -140,8 +141,11 @@ def submit_array(array_pk: int, *, timeout: float | None = None) -> str:
                 return _record_accepted(array, existing.array_job_id or existing.job_id, client)
         task_ids = task_ids_of(array)
         make_user_directory(cluster_user, str(array.uuid), profile.cluster_uid, profile.cluster_gid)
+        paths = job_paths()
         for task_id in task_ids:
-            make_user_directory(cluster_user, f"{array.uuid}/{task_id}", profile.cluster_uid, profile.cluster_gid)
+            # Slurm opens each task's log in its directory before the task runs.
+            location = paths.user_directory(cluster_user, str(array.uuid), str(task_id))
+            jobfs.make_owned_directory(location, uid=profile.cluster_uid, gid=profile.cluster_gid)
         slurm_id = client.submit_job(build_submission(array, task_ids, dependency=dependency))
         return _record_accepted(array, slurm_id, client)
     except SlurmTransientError:
