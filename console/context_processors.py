@@ -9,6 +9,7 @@ _NAVIGATION = {
         ("GPUs", "console:heatmap"),
         ("My jobs", "jobs:list"),
         ("New job", "jobs:new"),
+        ("Sweeps", "jobs:sweeps"),
         ("API tokens", "accounts:api_tokens"),
     ],
     Role.ADMIN: [
@@ -25,6 +26,7 @@ _NAVIGATION = {
         ("Allocations", "groups:allocation_queue"),
         ("My jobs", "jobs:list"),
         ("New job", "jobs:new"),
+        ("Sweeps", "jobs:sweeps"),
     ],
     Role.MARKETING: [("Dashboard", "console:home"), ("Sign-ups", "console:signups")],
 }

@@ -23,6 +23,7 @@ from jobs.models import Job, JobTemplate
 from jobs.submission import intake
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError
+from jobs.sweeps import forms as sweep_forms
 from plans.catalog import plan_for
 from plans.rates import NoRateCard, rates_for_plan
 from plans.spot import DAY, NIGHT
@@ -159,6 +160,24 @@ def _gpu_types(plan):
     return [(name, info) for name, info in settings.GPU_TYPES.items() if name in plan.gpu_quota]
 
 
+def _accept_job(request, data: dict) -> tuple[Job | None, dict]:
+    """The form's job, accepted (with its message, and its template saved), or the errors."""
+    try:
+        job = intake.accept(request, data)
+    except SpecError as exc:
+        return None, exc.errors
+    except (QuotaExceeded, actions.NotProvisioned, intake.RateLimited) as exc:
+        return None, {"form": [str(exc)]}
+    template_name = request.POST.get("save_template", "").strip()
+    if template_name:
+        _save_template(request, template_name[:64], job.spec)
+    if job.slurm_job_id:
+        messages.success(request, f"Job {job.name} accepted: Slurm job {job.slurm_job_id}.")
+    else:  # the worker's way: the page follows it to Slurm live
+        messages.success(request, f"Job {job.name} accepted; it goes to Slurm in a moment.")
+    return job, {}
+
+
 def _id_or_404(text: str) -> int:
     if not text.isdigit():
         raise Http404("No such job or template.")
@@ -168,6 +187,7 @@ def _id_or_404(text: str) -> int:
 @login_required
 def job_new(request):
     errors: dict = {}
+    sweep_context: dict = {}
     chosen_datasets: set[int] = set()
     values = {"time_limit_minutes": 60, "gpu_count": 1, "command": "", "environment": ""}
     if request.method == "POST":
@@ -179,23 +199,16 @@ def job_new(request):
             data["group"] = request.POST["group"] or None
         values = {**values, **request.POST.dict()}
         chosen_datasets = {int(value) for value in request.POST.getlist("datasets") if value.isdigit()}
-        try:
-            job = intake.accept(request, data)
-        except SpecError as exc:
-            errors = exc.errors
-        except (QuotaExceeded, actions.NotProvisioned) as exc:
-            errors = {"form": [str(exc)]}
-        except intake.RateLimited as exc:
-            errors = {"form": [str(exc)]}
+        if request.POST.get("sweep") == "on":
+            outcome = sweep_forms.quote_or_submit(request, data, request.POST)
+            if outcome.sweep is not None:
+                messages.success(request, f"Sweep {outcome.sweep.name} accepted: {outcome.sweep.point_count} tasks.")
+                return redirect("jobs:sweep", pk=outcome.sweep.pk)
+            errors, sweep_context = outcome.errors, outcome.context
         else:
-            template_name = request.POST.get("save_template", "").strip()
-            if template_name:
-                _save_template(request, template_name[:64], job.spec)
-            if job.slurm_job_id:
-                messages.success(request, f"Job {job.name} accepted: Slurm job {job.slurm_job_id}.")
-            else:  # the worker's way: the page follows it to Slurm live
-                messages.success(request, f"Job {job.name} accepted; it goes to Slurm in a moment.")
-            return redirect("jobs:detail", pk=job.pk)
+            job, errors = _accept_job(request, data)
+            if job is not None:
+                return redirect("jobs:detail", pk=job.pk)
     else:
         source = None
         clone_id, template_id = request.GET.get("clone", ""), request.GET.get("template", "")
@@ -222,6 +235,7 @@ def job_new(request):
         "dataset_versions": mountable_versions(request.user),
         "chosen_datasets": chosen_datasets,
         "spot_allowed": plan.allows_spot,
+        **sweep_context,
         "spot_shares": _spot_shares(plan),
         "spot_grace_seconds": settings.SPOT_GRACE_SECONDS,
         "spot_exempt_minutes": settings.SPOT_PREEMPT_EXEMPT_SECONDS // 60,

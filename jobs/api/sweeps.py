@@ -270,20 +270,8 @@ class SweepTasksView(APIView):
             return Response(
                 {"detail": "Unknown sort.", "errors": {"sort": ["index, metric, state or a parameter's name"]}}, 400
             )
-        rows.sort(key=lambda row: _sort_key(row, key), reverse=sort.startswith("-"))
+        rows.sort(key=lambda row: queries.sort_key(row, key), reverse=sort.startswith("-"))
         return Response(TaskSerializer(rows, many=True).data)
-
-
-def _sort_key(row: dict, key: str):
-    if key == "index":
-        return (0, row["sweep_index"])
-    if key == "state":
-        return (0, row["state"], row["sweep_index"])
-    value = row["metric"] if key == "metric" else row["parameters"][key]
-    if value is None:
-        return (1, 0, row["sweep_index"])
-    # Numbers before text, each in its order.
-    return (0, (0, value, "") if isinstance(value, int | float) else (1, 0, str(value)), row["sweep_index"])
 
 
 class SweepThrottleView(APIView):

@@ -21,7 +21,7 @@ from jobs.sweeps.parameters import Grid, parse_parameter_lines, parse_sweep_para
 from plans.catalog import plan_for
 
 # The fields of a sweep beside the base job's.
-SWEEP_FIELDS = ("parameters", "points", "throttle", "metric", "metric_goal", "group")
+SWEEP_FIELDS = ("parameters", "points", "throttle", "metric", "metric_goal", "group", "reservation")
 METRIC_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}", re.ASCII)
 
 
@@ -62,6 +62,8 @@ def parse_sweep(data: Mapping[str, Any], *, plan, policy: SpecPolicy) -> SweepRe
     metric_name = data.get("metric") or ""
     if not isinstance(metric_name, str) or (metric_name and not METRIC_NAME_RE.fullmatch(metric_name)):
         errors.setdefault("metric", []).append("a metric name: letters, digits, _ . - (up to 64)")
+    if data.get("reservation") not in (None, ""):
+        errors.setdefault("reservation", []).append("A sweep's tasks queue as usual; they do not run in a reservation.")
     metric_goal = data.get("metric_goal") or "min"
     if metric_goal not in ("min", "max"):
         errors.setdefault("metric_goal", []).append("min (lower is better) or max")

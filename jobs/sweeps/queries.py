@@ -119,3 +119,15 @@ def quote_sweep(user, spec: JobSpec, points: int) -> RunQuote | None:
         seconds=spec.time_limit_minutes * 60,
         runs=points,
     )
+
+
+def sort_key(row: dict, key: str):
+    if key == "index":
+        return (0, row["sweep_index"])
+    if key == "state":
+        return (0, row["state"], row["sweep_index"])
+    value = row["metric"] if key == "metric" else row["parameters"][key]
+    if value is None:
+        return (1, 0, row["sweep_index"])
+    # Numbers before text, each in its order.
+    return (0, (0, value, "") if isinstance(value, int | float) else (1, 0, str(value)), row["sweep_index"])
