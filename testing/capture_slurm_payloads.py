@@ -166,10 +166,51 @@ class Command(BaseCommand):
                 break
             time.sleep(0.5)
         save("accounting_completed", service, "GET", adapter.slurmdb_path(f"job/{gpu_job}"))
+        self.capture_array(adapter, user, service, save)
         for name in (CAPTURE_USER, OTHER_USER):
             cli.run("scancel", "-u", name, check=False)
             backend.remove_user(name)
         self.stdout.write(f"saved to {out}")
+
+
+    def capture_array(self, adapter, user, service, save) -> None:
+        """A job array (jobs/mirror/arrays.py reads these): 6 tasks, 2 at once, task 1 failing;
+        the listing and the array's records while tasks 3-5 wait, then after the last task was
+        cancelled (26.05 empties the pending record's task string), and slurmdbd's records."""
+        directory = new_job_dir()
+        script = 'echo task $SLURM_ARRAY_TASK_ID; [ "$SLURM_ARRAY_TASK_ID" = 1 ] && exit 3; sleep 8'
+        body = adapter.encode_submission(
+            submission(
+                script,
+                directory=directory,
+                tres_per_node="gres/gpu:rtx4090:1",
+                name="capture-array",
+                standard_output=f"{directory}/%a.out",
+                comment="gpupool:capture-array",
+                array="0-5%2",
+            )
+        )
+        array_id = int(user._request("POST", adapter.slurm_path("job/submit"), body=body)["job_id"])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            records = service.get_array_jobs(array_id)
+            if sum(record.state == "RUNNING" for record in records) == 2 and any(r.state == "FAILED" for r in records):
+                break
+            time.sleep(0.5)
+        save("array_jobs_state", service, "GET", adapter.slurm_path("jobs/state/"))
+        save("array_job_pending", service, "GET", adapter.slurm_path(f"job/{array_id}"))
+        while time.monotonic() < deadline + 60:
+            records = service.get_array_jobs(array_id)
+            if all(record.state != "RUNNING" for record in records if record.array_task_id in (3, 4)) and any(
+                record.array_task_id is None or record.array_task_id == 5 for record in records
+            ):
+                break
+            time.sleep(0.5)
+        user.cancel_array(array_id, task_ids=[5])
+        time.sleep(2)
+        save("array_job_ended", service, "GET", adapter.slurm_path(f"job/{array_id}"))
+        time.sleep(3)
+        save("array_accounting", service, "GET", adapter.slurmdb_path(f"job/{array_id}"))
 
 
 if __name__ == "__main__":

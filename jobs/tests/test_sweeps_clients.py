@@ -110,6 +110,7 @@ def test_a_sweep_in_the_browser(alice, bob, provision, tmp_path):
         assert errors == []
 
         # Bob sees none of it: the page, its cells and the API are 404s to him.
+        page.context.clear_cookies()
         log_in(page, base, "bob", "pw-bob")
         for path in (f"/jobs/sweeps/{sweep.pk}/", f"/jobs/sweeps/{sweep.pk}/cells.json", f"/api/v1/sweeps/{sweep.pk}"):
             assert page.goto(f"{base}{path}").status == 404, path

@@ -1,0 +1,343 @@
+"""Sweeps without Slurm: the parameters (grids, ranges, points, refusals), the task table in the
+batch script run by bash, Slurm's task id spellings, the array mirror on payloads captured from
+both generations (testing/capture_slurm_payloads.py recaptures them), the quota, the API's
+refusals and who may see a sweep."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from cluster.array_ids import bitmap_task_ids, compress_ids, expand_task_string
+from cluster.slurmrest.registry import adapter_for
+from jobs.mirror.arrays import apply_array_records
+from jobs.models import Job, JobArray, Sweep
+from jobs.submission.batch_script import render_batch_script
+from jobs.submission.quota import active_gpus_by_type
+from jobs.submission.spec import GpuRequest, JobSpec, SpecError
+from jobs.sweeps import actions
+from jobs.sweeps.parameters import (
+    Grid,
+    command_for_tasks,
+    command_shown,
+    parse_parameter_lines,
+    parse_sweep_parameters,
+)
+from jobs.tests.conftest import GOOD_SPEC
+
+PAYLOADS = Path(__file__).resolve().parents[2] / "cluster" / "tests" / "payloads"
+
+
+def grid(parameters, max_points=10_000, **kwargs) -> Grid:
+    return parse_sweep_parameters({"parameters": parameters}, max_points=max_points, **kwargs)
+
+
+def refusal(data, max_points=10_000, **kwargs) -> dict:
+    with pytest.raises(SpecError) as caught:
+        parse_sweep_parameters(data, max_points=max_points, **kwargs)
+    return caught.value.errors
+
+
+# --- parameters ------------------------------------------------------------------------------
+@pytest.mark.pure
+def test_a_grid_is_every_combination_the_first_name_slowest():
+    found = grid({"lr": [0.1, 0.3], "bs": [16, 32, 64]})
+    assert found.names == ("lr", "bs") and len(found) == 6
+    assert found.points[:4] == ((0.1, 16), (0.1, 32), (0.1, 64), (0.3, 16))
+    assert found.environment(4) == {"lr": "0.3", "bs": "32"}
+
+
+@pytest.mark.pure
+def test_ranges_include_their_stop_and_do_not_drift():
+    assert grid({"x": {"range": [0.1, 0.5, 0.1]}}).points == ((0.1,), (0.2,), (0.3,), (0.4,), (0.5,))
+    assert grid({"n": {"range": [16, 64, 16]}}).points == ((16,), (32,), (48,), (64,))
+    assert grid({"n": {"range": [1, 10, 4]}}).points == ((1,), (5,), (9,))  # 10 is not on a step
+    assert [value for (value,) in grid({"wd": {"log": [1e-5, 1e-2, 4]}}).points] == [1e-05, 0.0001, 0.001, 0.01]
+    assert grid({"lr": {"log": ["0.001", "1", "4"]}}).environment(3) == {"lr": "1"}
+
+
+@pytest.mark.pure
+def test_the_forms_lines_read_as_the_api_object():
+    text = "lr = 0.0001, 3e-4\n# a comment\nbs = range(16, 48, 16)\nwd = log(1e-5, 1e-3, 3)\nopt = adam, sgd"
+    assert parse_parameter_lines(text) == {
+        "lr": [0.0001, 0.0003],
+        "bs": {"range": ["16", "48", "16"]},
+        "wd": {"log": ["1e-5", "1e-3", "3"]},
+        "opt": ["adam", "sgd"],
+    }
+    assert len(grid(parse_parameter_lines(text))) == 2 * 3 * 3 * 2
+    with pytest.raises(SpecError) as caught:
+        parse_parameter_lines("lr 0.1\nlr = 1\nlr = 2")
+    assert caught.value.errors["parameters"] == ["line 1: expected name = values", "line 3: lr is given twice"]
+
+
+@pytest.mark.pure
+def test_explicit_points():
+    found = parse_sweep_parameters({"points": [{"lr": 0.1, "bs": 8}, {"bs": 16, "lr": 0.2}]}, max_points=10)
+    assert found.names == ("lr", "bs") and found.points == ((0.1, 8), (0.2, 16))
+    assert "does not give exactly" in refusal({"points": [{"lr": 1}, {"lr": 2, "bs": 3}]})["points"][0]
+    assert "listed twice" in refusal({"points": [{"lr": 1}, {"lr": 1}]})["points"][0]
+
+
+@pytest.mark.pure
+@pytest.mark.parametrize(
+    "value",
+    ["a b", "$(reboot)", "`id`", "x;y", "it's", 'say "hi"', "a*", "new\nline", "", "x" * 129, None, {"a": 1}],
+)
+def test_values_that_could_be_read_as_shell_are_refused(value):
+    assert "is not a value" in refusal({"parameters": {"opt": [value]}})["parameters"][0]
+
+
+@pytest.mark.pure
+@pytest.mark.parametrize(
+    "parameters, words",
+    [
+        ({"SLURM_ARRAY_TASK_ID": [1]}, "reserved"),
+        ({"LD_PRELOAD": [1]}, "reserved"),
+        ({"GPUPOOL_SWEEP_INDEX": [1]}, "reserved"),
+        ({"1lr": [1]}, "not a parameter name"),
+        ({"lr": []}, "at least one value"),
+        ({"lr": [1, 1]}, "listed twice"),
+        ({"lr": {"range": [5, 1, 1]}}, "start <= stop"),
+        ({"lr": {"range": [0, 1, 0]}}, "step above 0"),
+        ({"lr": {"log": [0, 1, 3]}}, "0 < start"),
+        ({"lr": {"log": [1, 10, 2.5]}}, "whole count"),
+        ({"lr": {"range": [0, 1e9, 1]}}, "at most 100"),
+        ({"lr": float("nan")}, "give a list"),
+        ({"a": list(range(20)), "b": list(range(10))}, "200 points (20 x 10); a sweep has at most 100"),
+    ],
+)
+def test_bad_parameters_are_named(parameters, words):
+    assert any(words in message for message in refusal({"parameters": parameters}, max_points=100)["parameters"])
+
+
+@pytest.mark.pure
+def test_a_parameter_may_not_shadow_the_jobs_environment_and_grid_or_points_not_both():
+    assert (
+        "also set in the job's environment" in refusal({"parameters": {"LR": [1]}}, reserved=("LR",))["parameters"][0]
+    )
+    assert "not both" in refusal({"parameters": {"a": [1]}, "points": [{"a": 1}]})["parameters"][0]
+    assert "give the parameters" in refusal({})["parameters"][0]
+
+
+@pytest.mark.pure
+def test_the_command_template_expands_variables_never_pastes_values():
+    command = 'python train.py --lr {lr} --name "{run}" ${lr} {a,b} {other} $\\{lr}'
+    assert command_for_tasks(command, ["lr", "run"]) == (
+        'python train.py --lr ${lr} --name "${run}" ${lr} {a,b} {other} $\\${lr}'
+    )
+    assert command_shown("--lr {lr} --bs {bs}", {"lr": 0.0003, "bs": 32}) == "--lr 0.0003 --bs 32"
+
+
+# --- the batch script's task table, run by bash -------------------------------------------------
+def _run_task(tmp_path, script: str, task_id: str) -> subprocess.CompletedProcess:
+    (tmp_path / task_id).mkdir(exist_ok=True)
+    path = tmp_path / "job.sh"
+    path.write_text(script)
+    env = {"PATH": "/usr/bin:/bin", "SLURM_ARRAY_TASK_ID": task_id, "SLURM_JOB_ID": "1"}
+    return subprocess.run(["bash", str(path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.pure
+def test_each_task_gets_its_values_its_index_and_its_directory(tmp_path):
+    points = grid({"lr": [0.1, 0.3], "tag": ["a=b,c", "x/y@z"]})
+    spec = JobSpec(
+        name="s",
+        image="pytorch/pytorch:2.3.0",
+        gpu=GpuRequest("a100", count=1),
+        command=command_for_tasks('printf "%s|%s|%s|%s\\n" "{lr}" "{tag}" "$GPUPOOL_SWEEP_INDEX" "$PWD"', points.names),
+        time_limit_minutes=5,
+        data_mount="",
+    )
+    offset = 1000
+    script = render_batch_script(
+        spec,
+        job_uuid="abc",
+        runtime="none",
+        array_values={task: points.environment(offset + task - offset) for task in range(4)},
+        array_offset=offset,
+    )
+    done = _run_task(tmp_path, script, "3")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"0.3|x/y@z|1003|{tmp_path}/3"
+    assert "[gpupool]   tag=x/y@z" in done.stdout  # the header names the task's values
+    missing = _run_task(tmp_path, script, "7")
+    assert missing.returncode == 2 and "no values for array task 7" in missing.stderr
+
+
+@pytest.mark.pure
+def test_slurms_spellings_of_task_ids():
+    assert compress_ids([8, 0, 1, 2, 5, 7]) == "0-2,5,7-8"
+    assert compress_ids([3]) == "3"
+    assert expand_task_string("4-7%2") == ([4, 5, 6, 7], 2)
+    assert expand_task_string("1,3,5-9:2") == ([1, 3, 5, 7, 9], 0)
+    assert bitmap_task_ids("0x3C") == [2, 3, 4, 5]
+    for bad in ("4-", "a", "7-3", "0-99999999"):
+        with pytest.raises(ValueError):
+            expand_task_string(bad)
+
+
+# --- the adapters and the mirror on captured payloads ------------------------------------------
+def payload(version: str, name: str) -> dict:
+    return json.loads((PAYLOADS / version / f"{name}.json").read_text())["body"]
+
+
+@pytest.mark.pure
+@pytest.mark.parametrize("version", ["v0.0.42", "v0.0.45"])
+def test_the_listing_and_the_records_of_an_array(version):
+    adapter = adapter_for(version)
+    listed = adapter.decode_job_states(payload(version, "array_jobs_state"))
+    lines = {(entry.job_id, entry.array_task): entry.state for entry in listed if entry.array_task}
+    assert lines[(1, "3")] == lines[(1, "5")] == "PENDING"  # pending tasks under the array's own record
+    assert lines[(3, "1")] == "FAILED"  # a task with its own record, under that record's id
+    records = adapter.decode_jobs(payload(version, "array_job_pending"))
+    pending = next(record for record in records if record.array_task_id is None)
+    assert (pending.array_job_id, pending.array_task_string, pending.array_max_tasks) == (1, "3-5%2", 2)
+    failed = next(record for record in records if record.array_task_id == 1)
+    assert (failed.job_id, failed.state, failed.exit_code) == (3, "FAILED", 3)
+    accounting = adapter.decode_accounting(payload(version, "array_accounting"))
+    assert {record.array_task_ids for record in accounting} >= {(0,), (1,), (2,), (3,), (4,)}
+    assert all(record.array_job_id == 1 for record in accounting)
+
+
+@pytest.fixture
+def provisioned(alice):
+    alice.profile.cluster_username = "alice"
+    alice.profile.provisioned_at = timezone.now()
+    alice.profile.save()
+    return alice
+
+
+def make_sweep(user, points=6, throttle=2, **spec_fields) -> Sweep:
+    from jobs.submission.spec import SpecPolicy, parse_job_spec
+    from plans.catalog import plan_for
+
+    spec = parse_job_spec(
+        {**GOOD_SPEC, "gpu_type": "rtx4090", **spec_fields}, plan=plan_for(user), policy=SpecPolicy.from_settings()
+    )
+    return actions.create_sweep(user, spec, grid({"i": list(range(points))}), name="s", throttle=throttle)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("version", ["v0.0.42", "v0.0.45"])
+def test_the_mirror_writes_every_task_from_the_arrays_records(provisioned, version):
+    sweep = make_sweep(provisioned)
+    JobArray.objects.filter(sweep=sweep).update(state=JobArray.State.SUBMITTED, slurm_array_job_id=1)
+    Job.objects.filter(sweep=sweep).update(state="PENDING")
+    array = sweep.arrays.get()
+    adapter = adapter_for(version)
+    assert apply_array_records(array.pk, adapter.decode_jobs(payload(version, "array_job_pending"))) == 6
+    tasks = {task.array_task_id: task for task in Job.objects.filter(array=array)}
+    assert (tasks[1].state, tasks[1].exit_code, tasks[1].slurm_job_id) == ("FAILED", 3, 3)
+    assert tasks[0].state == tasks[2].state == "RUNNING" and tasks[0].nodes == "gpu-4090-01"
+    assert [tasks[i].state for i in (3, 4, 5)] == ["PENDING"] * 3
+    assert tasks[3].slurm_job_id is None and tasks[3].state_reason == "JobArrayTaskLimit"
+    # The same records again change nothing.
+    assert apply_array_records(array.pk, adapter.decode_jobs(payload(version, "array_job_pending"))) == 0
+
+    apply_array_records(array.pk, adapter.decode_jobs(payload(version, "array_job_ended")))
+    tasks = {task.array_task_id: task for task in Job.objects.filter(array=array)}
+    assert [tasks[i].state for i in range(5)] == ["COMPLETED", "FAILED", "COMPLETED", "COMPLETED", "COMPLETED"]
+    assert tasks[5].state == "CANCELLED"  # 24.11: cancelled running; 26.05: cancelled while it waited
+    assert len({task.slurm_job_id for task in tasks.values() if task.slurm_job_id}) == len(
+        [task for task in tasks.values() if task.slurm_job_id]
+    )
+
+
+@pytest.mark.django_db
+def test_a_sweeps_waiting_tasks_do_not_hold_the_plans_gpus(provisioned):
+    sweep = make_sweep(provisioned, points=24)
+    assert active_gpus_by_type(provisioned) == {}  # 24 waiting tasks hold nothing
+    Job.objects.filter(sweep=sweep, sweep_index__in=[0, 1]).update(state="RUNNING")
+    assert active_gpus_by_type(provisioned) == {"rtx4090": 2}
+    # The plan's two RTX 4090 are held by two running tasks: a third job of the user is refused.
+    from jobs.submission.quota import QuotaExceeded, check_quota
+    from plans.catalog import plan_for
+
+    with pytest.raises(QuotaExceeded):
+        check_quota(provisioned, plan_for(provisioned), "rtx4090", 1)
+    with pytest.raises(QuotaExceeded):
+        make_sweep(provisioned, points=2)
+    assert Sweep.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_sweep_splits_at_max_array_size_with_an_offset(provisioned, settings):
+    settings.SLURM_MAX_ARRAY_SIZE = 1001
+    sweep = make_sweep(provisioned, points=2500)
+    arrays = list(sweep.arrays.order_by("offset"))
+    assert [(a.offset, a.task_ids, a.task_count) for a in arrays] == [
+        (0, "0-1000", 1001),
+        (1001, "0-1000", 1001),
+        (2002, "0-497", 498),
+    ]
+    last = Job.objects.get(sweep=sweep, sweep_index=2499)
+    assert (last.array_id, last.array_task_id) == (arrays[2].pk, 497)
+    assert last.standard_output.endswith(f"/{arrays[2].uuid}/497/stdout.log")
+
+
+@pytest.mark.django_db
+def test_rerun_takes_ended_tasks_only_and_keeps_the_earlier_attempt(provisioned):
+    sweep = make_sweep(provisioned, points=4)
+    Job.objects.filter(sweep=sweep).update(state="COMPLETED")
+    with pytest.raises(actions.SweepRefused, match="No task of this sweep has failed"):
+        actions.rerun_tasks(provisioned, sweep)
+    Job.objects.filter(sweep=sweep, sweep_index=2).update(state="FAILED")
+    Job.objects.filter(sweep=sweep, sweep_index=3).update(state="RUNNING")
+    with pytest.raises(actions.SweepRefused, match="Tasks 3 have not ended"):
+        actions.rerun_tasks(provisioned, sweep, [2, 3])
+    with pytest.raises(actions.SweepRefused, match="numbered 0 to 3"):
+        actions.rerun_tasks(provisioned, sweep, [4])
+    assert actions.rerun_tasks(provisioned, sweep) == [2]
+    attempts = list(Job.objects.filter(sweep=sweep, sweep_index=2).order_by("pk"))
+    assert [(task.state, task.sweep_current) for task in attempts] == [("FAILED", False), ("SUBMITTING", True)]
+    rerun = sweep.arrays.order_by("-pk").first()
+    assert (rerun.offset, rerun.task_ids) == (0, "2")
+
+
+@pytest.mark.django_db
+def test_the_api_refuses_bad_sweeps_by_field_and_creates_nothing(provisioned, api_client_for):
+    api = api_client_for(provisioned)
+    base = {**GOOD_SPEC, "gpu_type": "rtx4090"}
+    cases = [
+        ({**base, "parameters": {"lr": ["a b"]}}, "parameters"),
+        ({**base, "parameters": {"lr": [1, 2]}, "throttle": 3}, "throttle"),
+        ({**base, "parameters": {"lr": [1]}, "throttle": -1}, "throttle"),
+        ({**base, "parameters": {"lr": [1]}, "metric": "a b"}, "metric"),
+        ({**base, "parameters": {"lr": [1]}, "spot": True}, "spot"),
+        ({**base, "parameters": {"lr": [1]}, "image": "x:latest"}, "image"),
+        ({**base}, "parameters"),
+    ]
+    for body, field in cases:
+        answer = api.post("/api/v1/sweeps/", body, format="json")
+        assert answer.status_code == 400, (body, answer.content)
+        assert field in answer.json()["errors"], (field, answer.json())
+    assert Sweep.objects.count() == 0 and Job.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_another_users_sweep_is_a_404_everywhere(provisioned, bob, api_client_for, client):
+    sweep = make_sweep(provisioned, points=2)
+    api = api_client_for(bob)
+    for method, path in [
+        ("get", f"/api/v1/sweeps/{sweep.pk}"),
+        ("get", f"/api/v1/sweeps/{sweep.pk}/tasks"),
+        ("post", f"/api/v1/sweeps/{sweep.pk}/throttle"),
+        ("post", f"/api/v1/sweeps/{sweep.pk}/rerun"),
+        ("post", f"/api/v1/sweeps/{sweep.pk}/cancel"),
+        ("post", f"/api/v1/sweeps/{sweep.pk}/clone"),
+    ]:
+        answer = getattr(api, method)(path, {"throttle": 1} if method == "post" else None, format="json")
+        assert answer.status_code == 404, (path, answer.status_code)
+    assert api.get("/api/v1/sweeps/").json() == []
+    client.force_login(bob)
+    for path in (f"/jobs/sweeps/{sweep.pk}/", f"/jobs/sweeps/{sweep.pk}/cells.json"):
+        assert client.get(path).status_code == 404
+    for action in ("throttle", "cancel", "rerun", "clone"):
+        assert client.post(f"/jobs/sweeps/{sweep.pk}/{action}", {"throttle": "1"}).status_code == 404
+    sweep.refresh_from_db()
+    assert sweep.throttle == 2 and Sweep.objects.count() == 1
