@@ -11,7 +11,7 @@ import uuid
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Q, Sum
+from django.db.models import Count, Q, Sum
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -22,7 +22,7 @@ from billing import actions
 from billing.invoice_access import bill_group_ids, invoices_seen_by
 from billing.invoices import documents, invoicing
 from billing.invoices.payments import PaymentError
-from billing.models import Invoice, InvoiceLine
+from billing.models import Invoice, InvoiceLine, UsageRecord
 
 LINES_PER_PAGE = 100
 # Revenue counts what was invoiced and stands: issued (owed) and paid, never drafts or void.
@@ -47,7 +47,19 @@ def _invoice_context(request, invoice: Invoice) -> dict:
         "page": lines.get_page(request.GET.get("page")),
         "payments": payments,
         "paid": sum((payment.amount for payment in payments), 0),
+        "sweeps": sweeps_on_invoice(invoice),
     }
+
+
+def sweeps_on_invoice(invoice: Invoice) -> list[dict]:
+    """What the invoice's usage owes to each sweep (its tasks' runs, every attempt): exact
+    amounts, the part of the lines above that each sweep's tasks make up."""
+    return list(
+        UsageRecord.objects.filter(invoice=invoice, job__sweep__isnull=False)
+        .values("job__sweep", "job__sweep__name")
+        .annotate(runs=Count("id"), gpu_seconds=Sum("gpu_seconds"), amount=Sum("amount"))
+        .order_by("job__sweep")
+    )
 
 
 @login_required

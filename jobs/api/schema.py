@@ -45,7 +45,7 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
 
 
 # Bodies that list their fields completely: anything else is refused as "unknown field".
-CLOSED_BODIES = ("JobSpecInput", "JobCloneInput")
+CLOSED_BODIES = ("JobSpecInput", "JobCloneInput", "SweepInput")
 
 # The operations a job's id leads to, from each response that carries a job.
 JOB_LINKS = {

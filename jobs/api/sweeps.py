@@ -14,6 +14,8 @@ from foundation.ratelimit import refund
 from jobs import actions as job_actions
 from jobs.api.schema import errors
 from jobs.api.serializers import JobSpecInputSerializer
+from jobs.api.views import TYPE_MESSAGES
+from jobs.api.views import json_type_errors as job_json_type_errors
 from jobs.costs import money
 from jobs.models import Sweep
 from jobs.submission import intake as job_intake
@@ -171,6 +173,22 @@ def sweep_body(sweep: Sweep, *, full: bool = True) -> dict:
     }
 
 
+# The sweep's own fields, by their JSON type in the schema (the job's: jobs.api.views).
+SWEEP_JSON_TYPES = {"parameters": dict, "points": list, "throttle": int, "metric": str, "metric_goal": str}
+
+
+def json_type_errors(data) -> dict[str, list[str]]:
+    """Fields whose JSON type is not the schema's (null is "not given"), as a job's are checked."""
+    errors = job_json_type_errors(data)
+    if not isinstance(data, dict):
+        return errors
+    for name, expected in SWEEP_JSON_TYPES.items():
+        value = data.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, expected)):
+            errors[name] = [TYPE_MESSAGES[expected]]
+    return errors
+
+
 def _refused(exc) -> Response:
     if isinstance(exc, SpecError):
         return Response({"detail": INVALID, "errors": exc.errors}, status=400)
@@ -224,8 +242,9 @@ class SweepListView(APIView):
         tags=["sweeps"],
     )
     def post(self, request):
-        if not isinstance(request.data, dict):
-            return Response({"detail": INVALID, "errors": {"non_field_errors": ["expected a JSON object"]}}, 400)
+        type_errors = json_type_errors(request.data)
+        if type_errors:
+            return Response({"detail": INVALID, "errors": type_errors}, status=400)
         try:
             sweep = intake.accept(request, request.data)
         except Exception as exc:  # noqa: BLE001  (_refused re-raises what it does not answer)

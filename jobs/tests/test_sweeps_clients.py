@@ -197,8 +197,11 @@ def test_a_sweep_through_a_generated_client(alice, bob, provision, client_packag
         # Bob, with his own token, sees none of it.
         assert api["sweeps_retrieve"].sync_detailed(client=other, id=created.id).status_code == 404
         assert api["sweeps_tasks"].sync_detailed(client=other, id=created.id).status_code == 404
-        assert api["sweeps_throttle"].sync_detailed(
-            client=other, id=created.id, body=models.Throttle(throttle=1)
-        ).status_code == 404
+        assert (
+            api["sweeps_throttle"]
+            .sync_detailed(client=other, id=created.id, body=models.Throttle(throttle=1))
+            .status_code
+            == 404
+        )
         assert api["sweeps_list"].sync(client=other) == []
     assert Sweep.objects.get(pk=created.id).throttle == 3

@@ -10,7 +10,9 @@ import time
 
 import pytest
 
+from billing.models import UsageRecord
 from billing.usage.metering import run_metering
+from billing.views import sweeps_on_invoice
 from cluster.services import rest_client, slurm_cli
 from conftest import subscribe
 from jobs.logs import local_log_path, read_tail
@@ -56,7 +58,9 @@ def _mirror_until_done(sweep: Sweep, most_running: list[int], timeout: float = 2
     wait_for(done, timeout=timeout, interval=0.5, what="every task of the sweep to end")
 
 
-def test_a_grid_with_a_throttle_split_rerun_and_costed(alice, provision, slurm, api_client_for, settings, eager_tasks):
+def test_a_grid_with_a_throttle_split_rerun_and_costed(
+    alice, provision, slurm, api_client_for, client, settings, eager_tasks
+):
     settings.SLURM_MAX_ARRAY_SIZE = 4
     subscribe(alice, "pro")  # 2 RTX 4090 at once
     provision(alice)
@@ -131,6 +135,15 @@ def test_a_grid_with_a_throttle_split_rerun_and_costed(alice, provision, slurm, 
     from decimal import Decimal
 
     assert Decimal(body["cost"]) == sum(Decimal(amount) for amount in charged)
+    # ... and the invoice says what the sweep made up of it: every attempt's run.
+    records = UsageRecord.objects.filter(job__sweep=sweep)
+    assert records.count() == 7
+    [on_invoice] = sweeps_on_invoice(records.first().invoice)
+    assert (on_invoice["job__sweep"], on_invoice["runs"]) == (sweep.pk, 7)
+    assert on_invoice["amount"] == sum(record.amount for record in records)
+    client.force_login(alice)
+    page = client.get(f"/billing/invoices/{records.first().invoice_id}/")
+    assert page.status_code == 200 and b"data-invoice-sweeps" in page.content
 
     # Each completed task reported its metric; the best (lowest loss) is point 0.
     time.sleep(0.5)
