@@ -341,3 +341,33 @@ def test_another_users_sweep_is_a_404_everywhere(provisioned, bob, api_client_fo
         assert client.post(f"/jobs/sweeps/{sweep.pk}/{action}", {"throttle": "1"}).status_code == 404
     sweep.refresh_from_db()
     assert sweep.throttle == 2 and Sweep.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_slurm_down_leaves_the_array_waiting_with_its_reason_and_one_retry(
+    provisioned, settings, tmp_path, monkeypatch, client
+):
+    from datetime import timedelta
+
+    from jobs.sweeps.submit import reconcile_arrays, submit_sweep_arrays
+
+    settings.SLURMRESTD_URL = "http://127.0.0.1:9"  # the discard port: nothing listens there
+    settings.SLURM_JOB_ROOT_LOCAL = tmp_path
+    sweep = make_sweep(provisioned, points=3)
+    retries = []
+    monkeypatch.setattr("jobs.sweeps.submit.submit_sweep_array.apply_async", lambda *a, **k: retries.append(a))
+    submit_sweep_arrays.run(sweep.pk)
+    array = sweep.arrays.get()
+    assert array.state == JobArray.State.SUBMITTING and "(attempt 1)" in array.error, array.error
+    assert array.submit_claimed_until > timezone.now()  # held by its one retry
+    assert retries == [((array.pk,),)]
+    JobArray.objects.filter(pk=array.pk).update(created_at=timezone.now() - timedelta(minutes=1))
+    assert reconcile_arrays.run() == 0  # nobody sends a second while the retry holds it
+    assert set(Job.objects.filter(sweep=sweep).values_list("state", flat=True)) == {"SUBMITTING"}
+    client.force_login(provisioned)
+    assert "(attempt 1)" in client.get(f"/jobs/sweeps/{sweep.pk}/").content.decode()
+    # Its retry lost (a worker killed): once the claim runs out, the reconciler sends it again.
+    JobArray.objects.filter(pk=array.pk).update(submit_claimed_until=timezone.now() - timedelta(seconds=1))
+    sent = []
+    monkeypatch.setattr("jobs.sweeps.submit.submit_sweep_array.delay", sent.append)
+    assert reconcile_arrays.run() == 1 and sent == [array.pk]
