@@ -273,6 +273,9 @@ class JobArray(models.Model):
     error_detail = models.TextField(blank=True)
     # The mirror's change detector: the array's lines of Slurm's state listing, as last applied.
     listing_signature = models.CharField(max_length=64, blank=True)
+    # The sweep's array before this one (`afterany` in Slurm: the throttle holds across arrays);
+    # None for the first, and for a rerun's.
+    depends_on = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

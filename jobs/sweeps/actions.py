@@ -88,9 +88,10 @@ def _task_rows(sweep: Sweep, array: JobArray, profile: Profile, indexes: Iterabl
     return rows
 
 
-def _add_arrays(sweep: Sweep, profile: Profile, indexes: list[int], template: dict) -> list[JobArray]:
+def _add_arrays(sweep: Sweep, profile: Profile, indexes: list[int], template: dict, *, chained: bool) -> list[JobArray]:
     """Arrays for `indexes`, one per MaxArraySize block of the sweep (offset = the block's first
-    index, so every task id is below MaxArraySize), with their task rows."""
+    index, so every task id is below MaxArraySize), with their task rows; `chained`: each after
+    the one before (a new sweep's, so its throttle holds across them)."""
     size = settings.SLURM_MAX_ARRAY_SIZE
     blocks: dict[int, list[int]] = defaultdict(list)
     for index in sorted(indexes):
@@ -102,6 +103,7 @@ def _add_arrays(sweep: Sweep, profile: Profile, indexes: list[int], template: di
             offset=offset,
             task_ids=compress_ids(index - offset for index in block),
             task_count=len(block),
+            depends_on=arrays[-1] if chained and arrays else None,
         )
         Job.objects.bulk_create(_task_rows(sweep, array, profile, block, template), batch_size=1000)
         arrays.append(array)
@@ -166,7 +168,7 @@ def create_sweep(
             metric_goal=metric_goal,
             cloned_from=cloned_from,
         )
-        _add_arrays(sweep, profile, list(range(len(grid))), _template(sweep, profile, spec, plan, group))
+        _add_arrays(sweep, profile, list(range(len(grid))), _template(sweep, profile, spec, plan, group), chained=True)
         record(
             user,
             "sweep.create",
@@ -284,7 +286,7 @@ def rerun_tasks(user, sweep: Sweep, indexes: list[int] | None = None) -> list[in
         run_submission_checks(user, plan, group)
         Job.objects.filter(pk__in=[pk for pk, _index in chosen]).update(sweep_current=False)
         chosen_indexes = sorted(index for _pk, index in chosen)
-        _add_arrays(sweep, profile, chosen_indexes, _template(sweep, profile, spec, plan, group))
+        _add_arrays(sweep, profile, chosen_indexes, _template(sweep, profile, spec, plan, group), chained=False)
         record(user, "sweep.rerun", f"sweep {sweep.pk}", after={"points": chosen_indexes[:100], "count": len(chosen)})
         transaction.on_commit(lambda: enqueue_sweep(sweep.pk))
     return chosen_indexes

@@ -66,17 +66,6 @@ def _claim(array_pk: int) -> bool:
     )
 
 
-def _earlier_array(array: JobArray) -> JobArray | None:
-    """The array this one waits for: the sweep's previous first-run array (reruns wait for none)."""
-    if array.offset == 0 or array.task_count == 0:
-        return None
-    return (
-        JobArray.objects.filter(sweep_id=array.sweep_id, offset__lt=array.offset, pk__lt=array.pk)
-        .order_by("-offset")
-        .first()
-    )
-
-
 def build_submission(array: JobArray, task_ids: list[int], *, dependency: str = "") -> JobSubmission:
     sweep = array.sweep
     grid = Grid.from_dict(sweep.grid)
@@ -110,17 +99,21 @@ def build_submission(array: JobArray, task_ids: list[int], *, dependency: str = 
     )
 
 
+# Slurm's refusal of a dependency on a job it no longer holds (ESLURM_DEPENDENCY, "Job dependency problem").
+_DEPENDENCY_REFUSED = "dependency"
+
+
 def submit_array(array_pk: int, *, timeout: float | None = None) -> str:
     """One attempt; SlurmTransientError is raised for the caller to retry. Other outcomes are
     recorded on the array and its tasks."""
     if not _claim(array_pk):
         return "not-claimable"
-    array = JobArray.objects.select_related("sweep", "sweep__owner").get(pk=array_pk)
+    array = JobArray.objects.select_related("sweep", "sweep__owner", "depends_on").get(pk=array_pk)
     owner = array.sweep.owner
     if not owner.is_active:
         fail_array(array_pk, "The account was deactivated before the sweep reached Slurm.")
         return "owner-inactive"
-    earlier = _earlier_array(array)
+    earlier = array.depends_on
     dependency = ""
     if earlier is not None:
         if earlier.slurm_array_job_id is None and earlier.state == JobArray.State.SUBMITTING:
@@ -146,7 +139,13 @@ def submit_array(array_pk: int, *, timeout: float | None = None) -> str:
             # Slurm opens each task's log in its directory before the task runs.
             location = paths.user_directory(cluster_user, str(array.uuid), str(task_id))
             jobfs.make_owned_directory(location, uid=profile.cluster_uid, gid=profile.cluster_gid)
-        slurm_id = client.submit_job(build_submission(array, task_ids, dependency=dependency))
+        try:
+            slurm_id = client.submit_job(build_submission(array, task_ids, dependency=dependency))
+        except SlurmError as exc:
+            if not dependency or _DEPENDENCY_REFUSED not in exc.message.lower():
+                raise
+            # slurmctld has forgotten the array before (it ended long ago): nothing to wait for.
+            slurm_id = client.submit_job(build_submission(array, task_ids))
         return _record_accepted(array, slurm_id, client)
     except SlurmTransientError:
         raise
@@ -221,27 +220,26 @@ def submit_sweep_array(self, array_pk: int) -> str:
     return outcome
 
 
-def enqueue_array(array_pk: int) -> None:
+def _enqueue(task, argument: int, waiting) -> None:
+    """`task.delay(argument)`; with Redis down, the reason goes on the `waiting` arrays, which the
+    reconciler sends later."""
     try:
-        submit_sweep_array.delay(array_pk)
-    except Exception as exc:  # Redis down: the reconciler sends it later
-        log.warning("could not enqueue sweep array %s (the reconciler will): %s", array_pk, exc)
-        JobArray.objects.filter(pk=array_pk, state=JobArray.State.SUBMITTING).update(
+        task.delay(argument)
+    except Exception as exc:
+        log.warning("could not enqueue %s(%s) (the reconciler will): %s", task.name, argument, exc)
+        waiting.filter(state=JobArray.State.SUBMITTING).update(
             error="Queued for submission; the task queue is unavailable. It will be retried.",
             error_detail=str(exc)[:4000],
         )
+
+
+def enqueue_array(array_pk: int) -> None:
+    _enqueue(submit_sweep_array, array_pk, JobArray.objects.filter(pk=array_pk))
 
 
 def enqueue_sweep(sweep_pk: int) -> None:
     """The sweep's arrays waiting for Slurm, in order (each after the one it depends on)."""
-    try:
-        submit_sweep_arrays.delay(sweep_pk)
-    except Exception as exc:  # Redis down: the reconciler sends them later
-        log.warning("could not enqueue sweep %s (the reconciler will): %s", sweep_pk, exc)
-        JobArray.objects.filter(sweep_id=sweep_pk, state=JobArray.State.SUBMITTING).update(
-            error="Queued for submission; the task queue is unavailable. It will be retried.",
-            error_detail=str(exc)[:4000],
-        )
+    _enqueue(submit_sweep_arrays, sweep_pk, JobArray.objects.filter(sweep_id=sweep_pk))
 
 
 @shared_task(ignore_result=True)

@@ -1,0 +1,123 @@
+"""A 10,000-point sweep against the real dev cluster, in one run:
+
+1. accepted (10,000 task rows) and submitted (10 arrays of MaxArraySize 1001, each after the one
+   before, one directory per task): seconds for each;
+2. mirrored for a while as the beat does (a pass every 2 s) while tasks start and end: each
+   pass's time and requests to slurmrestd, and how stale the portal's rows were (from the second
+   Slurm says a task started or ended to the pass that wrote it);
+3. every task cancelled at once: seconds until the portal shows all 10,000 ended.
+
+    .venv/bin/python bench/sweeps.py [--points 10000] [--watch 60]
+
+Leaves the cluster as it found it (the user's jobs cancelled, the account removed).
+"""
+
+import argparse
+import statistics
+import time
+
+from _common import bench_database, make_user, percentile, retire_user
+from mirror_passes import Counting
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--points", type=int, default=10_000)
+    parser.add_argument("--watch", type=float, default=60, help="seconds of mirror passes while tasks run")
+    args = parser.parse_args()
+    with bench_database():
+        user = make_user("sweeper")
+        try:
+            run(user, args.points, args.watch)
+        finally:
+            retire_user(user)
+
+
+def run(user, points: int, watch: float) -> None:
+    from django.utils import timezone
+
+    from cluster.services import rest_client
+    from jobs.mirror.passes import mirror_jobs
+    from jobs.models import FINAL_STATES, Job
+    from jobs.submission.spec import SpecPolicy, parse_job_spec
+    from jobs.sweeps import actions
+    from jobs.sweeps.parameters import parse_sweep_parameters
+    from jobs.sweeps.submit import submit_sweep_arrays
+    from plans.catalog import plan_for
+
+    spec = parse_job_spec(
+        {
+            "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+            "gpu_type": "a100",
+            "gpu_memory_gb": 5,
+            "command": "sleep 3",
+            "time_limit_minutes": 5,
+        },
+        plan=plan_for(user),
+        policy=SpecPolicy.from_settings(),
+    )
+    grid = parse_sweep_parameters({"parameters": {"i": {"range": [0, points - 1, 1]}}}, max_points=points)
+    started = time.perf_counter()
+    sweep = actions.create_sweep(user, spec, grid, name="bench", throttle=16)
+    accepted = time.perf_counter() - started
+    started = time.perf_counter()
+    submit_sweep_arrays.run(sweep.pk)
+    submitted = time.perf_counter() - started
+    arrays = list(sweep.arrays.order_by("offset"))
+    assert all(array.slurm_array_job_id for array in arrays), [array.error_detail for array in arrays]
+    print(f"{points} points: accepted in {accepted:.2f} s, {len(arrays)} arrays submitted in {submitted:.2f} s")
+
+    service = rest_client()
+    counter = Counting(service)
+    seen: dict[tuple[int, str], float] = {}
+    durations, requests = [], []
+    deadline = time.monotonic() + watch
+    while time.monotonic() < deadline:
+        counter.requests = 0
+        began = time.perf_counter()
+        mirror_jobs(service)
+        durations.append(time.perf_counter() - began)
+        requests.append(counter.requests)
+        now = timezone.now()
+        for pk, state in Job.objects.filter(sweep=sweep).exclude(state__in=("PENDING", "SUBMITTING")).values_list(
+            "pk", "state"
+        ):
+            seen.setdefault((pk, "RUNNING"), now.timestamp())
+            if state in FINAL_STATES:
+                seen.setdefault((pk, "ENDED"), now.timestamp())
+        time.sleep(max(0.0, 2.0 - (time.perf_counter() - began)))
+    # How late each start and end reached the portal: Slurm's times are whole seconds.
+    stale = []
+    for pk, start, end in Job.objects.filter(sweep=sweep, start_time__isnull=False).values_list(
+        "pk", "start_time", "end_time"
+    ):
+        if (pk, "RUNNING") in seen:
+            stale.append(seen[(pk, "RUNNING")] - start.timestamp())
+        if end and (pk, "ENDED") in seen:
+            stale.append(seen[(pk, "ENDED")] - end.timestamp())
+    ran = Job.objects.filter(sweep=sweep, state="COMPLETED").count()
+    print(
+        f"{len(durations)} passes over {watch:.0f} s with {points} tasks queued ({ran} completed): pass "
+        f"p50 {statistics.median(durations) * 1000:.0f} ms, p95 {percentile(durations, 0.95) * 1000:.0f} ms, "
+        f"max {max(durations) * 1000:.0f} ms; requests per pass p50 {statistics.median(requests):.0f}, "
+        f"max {max(requests)}"
+    )
+    if stale:
+        print(
+            f"staleness of {len(stale)} task starts and ends (Slurm's second to the portal's row): "
+            f"p50 {statistics.median(stale):.2f} s, p95 {percentile(stale, 0.95):.2f} s, max {max(stale):.2f} s "
+            "(goal: 5 s)"
+        )
+
+    started = time.perf_counter()
+    actions.cancel_sweep(user, sweep, pending_only=False)
+    while Job.objects.filter(sweep=sweep).exclude(state__in=FINAL_STATES).exists():
+        mirror_jobs(service)
+        if time.perf_counter() - started > 300:
+            break
+    left = Job.objects.filter(sweep=sweep).exclude(state__in=FINAL_STATES).count()
+    print(f"cancel all: every task shown ended in {time.perf_counter() - started:.2f} s ({left} left)")
+
+
+if __name__ == "__main__":
+    main()
