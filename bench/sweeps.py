@@ -67,6 +67,7 @@ def run(user, points: int, watch: float) -> None:
     assert all(array.slurm_array_job_id for array in arrays), [array.error_detail for array in arrays]
     print(f"{points} points: accepted in {accepted:.2f} s, {len(arrays)} arrays submitted in {submitted:.2f} s")
 
+    pages(user, sweep)
     service = rest_client()
     counter = Counting(service)
     seen: dict[tuple[int, str], float] = {}
@@ -117,6 +118,27 @@ def run(user, points: int, watch: float) -> None:
             break
     left = Job.objects.filter(sweep=sweep).exclude(state__in=FINAL_STATES).count()
     print(f"cancel all: every task shown ended in {time.perf_counter() - started:.2f} s ({left} left)")
+
+
+def pages(user, sweep) -> None:
+    """The sweep's page, its cells (what the page polls) and the API's sweep, at this size."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    for label, path in [
+        ("page", f"/jobs/sweeps/{sweep.pk}/"),
+        ("cells.json", f"/jobs/sweeps/{sweep.pk}/cells.json"),
+        ("API sweep", f"/api/v1/sweeps/{sweep.pk}"),
+        ("API tasks", f"/api/v1/sweeps/{sweep.pk}/tasks"),
+    ]:
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            response = client.get(path)
+            times.append(time.perf_counter() - started)
+            assert response.status_code == 200, (path, response.status_code)
+        print(f"{label}: {statistics.median(times) * 1000:.0f} ms, {len(response.content) // 1024} KiB")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from cluster.errors import SlurmError, SlurmNotFound
 from cluster.services import job_paths, rest_client
 from groups.queries import GroupError, default_group, gpu_minutes_left, group_to_charge
 from jobs.live.events import publish_job_update
+from jobs.mirror.arrays import refresh_array
 from jobs.mirror.rows import apply_slurm_job
 from jobs.models import FINAL_STATES, Job, JobDataset, JobState
 from jobs.submission.checks import run_submission_checks
@@ -194,6 +195,9 @@ def cancel(job: Job) -> None:
         job.refresh_from_db()
     if job.state in FINAL_STATES:
         raise CancelRefused(f"The job has already ended ({job.state}).")
+    if job.array_id is not None:
+        _cancel_array_task(job)
+        return
     if job.slurm_job_id is None:
         raise CancelRefused("The job is not in Slurm yet; try again in a moment.")
     client = rest_client(job.cluster_user)
@@ -206,6 +210,23 @@ def cancel(job: Job) -> None:
     # Show the new state at once instead of at the mirror's next pass.
     try:
         apply_slurm_job(client.get_job(job.slurm_job_id))
+    except SlurmError:
+        pass
+
+
+def _cancel_array_task(job: Job) -> None:
+    """A sweep's task: cancelled by its array's id and its task id (a pending task has no job id
+    of its own), then its array read at once."""
+    array_job_id = job.array.slurm_array_job_id
+    if array_job_id is None:
+        raise CancelRefused("The task's array is not in Slurm yet; try again in a moment.")
+    client = rest_client(job.cluster_user)
+    try:
+        client.cancel_array(array_job_id, task_ids=[job.array_task_id])
+    except SlurmError as exc:
+        raise CancelRefused(f"Slurm did not cancel the task: {exc.public_message}") from exc
+    try:
+        refresh_array(client, array_job_id)
     except SlurmError:
         pass
 

@@ -92,7 +92,9 @@ def shared_logs(request, group_id: int, pk: int):
 def job_detail(request, pk: int):
     # Another user's job is a 404, not a 403: its existence is not theirs to learn.
     job = get_object_or_404(
-        Job.objects.select_related("owner", "group").prefetch_related("datasets__version"), pk=pk, owner=request.user
+        Job.objects.select_related("owner", "group", "sweep", "array").prefetch_related("datasets__version"),
+        pk=pk,
+        owner=request.user,
     )
     watch_pending([job])
     logs = job_logs(job, settings.LOG_TAIL_BYTES)
@@ -106,7 +108,9 @@ def job_detail(request, pk: int):
 @login_required
 def job_summary(request, pk: int):
     """The state-dependent part of the job page alone: live updates swap it in whole."""
-    job = get_object_or_404(Job.objects.prefetch_related("datasets__version"), pk=pk, owner=request.user)
+    job = get_object_or_404(
+        Job.objects.select_related("sweep", "array").prefetch_related("datasets__version"), pk=pk, owner=request.user
+    )
     watch_pending([job])
     context = {"job": job, "reason_text": explain_reason(job.state_reason), "cost": cost_for(job)}
     if job.is_final:
