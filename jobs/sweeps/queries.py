@@ -72,17 +72,23 @@ class SweepCost:
     gpu_seconds: int
 
 
+# Tasks priced per call of the cost provider: its IN lists stay short (SQLite's too).
+COST_BATCH = 500
+
+
 def sweep_cost(sweep: Sweep) -> SweepCost:
-    """Every attempt's cost: a rerun does not undo what the first run used."""
-    tasks = list(Job.objects.filter(sweep=sweep).exclude(state__in=("SUBMITTING", "SUBMIT_FAILED")))
-    costs = costs_for(tasks)
-    total = sum((cost.cost for cost in costs.values() if cost.cost is not None), Decimal(0))
-    so_far = sum(
-        (cost.cost_so_far for cost in costs.values() if cost.cost is None and cost.cost_so_far is not None),
-        Decimal(0),
-    )
+    """Every attempt's cost (a rerun does not undo what the first run used); tasks that never
+    started cost nothing and are not asked about."""
+    tasks = list(Job.objects.filter(sweep=sweep, start_time__isnull=False))
+    total, so_far, charged = Decimal(0), Decimal(0), 0
+    for start in range(0, len(tasks), COST_BATCH):
+        for cost in costs_for(tasks[start : start + COST_BATCH]).values():
+            if cost.cost is not None:
+                total += cost.cost
+                charged += 1
+            elif cost.cost_so_far is not None:
+                so_far += cost.cost_so_far
     gpu_seconds = sum((task.elapsed_seconds or 0) * (task.gpu_count or 0) for task in tasks)
-    charged = sum(1 for cost in costs.values() if cost.cost is not None)
     return SweepCost(total=total, so_far=so_far, charged_tasks=charged, gpu_seconds=gpu_seconds)
 
 
