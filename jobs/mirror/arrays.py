@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -38,6 +39,10 @@ from jobs.sweeps.metrics import collect_metrics_soon
 log = logging.getLogger(__name__)
 # Arrays finished from slurmdbd, and given their accounting, per pass at most.
 ACCOUNTING_ARRAYS_PER_PASS = 20
+# An array gone from slurmctld whose tasks slurmdbd has not finished yet is asked about again
+# after this long (its signature then records when it was last asked).
+GONE_RETRY_SECONDS = 30
+GONE_PREFIX = "gone "
 MAX_ACCOUNTING_ATTEMPTS = 20
 
 # Of Slurm's fields, what a task's row takes (its name, comment and log paths are the portal's).
@@ -87,11 +92,16 @@ def mirror_arrays(client: SlurmRestClient, entries: list[JobStateEntry]) -> int:
         record_ids = {array["slurm_array_job_id"], *own_ids[array["pk"]]}
         lines = [entry for record_id in record_ids for entry in by_record.get(record_id, ())]
         if not lines:
-            # Gone from slurmctld with tasks unfinished: slurmdbd says how they ended (it may
-            # lag, so this is asked again each pass until every task has ended).
+            # Gone from slurmctld with tasks unfinished: slurmdbd says how they ended. It may lag,
+            # so it is asked again, every GONE_RETRY_SECONDS, until every task has ended.
+            asked = array["listing_signature"].removeprefix(GONE_PREFIX)
+            if asked.isdigit() and time.time() - int(asked) < GONE_RETRY_SECONDS:
+                continue
             gone += 1
-            if gone <= ACCOUNTING_ARRAYS_PER_PASS:
-                changed += finish_array_from_accounting(client, array["pk"], array["slurm_array_job_id"])
+            if gone > ACCOUNTING_ARRAYS_PER_PASS:
+                continue
+            changed += finish_array_from_accounting(client, array["pk"], array["slurm_array_job_id"])
+            JobArray.objects.filter(pk=array["pk"]).update(listing_signature=f"{GONE_PREFIX}{int(time.time())}")
             continue
         signature = _signature(lines)
         if signature == array["listing_signature"]:

@@ -371,3 +371,31 @@ def test_slurm_down_leaves_the_array_waiting_with_its_reason_and_one_retry(
     sent = []
     monkeypatch.setattr("jobs.sweeps.submit.submit_sweep_array.delay", sent.append)
     assert reconcile_arrays.run() == 1 and sent == [array.pk]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("version", ["v0.0.42", "v0.0.45"])
+def test_an_array_gone_from_slurmctld_is_finished_from_slurmdbd_and_not_asked_every_pass(provisioned, version):
+    from jobs.mirror.arrays import mirror_arrays
+
+    sweep = make_sweep(provisioned)
+    JobArray.objects.filter(sweep=sweep).update(state=JobArray.State.SUBMITTED, slurm_array_job_id=1)
+    Job.objects.filter(sweep=sweep).update(state="PENDING")
+    adapter = adapter_for(version)
+
+    class Slurmdbd:
+        asked = 0
+
+        def get_array_accounting(self, array_job_id):
+            self.asked += 1
+            return [] if self.asked == 1 else adapter.decode_accounting(payload(version, "array_accounting"))
+
+    slurmdbd = Slurmdbd()
+    mirror_arrays(slurmdbd, [])  # not in slurmdbd yet: nothing changes
+    mirror_arrays(slurmdbd, [])  # asked again only after GONE_RETRY_SECONDS
+    assert slurmdbd.asked == 1 and not Job.objects.filter(sweep=sweep).exclude(state="PENDING").exists()
+    JobArray.objects.filter(sweep=sweep).update(listing_signature="gone 1")  # long ago
+    assert mirror_arrays(slurmdbd, []) == 6 and slurmdbd.asked == 2
+    states = dict(Job.objects.filter(sweep=sweep).values_list("array_task_id", "state"))
+    assert states[1] == "FAILED" and states[5] == "CANCELLED" and states[0] == "COMPLETED"
+    assert mirror_arrays(slurmdbd, []) == 0 and slurmdbd.asked == 2  # every task ended: nothing to ask
