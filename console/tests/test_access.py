@@ -24,7 +24,7 @@ def test_anonymous_visitors_get_the_landing_page_and_are_sent_to_log_in_elsewher
 
 def test_navigation_differs_by_role(client, alice, admin_user, marketer):
     client.force_login(alice)
-    assert nav_labels(client.get("/")) == ["Dashboard", "GPUs", "My jobs", "New job", "API tokens"]
+    assert nav_labels(client.get("/")) == ["Dashboard", "GPUs", "My jobs", "New job", "Sweeps", "API tokens"]
     client.force_login(admin_user)
     assert "Nodes" in nav_labels(client.get("/"))
     client.force_login(marketer)
