@@ -22,7 +22,9 @@ from testing.slurm import wait_for
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
 
-pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+# The Slurm side of sweeps is checked on every release by test_sweeps_live.py; these, the browser's
+# and a generated client's view of it, on the first (scripts/test.sh).
+pytestmark = [pytest.mark.slurm, pytest.mark.first_release, pytest.mark.django_db(transaction=True)]
 
 # Points 11 and 23 (a=1 b=5 and a=3 b=5) fail in the sweep's own 24-task array and
 # pass when rerun (an array of 2).
