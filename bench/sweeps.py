@@ -8,11 +8,13 @@
 3. every task cancelled at once: seconds until the portal shows all 10,000 ended.
 
     .venv/bin/python bench/sweeps.py [--points 10000] [--watch 60]
+    BENCH_PROFILE=1 ...   # also a cProfile of one mirror pass at that size
 
 Leaves the cluster as it found it (the user's jobs cancelled, the account removed).
 """
 
 import argparse
+import os
 import statistics
 import time
 
@@ -69,6 +71,16 @@ def run(user, points: int, watch: float) -> None:
 
     pages(user, sweep)
     service = rest_client()
+    if os.environ.get("BENCH_PROFILE"):
+        import cProfile
+        import pstats
+
+        for _ in range(3):
+            mirror_jobs(service)
+            time.sleep(1)
+        profile = cProfile.Profile()
+        profile.runcall(mirror_jobs, service)
+        pstats.Stats(profile).sort_stats("cumulative").print_stats(25)
     counter = Counting(service)
     seen: dict[tuple[int, str], float] = {}
     durations, requests = [], []
