@@ -11,8 +11,24 @@
   const indicator = document.querySelector("[data-live-indicator]");
   const counts = document.querySelector("[data-sweep-counts]");
   const cells = new Map();
-  document.querySelectorAll("[data-sweep-grid] .cell").forEach((cell) => cells.set(parseInt(cell.dataset.index, 10), cell));
   const CLASSES = { SUBMITTING: "waiting", PENDING: "waiting", RUNNING: "running", COMPLETING: "running", SUSPENDED: "running", COMPLETED: "done", CANCELLED: "cancelled" };
+  // Every task a square, from the cells the page carries ([index, job id, state]).
+  const grid = document.querySelector("[data-sweep-grid]");
+  const jobsBase = grid.dataset.jobsBase;
+  const fragment = document.createDocumentFragment();
+  JSON.parse(document.getElementById("sweep-cells").textContent).forEach(([index, jobId, state]) => {
+    const cell = document.createElement("a");
+    cell.setAttribute("role", "listitem");
+    cell.dataset.index = String(index);
+    cell.dataset.job = String(jobId);
+    cell.dataset.state = state;
+    cell.href = `${jobsBase}${jobId}/`;
+    cell.className = `cell ${CLASSES[state] || "failed"}`;
+    cell.title = `task ${index}: ${state.toLowerCase()}`;
+    cells.set(index, cell);
+    fragment.appendChild(cell);
+  });
+  grid.appendChild(fragment);
   let socket = null, pollTimer = null, retryMs = 1000;
 
   function paint(index, jobId, state) {
