@@ -58,18 +58,20 @@ def charged_group(user, group_id):
         raise SpecError({"group": [exc.message]}) from exc
 
 
-def _check_allocation(group, spec: JobSpec) -> None:
-    """A group job must fit what is left of the group's allocation of its GPU type (Slurm
-    would refuse it with AssocGrpGRESMinutes; this says so in words, with the figures)."""
+def check_allocation(group, spec: JobSpec, runs: int = 1) -> None:
+    """A group job (or a sweep's `runs` tasks) must fit what is left of the group's allocation of
+    its GPU type, each at its time limit (Slurm would refuse it with AssocGrpGRESMinutes, or hold
+    a sweep's tasks beyond it; this says so in words, with the figures)."""
     info = settings.GPU_TYPES[spec.gpu.gpu_type]
     gpus = spec.gpu.count or spec.gpu.shards / int(info["shards_per_gpu"])
-    needs = math.ceil(gpus * spec.time_limit_minutes)
+    needs = math.ceil(gpus * spec.time_limit_minutes * runs)
     left = gpu_minutes_left(group, spec.gpu.gpu_type, timezone.now().date())
     if needs > left:
+        what = "This job" if runs == 1 else f"This sweep ({runs} tasks)"
         raise SpecError(
             {
                 "group": [
-                    f"This job may use up to {needs} {spec.gpu.gpu_type} GPU-minutes; {group.name} has {left} "
+                    f"{what} may use up to {needs} {spec.gpu.gpu_type} GPU-minutes; {group.name} has {left} "
                     "left of its allocation. Shorten the time limit, or ask the group's PI to request more time."
                 ]
             }
@@ -92,14 +94,7 @@ def submit(
     `plan`: the caller's plan_for(user) when it has just read it (the spec was checked against it).
     `mounts`: the spec's dataset versions as jobs.submission.datasets.resolve_mounts found them."""
     with transaction.atomic():
-        # The lock serialises one user's submissions, so the quota check sees every job.
-        profile = Profile.objects.select_for_update().get(user=user)
-        if not profile.cluster_username or not profile.provisioned_at:
-            # provisioning_error holds command output for admins; the user hears that it failed.
-            raise NotProvisioned(
-                "Your cluster account is not ready yet"
-                + ("; setting it up failed and an admin can see why." if profile.provisioning_error else ".")
-            )
+        profile = locked_profile(user)
         plan = plan if plan is not None else plan_for(user)
         if plan.is_paused:
             raise QuotaExceeded(f"Your {plan.name} subscription is paused; resume it to submit jobs.")
@@ -122,7 +117,7 @@ def submit(
                 raise SpecError(exc.errors) from exc
         group = None if spec.spot else charged_group(user, group_id)
         if group is not None:
-            _check_allocation(group, spec)
+            check_allocation(group, spec)
         shares = spec.gpu.shards if not spec.gpu.count else 0
         if spec.spot:
             # Spot takes only idle GPUs and gives them back: not the plan's concurrent quota.
@@ -159,6 +154,19 @@ def submit(
         )
         transaction.on_commit(lambda: _submit_and_tell(job, profile))
     return job
+
+
+def locked_profile(user) -> Profile:
+    """The user's profile, locked for this transaction: the lock serialises one user's
+    submissions, so the quota check sees every job. NotProvisioned without a cluster account."""
+    profile = Profile.objects.select_for_update().get(user=user)
+    if not profile.cluster_username or not profile.provisioned_at:
+        # provisioning_error holds command output for admins; the user hears that it failed.
+        raise NotProvisioned(
+            "Your cluster account is not ready yet"
+            + ("; setting it up failed and an admin can see why." if profile.provisioning_error else ".")
+        )
+    return profile
 
 
 def partition_for(plan, *, spot: bool = False, reserved: bool = False) -> str:

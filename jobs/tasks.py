@@ -37,13 +37,26 @@ def claimed_for_inline_submission() -> dict:
     return {"submit_claimed_until": timezone.now() + timedelta(seconds=CLAIM_SECONDS), "submit_attempts": 1}
 
 
-def _claim(job_pk: int) -> bool:
+def claim(rows) -> bool:
+    """Take the submission of `rows` (one row waiting for Slurm: a Job, or a sweep's JobArray)
+    for CLAIM_SECONDS, unless another worker holds it: one conditional UPDATE."""
     now = timezone.now()
     return bool(
-        # A sweep's task reaches Slurm with its array (jobs/sweeps/submit.py), never alone.
+        rows.filter(Q(submit_claimed_until__isnull=True) | Q(submit_claimed_until__lt=now)).update(
+            submit_claimed_until=now + timedelta(seconds=CLAIM_SECONDS), submit_attempts=F("submit_attempts") + 1
+        )
+    )
+
+
+def retry_delay(attempts: int) -> int:
+    """Seconds before a submission's next try after `attempts` transient failures."""
+    return min(settings.SUBMIT_RETRY_MAX_SECONDS, 2 ** min(attempts, 16))
+
+
+def _claim(job_pk: int) -> bool:
+    # A sweep's task reaches Slurm with its array (jobs/sweeps/submit.py), never alone.
+    return claim(
         Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True, array__isnull=True)
-        .filter(Q(submit_claimed_until__isnull=True) | Q(submit_claimed_until__lt=now))
-        .update(submit_claimed_until=now + timedelta(seconds=CLAIM_SECONDS), submit_attempts=F("submit_attempts") + 1)
     )
 
 
@@ -178,7 +191,7 @@ def submit_to_slurm(self, job_pk: int) -> str:
         return submit_claimed(job_pk)
     except SlurmTransientError as exc:
         attempts = Job.objects.filter(pk=job_pk).values_list("submit_attempts", flat=True).first() or 1
-        delay = min(settings.SUBMIT_RETRY_MAX_SECONDS, 2 ** min(attempts, 16))
+        delay = retry_delay(attempts)
         # The row stays claimed by this retry until it is due, so the reconciler re-sends only a
         # submission nobody holds (its worker died, its retry was lost with Redis). Released here,
         # every reconciler pass started another retry chain while Slurm was down, each retrying

@@ -280,16 +280,17 @@ class SweepTasksView(APIView):
     def get(self, request, pk: int):
         sweep = _own(request, pk)
         rows = queries.task_rows(sweep, history=request.query_params.get("history") in ("1", "true"))
-        state = request.query_params.get("state")
-        if state:
-            rows = [row for row in rows if row["state"] == state]
-        sort = request.query_params.get("sort", "index")
-        key = sort.removeprefix("-")
-        if key not in ("index", "metric", "state", *sweep.grid["names"]):
+        try:
+            rows = queries.select_tasks(
+                sweep,
+                rows,
+                state=request.query_params.get("state", ""),
+                sort=request.query_params.get("sort", "index"),
+            )
+        except queries.UnknownSort:
             return Response(
                 {"detail": "Unknown sort.", "errors": {"sort": ["index, metric, state or a parameter's name"]}}, 400
             )
-        rows.sort(key=lambda row: queries.sort_key(row, key), reverse=sort.startswith("-"))
         return Response(TaskSerializer(rows, many=True).data)
 
 

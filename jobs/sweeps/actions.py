@@ -4,22 +4,19 @@ Slurm work to the arrays' claim protocol (jobs/sweeps/submit.py)."""
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef
-from django.utils import timezone
 
 from accounts.models import Profile
 from audit.log import record
 from cluster.array_ids import compress_ids
 from cluster.errors import SlurmError
 from cluster.services import rest_client, slurm_cli
-from groups.queries import gpu_minutes_left
-from jobs.actions import DEFAULT_GROUP, NotProvisioned, charged_group, partition_for
+from jobs.actions import DEFAULT_GROUP, charged_group, check_allocation, locked_profile, partition_for
 from jobs.mirror.arrays import refresh_array
 from jobs.models import FINAL_STATES, Job, JobArray, JobState, Sweep
 from jobs.submission.checks import run_submission_checks
@@ -32,31 +29,6 @@ from plans.catalog import PlanSnapshot, plan_for
 
 class SweepRefused(Exception):
     """A steering request that cannot be done (in words for the user); changes nothing."""
-
-
-def _check_allocation(group, spec: JobSpec, points: int) -> None:
-    """A group's sweep must fit what is left of the group's allocation, all its points at their
-    time limit (Slurm would hold the tasks beyond it with AssocGrpGRESMinutes)."""
-    info = settings.GPU_TYPES[spec.gpu.gpu_type]
-    gpus = spec.gpu.count or spec.gpu.shards / int(info["shards_per_gpu"])
-    needs = math.ceil(gpus * spec.time_limit_minutes * points)
-    left = gpu_minutes_left(group, spec.gpu.gpu_type, timezone.now().date())
-    if needs > left:
-        raise SpecError(
-            {
-                "group": [
-                    f"This sweep may use up to {needs} {spec.gpu.gpu_type} GPU-minutes ({points} tasks); "
-                    f"{group.name} has {left} left of its allocation."
-                ]
-            }
-        )
-
-
-def _locked_profile(user) -> Profile:
-    profile = Profile.objects.select_for_update().get(user=user)
-    if not profile.cluster_username or not profile.provisioned_at:
-        raise NotProvisioned("Your cluster account is not ready yet.")
-    return profile
 
 
 def _check_plan(user, plan: PlanSnapshot, spec: JobSpec) -> None:
@@ -149,12 +121,12 @@ def create_sweep(
     if spec.datasets:
         raise SpecError({"datasets": ["Sweeps do not mount datasets yet; use the data mount."]})
     with transaction.atomic():
-        profile = _locked_profile(user)
+        profile = locked_profile(user)
         plan = plan if plan is not None else plan_for(user)
         _check_plan(user, plan, spec)
         group = charged_group(user, group_id)
         if group is not None:
-            _check_allocation(group, spec, len(grid))
+            check_allocation(group, spec, len(grid))
         run_submission_checks(user, plan, group)
         sweep = Sweep.objects.create(
             owner=user,
@@ -263,7 +235,7 @@ def rerun_tasks(user, sweep: Sweep, indexes: list[int] | None = None) -> list[in
     (each must have ended). The earlier rows stay, as history, and their cost with them."""
     spec = job_spec_from_dict(sweep.spec)
     with transaction.atomic():
-        profile = _locked_profile(user)
+        profile = locked_profile(user)
         current = Job.objects.select_for_update().filter(sweep=sweep, sweep_current=True)
         if indexes is None:
             chosen = list(current.filter(state__in=FAILED_STATES).values_list("pk", "sweep_index"))
@@ -282,7 +254,7 @@ def rerun_tasks(user, sweep: Sweep, indexes: list[int] | None = None) -> list[in
         _check_plan(user, plan, spec)
         group = sweep.group
         if group is not None:
-            _check_allocation(group, spec, len(chosen))
+            check_allocation(group, spec, len(chosen))
         run_submission_checks(user, plan, group)
         Job.objects.filter(pk__in=[pk for pk, _index in chosen]).update(sweep_current=False)
         chosen_indexes = sorted(index for _pk, index in chosen)

@@ -11,7 +11,7 @@ from decimal import Decimal
 from jobs.costs import RunQuote, costs_for, quote_runs
 from jobs.models import Job, JobArray, Sweep
 from jobs.submission.spec import JobSpec
-from jobs.sweeps.parameters import Grid, Value
+from jobs.sweeps.parameters import Grid, Value, value_text
 
 # What a task's row shows; the parameters come from the sweep's grid, not the row.
 TASK_FIELDS = (
@@ -137,3 +137,22 @@ def sort_key(row: dict, key: str):
         return (1, 0, row["sweep_index"])
     # Numbers before text, each in its order.
     return (0, (0, value, "") if isinstance(value, int | float) else (1, 0, str(value)), row["sweep_index"])
+
+
+class UnknownSort(ValueError):
+    pass
+
+
+def select_tasks(sweep: Sweep, rows: list[dict], *, state: str = "", sort: str = "index", values=None) -> list[dict]:
+    """The task rows in `state` (any when ""), whose parameters have the given `values` (name ->
+    value text; "" is any), sorted by `sort`: index, metric, state or a parameter's name, "-"
+    first for descending. UnknownSort for any other sort; nothing is filtered then."""
+    key = sort.removeprefix("-")
+    if key not in ("index", "metric", "state", *sweep.grid["names"]):
+        raise UnknownSort(sort)
+    if state:
+        rows = [row for row in rows if row["state"] == state]
+    for name, wanted in (values or {}).items():
+        if wanted:
+            rows = [row for row in rows if value_text(row["parameters"][name]) == wanted]
+    return sorted(rows, key=lambda row: sort_key(row, key), reverse=sort.startswith("-"))

@@ -19,7 +19,7 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Profile
@@ -34,7 +34,7 @@ from jobs.protocol import COMMENT_PREFIX, make_user_directory
 from jobs.submission.batch_script import render_batch_script
 from jobs.submission.spec import job_spec_from_dict
 from jobs.sweeps.parameters import Grid, command_for_tasks
-from jobs.tasks import CLAIM_SECONDS
+from jobs.tasks import claim, retry_delay
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +58,7 @@ def task_ids_of(array: JobArray) -> list[int]:
 
 
 def _claim(array_pk: int) -> bool:
-    now = timezone.now()
-    return bool(
-        JobArray.objects.filter(pk=array_pk, state=JobArray.State.SUBMITTING, slurm_array_job_id__isnull=True)
-        .filter(Q(submit_claimed_until__isnull=True) | Q(submit_claimed_until__lt=now))
-        .update(submit_claimed_until=now + timedelta(seconds=CLAIM_SECONDS), submit_attempts=F("submit_attempts") + 1)
-    )
+    return claim(JobArray.objects.filter(pk=array_pk, state=JobArray.State.SUBMITTING, slurm_array_job_id__isnull=True))
 
 
 def build_submission(array: JobArray, task_ids: list[int], *, dependency: str = "") -> JobSubmission:
@@ -197,7 +192,7 @@ def _hold_for_retry(array_pk: int, exc: SlurmTransientError) -> int:
     """Say on the array why it waits, and hold its claim until the retry is due (as a job's:
     jobs.tasks.submit_to_slurm says why). Returns the delay in seconds."""
     attempts = JobArray.objects.filter(pk=array_pk).values_list("submit_attempts", flat=True).first() or 1
-    delay = min(settings.SUBMIT_RETRY_MAX_SECONDS, 2 ** min(attempts, 16))
+    delay = retry_delay(attempts)
     JobArray.objects.filter(pk=array_pk, state=JobArray.State.SUBMITTING).update(
         error=f"{exc.public_message} Retrying in {delay} s (attempt {attempts}).",
         error_detail=exc.message[:4000],

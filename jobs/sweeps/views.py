@@ -39,18 +39,13 @@ def _own(request, pk: int) -> Sweep:
 
 
 def _filtered(sweep: Sweep, rows: list[dict], params) -> tuple[list[dict], dict]:
-    names = sweep.grid["names"]
-    chosen = {name: params.get(f"p.{name}", "") for name in names}
-    state = params.get("state", "")
-    if state:
-        rows = [row for row in rows if row["state"] == state]
-    for name, wanted in chosen.items():
-        if wanted:
-            rows = [row for row in rows if value_text(row["parameters"][name]) == wanted]
-    sort = params.get("sort", "index")
-    key = sort.removeprefix("-")
-    if key in ("index", "metric", "state", *names):
-        rows.sort(key=lambda row: queries.sort_key(row, key), reverse=sort.startswith("-"))
+    chosen = {name: params.get(f"p.{name}", "") for name in sweep.grid["names"]}
+    state, sort = params.get("state", ""), params.get("sort", "index")
+    try:
+        rows = queries.select_tasks(sweep, rows, state=state, sort=sort, values=chosen)
+    except queries.UnknownSort:
+        # A hand-edited address: the page shows the tasks by index rather than an error.
+        rows = queries.select_tasks(sweep, rows, state=state, values=chosen)
     return rows, {"state": state, "sort": sort, "parameters": chosen}
 
 
