@@ -134,7 +134,11 @@ def _fresh_caches(request):
     lives in Redis for seconds."""
     from django.core.cache import caches
 
+    from jobs.mirror.passes import forget_listing_memos
+
     caches["default"].clear()
+    # The mirror's memo of rows in step with Slurm belongs to the last test's database.
+    forget_listing_memos()
     if request.node.get_closest_marker("django_db") is None and "db" not in request.fixturenames:
         return
     from django.conf import settings

@@ -21,12 +21,15 @@ from datasets import node_cache
 from datasets.tasks import sync_all_node_features
 from jobs import container_starts, dataset_staging, protocol
 from jobs.mirror.arrays import record_array_accounting
-from jobs.mirror.passes import mirror_jobs, record_missing_accounting
+from jobs.mirror.passes import ListingMemo, mirror_jobs, record_missing_accounting
 from jobs.models import Job, JobState
 from jobs.submission.batch_script import render_batch_script
 from jobs.submission.spec import job_spec_from_dict
 
 log = logging.getLogger(__name__)
+# The beat's passes look up only the jobs whose listed state changed (every row each
+# FULL_CHECK_SECONDS): this process's memo of what they left in step.
+BEAT_MEMO = ListingMemo()
 # How long a worker owns a submission before another may try (longer than any one try).
 CLAIM_SECONDS = 120
 
@@ -281,7 +284,7 @@ def run_sync() -> dict:
     outcome: dict = {}
     started = timezone.now()
     try:
-        result = mirror_jobs(client, queue=slurm_cli())
+        result = mirror_jobs(client, queue=slurm_cli(), memo=BEAT_MEMO)
         outcome["jobs"] = result.__dict__
         record_run("jobs", started, summary=f"{result.seen} jobs in Slurm, {result.changed} changed")
     except SlurmError as exc:

@@ -105,7 +105,7 @@ load_image_layout
 # ---------------------------------------------------------------------------
 # Subcommands
 # ---------------------------------------------------------------------------
-all_daemons() { echo munged mariadb slurmdbd slurmctld "${NODES[@]/#/slurmd-}" slurmrestd; }
+all_daemons() { echo munged mariadb slurmdbd slurmctld event-forwarder "${NODES[@]/#/slurmd-}" slurmrestd; }
 
 UP_STARTED_AT=0
 cmd_up() {
@@ -127,6 +127,7 @@ cmd_up() {
     setup_accounting
     start_slurmctld
     cap_floor_qos
+    start_event_forwarder
     start_slurmds
     start_slurmrestd
 
@@ -207,7 +208,7 @@ cmd_down() {
     fi
     if [[ -d "$PIDDIR" ]]; then
         # Reverse start order; independent daemons of one tier stop together.
-        stop_daemons slurmrestd
+        stop_daemons slurmrestd event-forwarder
         stop_daemons "${NODES[@]/#/slurmd-}"
         stop_daemons slurmctld
         stop_daemons slurmdbd

@@ -1,7 +1,9 @@
 """POST /api/v1/slurm/events as a bare ASGI application (like telemetry/asgi_ingest.py): the
-signature is in the headers and checked before any body is read; an event has no body, and
-one that declares a body is refused unread. Answers 202 once the job is marked and, when
-this request is the drainer, written (jobs/live/slurm_events.py)."""
+signature is in the headers and checked before any body is read. A batch (X-Gpupool-Events)
+declares its length, at most what its count of events can take, and its body is read only up
+to that; a single event (X-Gpupool-Event) has no body, and one that declares a body is refused
+unread. Answers 202 once the jobs are marked and, when this request is the drainer, written
+(jobs/live/slurm_events.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
 from foundation.asgi_json import request_header, respond_json
-from jobs.live.slurm_events import EventRefused, accept, verify
+from jobs.live.slurm_events import EventRefused, accept_many, read_batch, verify, verify_batch
 
 log = logging.getLogger(__name__)
 
@@ -20,30 +22,66 @@ async def events_app(scope, receive, send):
     if scope["method"] != "POST":
         await respond_json(send, 405, {"detail": "POST only."})
         return
-    length = request_header(scope, b"content-length")
-    if request_header(scope, b"transfer-encoding") is not None or (length not in (None, "0")):
-        await respond_json(send, 413, {"detail": "An event has no body."})
-        return
     try:
-        event = verify(request_header(scope, b"x-gpupool-event"), request_header(scope, b"x-gpupool-signature"))
+        if request_header(scope, b"x-gpupool-events") is not None:
+            events = await _read_batch(scope, receive)
+        else:
+            events = [_read_single(scope)]
     except EventRefused as refusal:
         await respond_json(send, refusal.status, {"detail": refusal.detail})
         return
     try:
-        written = await sync_to_async(_accept_in_thread, thread_sensitive=False)(event)
+        written = await sync_to_async(_accept_in_thread, thread_sensitive=False)(events)
     except Exception:
         # Redis or the database is down: the polling mirror still sees the change.
-        log.exception("could not take the Slurm event for job %s", event.job_id)
+        log.exception("could not take %d Slurm events (job %s first)", len(events), events[0].job_id)
         await respond_json(send, 503, {"detail": "Not taken now; the mirror will catch up."})
         return
-    # One line per event: which hook said what of which job, and whether it moved the row.
-    log.info("Slurm event: job %s %s (%s), %d rows written", event.job_id, event.state, event.hook, written)
-    await respond_json(send, 202, {"job_id": event.job_id, "written": written})
+    # Which hook said what of which job, and whether it moved the rows.
+    if len(events) == 1:
+        event = events[0]
+        log.info("Slurm event: job %s %s (%s), %d rows written", event.job_id, event.state, event.hook, written)
+    else:
+        log.info(
+            "Slurm events: %d (jobs %s), %d rows written",
+            len(events),
+            ", ".join(f"{event.job_id} {event.state} ({event.hook})" for event in events[:20])
+            + (" ..." if len(events) > 20 else ""),
+            written,
+        )
+    await respond_json(send, 202, {"job_id": events[0].job_id, "events": len(events), "written": written})
 
 
-def _accept_in_thread(event) -> int:
+def _read_single(scope):
+    length = request_header(scope, b"content-length")
+    if request_header(scope, b"transfer-encoding") is not None or (length not in (None, "0")):
+        raise EventRefused(413, "An event has no body.")
+    return verify(request_header(scope, b"x-gpupool-event"), request_header(scope, b"x-gpupool-signature"))
+
+
+async def _read_batch(scope, receive):
+    batch = verify_batch(request_header(scope, b"x-gpupool-events"), request_header(scope, b"x-gpupool-signature"))
+    length = request_header(scope, b"content-length")
+    if request_header(scope, b"transfer-encoding") is not None or length is None or not length.isdigit():
+        raise EventRefused(411, "A batch declares its Content-Length.")
+    if int(length) > batch.max_bytes:
+        raise EventRefused(413, f"A batch of {batch.count} events is at most {batch.max_bytes} bytes.")
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise EventRefused(400, "The sender went away.")
+        body += message.get("body", b"")
+        if len(body) > int(length):
+            raise EventRefused(413, "More body than declared.")
+        if not message.get("more_body"):
+            break
+    return read_batch(batch, bytes(body))
+
+
+def _accept_in_thread(events) -> int:
     close_old_connections()
     try:
-        return accept(event)
+        return accept_many(events)
     finally:
         close_old_connections()

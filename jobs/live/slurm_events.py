@@ -1,22 +1,32 @@
 """Events from slurmctld: "job N changed", so the portal shows it now rather than on the
 next mirror pass.
 
-The sender is deploy/slurm-events/gpupool-slurm-event, which slurmctld runs as its
-PrologSlurmctld (a job starts), EpilogSlurmctld (a run ends, requeue included) and job
-completion script (any end, a pending job cancelled included). It signs one line,
+slurmctld runs deploy/slurm-events/gpupool-slurm-event as its PrologSlurmctld (a job starts),
+EpilogSlurmctld (a run ends, requeue included) and job completion script (any end, a pending
+job cancelled included). That hook only leaves a file in a spool; gpupool-event-forwarder, a
+long-lived process beside slurmctld, posts what it finds as one signed batch:
 
-    X-Gpupool-Event: job=123;state=RUNNING;hook=prolog_slurmctld;t=1764547200
+    X-Gpupool-Events: n=2;sha256=<hex digest of the body>;t=1764547200
     X-Gpupool-Signature: hex(HMAC-SHA256(secret, that line))
 
-and sends no body, so the signature is checked before anything else is read. The event is
-only a nudge: the portal trusts nothing in it but the job id, and fetches that job from
-slurmrestd itself. A forged or replayed event can at most make the portal look again.
+    job=123;state=RUNNING;hook=prolog_slurmctld
+    job=124;state=CANCELLED;hook=jobcomp;ended=1764547199
 
-Bursts are coalesced: each event adds its job to a Redis set of "dirty" jobs, and one
-request at a time drains the set (the others return at once): a few jobs are fetched by id
-and written; a mass change (thousands of events from one scancel) is handed to one mirror
-pass, which writes such changes from the state listing in bulk. Events lost while the portal
-is down cost nothing but time: the polling mirror stays as the safety net.
+The signature is checked before the body is read, and covers the body through its digest. A
+single event without a body (X-Gpupool-Event: job=123;state=RUNNING;hook=...;t=...), what the
+first sender posted, is still taken. An event is only a nudge: the portal trusts nothing in it
+but the job id, and reads the job from slurmrestd itself. A forged or replayed event can at
+most make the portal look again.
+
+Each event adds its job to a Redis set of "dirty" jobs; one request at a time drains it (the
+others return at once). A few jobs are read by id. A burst is read from the state listing
+instead, in passes at most PASS_EVERY_SECONDS apart: a burst is a mass change (MASS_CHANGE jobs
+dirty at once), BURST_EVENTS within half a second, or events that reach us
+LAGGING_SECONDS after the job ended. slurmctld runs its completion scripts one at a time (about
+60 a second on the dev machine, whatever the script), so after one `scancel` of thousands of
+jobs their events trickle in for a minute; a listing pass shows meanwhile every other job's
+change, which would otherwise wait behind them. Events lost while the portal is down cost only
+time: the polling mirror stays as the safety net.
 """
 
 from __future__ import annotations
@@ -34,21 +44,44 @@ from django.db import transaction
 
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.job_reader import fetch_jobs
-from cluster.services import rest_client
+from cluster.services import rest_client, slurm_cli
+from cluster.sync import single_flight
 from foundation.redis_client import redis_client
 from jobs.mirror.arrays import refresh_array
+from jobs.mirror.passes import ListingMemo, listed_at, mirror_jobs
 from jobs.mirror.rows import apply_slurm_job, finish_vanished_job
 from jobs.tasks import sync_cluster
 
 log = logging.getLogger(__name__)
 DIRTY_KEY = "gpupool:jobs:dirty"
 DRAIN_LOCK = "gpupool:lock:slurm-events-drain"
-# More dirty jobs than this at once is a mass change: one mirror pass is cheaper.
+# Until this key expires, dirty jobs are read from the state listing (a burst).
+BURST_KEY = "gpupool:jobs:events-burst"
+BURST_HOLD_MS = 2000
+# Events taken, one counter per RATE_WINDOW_SECONDS: this window's and the last one's together
+# at BURST_EVENTS or more is a burst (the hook's queue in slurmctld is filling).
+RATE_KEY = "gpupool:jobs:events-taken:"
+RATE_WINDOW_SECONDS = 0.25
+BURST_EVENTS = 8
+PASS_GATE = "gpupool:jobs:events-listing-pass"
+PASS_EVERY_SECONDS = 0.25
+# More dirty jobs than this at once is a mass change.
 MASS_CHANGE = 200
+# The passes events start look up only what changed since the last (jobs/mirror/passes.py).
+_PASSES_MEMO = ListingMemo()
+# The hook's "ended" is whole seconds: 2 s late means at least 1 s behind.
+LAGGING_SECONDS = 2
 # An event older (or further in the future) than this is refused: clocks of one cluster agree.
 MAX_SKEW_SECONDS = 300
+MAX_BATCH_EVENTS = 2000
+MAX_BATCH_BYTES = MAX_BATCH_EVENTS * 96
 EVENT_RE = re.compile(
     r"job=(?P<job>[1-9][0-9]{0,18});state=(?P<state>[A-Z_]{1,32});hook=(?P<hook>[a-z_]{1,32});t=(?P<t>[0-9]{1,12})"
+)
+BATCH_RE = re.compile(r"n=(?P<n>[1-9][0-9]{0,3});sha256=(?P<digest>[0-9a-f]{64});t=(?P<t>[0-9]{1,12})")
+BATCH_LINE_RE = re.compile(
+    r"job=(?P<job>[1-9][0-9]{0,18});state=(?P<state>[A-Z_]{1,32});hook=(?P<hook>[a-z_]{1,32})"
+    r"(?:;ended=(?P<ended>[0-9]{1,12}))?"
 )
 
 
@@ -65,29 +98,91 @@ class SlurmEvent:
     state: str
     hook: str
     sent_at: int
+    # When the job ended, as the completion script was told (None from the other hooks).
+    ended_at: int | None = None
+
+
+@dataclass(frozen=True)
+class EventBatch:
+    """A batch's signed header: the body it vouches for is read next (read_batch)."""
+
+    count: int
+    digest: str
+    sent_at: int
+
+    @property
+    def max_bytes(self) -> int:
+        return min(MAX_BATCH_BYTES, self.count * 96)
 
 
 def sign(secret: str, line: str) -> str:
     return hmac.new(secret.encode(), line.encode(), hashlib.sha256).hexdigest()
 
 
-def verify(line: str | None, signature: str | None, *, now: float | None = None) -> SlurmEvent:
-    """The event of a signed line, or EventRefused (404 when events are off, 401 on a bad or
-    stale signature, 400 on a malformed line)."""
+def _check_signature(line: str | None, signature: str | None, header: str) -> None:
     secret = settings.SLURM_EVENTS_SECRET
     if not secret:
         raise EventRefused(404, "Slurm events are not enabled (SLURM_EVENTS_SECRET).")
     if not line or not signature:
-        raise EventRefused(401, "X-Gpupool-Event and X-Gpupool-Signature are required.")
+        raise EventRefused(401, f"{header} and X-Gpupool-Signature are required.")
     if not hmac.compare_digest(sign(secret, line), signature.strip().lower()):
         raise EventRefused(401, "Bad signature.")
+
+
+def _check_fresh(sent_at: int, now: float | None) -> None:
+    if abs((now or time.time()) - sent_at) > MAX_SKEW_SECONDS:
+        raise EventRefused(401, "Stale event.")
+
+
+def verify(line: str | None, signature: str | None, *, now: float | None = None) -> SlurmEvent:
+    """The event of a signed line, or EventRefused (404 when events are off, 401 on a bad or
+    stale signature, 400 on a malformed line)."""
+    _check_signature(line, signature, "X-Gpupool-Event")
     match = EVENT_RE.fullmatch(line)
     if match is None:
         raise EventRefused(400, "Malformed event line.")
     sent_at = int(match["t"])
-    if abs((now or time.time()) - sent_at) > MAX_SKEW_SECONDS:
-        raise EventRefused(401, "Stale event.")
+    _check_fresh(sent_at, now)
     return SlurmEvent(job_id=int(match["job"]), state=match["state"], hook=match["hook"], sent_at=sent_at)
+
+
+def verify_batch(line: str | None, signature: str | None, *, now: float | None = None) -> EventBatch:
+    """A batch's header, checked before its body is read (same refusals as verify)."""
+    _check_signature(line, signature, "X-Gpupool-Events")
+    match = BATCH_RE.fullmatch(line)
+    if match is None:
+        raise EventRefused(400, "Malformed batch line.")
+    batch = EventBatch(count=int(match["n"]), digest=match["digest"], sent_at=int(match["t"]))
+    if batch.count > MAX_BATCH_EVENTS:
+        raise EventRefused(400, f"At most {MAX_BATCH_EVENTS} events a batch.")
+    _check_fresh(batch.sent_at, now)
+    return batch
+
+
+def read_batch(batch: EventBatch, body: bytes) -> list[SlurmEvent]:
+    """The events of a batch's body, or EventRefused (400) when it is not the body signed for:
+    another digest, another count, a line not an event."""
+    if not hmac.compare_digest(hashlib.sha256(body).hexdigest(), batch.digest):
+        raise EventRefused(400, "The body is not the one signed for.")
+    lines = body.decode("ascii", errors="replace").splitlines()
+    if len(lines) != batch.count:
+        raise EventRefused(400, f"{len(lines)} events where the header says {batch.count}.")
+    events = []
+    for line in lines:
+        match = BATCH_LINE_RE.fullmatch(line)
+        if match is None:
+            raise EventRefused(400, "Malformed event line.")
+        ended = match["ended"]
+        events.append(
+            SlurmEvent(
+                job_id=int(match["job"]),
+                state=match["state"],
+                hook=match["hook"],
+                sent_at=batch.sent_at,
+                ended_at=int(ended) if ended else None,
+            )
+        )
+    return events
 
 
 def _redis() -> redis.Redis:
@@ -95,16 +190,24 @@ def _redis() -> redis.Redis:
 
 
 def accept(event: SlurmEvent) -> int:
-    """Mark the job dirty and drain the dirty set unless another request is draining it.
-    Returns how many jobs this call wrote."""
+    """One event: see accept_many."""
+    return accept_many([event])
+
+
+def accept_many(events: list[SlurmEvent], *, now: float | None = None) -> int:
+    """Mark the events' jobs dirty, note whether this is a burst, and drain the dirty set
+    unless another request is draining it. Returns how many rows this call wrote."""
+    if not events:
+        return 0
     client = _redis()
-    client.sadd(DIRTY_KEY, event.job_id)
+    client.sadd(DIRTY_KEY, *{event.job_id for event in events})
+    note_burst(client, events, now=now or time.time())
     written = 0
     # The loop closes the gap between the drainer's last empty read and its unlock.
     while client.scard(DIRTY_KEY):
         lock = client.lock(DRAIN_LOCK, timeout=30, blocking=False)
         if not lock.acquire():
-            break  # the drainer will see this job
+            break  # the drainer will see these jobs
         try:
             written += _drain(client)
         finally:
@@ -115,18 +218,77 @@ def accept(event: SlurmEvent) -> int:
     return written
 
 
+def note_burst(client: redis.Redis, events: list[SlurmEvent], *, now: float) -> bool:
+    """Count these events in their window; when this window and the last one hold BURST_EVENTS
+    or more, or an event reaches us LAGGING_SECONDS after its job ended, the dirty jobs are read
+    from the listing for the next BURST_HOLD_MS. Returns whether that is so now."""
+    window = int(now / RATE_WINDOW_SECONDS)
+    pipe = client.pipeline()
+    pipe.incrby(f"{RATE_KEY}{window}", len(events))
+    pipe.expire(f"{RATE_KEY}{window}", 5)
+    pipe.get(f"{RATE_KEY}{window - 1}")
+    this_window, _, last_window = pipe.execute()
+    lagging = any(event.ended_at is not None and now - event.ended_at >= LAGGING_SECONDS for event in events)
+    if lagging or this_window + int(last_window or 0) >= BURST_EVENTS:
+        client.set(BURST_KEY, 1, px=BURST_HOLD_MS)
+        return True
+    return bool(client.exists(BURST_KEY))
+
+
 def _drain(client: redis.Redis) -> int:
     written = 0
     while True:
+        if client.exists(BURST_KEY):
+            if not client.scard(DIRTY_KEY):
+                return written
+            # Jobs marked from here on stay dirty for the next round: they need a listing read
+            # after their mark, and this one's may be under way already.
+            marked_by = time.time()
+            client.delete(DIRTY_KEY)
+            written += _listing_pass(client, marked_by)
+            continue
         ids = [int(member) for member in client.spop(DIRTY_KEY, MASS_CHANGE)]
         if not ids:
             return written
         if len(ids) >= MASS_CHANGE:
-            # A mass change: the rest of the set is the same story; one pass reads it all.
-            client.delete(DIRTY_KEY)
-            _request_mirror_pass()
-            return written
+            # A mass change: the rest of the set is the same story; passes read it all.
+            client.set(BURST_KEY, 1, px=BURST_HOLD_MS)
+            client.sadd(DIRTY_KEY, *ids)
+            continue
         written += refresh_jobs(ids)
+
+
+def _listing_pass(client: redis.Redis, marked_by: float) -> int:
+    """Rows written by a mirror pass (the state listing, details only for what changed) that
+    listed after `marked_by`: one of our own, no sooner than PASS_EVERY_SECONDS after the last
+    one events started, or the beat's when it is under way and listed after that time (then
+    this waits for it to end, and writes nothing itself)."""
+    wait_ms = client.pttl(PASS_GATE)
+    if wait_ms > 0:
+        time.sleep(wait_ms / 1000)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with single_flight("sync_cluster") as acquired:
+            if acquired:
+                if listed_at() > marked_by:
+                    return 0  # a pass that listed after the mark ended while we looked
+                client.set(PASS_GATE, 1, px=int(PASS_EVERY_SECONDS * 1000))
+                try:
+                    started = time.monotonic()
+                    result = mirror_jobs(rest_client(), queue=slurm_cli(), memo=_PASSES_MEMO)
+                except SlurmError as exc:
+                    log.warning("a listing pass for Slurm events failed: %s", exc)
+                    return 0
+                log.info(
+                    "listing pass for Slurm events: %d jobs listed, %d rows written in %.0f ms",
+                    result.seen,
+                    result.changed,
+                    1000 * (time.monotonic() - started),
+                )
+                return result.changed
+        time.sleep(0.02)
+    _request_mirror_pass()
+    return 0
 
 
 def refresh_jobs(job_ids: list[int]) -> int:

@@ -15,9 +15,11 @@ How Slurm is read is cluster.job_reader's; how a job's row is written, jobs/mirr
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from datetime import timedelta
 
+import redis
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -28,6 +30,7 @@ from cluster.errors import SlurmNotFound
 from cluster.job_reader import JobReader
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import TERMINAL_JOB_STATES
+from foundation.redis_client import redis_client
 from jobs.live.events import publish_job_update
 from jobs.live.watching import watched
 from jobs.mirror.arrays import mirror_arrays
@@ -42,6 +45,9 @@ from jobs.models import FINAL_STATES, Job, JobState
 from jobs.protocol import COMMENT_PREFIX
 
 log = logging.getLogger(__name__)
+# When the last pass asked for the state listing (epoch seconds): Slurm's events wait for a pass
+# that listed after them (jobs/live/slurm_events.py), and one already under way may be it.
+LISTED_AT_KEY = "gpupool:jobs:listed-at"
 
 # Watched pending jobs (an open page, an API client) have their expected start re-read this
 # often, at most PENDING_REFRESH_PER_PASS a pass; the others every BACKGROUND_PENDING_REFRESH,
@@ -55,12 +61,60 @@ VANISHED_PER_PASS = 200
 NEVER_STARTED_ENDINGS = frozenset({"CANCELLED", "FAILED", "DEADLINE", "TIMEOUT", "NODE_FAIL", "BOOT_FAIL"})
 
 
+# A pass given a ListingMemo reads the rows of only the jobs whose listed state changed since
+# its last pass, and every row again this often.
+FULL_CHECK_SECONDS = 30
+
+
+@dataclass
+class ListingMemo:
+    """What one process's passes found in step with Slurm: job id -> the state signature its
+    row had then. A pass given it reads from the database only jobs listed otherwise now (and,
+    as gone, only those listed last time and not now), so a pass during a burst of events costs
+    the changes, not the whole queue; every FULL_CHECK_SECONDS a pass checks every row."""
+
+    signatures: dict[int, str] = field(default_factory=dict)
+    checked_at: float = float("-inf")
+
+    def __post_init__(self):
+        _memos.append(self)
+
+    def due_for_full_check(self) -> bool:
+        return time.monotonic() - self.checked_at > FULL_CHECK_SECONDS
+
+    def forget(self) -> None:
+        self.signatures = {}
+        self.checked_at = float("-inf")
+
+
+_memos: list[ListingMemo] = []
+
+
+def forget_listing_memos() -> None:
+    """Every memo back to empty: the next passes check every row (tests start from here, since
+    each has a database of its own)."""
+    for memo in _memos:
+        memo.forget()
+
+
 @dataclass
 class MirrorResult:
     seen: int = 0
     fetched: int = 0
     changed: int = 0
     finished_from_accounting: int = 0
+
+
+def note_listed(at: float) -> None:
+    try:
+        redis_client().set(LISTED_AT_KEY, repr(at), ex=3600)
+    except redis.RedisError as exc:  # only events wait on it; they pass on their own then
+        log.warning("could not note the listing's time: %s", exc)
+
+
+def listed_at() -> float:
+    value = redis_client().get(LISTED_AT_KEY)
+    return float(value) if value else 0.0
 
 
 def _pending_due_for_refresh(live: dict[int, str], exclude: set[int]) -> set[int]:
@@ -85,24 +139,30 @@ def _pending_due_for_refresh(live: dict[int, str], exclude: set[int]) -> set[int
     return {job_id for job_id in due if job_id in live and job_id not in exclude}
 
 
-def mirror_jobs(client: SlurmRestClient, queue: SlurmCli | None = None) -> MirrorResult:
+def mirror_jobs(
+    client: SlurmRestClient, queue: SlurmCli | None = None, memo: ListingMemo | None = None
+) -> MirrorResult:
     """One pass. With `queue` (the Slurm CLI), a burst of new pending jobs is read with squeue
-    in bulk rather than one `GET /job/{id}` each."""
+    in bulk rather than one `GET /job/{id}` each; with `memo`, only changes are looked up."""
     result = MirrorResult()
+    listed_at = time.time()
     listed = client.list_job_states()
+    note_listed(listed_at)
     result.seen = len(listed)
     # Array tasks are listed under their record's id and task id: read per array (arrays.py).
     entries = [entry for entry in listed if not entry.array_task]
     result.changed += mirror_arrays(client, [entry for entry in listed if entry.array_task])
     live = {entry.job_id: state_signature(entry.states) for entry in entries}
+    full_check = memo is None or memo.due_for_full_check()
+    candidates = list(live) if full_check else [i for i, sig in live.items() if memo.signatures.get(i) != sig]
     rows = {
         row["slurm_job_id"]: row
-        for row in Job.objects.filter(slurm_job_id__any_of=list(live)).values(
+        for row in Job.objects.filter(slurm_job_id__any_of=candidates).values(
             "pk", "slurm_job_id", "slurm_states", "state", "start_time"
         )
     }
     changed_ids = [
-        job_id for job_id, signature in live.items() if job_id not in rows or rows[job_id]["slurm_states"] != signature
+        job_id for job_id in candidates if job_id not in rows or rows[job_id]["slurm_states"] != live[job_id]
     ]
     # Ended without starting, as far as the listing and the row tell: no details needed.
     from_listing = [
@@ -132,8 +192,10 @@ def mirror_jobs(client: SlurmRestClient, queue: SlurmCli | None = None) -> Mirro
     }
 
     unchanged = []
+    fetched_ids: set[int] = set()
     for details in reader.detail_batches(read, to_fetch):
         result.fetched += len(details)
+        fetched_ids.update(job.job_id for job in details)
         # Jobs new to the portal from outside it (sbatch on a login node): one INSERT a batch.
         # The portal's own (their comment names a portal job) are attached one by one.
         outside = [job for job in details if job.job_id not in rows and not job.comment.startswith(COMMENT_PREFIX)]
@@ -151,15 +213,28 @@ def mirror_jobs(client: SlurmRestClient, queue: SlurmCli | None = None) -> Mirro
         Job.objects.filter(slurm_job_id__any_of=unchanged).update(updated_at=timezone.now())
 
     # Jobs we last saw unfinished that slurmctld no longer lists: ask slurmdbd how they ended.
-    vanished = (
-        Job.objects.filter(slurm_job_id__isnull=False, array__isnull=True)
-        .exclude(state__in=FINAL_STATES)
-        .exclude(slurm_job_id__any_of=list(live))
-        .values_list("pk", "slurm_job_id", "slurm_states")[:VANISHED_PER_PASS]
-    )
+    unfinished = Job.objects.filter(slurm_job_id__isnull=False, array__isnull=True).exclude(state__in=FINAL_STATES)
+    if full_check:
+        unfinished = unfinished.exclude(slurm_job_id__any_of=list(live))
+    else:
+        unfinished = unfinished.filter(slurm_job_id__any_of=[i for i in memo.signatures if i not in live])
+    vanished = unfinished.values_list("pk", "slurm_job_id", "slurm_states")[:VANISHED_PER_PASS]
     for job_pk, slurm_job_id, signature in vanished:
         if finish_from_accounting(client, job_pk, slurm_job_id, signature):
             result.finished_from_accounting += 1
+    if memo is not None:
+        # In step now: rows that matched, were written from the listing, or were read in full;
+        # a job whose details could not be read is looked up again next pass.
+        changed = set(changed_ids)
+        settled = [
+            job_id
+            for job_id in candidates
+            if job_id in rows and (job_id not in changed or job_id in skipped or job_id in fetched_ids)
+        ]
+        kept = {} if full_check else {i: sig for i, sig in memo.signatures.items() if live.get(i) == sig}
+        memo.signatures = kept | {job_id: live[job_id] for job_id in settled}
+        if full_check:
+            memo.checked_at = time.monotonic()
     return result
 
 

@@ -1,9 +1,11 @@
-"""Events from slurmctld: the signed nudge, its refusals, and the real sender
-(deploy/slurm-events/gpupool-slurm-event, Perl, run inside the dev cluster's root) posting
-to a real Daphne."""
+"""Events from slurmctld: the signed nudge and the signed batch, their refusals, bursts read
+from the listing, and the real hook and forwarder (deploy/slurm-events/, run inside the dev
+cluster's root) posting to a real Daphne."""
 
+import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import time
 from contextlib import contextmanager
@@ -23,13 +25,30 @@ from testing.servers import BASE_DIR, portal_stack
 from testing.slurm import submission, wait_for, wait_until_requeued
 
 SECRET = "test-events-secret-0123456789"
-SENDER = Path(__file__).resolve().parents[2] / "deploy" / "slurm-events" / "gpupool-slurm-event"
+EVENTS_DIR = Path(__file__).resolve().parents[2] / "deploy" / "slurm-events"
+HOOK = EVENTS_DIR / "gpupool-slurm-event"
+FORWARDER = EVENTS_DIR / "gpupool-event-forwarder"
+
+
+def _forget_bursts():
+    client = slurm_events.redis_client()
+    client.delete(slurm_events.BURST_KEY, slurm_events.PASS_GATE)
+    for key in client.scan_iter(f"{slurm_events.RATE_KEY}*"):
+        client.delete(key)
 
 
 @pytest.fixture
 def events_on(settings):
     settings.SLURM_EVENTS_SECRET = SECRET
-    return settings
+    _forget_bursts()
+    yield settings
+    _forget_bursts()
+
+
+def _batch(lines: list[str], sent_at=None, secret=SECRET):
+    body = "".join(f"{line}\n" for line in lines).encode()
+    header = f"n={len(lines)};sha256={hashlib.sha256(body).hexdigest()};t={int(sent_at or time.time())}"
+    return header, slurm_events.sign(secret, header), body
 
 
 def _signed(job_id, state="CANCELLED", hook="jobcomp", sent_at=None):
@@ -66,9 +85,67 @@ async def _post(headers, body=b""):
     return await communicator.get_response()
 
 
+def test_a_signed_batch_is_read_and_every_bad_one_refused(events_on):
+    header, signature, body = _batch(
+        ["job=42;state=RUNNING;hook=prolog_slurmctld", "job=43;state=CANCELLED;hook=jobcomp;ended=1764547199"]
+    )
+    events = slurm_events.read_batch(slurm_events.verify_batch(header, signature), body)
+    assert [(e.job_id, e.state, e.hook, e.ended_at) for e in events] == [
+        (42, "RUNNING", "prolog_slurmctld", None),
+        (43, "CANCELLED", "jobcomp", 1764547199),
+    ]
+    header_refusals = [
+        (None, None, 401),
+        (header, "0" * 64, 401),
+        (header.replace("n=2", "n=3"), signature, 401),  # the count is signed
+        (_batch(["job=1;state=X;hook=y"], sent_at=time.time() - 3600)[:2], None, 401),  # stale
+        ("n=5000;sha256=" + "0" * 64 + f";t={int(time.time())}", None, 400),  # too many
+        ("n=1;rm -rf /", None, 400),
+    ]
+    for bad_header, bad_signature, status in header_refusals:
+        if isinstance(bad_header, tuple):
+            bad_header, bad_signature = bad_header
+        elif bad_signature is None and bad_header:
+            bad_signature = slurm_events.sign(SECRET, bad_header)
+        with pytest.raises(slurm_events.EventRefused) as refused:
+            slurm_events.verify_batch(bad_header, bad_signature)
+        assert refused.value.status == status, bad_header
+    batch = slurm_events.verify_batch(header, signature)
+    for bad_body in (
+        body.replace(b"job=42", b"job=44"),  # not the body signed for
+        body + b"job=45;state=RUNNING;hook=prolog_slurmctld\n",
+    ):
+        with pytest.raises(slurm_events.EventRefused) as refused:
+            slurm_events.read_batch(batch, bad_body)
+        assert refused.value.status == 400
+    # Signed as sent, but not events: a count that does not match, a line with a shell in it.
+    for lines_sent in (["job=42;state=RUNNING;hook=prolog_slurmctld\njob=43;state=A;hook=b"], ["job=42;$(reboot)"]):
+        header, signature, body = _batch(lines_sent)
+        with pytest.raises(slurm_events.EventRefused) as refused:
+            slurm_events.read_batch(slurm_events.verify_batch(header, signature), body)
+        assert refused.value.status == 400
+
+
+def test_a_burst_is_many_events_at_once_or_late_ones(events_on):
+    client = slurm_events.redis_client()
+    now = time.time()
+
+    def event(job_id, ended_at=None):
+        return slurm_events.SlurmEvent(job_id, "CANCELLED", "jobcomp", int(now), ended_at)
+
+    assert not slurm_events.note_burst(client, [event(1), event(2)], now=now)
+    assert not slurm_events.note_burst(client, [event(3, ended_at=int(now))], now=now + 0.01)
+    # Enough in this window and the last: slurmctld's completion scripts are queueing up.
+    assert slurm_events.note_burst(client, [event(i) for i in range(10, 15)], now=now + 0.02)
+    _forget_bursts()
+    # One event, but its job ended seconds before it reached us: the hook's queue is behind.
+    assert slurm_events.note_burst(client, [event(4, ended_at=int(now) - 5)], now=now)
+    assert client.pttl(slurm_events.BURST_KEY) > 0
+
+
 def test_the_endpoint_refuses_bodies_and_bad_signatures_before_doing_anything(events_on, monkeypatch):
     taken = []
-    monkeypatch.setattr("jobs.live.asgi_events.accept", lambda event: taken.append(event) or 0)
+    monkeypatch.setattr("jobs.live.asgi_events.accept_many", lambda events: taken.extend(events) or 0)
     line, signature = _signed(7)
     with_body = async_to_sync(_post)(
         [(b"x-gpupool-event", line.encode()), (b"x-gpupool-signature", signature.encode()), (b"content-length", b"5")],
@@ -80,6 +157,20 @@ def test_the_endpoint_refuses_bodies_and_bad_signatures_before_doing_anything(ev
     assert taken == []
     good = async_to_sync(_post)([(b"x-gpupool-event", line.encode()), (b"x-gpupool-signature", signature.encode())])
     assert good["status"] == 202 and [event.job_id for event in taken] == [7]
+
+    header, signature, body = _batch([f"job={job_id};state=CANCELLED;hook=jobcomp" for job_id in (8, 9)])
+    signed = [(b"x-gpupool-events", header.encode()), (b"x-gpupool-signature", signature.encode())]
+    too_long = async_to_sync(_post)([*signed, (b"content-length", b"100000")], body)
+    assert too_long["status"] == 413  # more than two events can take: refused unread
+    undeclared = async_to_sync(_post)(signed, body)
+    assert undeclared["status"] == 411
+    forged = async_to_sync(_post)(
+        [(b"x-gpupool-events", header.encode()), (b"x-gpupool-signature", b"f" * 64), (b"content-length", b"9")], body
+    )
+    assert forged["status"] == 401
+    assert [event.job_id for event in taken] == [7]
+    batch = async_to_sync(_post)([*signed, (b"content-length", str(len(body)).encode())], body)
+    assert batch["status"] == 202 and [event.job_id for event in taken] == [7, 8, 9]
 
 
 @pytest.fixture
@@ -116,45 +207,92 @@ def test_an_event_writes_the_cancel_of_a_pending_job_at_once(events_on, held_job
 
 @pytest.mark.slurm
 @pytest.mark.django_db(transaction=True)
-def test_the_perl_sender_in_the_slurm_root_reaches_the_portal(held_job, tmp_path):
-    """The sender as slurmctld would run it (inside the root, Perl core modules only), posting
-    to Daphne: the job's cancel shows without any mirror pass."""
+def test_a_late_event_has_the_listing_read_rather_than_its_job(events_on, held_job):
+    """An event that reaches the portal seconds after its job ended (slurmctld's completion
+    scripts queue up behind a mass change) starts a listing pass: the job is written from the
+    listing, with no fetch by id."""
+    client, job_id = held_job
+    wait_for(lambda: mirror_jobs(rest_client()) and Job.objects.filter(slurm_job_id=job_id, state="PENDING").exists())
+    client.cancel_job(job_id)
+    now = time.time()
+    fetched = []
+    original_fetch = slurm_events.fetch_jobs
+    slurm_events.fetch_jobs = lambda slurm, ids: fetched.extend(ids) or original_fetch(slurm, ids)
+    try:
+        written = slurm_events.accept_many(
+            [slurm_events.SlurmEvent(job_id, "CANCELLED", "jobcomp", int(now), ended_at=int(now) - 10)], now=now
+        )
+    finally:
+        slurm_events.fetch_jobs = original_fetch
+    assert written >= 1 and fetched == []
+    assert Job.objects.get(slurm_job_id=job_id).state == "CANCELLED"
+
+
+def _in_root(*command, env: dict):
+    return [*settings.SLURM_CLI_PREFIX, "env", "-i", *(f"{k}={v}" for k, v in env.items()), *command]
+
+
+@pytest.mark.slurm
+@pytest.mark.django_db(transaction=True)
+def test_the_hook_and_the_forwarder_in_the_slurm_root_reach_the_portal(held_job):
+    """The hook as slurmctld runs it (dash inside the root) leaves a file named for the event;
+    the forwarder (Perl core modules only, inside the root) posts it to Daphne as a signed batch
+    and deletes it: the job's cancel shows without any mirror pass."""
     client, job_id = held_job
     wait_for(lambda: mirror_jobs(rest_client()) and Job.objects.filter(slurm_job_id=job_id, state="PENDING").exists())
     root = Path(settings.DEVCLUSTER_DIR) / "root"
     name = f"gpupool-event-test-{job_id}"
+    spool = root / "tmp" / f"{name}.spool"
+    spool.mkdir(mode=0o700)
+    forwarder = None
     with portal_stack(extra_env={"SLURM_EVENTS_SECRET": SECRET}) as base_url:
-        shutil.copy(SENDER, root / "tmp" / name)
-        (root / "tmp" / f"{name}.conf").write_text(f"url={base_url}/api/v1/slurm/events\nsecret={SECRET}\n")
+        shutil.copy(HOOK, root / "tmp" / f"{name}.hook")
+        shutil.copy(FORWARDER, root / "tmp" / f"{name}.forwarder")
+        (root / "tmp" / f"{name}.conf").write_text(
+            f"url={base_url}/api/v1/slurm/events\nsecret={SECRET}\nspool=/tmp/{name}.spool\n"
+        )
         try:
             client.cancel_job(job_id)
-            started = time.monotonic()
-            sent = subprocess.run(
-                [
-                    *settings.SLURM_CLI_PREFIX,
-                    "env",
-                    "-i",
-                    f"JOBID={job_id}",
-                    "JOBSTATE=CANCELLED",
-                    f"GPUPOOL_EVENTS_CONF=/tmp/{name}.conf",
-                    "/usr/bin/perl",
-                    f"/tmp/{name}",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=10,
+            hook_env = {
+                "JOBID": job_id,
+                "JOBSTATE": "CANCELLED",
+                "END": "1764547199",
+                "GPUPOOL_EVENTS_SPOOL": spool.name,
+            }
+            hook_env["GPUPOOL_EVENTS_SPOOL"] = f"/tmp/{spool.name}"
+            ran = subprocess.run(
+                _in_root("/bin/sh", f"/tmp/{name}.hook", env=hook_env), capture_output=True, timeout=10
             )
-            assert sent.returncode == 0, sent.stderr
-            assert time.monotonic() - started < 1  # it forks: the hook never waits for the portal
+            assert ran.returncode == 0, ran.stderr
+            assert [path.name for path in spool.iterdir()] == [f"{job_id}.CANCELLED.jobcomp.1764547199"]
+            # What no event is: nothing is left (a job id with a shell in it).
+            bad = subprocess.run(
+                _in_root("/bin/sh", f"/tmp/{name}.hook", env={**hook_env, "JOBID": "1;reboot"}), timeout=10
+            )
+            assert bad.returncode == 0 and len(list(spool.iterdir())) == 1
+            forwarder = subprocess.Popen(
+                _in_root("/usr/bin/perl", f"/tmp/{name}.forwarder", env={"GPUPOOL_EVENTS_CONF": f"/tmp/{name}.conf"}),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
             wait_for(
                 lambda: Job.objects.filter(slurm_job_id=job_id, state="CANCELLED").exists(),
                 timeout=5,
                 interval=0.05,
-                what="the event's write",
+                what="the forwarded event's write",
+            )
+            # Sent, then deleted: nothing left in the spool or among the files being sent.
+            wait_for(
+                lambda: sorted(os.listdir(spool)) == [".sending"] and not os.listdir(spool / ".sending"), timeout=5
             )
         finally:
-            (root / "tmp" / name).unlink(missing_ok=True)
-            (root / "tmp" / f"{name}.conf").unlink(missing_ok=True)
+            if forwarder is not None:
+                os.killpg(forwarder.pid, signal.SIGTERM)
+                forwarder.wait(timeout=10)
+            for suffix in ("hook", "forwarder", "conf"):
+                (root / "tmp" / f"{name}.{suffix}").unlink(missing_ok=True)
+            shutil.rmtree(spool, ignore_errors=True)
 
 
 def _write_like(path: Path, text: str) -> None:

@@ -100,13 +100,7 @@ AccountingStorageTRES=$ACCOUNTING_TRES
 # without a type (--gres=gpu:1, --gpus=1, --gres=shard:2).
 JobSubmitPlugins=lua
 
-# Job events to the portal at once (deploy/slurm-events/): a job starts (PrologSlurmctld),
-# a run ends, requeue included (EpilogSlurmctld), any job ends, a pending one cancelled
-# included (jobcomp/script). The sender forks and returns at once; it never holds a job.
-PrologSlurmctld=$EVENT_SENDER
-EpilogSlurmctld=$EVENT_SENDER
-JobCompType=jobcomp/script
-JobCompLoc=$EVENT_SENDER
+$(event_hooks_conf)
 
 $(power_conf)
 
@@ -234,6 +228,9 @@ EOF
 # secret is made once and kept in the state directory, where the portal's dev settings read it.
 EVENT_SENDER=/usr/local/sbin/gpupool-slurm-event
 EVENT_SENDER_SOURCE="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/slurm-events/gpupool-slurm-event"
+EVENT_FORWARDER=/usr/local/sbin/gpupool-event-forwarder
+EVENT_FORWARDER_SOURCE="${EVENT_SENDER_SOURCE%/*}/gpupool-event-forwarder"
+EVENT_SPOOL=/var/spool/gpupool-events
 events_conf() {
     local secret_file="$DEVCLUSTER_DIR/events.secret"
     if [[ ! -s "$secret_file" ]]; then
@@ -241,6 +238,20 @@ events_conf() {
     fi
     echo "url=http://127.0.0.1:${PORT:-8000}/api/v1/slurm/events"
     echo "secret=$(cat "$secret_file")"
+}
+
+# Job events to the portal at once (deploy/slurm-events/): a job starts (PrologSlurmctld), a
+# run ends, requeue included (EpilogSlurmctld), any job ends, a pending one cancelled included
+# (jobcomp/script). The hook only leaves a file in a spool; it never holds a job.
+# SLURM_EVENT_HOOKS=0 leaves them out (bench/event_hooks.py measures slurmctld without them).
+event_hooks_conf() {
+    [[ "${SLURM_EVENT_HOOKS:-1}" == 0 ]] && return 0
+    cat <<EOF
+PrologSlurmctld=$EVENT_SENDER
+EpilogSlurmctld=$EVENT_SENDER
+JobCompType=jobcomp/script
+JobCompLoc=$EVENT_SENDER
+EOF
 }
 
 write_configs() {
@@ -259,6 +270,9 @@ write_configs() {
     # slurmctld's job events to the portal (deploy/slurm-events/): the sender, and where it
     # posts with which secret. Both are read at each run: no restart when they change.
     write_config "$EVENT_SENDER" "$(cat "$EVENT_SENDER_SOURCE")" 755
+    write_config "$EVENT_FORWARDER" "$(cat "$EVENT_FORWARDER_SOURCE")" 755
+    # The hook's spool: SlurmUser's alone (nobody else may plant a file or a link there).
+    install -d -m 700 -o "$(chroot "$ROOT" id -u slurm)" -g "$(chroot "$ROOT" id -g slurm)" "$ROOT$EVENT_SPOOL"
     write_config /etc/slurm/gpupool-events.conf "$(events_conf)" 600 slurm:slurm
     # pyxis in plugstack.conf.d, or not (lib/containers.sh).
     write_container_configs
@@ -272,6 +286,8 @@ write_configs() {
         case "$f" in
             "$MYSQL_CNF") restart_db=1 ;;
             "$EVENT_SENDER" | */gpupool-events.conf) ;;
+            # A new forwarder program: restart it alone (it reads its config by itself).
+            "$EVENT_FORWARDER") is_running event-forwarder && stop_daemons event-forwarder ;;
             # Read by enroot, pyxis's importer and slurmstepd at each job step.
             /etc/enroot/* | /usr/local/*) ;;
             # slurmctld reloads the script by itself when its mtime changes.

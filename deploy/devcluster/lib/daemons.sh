@@ -52,6 +52,11 @@ start_slurmctld() {
         || die_with_log slurmctld /var/log/slurm/slurmctld.log
 }
 
+# Sends what slurmctld's event hook spools to the portal (deploy/slurm-events/).
+start_event_forwarder() {
+    start_daemon event-forwarder slurm:slurm -- "$EVENT_FORWARDER"
+}
+
 start_slurmds() {
     local node
     power_up_nodes

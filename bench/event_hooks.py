@@ -1,0 +1,181 @@
+"""Slurm's job events under pressure, in one run against the real dev cluster:
+
+1. another user's cancel while thousands of jobs are cancelled at once: from the cancel
+   request to the portal's row showing CANCELLED (the API reads that row), for a few bystander
+   jobs cancelled one after another during the mass cancel; and how long until every one of the
+   thousands shows;
+2. what the hooks cost slurmctld: short jobs submitted and run to their end, with the event
+   hooks in slurm.conf and without them (`SLURM_EVENT_HOOKS=0 cluster.sh up` restarts the
+   cluster without them), rounds interleaved.
+
+    .venv/bin/python bench/event_hooks.py [--mass 2000] [--bystanders 8] [--jobs 200] [--rounds 2]
+
+Daphne, a worker and beat serve a throwaway database on port 8000, where the dev cluster's
+forwarder posts. Leaves the cluster with its hooks on.
+"""
+
+import argparse
+import os
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from _common import BASE_DIR, bench_database, make_user, percentile, retire_user
+from mirror_passes import slurm_cancel_all, submit_held
+
+
+def wait_for_empty_spool(spool: Path, timeout: float = 120) -> None:
+    """Until the forwarder has sent every event waiting (an earlier run's, sent while no portal
+    listened, would otherwise arrive in the middle of this one)."""
+    deadline = time.monotonic() + timeout
+    while any(name != ".sending" for name in os.listdir(spool)) or any((spool / ".sending").iterdir()):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the forwarder left events in {spool} for {timeout:.0f} s")
+        time.sleep(0.1)
+
+
+def bystanders_during_mass_cancel(mass: int, bystanders: int, user, other, spool: Path) -> None:
+    from cluster.services import rest_client
+    from jobs.mirror.passes import mirror_jobs
+    from jobs.models import Job
+    from testing.servers import portal_stack
+
+    slurm = rest_client(user.profile.cluster_username)
+    theirs = rest_client(other.profile.cluster_username)
+    ids = submit_held(slurm, mass)
+    their_ids = submit_held(theirs, bystanders)
+    with portal_stack(worker=True, beat=True, port=8000):
+        deadline = time.monotonic() + 120
+        while Job.objects.filter(slurm_job_id__in=ids + their_ids, state="PENDING").count() < mass + bystanders:
+            if time.monotonic() > deadline:
+                raise SystemExit("the held jobs never all showed PENDING")
+            mirror_jobs(rest_client())
+            time.sleep(0.5)
+        wait_for_empty_spool(spool)
+        shown: dict[int, float] = {}
+        sent: dict[int, float] = {}
+        returned: dict[int, float] = {}
+
+        def cancel_bystanders():
+            time.sleep(0.3)
+            for job_id in their_ids:
+                sent[job_id] = time.monotonic()
+                theirs.cancel_job(job_id)
+                returned[job_id] = time.monotonic()
+                time.sleep(0.5)
+
+        started = time.monotonic()
+        thread = threading.Thread(target=cancel_bystanders)
+        thread.start()
+        slurm_cancel_all(user)
+        scancel_took = time.monotonic() - started
+        all_shown = None
+        while time.monotonic() - started < 300:
+            now = time.monotonic()
+            for job_id in Job.objects.filter(slurm_job_id__in=their_ids, state="CANCELLED").values_list(
+                "slurm_job_id", flat=True
+            ):
+                if job_id in sent:
+                    shown.setdefault(job_id, now)
+            if all_shown is None and not Job.objects.filter(slurm_job_id__in=ids).exclude(state="CANCELLED").exists():
+                all_shown = now - started
+            if all_shown is not None and len(shown) == bystanders:
+                break
+            time.sleep(0.01)
+        thread.join()
+    delays = [shown[job_id] - returned[job_id] for job_id in shown]
+    if os.environ.get("BENCH_VERBOSE"):
+        for job_id in sorted(shown, key=returned.get):
+            print(
+                f"  job {job_id}: cancelled {returned[job_id] - started:.2f} s into the mass cancel, "
+                f"shown {1000 * (shown[job_id] - returned[job_id]):.0f} ms later"
+            )
+    calls = [returned[job_id] - sent[job_id] for job_id in returned]
+    print(
+        f"{mass} jobs cancelled at once (scancel {scancel_took:.1f} s), all shown CANCELLED "
+        f"{all_shown if all_shown is None else round(all_shown, 1)} s after it started"
+    )
+    print(
+        f"  another user's cancel meanwhile: {len(delays)} of {bystanders} shown, "
+        f"p50 {percentile(delays, 0.5) * 1000:.0f} ms, p95 {percentile(delays, 0.95) * 1000:.0f} ms, "
+        f"max {max(delays) * 1000:.0f} ms after slurmrestd answered the cancel (goal: within 500 ms); "
+        f"the cancel request itself took p50 {percentile(calls, 0.5) * 1000:.0f} ms, max {max(calls) * 1000:.0f} ms"
+    )
+
+
+def cluster_up(hooks: bool) -> None:
+    env = {**os.environ, "SLURM_EVENT_HOOKS": "1" if hooks else "0"}
+    subprocess.run([str(BASE_DIR / "deploy/devcluster/cluster.sh"), "up"], env=env, check=True, capture_output=True)
+
+
+def run_short_jobs(user, count: int) -> float:
+    """Seconds from the first submission until slurmctld lists none of them: `count` jobs of
+    `true`, 8 submissions at a time."""
+    from cluster.services import rest_client
+    from testing.slurm import submission
+
+    slurm = rest_client(user.profile.cluster_username)
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        ids = set(
+            pool.map(
+                lambda _: slurm.submit_job(
+                    submission("true", tres_per_node="gres/gpu:rtx4090:1", time_limit_minutes=2)
+                ),
+                range(count),
+            )
+        )
+    while True:
+        live = {entry.job_id for entry in slurm.list_job_states() if entry.states[0] not in ("COMPLETED", "FAILED")}
+        if not ids & live:
+            return time.monotonic() - started
+        time.sleep(0.1)
+
+
+def hook_cost(jobs: int, rounds: int, user) -> None:
+    timings: dict[bool, list[float]] = {True: [], False: []}
+    try:
+        for _ in range(rounds):
+            for hooks in (False, True):
+                cluster_up(hooks)
+                timings[hooks].append(run_short_jobs(user, jobs))
+    finally:
+        cluster_up(True)
+    without, with_ = (percentile(timings[flag], 0.5) for flag in (False, True))
+    print(
+        f"{jobs} short jobs submitted and run, {rounds} rounds each: without hooks {without:.1f} s "
+        f"({jobs / without:.1f} jobs/s), with hooks {with_:.1f} s ({jobs / with_:.1f} jobs/s); "
+        f"RATIO with/without {with_ / without:.3f} (goal <= 1.05); rounds {timings}"
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mass", type=int, default=2000)
+    parser.add_argument("--bystanders", type=int, default=8)
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    from django.conf import settings
+
+    if not settings.SLURM_EVENTS_SECRET:
+        raise SystemExit("no events secret: start the dev cluster (make cluster-up) first")
+    spool = Path(settings.DEVCLUSTER_DIR) / "root/var/spool/gpupool-events"
+    print(f"slurm {settings.SLURM_RELEASE}; hook spool {spool}")
+    with bench_database():
+        user = make_user("mass")
+        other = make_user("bystander")
+        try:
+            if args.mass:
+                bystanders_during_mass_cancel(args.mass, args.bystanders, user, other, spool)
+            if args.jobs:
+                hook_cost(args.jobs, args.rounds, user)
+        finally:
+            retire_user(user)
+            retire_user(other)
+
+
+if __name__ == "__main__":
+    main()
