@@ -10,7 +10,7 @@ from channels.layers import get_channel_layer
 from accounts import actions
 from cluster.services import rest_client
 from jobs.live.events import user_group
-from jobs.mirror.passes import mirror_jobs, record_missing_accounting
+from jobs.mirror.passes import ListingMemo, mirror_jobs, record_missing_accounting
 from jobs.mirror.rows import WATCHED_FIELDS, apply_slurm_job
 from jobs.models import Job
 from jobs.tasks import run_sync
@@ -214,3 +214,33 @@ def test_a_burst_of_new_pending_jobs_is_read_with_squeue_not_one_request_each(pr
         assert list(rows.order_by("pk").values(*WATCHED_FIELDS)) == before
     finally:
         slurm_cli().run("scancel", *map(str, ids), check=False)
+
+
+@pytest.mark.slurm
+def test_a_pass_with_a_memo_looks_up_changes_only_and_every_row_at_its_full_check(provisioned_alice):
+    """The memo of rows in step (jobs/mirror/passes.py ListingMemo): between full checks a pass
+    reads only the jobs whose listed state moved, so a row changed behind its back stays as it
+    is until the next full check puts it right; a real change is written at once."""
+    client = rest_client(provisioned_alice.cluster_username)
+    job_id = submit_held(client)
+    memo = ListingMemo()
+    try:
+        mirror_jobs(rest_client(), memo=memo)  # a full check: every row; the job's is new
+        assert Job.objects.get(slurm_job_id=job_id).state == "PENDING"
+        mirror_jobs(rest_client(), memo=memo)  # a row seen in step is remembered
+        assert memo.signatures[job_id].startswith("PENDING")
+        Job.objects.filter(slurm_job_id=job_id).update(state="RUNNING", slurm_states="RUNNING")
+        mirror_jobs(rest_client(), memo=memo)
+        assert Job.objects.get(slurm_job_id=job_id).state == "RUNNING"  # not looked up
+        memo.checked_at = float("-inf")  # its full check is due
+        mirror_jobs(rest_client(), memo=memo)
+        assert Job.objects.get(slurm_job_id=job_id).state == "PENDING"
+        client.cancel_job(job_id)
+        wait_for(
+            lambda: mirror_jobs(rest_client(), memo=memo)
+            and Job.objects.filter(slurm_job_id=job_id, state="CANCELLED").exists(),
+            what="a pass with the memo to write the cancel",
+        )
+        assert memo.signatures[job_id].startswith("CANCELLED")
+    finally:
+        client.cancel_job(job_id)
