@@ -231,6 +231,7 @@ EVENT_SENDER_SOURCE="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/slurm-e
 EVENT_FORWARDER=/usr/local/sbin/gpupool-event-forwarder
 EVENT_FORWARDER_SOURCE="${EVENT_SENDER_SOURCE%/*}/gpupool-event-forwarder"
 EVENT_SPOOL=/var/spool/gpupool-events
+EVENT_JOBCOMP_SOURCE="${EVENT_SENDER_SOURCE%/*}/jobcomp.lua"
 events_conf() {
     local secret_file="$DEVCLUSTER_DIR/events.secret"
     if [[ ! -s "$secret_file" ]]; then
@@ -240,18 +241,22 @@ events_conf() {
     echo "secret=$(cat "$secret_file")"
 }
 
-# Job events to the portal at once (deploy/slurm-events/): a job starts (PrologSlurmctld), a
-# run ends, requeue included (EpilogSlurmctld), any job ends, a pending one cancelled included
-# (jobcomp/script). The hook only leaves a file in a spool; it never holds a job.
-# SLURM_EVENT_HOOKS=0 leaves them out (bench/event_hooks.py measures slurmctld without them).
+# Job events to the portal at once (deploy/slurm-events/): a job starts (PrologSlurmctld, the
+# hook program), any job ends, a pending one cancelled and a requeue included (jobcomp/lua: in
+# slurmctld's own process, no program started). Both only leave a file in a spool. No
+# EpilogSlurmctld: the completions already tell every end, and a job's resources wait for its
+# epilog, so an epilog hook would slow every short job.
+# SLURM_EVENT_HOOKS=0 leaves them out, =jobcomp keeps the completions alone, =script has
+# completions run the hook program (jobcomp/script) instead; bench/event_hooks.py measures each.
 event_hooks_conf() {
-    [[ "${SLURM_EVENT_HOOKS:-1}" == 0 ]] && return 0
-    cat <<EOF
-PrologSlurmctld=$EVENT_SENDER
-EpilogSlurmctld=$EVENT_SENDER
-JobCompType=jobcomp/script
-JobCompLoc=$EVENT_SENDER
-EOF
+    local hooks="${SLURM_EVENT_HOOKS:-1}"
+    [[ "$hooks" == 0 ]] && return 0
+    [[ "$hooks" == jobcomp ]] || echo "PrologSlurmctld=$EVENT_SENDER"
+    if [[ "$hooks" == script ]]; then
+        printf 'JobCompType=jobcomp/script\nJobCompLoc=%s\n' "$EVENT_SENDER"
+    else
+        echo "JobCompType=jobcomp/lua"
+    fi
 }
 
 write_configs() {
@@ -271,6 +276,7 @@ write_configs() {
     # posts with which secret. Both are read at each run: no restart when they change.
     write_config "$EVENT_SENDER" "$(cat "$EVENT_SENDER_SOURCE")" 755
     write_config "$EVENT_FORWARDER" "$(cat "$EVENT_FORWARDER_SOURCE")" 755
+    write_config /etc/slurm/jobcomp.lua "$(cat "$EVENT_JOBCOMP_SOURCE")" 644
     # The hook's spool: SlurmUser's alone (nobody else may plant a file or a link there).
     install -d -m 700 -o "$(chroot "$ROOT" id -u slurm)" -g "$(chroot "$ROOT" id -g slurm)" "$ROOT$EVENT_SPOOL"
     write_config /etc/slurm/gpupool-events.conf "$(events_conf)" 600 slurm:slurm
@@ -285,7 +291,8 @@ write_configs() {
     for f in "${CHANGED_FILES[@]}"; do
         case "$f" in
             "$MYSQL_CNF") restart_db=1 ;;
-            "$EVENT_SENDER" | */gpupool-events.conf) ;;
+            # slurmctld loads jobcomp.lua again when its mtime changes, like job_submit.lua.
+            "$EVENT_SENDER" | */gpupool-events.conf | */jobcomp.lua) ;;
             # A new forwarder program: restart it alone (it reads its config by itself).
             "$EVENT_FORWARDER") is_running event-forwarder && stop_daemons event-forwarder ;;
             # Read by enroot, pyxis's importer and slurmstepd at each job step.
