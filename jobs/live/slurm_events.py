@@ -1,9 +1,9 @@
 """Events from slurmctld: "job N changed", so the portal shows it now rather than on the
 next mirror pass.
 
-slurmctld runs deploy/slurm-events/gpupool-slurm-event as its PrologSlurmctld (a job starts),
-EpilogSlurmctld (a run ends, requeue included) and job completion script (any end, a pending
-job cancelled included). That hook only leaves a file in a spool; gpupool-event-forwarder, a
+slurmctld runs deploy/slurm-events/gpupool-slurm-event as its PrologSlurmctld (a job starts)
+and deploy/slurm-events/jobcomp.lua in its own process for every end (a pending job cancelled
+and a requeue included). Both only leave a file in a spool; gpupool-event-forwarder, a
 long-lived process beside slurmctld, posts what it finds as one signed batch:
 
     X-Gpupool-Events: n=2;sha256=<hex digest of the body>;t=1764547200
@@ -22,11 +22,11 @@ Each event adds its job to a Redis set of "dirty" jobs; one request at a time dr
 others return at once). A few jobs are read by id. A burst is read from the state listing
 instead, in passes at most PASS_EVERY_SECONDS apart: a burst is a mass change (MASS_CHANGE jobs
 dirty at once), BURST_EVENTS within half a second, or events that reach us
-LAGGING_SECONDS after the job ended. slurmctld runs its completion scripts one at a time (about
-60 a second on the dev machine, whatever the script), so after one `scancel` of thousands of
-jobs their events trickle in for a minute; a listing pass shows meanwhile every other job's
-change, which would otherwise wait behind them. Events lost while the portal is down cost only
-time: the polling mirror stays as the safety net.
+LAGGING_SECONDS after the job ended (completion scripts run as programs, jobcomp/script, come
+out one at a time, about 60 a second on the dev machine, and trickle in for a minute after one
+`scancel` of thousands). A listing pass shows every job's change at once, where thousands of
+fetches by id would keep another job's change waiting behind them. Events lost while the
+portal is down cost only time: the polling mirror stays as the safety net.
 """
 
 from __future__ import annotations

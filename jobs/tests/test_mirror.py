@@ -237,8 +237,10 @@ def test_a_pass_with_a_memo_looks_up_changes_only_and_every_row_at_its_full_chec
         assert Job.objects.get(slurm_job_id=job_id).state == "PENDING"
         client.cancel_job(job_id)
         wait_for(
-            lambda: mirror_jobs(rest_client(), memo=memo)
-            and Job.objects.filter(slurm_job_id=job_id, state="CANCELLED").exists(),
+            lambda: (
+                mirror_jobs(rest_client(), memo=memo)
+                and Job.objects.filter(slurm_job_id=job_id, state="CANCELLED").exists()
+            ),
             what="a pass with the memo to write the cancel",
         )
         assert memo.signatures[job_id].startswith("CANCELLED")

@@ -325,7 +325,7 @@ def _events_sent_to(url: str):
 def test_slurmctlds_own_hooks_move_the_row_without_a_mirror_pass(held_job):
     """Release, requeue and cancel a job in slurmctld: with Daphne alone (no worker, no beat,
     so no mirror pass), each change reaches the row through the hooks slurmctld runs itself
-    (PrologSlurmctld, EpilogSlurmctld, jobcomp/script)."""
+    (PrologSlurmctld, and jobcomp/lua for every end and the requeue)."""
     client, job_id = held_job
     mirror_jobs(rest_client())
     assert Job.objects.get(slurm_job_id=job_id).state == "PENDING"
@@ -351,7 +351,7 @@ def test_slurmctlds_own_hooks_move_the_row_without_a_mirror_pass(held_job):
         slurm_cli().run("scontrol", "release", str(job_id))
         assert shows("RUNNING").nodes.startswith("gpu-4090-")
         slurm_cli().requeue_job(job_id)
-        # Back in the queue (EpilogSlurmctld runs while the run completes: "PENDING,COMPLETING";
+        # Back in the queue (the requeue's completion is told while the run completes: "PENDING,COMPLETING";
         # the flag goes with the next mirror pass, no event marks it).
         assert shows("PENDING").slurm_states.startswith("PENDING")
         # What Slurm promises: jobcomp runs when a pending job is cancelled, but the requeue
