@@ -2,8 +2,8 @@
 signature is in the headers and checked before any body is read. A batch (X-Gpupool-Events)
 declares its length, at most what its count of events can take, and its body is read only up
 to that; a single event (X-Gpupool-Event) has no body, and one that declares a body is refused
-unread. Answers 202 once the jobs are marked and, when this request is the drainer, written
-(jobs/live/slurm_events.py)."""
+unread. Answers 202 once the jobs are marked, then writes them (or leaves them to the request
+draining already; jobs/live/slurm_events.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
 from foundation.asgi_json import request_header, respond_json
-from jobs.live.slurm_events import EventRefused, accept_many, read_batch, verify, verify_batch
+from jobs.live.slurm_events import EventRefused, drain, mark, read_batch, verify, verify_batch
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +31,18 @@ async def events_app(scope, receive, send):
         await respond_json(send, refusal.status, {"detail": refusal.detail})
         return
     try:
-        written = await sync_to_async(_accept_in_thread, thread_sensitive=False)(events)
+        bystanders = await sync_to_async(_in_thread(mark), thread_sensitive=False)(events)
     except Exception:
         # Redis or the database is down: the polling mirror still sees the change.
         log.exception("could not take %d Slurm events (job %s first)", len(events), events[0].job_id)
         await respond_json(send, 503, {"detail": "Not taken now; the mirror will catch up."})
+        return
+    # Taken: the sender may go on with its next batch while this request writes them.
+    await respond_json(send, 202, {"job_id": events[0].job_id, "events": len(events)})
+    try:
+        written = await sync_to_async(_in_thread(drain), thread_sensitive=False)(bystanders)
+    except Exception:
+        log.exception("could not write what %d Slurm events changed; the mirror will", len(events))
         return
     # Which hook said what of which job, and whether it moved the rows.
     if len(events) == 1:
@@ -49,7 +56,6 @@ async def events_app(scope, receive, send):
             + (" ..." if len(events) > 20 else ""),
             written,
         )
-    await respond_json(send, 202, {"job_id": events[0].job_id, "events": len(events), "written": written})
 
 
 def _read_single(scope):
@@ -79,9 +85,14 @@ async def _read_batch(scope, receive):
     return read_batch(batch, bytes(body))
 
 
-def _accept_in_thread(events) -> int:
-    close_old_connections()
-    try:
-        return accept_many(events)
-    finally:
+def _in_thread(function):
+    """`function` for a worker thread: the database connection opened and closed around it."""
+
+    def run(*args):
         close_old_connections()
+        try:
+            return function(*args)
+        finally:
+            close_old_connections()
+
+    return run

@@ -25,8 +25,10 @@ dirty at once), BURST_EVENTS within half a second, or events that reach us
 LAGGING_SECONDS after the job ended (completion scripts run as programs, jobcomp/script, come
 out one at a time, about 60 a second on the dev machine, and trickle in for a minute after one
 `scancel` of thousands). A listing pass shows every job's change at once, where thousands of
-fetches by id would keep another job's change waiting behind them. Events lost while the
-portal is down cost only time: the polling mirror stays as the safety net.
+fetches by id would keep another job's change waiting behind them; and another user's few jobs
+changing during one user's burst are read by id at once, by the request that brought their
+events, beside the passes. Events lost while the portal is down cost only time: the polling
+mirror stays as the safety net.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import hmac
 import logging
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 import redis
@@ -50,6 +53,7 @@ from foundation.redis_client import redis_client
 from jobs.mirror.arrays import refresh_array
 from jobs.mirror.passes import ListingMemo, listed_at, mirror_jobs
 from jobs.mirror.rows import apply_slurm_job, finish_vanished_job
+from jobs.models import Job
 from jobs.tasks import sync_cluster
 
 log = logging.getLogger(__name__)
@@ -63,6 +67,9 @@ BURST_HOLD_MS = 2000
 RATE_KEY = "gpupool:jobs:events-taken:"
 RATE_WINDOW_SECONDS = 0.25
 BURST_EVENTS = 8
+# The same, per owner of the jobs: the owners of a burst, and the bystanders beside it.
+OWNER_RATE_KEY = "gpupool:jobs:events-taken-by-owner:"
+BYSTANDER_FETCHES = 20
 PASS_GATE = "gpupool:jobs:events-listing-pass"
 PASS_EVERY_SECONDS = 0.25
 # More dirty jobs than this at once is a mass change.
@@ -195,14 +202,31 @@ def accept(event: SlurmEvent) -> int:
 
 
 def accept_many(events: list[SlurmEvent], *, now: float | None = None) -> int:
-    """Mark the events' jobs dirty, note whether this is a burst, and drain the dirty set
-    unless another request is draining it. Returns how many rows this call wrote."""
+    """Mark the events' jobs and write what they changed (see mark and drain); rows written."""
+    return drain(mark(events, now=now))
+
+
+def mark(events: list[SlurmEvent], *, now: float | None = None) -> set[int]:
+    """Note whether these events are a burst and mark their jobs dirty; returns the bystanders'
+    jobs (another user's few, during one user's burst), which drain reads by id at once. Quick:
+    the events' request answers after this, and drains only then, so the forwarder's next batch
+    never waits for a listing pass."""
     if not events:
-        return 0
+        return set()
     client = _redis()
-    client.sadd(DIRTY_KEY, *{event.job_id for event in events})
-    note_burst(client, events, now=now or time.time())
-    written = 0
+    now = now or time.time()
+    job_ids = {event.job_id for event in events}
+    bystanders = _bystanders(client, job_ids, now=now) if note_burst(client, events, now=now) else set()
+    if job_ids - bystanders:
+        client.sadd(DIRTY_KEY, *(job_ids - bystanders))
+    return bystanders
+
+
+def drain(bystanders: set[int] = frozenset()) -> int:
+    """Read the bystanders' jobs by id, then drain the dirty set unless another request is
+    draining it. Returns how many rows this call wrote."""
+    client = _redis()
+    written = refresh_jobs(sorted(bystanders)) if bystanders else 0
     # The loop closes the gap between the drainer's last empty read and its unlock.
     while client.scard(DIRTY_KEY):
         lock = client.lock(DRAIN_LOCK, timeout=30, blocking=False)
@@ -233,6 +257,28 @@ def note_burst(client: redis.Redis, events: list[SlurmEvent], *, now: float) -> 
         client.set(BURST_KEY, 1, px=BURST_HOLD_MS)
         return True
     return bool(client.exists(BURST_KEY))
+
+
+def _bystanders(client: redis.Redis, job_ids: set[int], *, now: float) -> set[int]:
+    """Of these jobs, those whose owner is not in the burst: fewer than BURST_EVENTS of their
+    events in this window and the last, and at most BYSTANDER_FETCHES of them. A mass change is
+    one user's (a scancel, a sweep ending); everyone else's jobs keep the by-id path's speed."""
+    owners = dict(Job.objects.filter(slurm_job_id__any_of=list(job_ids)).values_list("slurm_job_id", "owner_id"))
+    if not owners:
+        return set()
+    window = int(now / RATE_WINDOW_SECONDS)
+    counts = Counter(str(owner) for owner in owners.values())
+    pipe = client.pipeline()
+    for owner, count in counts.items():
+        pipe.hincrby(f"{OWNER_RATE_KEY}{window}", owner, count)
+    pipe.expire(f"{OWNER_RATE_KEY}{window}", 5)
+    pipe.hgetall(f"{OWNER_RATE_KEY}{window - 1}")
+    *this_window, _, last_window = pipe.execute()
+    seen = {
+        owner: taken + int(last_window.get(owner.encode(), 0)) for owner, taken in zip(counts, this_window, strict=True)
+    }
+    quiet = {job_id for job_id, owner in owners.items() if seen[str(owner)] < BURST_EVENTS}
+    return quiet if len(quiet) <= BYSTANDER_FETCHES else set()
 
 
 def _drain(client: redis.Redis) -> int:

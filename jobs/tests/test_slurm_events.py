@@ -33,8 +33,9 @@ FORWARDER = EVENTS_DIR / "gpupool-event-forwarder"
 def _forget_bursts():
     client = slurm_events.redis_client()
     client.delete(slurm_events.BURST_KEY, slurm_events.PASS_GATE)
-    for key in client.scan_iter(f"{slurm_events.RATE_KEY}*"):
-        client.delete(key)
+    for pattern in (slurm_events.RATE_KEY, slurm_events.OWNER_RATE_KEY):
+        for key in client.scan_iter(f"{pattern}*"):
+            client.delete(key)
 
 
 @pytest.fixture
@@ -143,9 +144,29 @@ def test_a_burst_is_many_events_at_once_or_late_ones(events_on):
     assert client.pttl(slurm_events.BURST_KEY) > 0
 
 
+@pytest.mark.django_db
+def test_during_one_users_burst_another_users_few_jobs_are_read_by_id(events_on, alice, bob):
+    """A mass change is one user's: the owner with BURST_EVENTS or more events in the window is
+    left to the listing passes; another user's few jobs are bystanders, read by id at once."""
+    base = 9_000_000
+    for offset in range(10):
+        Job.objects.create(owner=alice, cluster_user="alicex", state="PENDING", slurm_job_id=base + offset)
+    Job.objects.create(owner=bob, cluster_user="bobx", state="PENDING", slurm_job_id=base + 100)
+    client = slurm_events.redis_client()
+    now = time.time()
+    ids = {base + offset for offset in range(10)} | {base + 100}
+    assert slurm_events._bystanders(client, ids, now=now) == {base + 100}
+    # Next window: alice's burst is still counted from the last one; bob's one more job is not.
+    later = now + slurm_events.RATE_WINDOW_SECONDS
+    assert slurm_events._bystanders(client, {base, base + 100}, now=later) == {base + 100}
+    # Unknown to the portal (no row, no owner): left to the listing.
+    assert slurm_events._bystanders(client, {base + 555}, now=later) == set()
+
+
 def test_the_endpoint_refuses_bodies_and_bad_signatures_before_doing_anything(events_on, monkeypatch):
     taken = []
-    monkeypatch.setattr("jobs.live.asgi_events.accept_many", lambda events: taken.extend(events) or 0)
+    monkeypatch.setattr("jobs.live.asgi_events.mark", lambda events: taken.extend(events) or set())
+    monkeypatch.setattr("jobs.live.asgi_events.drain", lambda bystanders: 0)
     line, signature = _signed(7)
     with_body = async_to_sync(_post)(
         [(b"x-gpupool-event", line.encode()), (b"x-gpupool-signature", signature.encode()), (b"content-length", b"5")],
@@ -207,10 +228,11 @@ def test_an_event_writes_the_cancel_of_a_pending_job_at_once(events_on, held_job
 
 @pytest.mark.slurm
 @pytest.mark.django_db(transaction=True)
-def test_a_late_event_has_the_listing_read_rather_than_its_job(events_on, held_job):
-    """An event that reaches the portal seconds after its job ended (slurmctld's completion
-    scripts queue up behind a mass change) starts a listing pass: the job is written from the
-    listing, with no fetch by id."""
+def test_a_late_event_has_the_listing_read_rather_than_its_job(events_on, held_job, monkeypatch):
+    """An event that reaches the portal seconds after its job ended (completion scripts run as
+    programs queue up behind a mass change) starts a listing pass: the job of the user whose
+    burst it is (here one event is a burst) is written from the listing, with no fetch by id."""
+    monkeypatch.setattr(slurm_events, "BURST_EVENTS", 1)
     client, job_id = held_job
     wait_for(lambda: mirror_jobs(rest_client()) and Job.objects.filter(slurm_job_id=job_id, state="PENDING").exists())
     client.cancel_job(job_id)
