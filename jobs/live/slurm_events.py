@@ -226,7 +226,10 @@ def drain(bystanders: set[int] = frozenset()) -> int:
     """Read the bystanders' jobs by id, then drain the dirty set unless another request is
     draining it. Returns how many rows this call wrote."""
     client = _redis()
-    written = refresh_jobs(sorted(bystanders)) if bystanders else 0
+    written = 0
+    if bystanders:
+        written = refresh_jobs(sorted(bystanders))
+        log.info("beside a burst, read by id: jobs %s, %d rows written", sorted(bystanders), written)
     # The loop closes the gap between the drainer's last empty read and its unlock.
     while client.scard(DIRTY_KEY):
         lock = client.lock(DRAIN_LOCK, timeout=30, blocking=False)
