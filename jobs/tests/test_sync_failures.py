@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_database_failure_in_the_job_mirror_is_recorded_and_shown(monkeypatch, admin_user):
-    def locked(_client, queue=None):
+    def locked(_client, queue=None, memo=None):
         raise OperationalError("database is locked")
 
     monkeypatch.setattr(tasks, "mirror_jobs", locked)
@@ -34,7 +34,7 @@ def test_a_failing_node_pass_is_recorded_and_the_job_pass_still_counts(monkeypat
     def broken(client, started):
         raise KeyError("gres")
 
-    monkeypatch.setattr(tasks, "mirror_jobs", lambda client, queue=None: Result())
+    monkeypatch.setattr(tasks, "mirror_jobs", lambda client, queue=None, memo=None: Result())
     monkeypatch.setattr(tasks, "sync_nodes_if_due", broken)
     outcome = tasks.run_sync()
 
