@@ -172,7 +172,6 @@ class Command(BaseCommand):
             backend.remove_user(name)
         self.stdout.write(f"saved to {out}")
 
-
     def capture_array(self, adapter, user, service, save) -> None:
         """A job array (jobs/mirror/arrays.py reads these): 6 tasks, 2 at once, task 1 failing;
         the listing and the array's records while tasks 3-5 wait, then after the last task was
