@@ -15,9 +15,8 @@ these checks keep it out of the portal's memory and its JSON parser.
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections
 
-from foundation.asgi_json import request_header, respond_json
+from foundation.asgi_json import ClientGone, in_thread, read_body, request_header, respond_json
 from telemetry.views import (
     MAX_BODY_BYTES,  # noqa: F401  (re-exported: the limit this path enforces)
     authenticate,
@@ -25,25 +24,6 @@ from telemetry.views import (
     length_refusal,
     store_batch,
 )
-
-
-class _Disconnected(Exception):
-    pass
-
-
-async def _read_body(receive, declared: int) -> bytes:
-    """The body, up to one message past `declared` bytes: a sender that keeps sending is
-    cut off there, however much it says is still to come."""
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Disconnected
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        chunks.append(chunk)
-        if size > declared or not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 async def ingest_app(scope, receive, send):
@@ -57,27 +37,17 @@ async def ingest_app(scope, receive, send):
         await respond_json(send, *refusal)
         return
     # thread_sensitive=False: batches are independent, so several run at once.
-    in_thread = sync_to_async(_in_thread, thread_sensitive=False)
-    token = await in_thread(authenticate, request_header(scope, b"authorization") or "")
+    on_thread = sync_to_async(in_thread, thread_sensitive=False)
+    token = await on_thread(authenticate, request_header(scope, b"authorization") or "")
     if isinstance(token, tuple):
         await respond_json(send, *token)
         return
     try:
-        body = await _read_body(receive, declared)
-    except _Disconnected:
+        body = await read_body(receive, declared)
+    except ClientGone:
         return
     if len(body) != declared:
         await respond_json(send, *body_size_mismatch(declared, len(body)))
         return
-    status, payload = await in_thread(store_batch, token, body)
+    status, payload = await on_thread(store_batch, token, body)
     await respond_json(send, status, payload)
-
-
-def _in_thread(function, *args):
-    # What Django's request_started/finished signals do for a view: drop connections that
-    # are past CONN_MAX_AGE or broken (a PostgreSQL restart), so a batch never fails on one.
-    close_old_connections()
-    try:
-        return function(*args)
-    finally:
-        close_old_connections()

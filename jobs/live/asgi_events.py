@@ -10,9 +10,8 @@ from __future__ import annotations
 import logging
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections
 
-from foundation.asgi_json import request_header, respond_json
+from foundation.asgi_json import ClientGone, in_thread, read_body, request_header, respond_json
 from jobs.live.slurm_events import EventRefused, drain, mark, read_batch, verify, verify_batch
 
 log = logging.getLogger(__name__)
@@ -30,8 +29,10 @@ async def events_app(scope, receive, send):
     except EventRefused as refusal:
         await respond_json(send, refusal.status, {"detail": refusal.detail})
         return
+    except ClientGone:
+        return
     try:
-        bystanders = await sync_to_async(_in_thread(mark), thread_sensitive=False)(events)
+        bystanders = await sync_to_async(in_thread, thread_sensitive=False)(mark, events)
     except Exception:
         # Redis or the database is down: the polling mirror still sees the change.
         log.exception("could not take %d Slurm events (job %s first)", len(events), events[0].job_id)
@@ -40,7 +41,7 @@ async def events_app(scope, receive, send):
     # Taken: the sender may go on with its next batch while this request writes them.
     await respond_json(send, 202, {"job_id": events[0].job_id, "events": len(events)})
     try:
-        written = await sync_to_async(_in_thread(drain), thread_sensitive=False)(bystanders)
+        written = await sync_to_async(in_thread, thread_sensitive=False)(drain, bystanders)
     except Exception:
         log.exception("could not write what %d Slurm events changed; the mirror will", len(events))
         return
@@ -70,29 +71,10 @@ async def _read_batch(scope, receive):
     length = request_header(scope, b"content-length")
     if request_header(scope, b"transfer-encoding") is not None or length is None or not length.isdigit():
         raise EventRefused(411, "A batch declares its Content-Length.")
-    if int(length) > batch.max_bytes:
+    declared = int(length)
+    if declared > batch.max_bytes:
         raise EventRefused(413, f"A batch of {batch.count} events is at most {batch.max_bytes} bytes.")
-    body = bytearray()
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise EventRefused(400, "The sender went away.")
-        body += message.get("body", b"")
-        if len(body) > int(length):
-            raise EventRefused(413, "More body than declared.")
-        if not message.get("more_body"):
-            break
-    return read_batch(batch, bytes(body))
-
-
-def _in_thread(function):
-    """`function` for a worker thread: the database connection opened and closed around it."""
-
-    def run(*args):
-        close_old_connections()
-        try:
-            return function(*args)
-        finally:
-            close_old_connections()
-
-    return run
+    body = await read_body(receive, declared)
+    if len(body) > declared:
+        raise EventRefused(413, "More body than declared.")
+    return read_batch(batch, body)
