@@ -145,9 +145,9 @@ def mirror_jobs(
     """One pass. With `queue` (the Slurm CLI), a burst of new pending jobs is read with squeue
     in bulk rather than one `GET /job/{id}` each; with `memo`, only changes are looked up."""
     result = MirrorResult()
-    listed_at = time.time()
+    listing_asked_at = time.time()
     listed = client.list_job_states()
-    note_listed(listed_at)
+    note_listed(listing_asked_at)
     result.seen = len(listed)
     # Array tasks are listed under their record's id and task id: read per array (arrays.py).
     entries = [entry for entry in listed if not entry.array_task]

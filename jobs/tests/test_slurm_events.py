@@ -239,13 +239,12 @@ def test_a_late_event_has_the_listing_read_rather_than_its_job(events_on, held_j
     now = time.time()
     fetched = []
     original_fetch = slurm_events.fetch_jobs
-    slurm_events.fetch_jobs = lambda slurm, ids: fetched.extend(ids) or original_fetch(slurm, ids)
-    try:
-        written = slurm_events.accept_many(
-            [slurm_events.SlurmEvent(job_id, "CANCELLED", "jobcomp", int(now), ended_at=int(now) - 10)], now=now
-        )
-    finally:
-        slurm_events.fetch_jobs = original_fetch
+    monkeypatch.setattr(
+        slurm_events, "fetch_jobs", lambda slurm, ids: fetched.extend(ids) or original_fetch(slurm, ids)
+    )
+    written = slurm_events.accept_many(
+        [slurm_events.SlurmEvent(job_id, "CANCELLED", "jobcomp", int(now), ended_at=int(now) - 10)], now=now
+    )
     assert written >= 1 and fetched == []
     assert Job.objects.get(slurm_job_id=job_id).state == "CANCELLED"
 
@@ -279,9 +278,8 @@ def test_the_hook_and_the_forwarder_in_the_slurm_root_reach_the_portal(held_job)
                 "JOBID": job_id,
                 "JOBSTATE": "CANCELLED",
                 "END": "1764547199",
-                "GPUPOOL_EVENTS_SPOOL": spool.name,
+                "GPUPOOL_EVENTS_SPOOL": f"/tmp/{spool.name}",
             }
-            hook_env["GPUPOOL_EVENTS_SPOOL"] = f"/tmp/{spool.name}"
             ran = subprocess.run(
                 _in_root("/bin/sh", f"/tmp/{name}.hook", env=hook_env), capture_output=True, timeout=10
             )
