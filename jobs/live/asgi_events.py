@@ -41,7 +41,7 @@ async def events_app(scope, receive, send):
     # Taken: the sender may go on with its next batch while this request writes them.
     await respond_json(send, 202, {"job_id": events[0].job_id, "events": len(events)})
     try:
-        written = await sync_to_async(in_thread, thread_sensitive=False)(drain, bystanders)
+        written = await sync_to_async(in_thread, thread_sensitive=False)(drain, bystanders, events)
     except Exception:
         log.exception("could not write what %d Slurm events changed; the mirror will", len(events))
         return

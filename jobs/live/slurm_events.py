@@ -14,9 +14,12 @@ long-lived process beside slurmctld, posts what it finds as one signed batch:
 
 The signature is checked before the body is read, and covers the body through its digest. A
 single event without a body (X-Gpupool-Event: job=123;state=RUNNING;hook=...;t=...), what the
-first sender posted, is still taken. An event is only a nudge: the portal trusts nothing in it
-but the job id, and reads the job from slurmrestd itself. A forged or replayed event can at
-most make the portal look again.
+first sender posted, is still taken. A completion's state and end are written at once
+(jobs.mirror.rows.apply_told_endings): a pending job cancelled is then settled, with nothing
+to read, so the 2,000 ends of one scancel are a few UPDATEs and another user's cancel beside
+them shows as soon as its event is here; any other ending is read from slurmrestd next, which
+has the last word. The spool is SlurmUser's alone and the batch is signed; a replayed event
+can at most make the portal look again.
 
 Each event adds its job to a Redis set of "dirty" jobs; one request at a time drains it (the
 others return at once). A few jobs are read by id. A burst is read from the state listing
@@ -52,7 +55,7 @@ from cluster.sync import single_flight
 from foundation.redis_client import redis_client
 from jobs.mirror.arrays import refresh_array
 from jobs.mirror.passes import ListingMemo, listed_at, mirror_jobs
-from jobs.mirror.rows import apply_slurm_job, finish_vanished_job
+from jobs.mirror.rows import apply_slurm_job, apply_told_endings, finish_vanished_job
 from jobs.models import Job
 from jobs.tasks import sync_cluster
 
@@ -81,8 +84,9 @@ LAGGING_SECONDS = 2
 # An event older (or further in the future) than this is refused: clocks of one cluster agree.
 MAX_SKEW_SECONDS = 300
 MAX_BATCH_EVENTS = 2000
-# What one event line of a batch may take, for the body's bound (the count is checked first).
-BYTES_PER_EVENT = 96
+# The longest line BATCH_LINE_RE takes (a 19-digit job, 32-letter state and hook, 12-digit end,
+# its newline): the body's bound is the count times this (the count is checked first).
+BYTES_PER_EVENT = len("job=;state=;hook=;ended=\n") + 19 + 32 + 32 + 12
 EVENT_RE = re.compile(
     r"job=(?P<job>[1-9][0-9]{0,18});state=(?P<state>[A-Z_]{1,32});hook=(?P<hook>[a-z_]{1,32});t=(?P<t>[0-9]{1,12})"
 )
@@ -204,7 +208,7 @@ def accept(event: SlurmEvent) -> int:
 
 def accept_many(events: list[SlurmEvent], *, now: float | None = None) -> int:
     """Mark the events' jobs and write what they changed (see mark and drain); rows written."""
-    return drain(mark(events, now=now))
+    return drain(mark(events, now=now), events)
 
 
 def mark(events: list[SlurmEvent], *, now: float | None = None) -> set[int]:
@@ -223,13 +227,20 @@ def mark(events: list[SlurmEvent], *, now: float | None = None) -> set[int]:
     return bystanders
 
 
-def drain(bystanders: set[int] = frozenset()) -> int:
-    """Read the bystanders' jobs by id, then drain the dirty set unless another request is
-    draining it. Returns how many rows this call wrote."""
+def drain(bystanders: set[int] = frozenset(), events: list[SlurmEvent] = ()) -> int:
+    """Write what these events' completions say at once (apply_told_endings), read the
+    bystanders' jobs by id, then drain the dirty set unless another request is draining it.
+    Returns how many rows this call wrote."""
     client = _redis()
-    written = 0
+    endings = {event.job_id: (event.state, event.ended_at) for event in events if event.hook == "jobcomp"}
+    told, settled = apply_told_endings(endings) if endings else ([], set())
+    written = len(told)
+    if settled:
+        # Nothing more to read of these (a pending job cancelled is all in the event).
+        client.srem(DIRTY_KEY, *settled)
+    bystanders = set(bystanders) - settled
     if bystanders:
-        written = refresh_jobs(sorted(bystanders))
+        written += refresh_jobs(sorted(bystanders))
         log.info("beside a burst, read by id: jobs %s, %d rows written", sorted(bystanders), written)
     # The loop closes the gap between the drainer's last empty read and its unlock.
     while client.scard(DIRTY_KEY):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import defaultdict
+from datetime import UTC, datetime
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -22,6 +23,7 @@ from cluster.errors import SlurmError, SlurmNotFound
 from cluster.gres import requested_quota
 from cluster.services import rest_client
 from cluster.slurmrest.client import SlurmRestClient
+from cluster.types import TERMINAL_JOB_STATES
 from cluster.types import Job as SlurmJob
 from foundation.sequences import batches
 from groups.queries import group_ids_for_accounts
@@ -275,3 +277,50 @@ def apply_from_listing(rows: dict[int, dict], live: dict[int, str], job_ids: lis
                 transaction.on_commit(lambda pks=matched: publish_job_updates(pks))
             written += matched
     return written
+
+
+def apply_told_endings(endings: dict[int, tuple[str, int | None]]) -> tuple[list[int], set[int]]:
+    """What slurmctld's completion hook said of jobs ending (job id -> state, when it ended),
+    written at once, before anything is read back from Slurm (jobs/live/slurm_events.py).
+
+    A pending job cancelled (the bulk of a mass scancel) has nothing more to tell, so its row is
+    written whole, Slurm's signature included, by the rule the listing uses (apply_from_listing):
+    the next listing finds it in step and reads nothing. Any other ending gets its state and end
+    now and an empty signature, which no listing has: the next read by id or listing fetches its
+    exit code and the rest, and writes Slurm's word if it has moved on since (a requeued job
+    running again when a delayed event arrives). The spool the hook writes is SlurmUser's alone
+    and the batch is signed. Returns the portal ids written and the Slurm ids fully settled."""
+    written: list[int] = []
+    settled: set[int] = set()
+    groups: dict[tuple[str, int | None], list[int]] = defaultdict(list)
+    for job_id, (state, ended) in endings.items():
+        if state in TERMINAL_JOB_STATES:
+            groups[(state, ended)].append(job_id)
+    for (state, ended), job_ids in groups.items():
+        end_time = datetime.fromtimestamp(ended, tz=UTC) if ended else timezone.now()
+        for batch in batches(job_ids, WRITE_BATCH):
+            pks, fully = _write_told_ending(batch, state, end_time)
+            written += pks
+            settled |= fully
+    return written, settled
+
+
+def _write_told_ending(job_ids: list[int], state: str, end_time: datetime) -> tuple[list[int], set[int]]:
+    # The mirror reads an array's tasks per array (jobs/mirror/arrays.py): left to it.
+    unfinished = Job.objects.filter(slurm_job_id__any_of=job_ids, array__isnull=True).exclude(state__in=FINAL_STATES)
+    now = timezone.now()
+    with transaction.atomic():
+        rows = list(unfinished.select_for_update(skip_locked=True).values("pk", "slurm_job_id", "state", "start_time"))
+        whole = {
+            row["pk"]: row["slurm_job_id"]
+            for row in rows
+            if state == JobState.CANCELLED and row["state"] == JobState.PENDING and row["start_time"] is None
+        }
+        Job.objects.filter(pk__in=list(whole)).update(
+            state=state, slurm_states=state, state_reason="", end_time=end_time, updated_at=now
+        )
+        read_again = [row["pk"] for row in rows if row["pk"] not in whole]
+        Job.objects.filter(pk__in=read_again).update(state=state, slurm_states="", end_time=end_time, updated_at=now)
+        pks = [row["pk"] for row in rows]
+        transaction.on_commit(lambda: publish_job_updates(pks))
+    return pks, set(whole.values())

@@ -9,12 +9,14 @@ import signal
 import subprocess
 import time
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import HttpCommunicator
 from django.conf import settings
+from django.utils import timezone
 
 from cluster.services import rest_client, slurm_cli
 from jobs.live import slurm_events
@@ -125,6 +127,11 @@ def test_a_signed_batch_is_read_and_every_bad_one_refused(events_on):
         with pytest.raises(slurm_events.EventRefused) as refused:
             slurm_events.read_batch(slurm_events.verify_batch(header, signature), body)
         assert refused.value.status == 400
+    # The body's bound fits the longest lines the grammar takes.
+    longest = f"job={'9' * 19};state={'A' * 32};hook={'a' * 32};ended={'1' * 12}"
+    header, signature, body = _batch([longest] * 3)
+    batch = slurm_events.verify_batch(header, signature)
+    assert len(body) == batch.max_bytes and len(slurm_events.read_batch(batch, body)) == 3
 
 
 def test_a_burst_is_many_events_at_once_or_late_ones(events_on):
@@ -163,10 +170,61 @@ def test_during_one_users_burst_another_users_few_jobs_are_read_by_id(events_on,
     assert slurm_events._bystanders(client, {base + 555}, now=later) == set()
 
 
+@pytest.mark.django_db
+def test_a_completion_is_written_at_once_and_only_what_ran_is_read_again(events_on, alice, bob, monkeypatch):
+    """A pending job's cancel is all in its event: written whole (Slurm's signature too, so the
+    next listing reads nothing) and never read by id. A job that ran gets its state and end at
+    once and an empty signature, so its exit code is still read from Slurm. Starts, requeues
+    (a completion with state PENDING) and finished rows are not touched."""
+    read = []
+    monkeypatch.setattr(slurm_events, "refresh_jobs", lambda ids: read.extend(ids) or 0)
+    started = timezone.now() - timedelta(minutes=5)
+    pending = Job.objects.create(owner=alice, cluster_user="alicex", state="PENDING", slurm_job_id=9_100_001)
+    ran = Job.objects.create(
+        owner=bob,
+        cluster_user="bobx",
+        state="RUNNING",
+        slurm_states="RUNNING",
+        start_time=started,
+        slurm_job_id=9_100_002,
+    )
+    done = Job.objects.create(owner=bob, cluster_user="bobx", state="COMPLETED", slurm_job_id=9_100_003)
+    requeued = Job.objects.create(
+        owner=bob,
+        cluster_user="bobx",
+        state="RUNNING",
+        slurm_states="RUNNING",
+        start_time=started,
+        slurm_job_id=9_100_004,
+    )
+    failed_pending = Job.objects.create(owner=alice, cluster_user="alicex", state="PENDING", slurm_job_id=9_100_005)
+    ended = int(time.time()) - 1
+    events = [
+        slurm_events.SlurmEvent(9_100_001, "CANCELLED", "jobcomp", ended + 1, ended_at=ended),
+        slurm_events.SlurmEvent(9_100_002, "COMPLETED", "jobcomp", ended + 1, ended_at=ended),
+        slurm_events.SlurmEvent(9_100_003, "CANCELLED", "jobcomp", ended + 1, ended_at=ended),
+        slurm_events.SlurmEvent(9_100_004, "PENDING", "jobcomp", ended + 1, ended_at=ended),
+        slurm_events.SlurmEvent(9_100_005, "FAILED", "jobcomp", ended + 1, ended_at=ended),
+    ]
+    assert slurm_events.accept_many(events) == 3
+    pending.refresh_from_db()
+    assert (pending.state, pending.slurm_states, pending.end_time.timestamp()) == ("CANCELLED", "CANCELLED", ended)
+    ran.refresh_from_db()
+    assert (ran.state, ran.slurm_states, ran.end_time.timestamp()) == ("COMPLETED", "", ended)
+    failed_pending.refresh_from_db()
+    assert (failed_pending.state, failed_pending.slurm_states) == ("FAILED", "")
+    done.refresh_from_db()
+    assert done.state == "COMPLETED" and done.end_time is None
+    requeued.refresh_from_db()
+    assert requeued.state == "RUNNING" and requeued.end_time is None
+    # Read from Slurm: what ran, the requeue, the failure; never the settled cancel.
+    assert 9_100_001 not in read and {9_100_002, 9_100_004, 9_100_005} <= set(read)
+
+
 def test_the_endpoint_refuses_bodies_and_bad_signatures_before_doing_anything(events_on, monkeypatch):
     taken = []
     monkeypatch.setattr("jobs.live.asgi_events.mark", lambda events: taken.extend(events) or set())
-    monkeypatch.setattr("jobs.live.asgi_events.drain", lambda bystanders: 0)
+    monkeypatch.setattr("jobs.live.asgi_events.drain", lambda bystanders, events: 0)
     line, signature = _signed(7)
     with_body = async_to_sync(_post)(
         [(b"x-gpupool-event", line.encode()), (b"x-gpupool-signature", signature.encode()), (b"content-length", b"5")],
@@ -242,8 +300,9 @@ def test_a_late_event_has_the_listing_read_rather_than_its_job(events_on, held_j
     monkeypatch.setattr(
         slurm_events, "fetch_jobs", lambda slurm, ids: fetched.extend(ids) or original_fetch(slurm, ids)
     )
+    # An epilog's event tells no state (a completion's would be written at once, nothing read).
     written = slurm_events.accept_many(
-        [slurm_events.SlurmEvent(job_id, "CANCELLED", "jobcomp", int(now), ended_at=int(now) - 10)], now=now
+        [slurm_events.SlurmEvent(job_id, "ENDED", "epilog_slurmctld", int(now), ended_at=int(now) - 10)], now=now
     )
     assert written >= 1 and fetched == []
     assert Job.objects.get(slurm_job_id=job_id).state == "CANCELLED"
