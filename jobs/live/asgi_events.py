@@ -2,8 +2,9 @@
 signature is in the headers and checked before any body is read. A batch (X-Gpupool-Events)
 declares its length, at most what its count of events can take, and its body is read only up
 to that; a single event (X-Gpupool-Event) has no body, and one that declares a body is refused
-unread. Answers 202 once the jobs are marked, then writes them (or leaves them to the request
-draining already; jobs/live/slurm_events.py)."""
+unread. Answers 202 once the events are taken (what a completion tells is written then, the
+other jobs marked), then reads those from Slurm (or leaves them to the request draining
+already; jobs/live/slurm_events.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import logging
 from asgiref.sync import sync_to_async
 
 from foundation.asgi_json import ClientGone, in_thread, read_body, request_header, respond_json
-from jobs.live.slurm_events import EventRefused, drain, mark, read_batch, verify, verify_batch
+from jobs.live.slurm_events import EventRefused, after_taken, mark, read_batch, verify, verify_batch
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ async def events_app(scope, receive, send):
     except ClientGone:
         return
     try:
-        bystanders = await sync_to_async(in_thread, thread_sensitive=False)(mark, events)
+        taken = await sync_to_async(in_thread, thread_sensitive=False)(mark, events)
     except Exception:
         # Redis or the database is down: the polling mirror still sees the change.
         log.exception("could not take %d Slurm events (job %s first)", len(events), events[0].job_id)
@@ -41,7 +42,7 @@ async def events_app(scope, receive, send):
     # Taken: the sender may go on with its next batch while this request writes them.
     await respond_json(send, 202, {"job_id": events[0].job_id, "events": len(events)})
     try:
-        written = await sync_to_async(in_thread, thread_sensitive=False)(drain, bystanders, events)
+        written = await sync_to_async(in_thread, thread_sensitive=False)(after_taken, taken)
     except Exception:
         log.exception("could not write what %d Slurm events changed; the mirror will", len(events))
         return

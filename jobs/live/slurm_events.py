@@ -21,7 +21,7 @@ them shows as soon as its event is here; any other ending is read from slurmrest
 has the last word. The spool is SlurmUser's alone and the batch is signed; a replayed event
 can at most make the portal look again.
 
-Each event adds its job to a Redis set of "dirty" jobs; one request at a time drains it (the
+Every other event adds its job to a Redis set of "dirty" jobs; one request at a time drains it (the
 others return at once). A few jobs are read by id. A burst is read from the state listing
 instead, in passes at most PASS_EVERY_SECONDS apart: a burst is a mass change (MASS_CHANGE jobs
 dirty at once), BURST_EVENTS within half a second, or events that reach us
@@ -53,6 +53,7 @@ from cluster.job_reader import fetch_jobs
 from cluster.services import rest_client, slurm_cli
 from cluster.sync import single_flight
 from foundation.redis_client import redis_client
+from jobs.live.events import publish_job_updates
 from jobs.mirror.arrays import refresh_array
 from jobs.mirror.passes import ListingMemo, listed_at, mirror_jobs
 from jobs.mirror.rows import apply_slurm_job, apply_told_endings, finish_vanished_job
@@ -207,40 +208,53 @@ def accept(event: SlurmEvent) -> int:
 
 
 def accept_many(events: list[SlurmEvent], *, now: float | None = None) -> int:
-    """Mark the events' jobs and write what they changed (see mark and drain); rows written."""
-    return drain(mark(events, now=now), events)
+    """Take the events and write what they changed (see mark and drain); rows written."""
+    return after_taken(mark(events, now=now))
 
 
-def mark(events: list[SlurmEvent], *, now: float | None = None) -> set[int]:
-    """Note whether these events are a burst and mark their jobs dirty; returns the bystanders'
-    jobs (another user's few, during one user's burst), which drain reads by id at once. Quick:
-    the events' request answers after this, and drains only then, so the forwarder's next batch
-    never waits for a listing pass."""
+@dataclass(frozen=True)
+class Taken:
+    # Rows written from the events themselves (a completion's state and end), not yet pushed.
+    written: list[int]
+    # Another user's few jobs during one user's burst: drain reads these by id at once.
+    bystanders: set[int]
+
+
+def mark(events: list[SlurmEvent], *, now: float | None = None) -> Taken:
+    """Write what the completions among these events tell (apply_told_endings: a pending job
+    cancelled is settled then, nothing to read), note whether they are a burst, and mark the
+    other jobs dirty. Quick: the events' request answers after this and drains only then, so
+    the forwarder's next batch never waits for a read from Slurm or a listing pass."""
     if not events:
-        return set()
+        return Taken(0, set())
     client = _redis()
     now = now or time.time()
-    job_ids = {event.job_id for event in events}
-    bystanders = _bystanders(client, job_ids, now=now) if note_burst(client, events, now=now) else set()
-    if job_ids - bystanders:
-        client.sadd(DIRTY_KEY, *(job_ids - bystanders))
-    return bystanders
-
-
-def drain(bystanders: set[int] = frozenset(), events: list[SlurmEvent] = ()) -> int:
-    """Write what these events' completions say at once (apply_told_endings), read the
-    bystanders' jobs by id, then drain the dirty set unless another request is draining it.
-    Returns how many rows this call wrote."""
-    client = _redis()
     endings = {event.job_id: (event.state, event.ended_at) for event in events if event.hook == "jobcomp"}
     told, settled = apply_told_endings(endings) if endings else ([], set())
-    written = len(told)
-    if settled:
-        # Nothing more to read of these (a pending job cancelled is all in the event).
-        client.srem(DIRTY_KEY, *settled)
-    bystanders = set(bystanders) - settled
+    job_ids = {event.job_id for event in events} - settled
+    burst = note_burst(client, events, now=now)
+    bystanders = _bystanders(client, job_ids, now=now) if burst and job_ids else set()
+    if job_ids - bystanders:
+        client.sadd(DIRTY_KEY, *(job_ids - bystanders))
+    return Taken(told, bystanders)
+
+
+def after_taken(taken: Taken) -> int:
+    """What follows the answer to the events: push the rows they wrote to their owners' pages
+    (building the messages of hundreds of rows must not hold the forwarder's next batch), then
+    drain. Returns the rows written, by the events and since."""
+    if taken.written:
+        publish_job_updates(taken.written)
+    return len(taken.written) + drain(taken.bystanders)
+
+
+def drain(bystanders: set[int] = frozenset()) -> int:
+    """Read the bystanders' jobs by id, then drain the dirty set unless another request is
+    draining it. Returns how many rows this call wrote."""
+    client = _redis()
+    written = 0
     if bystanders:
-        written += refresh_jobs(sorted(bystanders))
+        written = refresh_jobs(sorted(bystanders))
         log.info("beside a burst, read by id: jobs %s, %d rows written", sorted(bystanders), written)
     # The loop closes the gap between the drainer's last empty read and its unlock.
     while client.scard(DIRTY_KEY):

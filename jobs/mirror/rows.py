@@ -289,7 +289,9 @@ def apply_told_endings(endings: dict[int, tuple[str, int | None]]) -> tuple[list
     now and an empty signature, which no listing has: the next read by id or listing fetches its
     exit code and the rest, and writes Slurm's word if it has moved on since (a requeued job
     running again when a delayed event arrives). The spool the hook writes is SlurmUser's alone
-    and the batch is signed. Returns the portal ids written and the Slurm ids fully settled."""
+    and the batch is signed. Returns the portal ids written, committed and not yet pushed to
+    their owners' pages (the caller does, publish_job_updates, once it has answered the events),
+    and the Slurm ids fully settled."""
     written: list[int] = []
     settled: set[int] = set()
     groups: dict[tuple[str, int | None], list[int]] = defaultdict(list)
@@ -322,5 +324,4 @@ def _write_told_ending(job_ids: list[int], state: str, end_time: datetime) -> tu
         read_again = [row["pk"] for row in rows if row["pk"] not in whole]
         Job.objects.filter(pk__in=read_again).update(state=state, slurm_states="", end_time=end_time, updated_at=now)
         pks = [row["pk"] for row in rows]
-        transaction.on_commit(lambda: publish_job_updates(pks))
     return pks, set(whole.values())
