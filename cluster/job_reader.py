@@ -4,8 +4,9 @@
   thousands), read by the caller every pass;
 - details by id (`fetch_jobs`), a few requests at once, never the full `/jobs` list, which
   grows slurmrestd by gigabytes at thousands of jobs;
-- details of a burst of new pending jobs in bulk (`JobReader.new_pending`), one `squeue` run
-  per thousands (cluster/queue.py), when the CLI is reachable; after a failure squeue rests for
+- details of a burst of new pending jobs, and of the pending jobs someone watches, in bulk
+  (`JobReader.new_pending`, `JobReader.pending`), one `squeue` run per thousands
+  (cluster/queue.py), when the CLI is reachable; after a failure squeue rests for
   QUEUE_RETRY_AFTER seconds (a stalled login node would otherwise cost every pass its timeout)
   and those jobs are fetched by id.
 
@@ -93,14 +94,20 @@ class JobReader:
     def new_pending(self, live_states: Mapping[int, tuple[str, ...]]) -> dict[int, Job]:
         """Details of new pending jobs (id -> states from the listing) from squeue in bulk;
         {} without a CLI, for a handful of jobs, while squeue rests, or when it fails (logged)."""
-        if self.queue is None or len(live_states) < QUEUE_MIN_JOBS or self.backoff.resting():
+        return self.pending(live_states, at_least=QUEUE_MIN_JOBS)
+
+    def pending(self, live_states: Mapping[int, tuple[str, ...]], *, at_least: int = 1) -> dict[int, Job]:
+        """What squeue says of these pending jobs, in one run per thousands; {} without a CLI,
+        for fewer than `at_least`, while squeue rests, or when it fails (logged): the caller
+        fetches those by id."""
+        if self.queue is None or len(live_states) < max(at_least, 1) or self.backoff.resting():
             return {}
         queue = replace(self.queue, timeout=min(self.queue.timeout, QUEUE_TIMEOUT_SECONDS))
         try:
             return pending_job_details(queue, live_states)
         except (SlurmError, OSError, ValueError) as exc:
             self.backoff.failed()
-            log.warning("squeue could not read %s new jobs, fetching them by id: %s", len(live_states), exc)
+            log.warning("squeue could not read %s pending jobs, fetching them by id: %s", len(live_states), exc)
             return {}
 
     def detail_batches(self, read: Mapping[int, Job], to_fetch: Iterable[int]) -> Iterator[list[Job]]:

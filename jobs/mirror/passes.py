@@ -36,6 +36,7 @@ from jobs.live.watching import watched
 from jobs.mirror.arrays import mirror_arrays
 from jobs.mirror.rows import (
     apply_from_listing,
+    apply_pending_estimates,
     apply_slurm_job,
     create_outside_jobs,
     finish_from_accounting,
@@ -177,10 +178,15 @@ def mirror_jobs(
     result.changed += len(written)
     skipped = {job_id for job_id in from_listing if rows[job_id]["pk"] in written}
     to_fetch = [job_id for job_id in changed_ids if job_id not in skipped]
-    refreshed = _pending_due_for_refresh(live, exclude=set(to_fetch))
-    to_fetch += sorted(refreshed)
     entry_states = {entry.job_id: entry.states for entry in entries}
     reader = JobReader(client, queue)
+    # Pending jobs due for a fresh estimate: one squeue run for all of them; by id without one.
+    refreshed = _pending_due_for_refresh(live, exclude=set(to_fetch))
+    estimates = reader.pending({job_id: entry_states[job_id] for job_id in refreshed})
+    estimated, unchanged = apply_pending_estimates(list(estimates.values()))
+    result.changed += len(estimated)
+    refreshed -= set(estimates)
+    to_fetch += sorted(refreshed)
     new_pending = {
         job_id: entry_states[job_id] for job_id in to_fetch if job_id not in rows and live[job_id] == "PENDING"
     }
@@ -191,7 +197,6 @@ def mirror_jobs(
         if not job.comment.startswith(COMMENT_PREFIX)
     }
 
-    unchanged = []
     fetched_ids: set[int] = set()
     for details in reader.detail_batches(read, to_fetch):
         result.fetched += len(details)

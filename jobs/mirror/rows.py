@@ -325,3 +325,39 @@ def _write_told_ending(job_ids: list[int], state: str, end_time: datetime) -> tu
         Job.objects.filter(pk__in=read_again).update(state=state, slurm_states="", end_time=end_time, updated_at=now)
         pks = [row["pk"] for row in rows]
     return pks, set(whole.values())
+
+
+# What a pending job's re-read may change without a change of state: why it waits, and when
+# Slurm now expects it to start and end.
+PENDING_ESTIMATE_FIELDS = ("state_reason", "start_time", "end_time")
+
+
+def apply_pending_estimates(jobs: list[SlurmJob]) -> tuple[list[int], list[int]]:
+    """Pending jobs re-read in bulk (squeue, cluster/queue.py) for their expected start: only
+    those fields are written (squeue has no output paths, and its record of a job the portal
+    submitted is not the whole job), on rows still pending with the same signature. Returns the
+    Slurm ids written and those found unchanged."""
+    if not jobs:
+        return [], []
+    rows = {
+        row["slurm_job_id"]: row
+        for row in Job.objects.filter(
+            slurm_job_id__any_of=[job.job_id for job in jobs], state=JobState.PENDING, array__isnull=True
+        ).values("pk", "slurm_job_id", "slurm_states", *PENDING_ESTIMATE_FIELDS)
+    }
+    written, unchanged = [], []
+    for job in jobs:
+        row = rows.get(job.job_id)
+        if row is None or row["slurm_states"] != state_signature(job.states):
+            continue  # moved on meanwhile: the next pass reads it in full
+        fields = {name: value for name, value in _fields_from_slurm(job).items() if name in PENDING_ESTIMATE_FIELDS}
+        if all(row[name] == fields[name] for name in PENDING_ESTIMATE_FIELDS):
+            unchanged.append(job.job_id)
+            continue
+        if Job.objects.filter(pk=row["pk"], slurm_states=row["slurm_states"]).update(
+            **fields, updated_at=timezone.now()
+        ):
+            written.append(row["pk"])
+    if written:
+        transaction.on_commit(lambda: publish_job_updates(written))
+    return [job_id for job_id, row in rows.items() if row["pk"] in written], unchanged

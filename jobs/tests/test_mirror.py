@@ -217,6 +217,47 @@ def test_a_burst_of_new_pending_jobs_is_read_with_squeue_not_one_request_each(pr
 
 
 @pytest.mark.slurm
+def test_watched_pending_jobs_get_their_estimate_from_one_squeue_run_not_a_request_each(provisioned_alice):
+    """The jobs someone looks at have their reason and expected start re-read every pass that
+    they are due: all of them with one squeue run. Only those fields are written: the output
+    paths the portal read by id stay."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from cluster.services import slurm_cli
+    from jobs.live.watching import watch
+
+    owner = rest_client(provisioned_alice.cluster_username)
+    service = rest_client()
+    ids = [submit_held(owner, name=f"watched {n}") for n in range(3)]
+    try:
+        mirror_jobs(service)  # read by id: output paths and all
+        rows = Job.objects.filter(slurm_job_id__in=ids)
+        assert set(rows.values_list("state_reason", flat=True)) == {"JobHeldUser"}
+        paths = dict(rows.values_list("slurm_job_id", "standard_output"))
+        assert all(paths.values())
+        # Stale as a minute-old page would see them, and watched.
+        rows.update(state_reason="Priority", updated_at=timezone.now() - timedelta(minutes=1))
+        watch(rows.values_list("pk", flat=True))
+        asked = []
+        fetch_one = service.get_job
+        service.get_job = lambda job_id: asked.append(job_id) or fetch_one(job_id)
+        result = mirror_jobs(service, queue=slurm_cli())
+        assert not set(asked) & set(ids)  # none fetched by id
+        assert result.changed >= 3
+        assert set(rows.values_list("state_reason", flat=True)) == {"JobHeldUser"}
+        assert dict(rows.values_list("slurm_job_id", "standard_output")) == paths
+        # Just refreshed: not due again on the next pass.
+        asked.clear()
+        rows.update(state_reason="Priority")
+        mirror_jobs(service, queue=slurm_cli())
+        assert set(rows.values_list("state_reason", flat=True)) == {"Priority"} and not set(asked) & set(ids)
+    finally:
+        slurm_cli().run("scancel", *map(str, ids), check=False)
+
+
+@pytest.mark.slurm
 def test_a_pass_with_a_memo_looks_up_changes_only_and_every_row_at_its_full_check(provisioned_alice):
     """The memo of rows in step (jobs/mirror/passes.py ListingMemo): between full checks a pass
     reads only the jobs whose listed state moved, so a row changed behind its back stays as it
