@@ -125,12 +125,15 @@ def bystanders_during_mass_cancel(mass: int, bystanders: int, user, other, spool
 
 
 # slurm.conf's hooks (deploy/devcluster/lib/configs.sh): none; the completions alone (jobcomp/lua,
-# in slurmctld's process); what the portal installs (those and the start, PrologSlurmctld); and
-# the same with completions run as a program (jobcomp/script), as the first sender was.
+# in slurmctld's process); what the portal installs (those and the start, told by slurmd's
+# Prolog on the job's node); the start told by PrologSlurmctld instead (slurmctld forks the hook
+# for each job); and that with completions run as a program (jobcomp/script), as the first
+# sender was.
 HOOK_SETS = {
     "without hooks": "0",
     "completions only": "jobcomp",
     "with hooks": "1",
+    "slurmctld prolog": "ctld",
     "script completions": "script",
 }
 

@@ -139,9 +139,7 @@ def _check_setup(release: str) -> tuple[Path, str]:
     if release not in RELEASES:
         raise PeerAgentError(f"unknown release {release!r}: one of {', '.join(RELEASES)}")
     if not VENV_PYTHON.exists():
-        raise PeerAgentError(
-            f"Slurm-web venv missing: {VENV_PYTHON} not found; run bench/peer/setup.sh first"
-        )
+        raise PeerAgentError(f"Slurm-web venv missing: {VENV_PYTHON} not found; run bench/peer/setup.sh first")
     for needed in (SRC_DIR / "conf/vendor/agent.yml", SRC_DIR / "conf/vendor/policy.yml", LAUNCHER):
         if not needed.exists():
             raise PeerAgentError(f"{needed} not found; run bench/peer/setup.sh first")
@@ -160,6 +158,7 @@ def running_agent(
     redis_host: str = "127.0.0.1",
     redis_port: int = 6379,
     user: str = "bench",
+    fresh_cache: bool = True,
     startup_timeout: float = 60.0,
 ):
     """Run a Slurm-web agent on the `release` dev cluster; yield (jobs_url, headers).
@@ -167,6 +166,9 @@ def running_agent(
     jobs_url is http://127.0.0.1:PORT/v6.0.0/jobs; headers hold `Authorization: Bearer ...`.
     The yielded value is an AgentHandle: it unpacks as that pair and also has base_url,
     pid, log_path, slurm_version and api_version (from the agent's /ping).
+    fresh_cache: delete Slurm-web's own keys (jobs, nodes, job-*, ..., hit/miss counters)
+    from the Redis database before the start and after the stop, so the first jobs request
+    is a miss (the keys carry no prefix and outlive the agent). Other keys are left alone.
     """
     rest_key, rest_url = _check_setup(release)
     (PEER_DIR / "run").mkdir(parents=True, exist_ok=True)
@@ -193,6 +195,9 @@ def running_agent(
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM", "PYTHON"))}
         env["SLURMWEB_REDIS_DB"] = str(redis_db)
+        env["SLURMWEB_REDIS_HOST"] = redis_host
+        env["SLURMWEB_REDIS_PORT"] = str(redis_port)
+        env["SLURMWEB_FRESH_CACHE"] = "1" if fresh_cache else "0"
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 [
@@ -226,6 +231,15 @@ def running_agent(
     finally:
         if proc is not None:
             _stop(proc)
+            if fresh_cache:
+                subprocess.run(
+                    [str(VENV_PYTHON), str(LAUNCHER), "cleanup"],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    timeout=30,
+                    check=False,
+                )
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
@@ -235,8 +249,7 @@ def _wait_ready(proc, ping_url: str, timeout: float, log_path: Path) -> dict:
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise PeerAgentError(
-                f"Slurm-web agent exited with {proc.returncode} at start-up; log {log_path}:\n"
-                + _tail(log_path)
+                f"Slurm-web agent exited with {proc.returncode} at start-up; log {log_path}:\n" + _tail(log_path)
             )
         try:
             with urllib.request.urlopen(ping_url, timeout=5) as response:

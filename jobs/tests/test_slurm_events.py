@@ -406,7 +406,7 @@ def _events_sent_to(url: str):
 def test_slurmctlds_own_hooks_move_the_row_without_a_mirror_pass(held_job):
     """Release, requeue and cancel a job in slurmctld: with Daphne alone (no worker, no beat,
     so no mirror pass), each change reaches the row through the hooks slurmctld runs itself
-    (PrologSlurmctld, and jobcomp/lua for every end and the requeue)."""
+    (the start from slurmd's Prolog on the job's node, jobcomp/lua for every end and the requeue)."""
     client, job_id = held_job
     mirror_jobs(rest_client())
     assert Job.objects.get(slurm_job_id=job_id).state == "PENDING"

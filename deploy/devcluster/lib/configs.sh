@@ -241,17 +241,22 @@ events_conf() {
     echo "secret=$(cat "$secret_file")"
 }
 
-# Job events to the portal at once (deploy/slurm-events/): a job starts (PrologSlurmctld, the
-# hook program), any job ends, a pending one cancelled and a requeue included (jobcomp/lua: in
-# slurmctld's own process, no program started). Both only leave a file in a spool. No
-# EpilogSlurmctld: the completions already tell every end, and a job's resources wait for its
-# epilog, so an epilog hook would slow every short job.
-# SLURM_EVENT_HOOKS=0 leaves them out, =jobcomp keeps the completions alone, =script has
-# completions run the hook program (jobcomp/script) instead; bench/event_hooks.py measures each.
+# Job events to the portal at once (deploy/slurm-events/): a job starts (slurmd's Prolog on the
+# job's node runs the hook program: slurmctld starts nothing), any job ends, a pending one
+# cancelled and a requeue included (jobcomp/lua: in slurmctld's own process, no program
+# started). Both only leave a file in the spool (the nodes share the root here; a real cluster
+# runs a forwarder on each node too). No EpilogSlurmctld: the completions already tell every
+# end, and a job's resources wait for its epilog, so an epilog hook would slow every short job.
+# SLURM_EVENT_HOOKS=0 leaves them out, =jobcomp keeps the completions alone, =ctld has starts
+# told by PrologSlurmctld (slurmctld forks the hook for each job), =script also has completions
+# run the hook program (jobcomp/script); bench/event_hooks.py measures each.
 event_hooks_conf() {
     local hooks="${SLURM_EVENT_HOOKS:-1}"
-    [[ "$hooks" == 0 ]] && return 0
-    [[ "$hooks" == jobcomp ]] || echo "PrologSlurmctld=$EVENT_SENDER"
+    case "$hooks" in
+        0) return 0 ;;
+        1) echo "Prolog=$EVENT_SENDER" ;;
+        ctld | script) echo "PrologSlurmctld=$EVENT_SENDER" ;;
+    esac
     if [[ "$hooks" == script ]]; then
         printf 'JobCompType=jobcomp/script\nJobCompLoc=%s\n' "$EVENT_SENDER"
     else
