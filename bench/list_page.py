@@ -3,7 +3,7 @@
     .venv/bin/python bench/list_page.py [--sizes 1000,5000] [--repeat 20]
 
 For each size, one user's held jobs are submitted to the real dev cluster and mirrored; then, in
-one run, interleaved: page 1 of `GET /api/v1/jobs/` (200 jobs, through Daphne, with a
+one run, interleaved: page 1 of `GET /api/v1/jobs/` (--page-size jobs, 200 by default, through Daphne, with a
 token) and Slurm-web 6.0's agent answering `jobs` from its Redis cache (bench/peer/, when
 bench/peer/setup.sh has installed it: a warm-up request fills the cache, the timed ones read it
 well within its 30 s); before them, three raw `GET /jobs` from slurmrestd. Prints p50 and p95
@@ -43,7 +43,7 @@ def _peer(release: str):
         return None
 
 
-def measure(size: int, user, repeat: int, peer) -> None:
+def measure(size: int, user, repeat: int, peer, page_size: int) -> None:
     import requests
 
     from accounts.models import ApiToken
@@ -65,7 +65,7 @@ def measure(size: int, user, repeat: int, peer) -> None:
         session = stack.enter_context(requests.Session())
         session.headers["Authorization"] = f"Bearer {key}"
         peer_url, peer_headers = stack.enter_context(peer) if peer is not None else (None, None)
-        page_url = f"{base_url}/api/v1/jobs/"
+        page_url = f"{base_url}/api/v1/jobs/?page_size={page_size}"
         for _ in range(3):  # seconds each, and it grows slurmrestd: a few are enough
             started = time.perf_counter()
             service._request("GET", service.adapter.slurm_path("jobs"))
@@ -80,7 +80,7 @@ def measure(size: int, user, repeat: int, peer) -> None:
             if peer_url:
                 seconds, sizes["peer cached"] = _timed(requests, peer_url, headers=peer_headers)
                 timings["peer cached"].append(seconds)
-    print(f"{size} of the user's jobs queued ({repeat} rounds, interleaved):")
+    print(f"{size} of the user's jobs queued, page 1 of {page_size} ({repeat} rounds, interleaved):")
     medians = {}
     for label, values in timings.items():
         if not values:
@@ -102,6 +102,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,5000")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--page-size", type=int, default=200, help="jobs on page 1 (the API's default is 50)")
     parser.add_argument("--no-peer", action="store_true", help="leave Slurm-web's agent out")
     args = parser.parse_args()
     from django.conf import settings
@@ -112,7 +113,7 @@ def main():
         try:
             for size in (int(text) for text in args.sizes.split(",") if text):
                 peer = None if args.no_peer else _peer(settings.SLURM_RELEASE)
-                measure(size, user, args.repeat, peer)
+                measure(size, user, args.repeat, peer, args.page_size)
         finally:
             retire_user(user)
 

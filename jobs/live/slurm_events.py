@@ -1,10 +1,11 @@
 """Events from slurmctld: "job N changed", so the portal shows it now rather than on the
 next mirror pass.
 
-slurmctld runs deploy/slurm-events/gpupool-slurm-event as its PrologSlurmctld (a job starts)
-and deploy/slurm-events/jobcomp.lua in its own process for every end (a pending job cancelled
-and a requeue included). Both only leave a file in a spool; gpupool-event-forwarder, a
-long-lived process beside slurmctld, posts what it finds as one signed batch:
+slurmd runs deploy/slurm-events/gpupool-slurm-event as its Prolog (a job starts on the node;
+or slurmctld as its PrologSlurmctld) and slurmctld runs deploy/slurm-events/jobcomp.lua in its
+own process for every end (a pending job cancelled and a requeue included). Both only leave a
+file in a spool; gpupool-event-forwarder, a long-lived process beside each spool, posts what it
+finds as one signed batch:
 
     X-Gpupool-Events: n=2;sha256=<hex digest of the body>;t=1764547200
     X-Gpupool-Signature: hex(HMAC-SHA256(secret, that line))
