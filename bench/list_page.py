@@ -66,6 +66,7 @@ def measure(size: int, user, repeat: int, peer, page_size: int) -> None:
         session.headers["Authorization"] = f"Bearer {key}"
         peer_url, peer_headers = stack.enter_context(peer) if peer is not None else (None, None)
         page_url = f"{base_url}/api/v1/jobs/?page_size={page_size}"
+        service.timeout = 300  # the whole list takes seconds at thousands
         for _ in range(3):  # seconds each, and it grows slurmrestd: a few are enough
             started = time.perf_counter()
             service._request("GET", service.adapter.slurm_path("jobs"))
