@@ -180,23 +180,18 @@ def test_a_completion_is_written_at_once_and_only_what_ran_is_read_again(events_
     monkeypatch.setattr(slurm_events, "refresh_jobs", lambda ids: read.extend(ids) or 0)
     started = timezone.now() - timedelta(minutes=5)
     pending = Job.objects.create(owner=alice, cluster_user="alicex", state="PENDING", slurm_job_id=9_100_001)
-    ran = Job.objects.create(
-        owner=bob,
-        cluster_user="bobx",
-        state="RUNNING",
-        slurm_states="RUNNING",
-        start_time=started,
-        slurm_job_id=9_100_002,
+    ran, requeued = (
+        Job.objects.create(
+            owner=bob,
+            cluster_user="bobx",
+            state="RUNNING",
+            slurm_states="RUNNING",
+            start_time=started,
+            slurm_job_id=job_id,
+        )
+        for job_id in (9_100_002, 9_100_004)
     )
     done = Job.objects.create(owner=bob, cluster_user="bobx", state="COMPLETED", slurm_job_id=9_100_003)
-    requeued = Job.objects.create(
-        owner=bob,
-        cluster_user="bobx",
-        state="RUNNING",
-        slurm_states="RUNNING",
-        start_time=started,
-        slurm_job_id=9_100_004,
-    )
     failed_pending = Job.objects.create(owner=alice, cluster_user="alicex", state="PENDING", slurm_job_id=9_100_005)
     ended = int(time.time()) - 1
     events = [
