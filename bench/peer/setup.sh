@@ -2,9 +2,10 @@
 # Build the Slurm-web 6.0 agent used by bench/peer/slurmweb_agent.py, outside the repo:
 #   /work/peer/src   the Slurm-web tree, exported from the stored snapshot (git archive HEAD)
 #   /work/peer/venv  its own virtual environment (not the project's .venv)
-# Idempotent: rerun to rebuild. PEER_DIR and SLURMWEB_MIRROR override the two paths.
+# Idempotent: rerun to rebuild. SLURMWEB_PEER_DIR (read by slurmweb_agent.py too) and
+# SLURMWEB_MIRROR (the snapshot of rackslab/Slurm-web) override the two paths.
 set -euo pipefail
-PEER_DIR="${PEER_DIR:-/work/peer}"
+PEER_DIR="${SLURMWEB_PEER_DIR:-/work/peer}"
 MIRROR="${SLURMWEB_MIRROR:-/work/.mirror/rackslab+Slurm-web/repo}"
 PYTHON="${PYTHON:-python3}"
 
