@@ -59,6 +59,11 @@ class JobListSerializer(serializers.ListSerializer):
         jobs = list(data.all() if hasattr(data, "all") else data)
         costs = costs_for(jobs)
         self.child.known_costs = {job.pk: costs.get(job.pk) for job in jobs}
+        # The page's dataset mounts in one query (a prefetch builds a queryset per job).
+        mounts: dict[int, list[JobDataset]] = {job.pk: [] for job in jobs}
+        for mount in JobDataset.objects.filter(job__in=jobs).select_related("version"):
+            mounts[mount.job_id].append(mount)
+        self.child.known_mounts = mounts
         return super().to_representation(jobs)
 
 
@@ -163,7 +168,8 @@ class JobSerializer(serializers.ModelSerializer):
         declared fields give (jobs/tests/test_api_job_representation.py checks it for jobs of every
         shape); a field added to Meta.fields must be added here too, which that test says."""
         fields = self.fields
-        datasets = job.datasets.all()
+        known_mounts = getattr(self, "known_mounts", None)
+        datasets = known_mounts[job.pk] if known_mounts is not None else list(job.datasets.all())
         return {
             "id": job.pk,
             "uuid": str(job.uuid),
@@ -181,9 +187,9 @@ class JobSerializer(serializers.ModelSerializer):
             "account": job.account,
             "group": job.group_id,
             "time_limit_minutes": job.time_limit_minutes,
-            "submit_time": _when(fields["submit_time"], job.submit_time),
-            "start_time": _when(fields["start_time"], job.start_time),
-            "end_time": _when(fields["end_time"], job.end_time),
+            "submit_time": _when(job.submit_time),
+            "start_time": _when(job.start_time),
+            "end_time": _when(job.end_time),
             "expected_start": self.get_expected_start(job),
             "expected_end": self.get_expected_end(job),
             "elapsed_seconds_so_far": self.get_elapsed_seconds_so_far(job),
@@ -196,8 +202,8 @@ class JobSerializer(serializers.ModelSerializer):
             "error": job.error,
             "spec": {str(key): value for key, value in job.spec.items()},
             "datasets": fields["datasets"].to_representation(datasets) if datasets else [],
-            "created_at": _when(fields["created_at"], job.created_at),
-            "updated_at": _when(fields["updated_at"], job.updated_at),
+            "created_at": _when(job.created_at),
+            "updated_at": _when(job.updated_at),
         }
 
     def get_reason(self, job) -> str:
@@ -249,8 +255,13 @@ class JobSerializer(serializers.ModelSerializer):
         return CostDetailSerializer(cost.detail).data
 
 
-def _when(field: serializers.DateTimeField, value: datetime | None) -> str | None:
-    return None if value is None else field.to_representation(value)
+def _when(value: datetime | None) -> str | None:
+    """What serializers.DateTimeField gives (ISO 8601 in the current time zone, UTC as Z)
+    without its per-call settings lookups."""
+    if value is None:
+        return None
+    text = value.astimezone(timezone.get_current_timezone()).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _gpu_types() -> list[str]:

@@ -134,7 +134,9 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         if getattr(self, "swagger_fake_view", False):
             # The schema generator has no user; it needs the model (for the id's type).
             return Job.objects.none()
-        return Job.objects.filter(owner=self.request.user).prefetch_related("datasets__version")
+        jobs = Job.objects.filter(owner=self.request.user)
+        # A page reads its mounts in one query of its own (JobListSerializer); one job, here.
+        return jobs if self.action == "list" else jobs.prefetch_related("datasets__version")
 
     def list(self, request, *args, **kwargs):
         response = super().list(request, *args, **kwargs)
