@@ -75,9 +75,29 @@ def bystanders_during_mass_cancel(mass: int, bystanders: int, user, other, spool
             slurm_cancel_all(user)
             scancel_took = time.monotonic() - started
 
+        spooled: dict[int, float] = {}
+
+        def watch_spool():
+            # When each bystander's event file appears (slurmctld's side of the delay): the
+            # forwarder moves it into .sending within 20 ms, so both are looked at.
+            names = {str(job_id): job_id for job_id in their_ids}
+            while len(spooled) < len(names) and time.monotonic() - started < 60:
+                for folder in (spool, spool / ".sending"):
+                    try:
+                        entries = os.listdir(folder)
+                    except OSError:
+                        continue
+                    for entry in entries:
+                        job_id = names.get(entry.split(".", 1)[0])
+                        if job_id is not None and job_id in returned:
+                            spooled.setdefault(job_id, time.monotonic())
+                time.sleep(0.005)
+
         # Both cancels run beside this loop, which looks every 10 ms for the cancels awaited.
         started = time.monotonic()
         threads = [threading.Thread(target=cancel_bystanders), threading.Thread(target=mass_cancel)]
+        if os.environ.get("BENCH_VERBOSE"):
+            threads.append(threading.Thread(target=watch_spool))
         for thread in threads:
             thread.start()
         all_shown = None
@@ -110,6 +130,11 @@ def bystanders_during_mass_cancel(mass: int, bystanders: int, user, other, spool
             print(
                 f"  job {job_id}: cancelled {returned[job_id] - started:.2f} s into the mass cancel, "
                 f"shown {1000 * (shown[job_id] - returned[job_id]):.0f} ms later"
+                + (
+                    f" (its event in the spool after {1000 * (spooled[job_id] - returned[job_id]):.0f} ms)"
+                    if job_id in spooled
+                    else ""
+                )
             )
     calls = [returned[job_id] - sent[job_id] for job_id in returned]
     print(
