@@ -310,9 +310,11 @@ def apply_told_endings(endings: dict[int, tuple[str, int | None]]) -> tuple[list
 def _write_told_ending(job_ids: list[int], state: str, end_time: datetime) -> tuple[list[int], set[int]]:
     """Two conditional UPDATEs that say which rows they wrote (RETURNING, PostgreSQL and
     SQLite alike): one statement a kind of row, where reading the rows first and writing them
-    after took three, and a mass cancel's batches wait on each other's answers."""
+    after took three, and a mass cancel's batches wait on each other's answers. A row another
+    writer holds (a listing pass writing the same end) is skipped, never waited for."""
     quote = connection.ops.quote_name
     table = quote(Job._meta.db_table)
+    skip_locked = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     # The mirror reads an array's tasks per array (jobs/mirror/arrays.py): left to it.
     ours = f"{quote('slurm_job_id')} IN ({', '.join(['%s'] * len(job_ids))}) AND {quote('array_id')} IS NULL"
     when, now = (connection.ops.adapt_datetimefield_value(value) for value in (end_time, timezone.now()))
@@ -321,13 +323,15 @@ def _write_told_ending(job_ids: list[int], state: str, end_time: datetime) -> tu
         if state == JobState.CANCELLED:
             cursor.execute(
                 f"UPDATE {table} SET state = %s, slurm_states = %s, state_reason = '', end_time = %s, updated_at = %s"
-                f" WHERE {ours} AND state = %s AND start_time IS NULL RETURNING id, slurm_job_id",
+                f" WHERE id IN (SELECT id FROM {table} WHERE {ours} AND state = %s AND start_time IS NULL{skip_locked})"
+                " RETURNING id, slurm_job_id",
                 [state, state, when, now, *job_ids, JobState.PENDING],
             )
             whole = cursor.fetchall()
         cursor.execute(
             f"UPDATE {table} SET state = %s, slurm_states = '', end_time = %s, updated_at = %s"
-            f" WHERE {ours} AND state NOT IN ({', '.join(['%s'] * len(_FINAL))}) RETURNING id",
+            f" WHERE id IN (SELECT id FROM {table} WHERE {ours}"
+            f" AND state NOT IN ({', '.join(['%s'] * len(_FINAL))}){skip_locked}) RETURNING id",
             [state, when, now, *job_ids, *_FINAL],
         )
         read_again = [pk for (pk,) in cursor.fetchall()]
