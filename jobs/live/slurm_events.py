@@ -227,7 +227,7 @@ def mark(events: list[SlurmEvent], *, now: float | None = None) -> Taken:
     other jobs dirty. Quick: the events' request answers after this and drains only then, so
     the forwarder's next batch never waits for a read from Slurm or a listing pass."""
     if not events:
-        return Taken(0, set())
+        return Taken([], set())
     client = _redis()
     now = now or time.time()
     endings = {event.job_id: (event.state, event.ended_at) for event in events if event.hook == "jobcomp"}

@@ -201,6 +201,7 @@ def test_a_completion_is_written_at_once_and_only_what_ran_is_read_again(events_
         slurm_events.SlurmEvent(9_100_004, "PENDING", "jobcomp", ended + 1, ended_at=ended),
         slurm_events.SlurmEvent(9_100_005, "FAILED", "jobcomp", ended + 1, ended_at=ended),
     ]
+    assert slurm_events.accept_many([]) == 0
     assert slurm_events.accept_many(events) == 3
     pending.refresh_from_db()
     assert (pending.state, pending.slurm_states, pending.end_time.timestamp()) == ("CANCELLED", "CANCELLED", ended)
