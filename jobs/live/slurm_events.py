@@ -209,7 +209,7 @@ def accept(event: SlurmEvent) -> int:
 
 
 def accept_many(events: list[SlurmEvent], *, now: float | None = None) -> int:
-    """Take the events and write what they changed (see mark and drain); rows written."""
+    """Take the events and write what they changed (see mark and after_taken); rows written."""
     return after_taken(mark(events, now=now))
 
 

@@ -307,6 +307,10 @@ def apply_told_endings(endings: dict[int, tuple[str, int | None]]) -> tuple[list
     return written, settled
 
 
+# The portal's final states, in a fixed order for the statement's parameters.
+_FINAL = sorted(FINAL_STATES)
+
+
 def _write_told_ending(job_ids: list[int], state: str, end_time: datetime) -> tuple[list[int], set[int]]:
     """Two conditional UPDATEs that say which rows they wrote (RETURNING, PostgreSQL and
     SQLite alike): one statement a kind of row, where reading the rows first and writing them
@@ -336,9 +340,6 @@ def _write_told_ending(job_ids: list[int], state: str, end_time: datetime) -> tu
         )
         read_again = [pk for (pk,) in cursor.fetchall()]
     return [pk for pk, _ in whole] + read_again, {job_id for _, job_id in whole}
-
-
-_FINAL = sorted(FINAL_STATES)
 
 
 # What a pending job's re-read may change without a change of state: why it waits, and when

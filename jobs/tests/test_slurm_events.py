@@ -220,7 +220,7 @@ def test_a_completion_is_written_at_once_and_only_what_ran_is_read_again(events_
 def test_the_endpoint_refuses_bodies_and_bad_signatures_before_doing_anything(events_on, monkeypatch):
     taken = []
     monkeypatch.setattr(
-        "jobs.live.asgi_events.mark", lambda events: taken.extend(events) or slurm_events.Taken(0, set())
+        "jobs.live.asgi_events.mark", lambda events: taken.extend(events) or slurm_events.Taken([], set())
     )
     monkeypatch.setattr("jobs.live.asgi_events.after_taken", lambda taken: 0)
     line, signature = _signed(7)
