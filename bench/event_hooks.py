@@ -38,6 +38,14 @@ def wait_for_empty_spool(spool: Path, timeout: float = 120) -> None:
         time.sleep(0.1)
 
 
+def _batch_dirs(spool: Path) -> list[Path]:
+    # The forwarder's batches in flight, a directory each (deploy/slurm-events/gpupool-event-forwarder).
+    try:
+        return [spool / ".sending" / name for name in os.listdir(spool / ".sending")]
+    except OSError:
+        return []
+
+
 def bystanders_during_mass_cancel(mass: int, bystanders: int, user, other, spool: Path) -> None:
     from cluster.services import rest_client
     from jobs.mirror.passes import mirror_jobs
@@ -76,21 +84,35 @@ def bystanders_during_mass_cancel(mass: int, bystanders: int, user, other, spool
             scancel_took = time.monotonic() - started
 
         spooled: dict[int, float] = {}
+        taken: dict[int, float] = {}
+        posted: dict[int, float] = {}
 
         def watch_spool():
-            # When each bystander's event file appears (slurmctld's side of the delay): the
-            # forwarder moves it into .sending within 20 ms, so both are looked at.
+            # Each bystander's event file: when it appears (slurmctld's side of the delay), when the
+            # forwarder takes it into .sending (until then it waits for the batch in flight), and
+            # when it is gone (the portal answered its batch, after writing the row).
             names = {str(job_id): job_id for job_id in their_ids}
-            while len(spooled) < len(names) and time.monotonic() - started < 60:
-                for folder in (spool, spool / ".sending"):
-                    try:
-                        entries = os.listdir(folder)
-                    except OSError:
-                        continue
-                    for entry in entries:
-                        job_id = names.get(entry.split(".", 1)[0])
-                        if job_id is not None and job_id in returned:
-                            spooled.setdefault(job_id, time.monotonic())
+            while len(posted) < len(names) and time.monotonic() - started < 60:
+                seen_now: dict[str, set[int]] = {}
+                # The spool first, then the batches: a file moved meanwhile is in a batch by then.
+                for label, folders in (("spool", lambda: [spool]), ("sending", lambda: _batch_dirs(spool))):
+                    entries = []
+                    for folder in folders():
+                        try:
+                            entries += os.listdir(folder)
+                        except OSError:
+                            continue
+                    seen_now[label] = {names[e.split(".", 1)[0]] for e in entries if e.split(".", 1)[0] in names}
+                now = time.monotonic()
+                for job_id in seen_now["spool"] | seen_now["sending"]:
+                    if job_id in returned:
+                        spooled.setdefault(job_id, now)
+                for job_id in seen_now["sending"]:
+                    if job_id in returned:
+                        taken.setdefault(job_id, now)
+                for job_id in set(spooled) - seen_now["spool"] - seen_now["sending"]:
+                    taken.setdefault(job_id, now)
+                    posted.setdefault(job_id, now)
                 time.sleep(0.005)
 
         # Both cancels run beside this loop, which looks every 10 ms for the cancels awaited.
@@ -131,7 +153,9 @@ def bystanders_during_mass_cancel(mass: int, bystanders: int, user, other, spool
                 f"  job {job_id}: cancelled {returned[job_id] - started:.2f} s into the mass cancel, "
                 f"shown {1000 * (shown[job_id] - returned[job_id]):.0f} ms later"
                 + (
-                    f" (its event in the spool after {1000 * (spooled[job_id] - returned[job_id]):.0f} ms)"
+                    f" (its event in the spool after {1000 * (spooled[job_id] - returned[job_id]):.0f} ms,"
+                    f" taken by the forwarder {1000 * (taken.get(job_id, now) - spooled[job_id]):.0f} ms later,"
+                    f" answered {1000 * (posted.get(job_id, now) - taken.get(job_id, now)):.0f} ms after that)"
                     if job_id in spooled
                     else ""
                 )

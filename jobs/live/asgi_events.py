@@ -9,6 +9,7 @@ already; jobs/live/slurm_events.py)."""
 from __future__ import annotations
 
 import logging
+import time
 
 from asgiref.sync import sync_to_async
 
@@ -32,6 +33,7 @@ async def events_app(scope, receive, send):
         return
     except ClientGone:
         return
+    started = time.monotonic()
     try:
         taken = await sync_to_async(in_thread, thread_sensitive=False)(mark, events)
     except Exception:
@@ -41,23 +43,25 @@ async def events_app(scope, receive, send):
         return
     # Taken: the sender may go on with its next batch while this request writes them.
     await respond_json(send, 202, {"job_id": events[0].job_id, "events": len(events)})
+    took_ms = 1000 * (time.monotonic() - started)
     try:
         written = await sync_to_async(in_thread, thread_sensitive=False)(after_taken, taken)
     except Exception:
         log.exception("could not write what %d Slurm events changed; the mirror will", len(events))
         return
-    # Which hook said what of which job, and whether it moved the rows.
-    if len(events) == 1:
-        event = events[0]
-        log.info("Slurm event: job %s %s (%s), %d rows written", event.job_id, event.state, event.hook, written)
-    else:
-        log.info(
-            "Slurm events: %d (jobs %s), %d rows written",
-            len(events),
-            ", ".join(f"{event.job_id} {event.state} ({event.hook})" for event in events[:20])
-            + (" ..." if len(events) > 20 else ""),
-            written,
-        )
+    # Which hook said what of which job, and whether it moved the rows: how many the events wrote
+    # before the answer (and how long that took), how many were read from Slurm after it.
+    named = ", ".join(f"{event.job_id} {event.state} ({event.hook})" for event in events[:20])
+    log.info(
+        "Slurm events: %d (jobs %s%s), %d rows written from them in %.0f ms, %d after; read by id: %s",
+        len(events),
+        named,
+        " ..." if len(events) > 20 else "",
+        len(taken.written),
+        took_ms,
+        written - len(taken.written),
+        sorted(taken.bystanders) or "none",
+    )
 
 
 def _read_single(scope):

@@ -418,7 +418,7 @@ def test_slurmctlds_own_hooks_move_the_row_without_a_mirror_pass(held_job):
         except AssertionError as timed_out:
             # What Slurm says now and which events the portal took: a lost event or none sent.
             web_log = BASE_DIR / "var" / "test-logs" / f"web-{base_url.rsplit(':', 1)[1]}.log"
-            taken = [line for line in web_log.read_text().splitlines() if "Slurm event:" in line]
+            taken = [line for line in web_log.read_text().splitlines() if "Slurm events:" in line]
             raise AssertionError(
                 f"{timed_out}; Slurm says {client.get_job(job_id).states}; events taken: {taken}"
             ) from None
