@@ -75,10 +75,11 @@ class Node:
 class JobStateEntry:
     """One line of the cheap `jobs/state/` listing.
 
-    A task of a job array is listed by its array's id and its task id ("12_3"), never by its
-    own job id: `job_id` is then the array's, `array_task` the task id ("3"), or for the
-    array's tasks that have no record of their own yet (pending, started by nobody) Slurm's
-    set of them ("[4-23%4]" with the throttle)."""
+    A task of a job array is listed as "<record id>_<task id>" ("14_3"): a task with a record of
+    its own (started, ended) under that record's job id, the array's tasks without one (pending)
+    under the array's id, each with its task id or as Slurm's set of them ("12_[4-23%4]" with
+    the throttle). `job_id` is the record's id, `array_task` what follows the underscore
+    (payloads captured from both generations: cluster/tests/payloads/*/array_jobs_state.json)."""
 
     job_id: int
     states: tuple[str, ...]

@@ -6,8 +6,10 @@
 -- at once cost slurmctld next to nothing. It leaves one empty file in the spool that
 -- gpupool-slurm-event also writes to, named for the event,
 --
---     <job id>.<STATE>.jobcomp.<when the job ended, epoch seconds>
+--     <job id>.<STATE>.jobcomp.<when the job ended, epoch seconds>[.<array job id>_<task index>]
 --
+-- (the last part for an array's task with a record of its own, so the portal can write the
+-- task's end at once, as it does a job's),
 -- and gpupool-event-forwarder sends it to the portal. A full or missing spool loses the event,
 -- never the job: the portal's polling mirror catches up. Always returns success: a failing
 -- completion script must not be Slurm's problem.
@@ -30,6 +32,12 @@ function slurm_jobcomp_log_record(job)
         local ended = tonumber(job.end_time)
         if ended and ended > 0 and ended < 1e12 then
             name = name .. string.format(".%d", ended)
+        end
+        -- An array's pending tasks share one record, whose task index is NO_VAL (0xfffffffe).
+        local array_job = tonumber(job.array_job_id)
+        local task = tonumber(job.array_task_id)
+        if array_job and array_job > 0 and array_job < 1e19 and task and task >= 0 and task < 4294967294 then
+            name = name .. string.format(".%d_%d", array_job, task)
         end
         local file = io.open(name, "w")
         if file then

@@ -55,7 +55,7 @@ from cluster.services import rest_client, slurm_cli
 from cluster.sync import single_flight
 from foundation.redis_client import redis_client
 from jobs.live.events import publish_job_updates
-from jobs.mirror.arrays import refresh_array
+from jobs.mirror.arrays import apply_task_records, apply_told_tasks, refresh_array
 from jobs.mirror.passes import ListingMemo, listed_at, mirror_jobs
 from jobs.mirror.rows import apply_slurm_job, apply_told_endings, finish_vanished_job
 from jobs.models import Job
@@ -77,6 +77,9 @@ OWNER_RATE_KEY = "gpupool:jobs:events-taken-by-owner:"
 BYSTANDER_FETCHES = 20
 PASS_GATE = "gpupool:jobs:events-listing-pass"
 PASS_EVERY_SECONDS = 0.25
+# Hooks whose word on an array task is written at once (apply_told_tasks): its start on the
+# node, its end.
+TASK_HOOKS = frozenset({"prolog_slurmd", "prolog_slurmctld", "jobcomp"})
 # More dirty jobs than this at once is a mass change.
 MASS_CHANGE = 200
 # The passes events start look up only what changed since the last (jobs/mirror/passes.py).
@@ -87,15 +90,16 @@ LAGGING_SECONDS = 2
 MAX_SKEW_SECONDS = 300
 MAX_BATCH_EVENTS = 2000
 # The longest line BATCH_LINE_RE takes (a 19-digit job, 32-letter state and hook, 12-digit end,
-# its newline): the body's bound is the count times this (the count is checked first).
-BYTES_PER_EVENT = len("job=;state=;hook=;ended=\n") + 19 + 32 + 32 + 12
+# an array task of a 19-digit array and a 10-digit index, its newline): the body's bound is the
+# count times this (the count is checked first).
+BYTES_PER_EVENT = len("job=;state=;hook=;ended=;task=_\n") + 19 + 32 + 32 + 12 + 19 + 10
 EVENT_RE = re.compile(
     r"job=(?P<job>[1-9][0-9]{0,18});state=(?P<state>[A-Z_]{1,32});hook=(?P<hook>[a-z_]{1,32});t=(?P<t>[0-9]{1,12})"
 )
 BATCH_RE = re.compile(r"n=(?P<n>[1-9][0-9]{0,3});sha256=(?P<digest>[0-9a-f]{64});t=(?P<t>[0-9]{1,12})")
 BATCH_LINE_RE = re.compile(
     r"job=(?P<job>[1-9][0-9]{0,18});state=(?P<state>[A-Z_]{1,32});hook=(?P<hook>[a-z_]{1,32})"
-    r"(?:;ended=(?P<ended>[0-9]{1,12}))?"
+    r"(?:;ended=(?P<ended>[0-9]{1,12}))?(?:;task=(?P<array>[1-9][0-9]{0,18})_(?P<task>[0-9]{1,10}))?"
 )
 
 
@@ -114,6 +118,9 @@ class SlurmEvent:
     sent_at: int
     # When the job ended, as the completion script was told (None from the other hooks).
     ended_at: int | None = None
+    # An array's task: the array's job id and the task's index (the job id is the task's own).
+    array_job_id: int | None = None
+    array_task_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -194,6 +201,8 @@ def read_batch(batch: EventBatch, body: bytes) -> list[SlurmEvent]:
                 hook=match["hook"],
                 sent_at=batch.sent_at,
                 ended_at=int(ended) if ended else None,
+                array_job_id=int(match["array"]) if match["array"] else None,
+                array_task_id=int(match["task"]) if match["task"] else None,
             )
         )
     return events
@@ -230,8 +239,19 @@ def mark(events: list[SlurmEvent], *, now: float | None = None) -> Taken:
         return Taken([], set())
     client = _redis()
     now = now or time.time()
-    endings = {event.job_id: (event.state, event.ended_at) for event in events if event.hook == "jobcomp"}
+    tasks = {
+        (event.array_job_id, event.array_task_id): (event.job_id, event.state, event.ended_at)
+        for event in events
+        if event.array_job_id is not None and event.array_task_id is not None and event.hook in TASK_HOOKS
+    }
+    endings = {
+        event.job_id: (event.state, event.ended_at)
+        for event in events
+        if event.hook == "jobcomp" and event.array_job_id is None
+    }
     told, settled = apply_told_endings(endings) if endings else ([], set())
+    # A task's start and end are written now; the array is read after (its details, exit code).
+    told += apply_told_tasks(tasks)
     job_ids = {event.job_id for event in events} - settled
     burst = note_burst(client, events, now=now)
     bystanders = _bystanders(client, job_ids, now=now) if burst and job_ids else set()
@@ -377,10 +397,14 @@ def refresh_jobs(job_ids: list[int]) -> int:
         log.warning("could not fetch %d jobs named by Slurm events: %s", len(job_ids), exc)
         return 0
     changed = 0
-    arrays = {job.array_job_id for job in found if job.is_array_task}
+    # A task under its own id is read alone (its record is the answer); the array's first task
+    # shares the array's id, whose answer is every record of the array: that one is read whole.
+    tasks = [job for job in found if job.is_array_task and job.job_id != job.array_job_id]
+    changed += apply_task_records(tasks)
+    arrays = {job.array_job_id for job in found if job.is_array_task and job.job_id == job.array_job_id}
     for job in found:
         if job.is_array_task:
-            continue  # read with its whole array below
+            continue
         with transaction.atomic():
             changed += apply_slurm_job(job)
     for array_job_id in arrays:

@@ -20,9 +20,10 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 import foundation.lookups  # noqa: F401  (registers __any_of)
@@ -33,7 +34,7 @@ from cluster.types import TERMINAL_JOB_STATES, AccountingRecord, JobStateEntry
 from cluster.types import Job as SlurmJob
 from jobs.live.events import publish_job_updates
 from jobs.mirror.rows import WATCHED_FIELDS, portal_state, state_signature
-from jobs.models import FINAL_STATES, Job, JobArray
+from jobs.models import FINAL_STATES, Job, JobArray, JobState
 from jobs.sweeps.metrics import collect_metrics_soon
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ def mirror_arrays(client: SlurmRestClient, entries: list[JobStateEntry]) -> int:
         signature = _signature(lines)
         if signature == array["listing_signature"]:
             continue
+        changed += _apply_listing_lines(array["slurm_array_job_id"], lines)
         try:
             records = client.get_array_jobs(array["slurm_array_job_id"])
         except SlurmNotFound:
@@ -113,6 +115,24 @@ def mirror_arrays(client: SlurmRestClient, entries: list[JobStateEntry]) -> int:
         changed += apply_array_records(array["pk"], records)
         JobArray.objects.filter(pk=array["pk"]).update(listing_signature=signature)
     return changed
+
+
+def _apply_listing_lines(array_job_id: int, lines: list[JobStateEntry]) -> int:
+    """What the state listing already says of tasks with a record of their own (started, ended),
+    written before the array is read: a 10,000-task array's read takes seconds, and the sweep's
+    grid should not wait for it. The read then writes each task's whole record (the signature
+    written here is empty). A line under the array's own id that has ended may be the pending
+    tasks' shared record (cancelled together): left to the read."""
+    told: ToldTasks = {}
+    for entry in lines:
+        if not entry.array_task.isdigit() or not entry.states:
+            continue
+        state = entry.states[0]
+        if state == JobState.RUNNING or (state in TERMINAL_JOB_STATES and entry.job_id != array_job_id):
+            told[(array_job_id, int(entry.array_task))] = (entry.job_id, state, None)
+    written = apply_told_tasks(told)
+    transaction.on_commit(lambda: publish_job_updates(written))
+    return len(written)
 
 
 def refresh_array(client: SlurmRestClient, array_job_id: int) -> int:
@@ -127,6 +147,77 @@ def refresh_array(client: SlurmRestClient, array_job_id: int) -> int:
     if not records:
         return finish_array_from_accounting(client, array_pk, array_job_id)
     return apply_array_records(array_pk, records)
+
+
+# What an array task's event says: (array's job id, task id) -> (the task's own job id, its
+# state, when it ended or None).
+ToldTasks = dict[tuple[int, int], tuple[int, str, int | None]]
+
+
+def apply_told_tasks(told: ToldTasks) -> list[int]:
+    """What slurmctld's hooks said of array tasks, written at once (jobs/live/slurm_events.py): a
+    task started (slurmd's Prolog) is RUNNING under its own job id from now, a task ended (the
+    completion hook) has its state and end. Both get an empty signature, so the array's next read
+    (apply_array_records, which the event also asks for) writes Slurm's whole record over it:
+    nodes, exact times, exit code. A sweep's grid then moves with the event, not with that read,
+    which for a 10,000-task array is seconds. Conditional, like every mirror write: a start never
+    overwrites an end, an end never another end. Returns the portal ids written."""
+    if not told:
+        return []
+    arrays = dict(
+        JobArray.objects.filter(slurm_array_job_id__any_of=sorted({array for array, _ in told})).values_list(
+            "slurm_array_job_id", "pk"
+        )
+    )
+    starts: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    ends: dict[tuple[int, str, int | None], list[tuple[int, int]]] = defaultdict(list)
+    for (array_job_id, task_id), (job_id, state, ended) in told.items():
+        array_pk = arrays.get(array_job_id)
+        if array_pk is None:
+            continue  # not the portal's array
+        if state in TERMINAL_JOB_STATES:
+            ends[(array_pk, state, ended)].append((task_id, job_id))
+        elif state == JobState.RUNNING:
+            starts[array_pk].append((task_id, job_id))
+    written: list[int] = []
+    now = timezone.now()
+    pending = Q(state=JobState.PENDING)
+    unfinished = ~Q(state__in=FINAL_STATES)
+    for array_pk, tasks in starts.items():
+        for task_id, job_id in tasks:
+            written += _write_told_task(array_pk, task_id, job_id, pending, state=JobState.RUNNING, start_time=now)
+    for (array_pk, state, ended), tasks in ends.items():
+        end_time = datetime.fromtimestamp(ended, tz=UTC) if ended else now
+        for task_id, job_id in tasks:
+            written += _write_told_task(array_pk, task_id, job_id, unfinished, state=state, end_time=end_time)
+    return written
+
+
+def _write_told_task(array_pk: int, task_id: int, job_id: int, in_state: Q, **fields) -> list[int]:
+    # The task's own job id is set when it has none yet; a row under another id is left alone.
+    task = Job.objects.filter(in_state, Q(slurm_job_id=job_id) | Q(slurm_job_id__isnull=True)).filter(
+        array_id=array_pk, array_task_id=task_id
+    )
+    pks = list(task.values_list("pk", flat=True))
+    if not pks:
+        return []
+    written = task.filter(pk__in=pks).update(slurm_job_id=job_id, slurm_states="", updated_at=timezone.now(), **fields)
+    return pks if written else []
+
+
+def apply_task_records(records: list[SlurmJob]) -> int:
+    """Tasks read by their own job id (an event named them): each record written onto its task's
+    row, without reading the rest of the array. Returns the rows changed."""
+    by_array: dict[int, list[SlurmJob]] = defaultdict(list)
+    for record in records:
+        if record.array_task_id is not None:
+            by_array[record.array_job_id].append(record)
+    if not by_array:
+        return 0
+    arrays = JobArray.objects.filter(slurm_array_job_id__any_of=sorted(by_array)).values_list(
+        "slurm_array_job_id", "pk"
+    )
+    return sum(apply_array_records(array_pk, by_array[array_job_id]) for array_job_id, array_pk in arrays)
 
 
 def _task_fields(job: SlurmJob) -> dict:
@@ -146,10 +237,11 @@ def _task_fields(job: SlurmJob) -> dict:
 
 def apply_array_records(array_pk: int, records: list[SlurmJob]) -> int:
     """Write an array's records onto its task rows; returns the rows changed."""
-    rows = {
-        row["array_task_id"]: row
-        for row in Job.objects.filter(array_id=array_pk).values("pk", "array_task_id", "slurm_job_id", *WATCHED_FIELDS)
-    }
+    tasks = Job.objects.filter(array_id=array_pk)
+    if all(record.array_task_id is not None for record in records):
+        # Tasks' own records only (read by id): their rows, not the whole array's.
+        tasks = tasks.filter(array_task_id__any_of=[record.array_task_id for record in records])
+    rows = {row["array_task_id"]: row for row in tasks.values("pk", "array_task_id", "slurm_job_id", *WATCHED_FIELDS)}
     changed: list[int] = []
     ended = False
     with transaction.atomic():

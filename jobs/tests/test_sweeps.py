@@ -5,8 +5,10 @@ refusals and who may see a sweep."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -246,6 +248,95 @@ def test_the_mirror_writes_every_task_from_the_arrays_records(provisioned, versi
     assert len({task.slurm_job_id for task in tasks.values() if task.slurm_job_id}) == len(
         [task for task in tasks.values() if task.slurm_job_id]
     )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("version", ["v0.0.42", "v0.0.45"])
+def test_a_tasks_start_and_end_are_written_from_its_events_then_its_records_win(provisioned, version):
+    """Slurm's hooks name an array task (jobs/live/slurm_events.py): its start and end are written
+    at once under its own job id, with an empty signature, so the array's next read writes the
+    whole record over them. Out of order, a start never undoes an end; another array's task, a
+    task under another job id and an array not the portal's are left alone."""
+    from jobs.mirror.arrays import apply_task_records, apply_told_tasks
+
+    sweep = make_sweep(provisioned)
+    JobArray.objects.filter(sweep=sweep).update(state=JobArray.State.SUBMITTED, slurm_array_job_id=1)
+    Job.objects.filter(sweep=sweep).update(state="PENDING")
+    array = sweep.arrays.get()
+    written = apply_told_tasks(
+        {(1, 0): (2, "RUNNING", None), (1, 3): (9, "RUNNING", None), (77, 0): (78, "RUNNING", None)}
+    )
+    tasks = {task.array_task_id: task for task in Job.objects.filter(array=array)}
+    assert sorted(written) == sorted([tasks[0].pk, tasks[3].pk])
+    assert (tasks[0].state, tasks[0].slurm_job_id, tasks[0].slurm_states) == ("RUNNING", 2, "")
+    assert tasks[0].start_time is not None and tasks[1].state == "PENDING"
+
+    # Task 3 ends; its start told again late (another batch) does not undo the end.
+    assert apply_told_tasks({(1, 3): (9, "FAILED", 1764547199)}) == [tasks[3].pk]
+    assert apply_told_tasks({(1, 3): (9, "RUNNING", None)}) == []
+    task = Job.objects.get(pk=tasks[3].pk)
+    assert (task.state, int(task.end_time.timestamp())) == ("FAILED", 1764547199)
+    # An end never overwrites another end, nor a task already under another job id.
+    assert apply_told_tasks({(1, 3): (9, "COMPLETED", 1764547299)}) == []
+    assert apply_told_tasks({(1, 0): (5, "COMPLETED", 1764547299)}) == []
+    assert Job.objects.get(pk=tasks[0].pk).state == "RUNNING"
+
+    # A task read by its own id (the event of a start names no task) is written alone.
+    adapter = adapter_for(version)
+    records = adapter.decode_jobs(payload(version, "array_job_pending"))
+    assert apply_task_records([record for record in records if record.array_task_id == 1]) == 1
+    assert Job.objects.get(pk=tasks[1].pk).state == "FAILED" and Job.objects.get(pk=tasks[2].pk).state == "PENDING"
+    # The array's records then write Slurm's word over what the events said (exit code, nodes).
+    apply_array_records(array.pk, records)
+    task = Job.objects.get(pk=tasks[0].pk)
+    assert task.nodes == "gpu-4090-01" and task.slurm_states != ""
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("version", ["v0.0.42", "v0.0.45"])
+def test_the_listing_moves_started_and_ended_tasks_before_the_array_is_read(provisioned, version):
+    """The state listing names a task with a record of its own by that record's id: its start and
+    end are written from the listing line, before the (slow) read of the whole array."""
+    from jobs.mirror.arrays import _apply_listing_lines
+
+    sweep = make_sweep(provisioned)
+    JobArray.objects.filter(sweep=sweep).update(state=JobArray.State.SUBMITTED, slurm_array_job_id=1)
+    Job.objects.filter(sweep=sweep).update(state="PENDING")
+    lines = adapter_for(version).decode_job_states(payload(version, "array_jobs_state"))
+    assert _apply_listing_lines(1, lines) == 3
+    tasks = {task.array_task_id: (task.state, task.slurm_job_id) for task in Job.objects.filter(sweep=sweep)}
+    assert tasks == {
+        0: ("RUNNING", 2),
+        1: ("FAILED", 3),
+        2: ("RUNNING", 4),
+        3: ("PENDING", None),
+        4: ("PENDING", None),
+        5: ("PENDING", None),
+    }
+    assert _apply_listing_lines(1, lines) == 0  # written once
+
+
+@pytest.mark.django_db
+def test_task_events_are_parsed_from_the_batch_and_written_before_the_answer(provisioned, settings):
+    from jobs.live import slurm_events
+
+    settings.SLURM_EVENTS_SECRET = "test-task-events-secret"
+    sweep = make_sweep(provisioned)
+    JobArray.objects.filter(sweep=sweep).update(state=JobArray.State.SUBMITTED, slurm_array_job_id=40)
+    Job.objects.filter(sweep=sweep).update(state="PENDING")
+    body = (
+        b"job=41;state=RUNNING;hook=prolog_slurmd;task=40_0\n"
+        b"job=42;state=COMPLETED;hook=jobcomp;ended=1764547199;task=40_1\n"
+    )
+    line = f"n=2;sha256={hashlib.sha256(body).hexdigest()};t={int(time.time())}"
+    batch = slurm_events.verify_batch(line, slurm_events.sign(settings.SLURM_EVENTS_SECRET, line))
+    assert len(body) <= batch.max_bytes
+    events = slurm_events.read_batch(batch, body)
+    assert [(e.job_id, e.array_job_id, e.array_task_id) for e in events] == [(41, 40, 0), (42, 40, 1)]
+    taken = slurm_events.mark(events)
+    states = dict(Job.objects.filter(sweep=sweep).values_list("array_task_id", "state"))
+    assert states[0] == "RUNNING" and states[1] == "COMPLETED" and states[2] == "PENDING"
+    assert len(taken.written) == 2
 
 
 @pytest.mark.django_db
