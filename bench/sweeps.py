@@ -120,14 +120,15 @@ def run(user, points: int, watch: float, *, events: bool = False) -> None:
     # How late each start and end reached the portal: Slurm's times are whole seconds. Only those
     # that happened while this watched (a task that started during the page timings above was not
     # looked for then).
-    stale = []
+    stale, stale_starts, stale_ends = [], [], []
     for pk, start, end in Job.objects.filter(sweep=sweep, start_time__isnull=False).values_list(
         "pk", "start_time", "end_time"
     ):
         if (pk, "RUNNING") in seen and start.timestamp() >= watch_started:
-            stale.append(seen[(pk, "RUNNING")] - start.timestamp())
+            stale_starts.append(seen[(pk, "RUNNING")] - start.timestamp())
         if end and (pk, "ENDED") in seen and end.timestamp() >= watch_started:
-            stale.append(seen[(pk, "ENDED")] - end.timestamp())
+            stale_ends.append(seen[(pk, "ENDED")] - end.timestamp())
+    stale = stale_starts + stale_ends
     ran = Job.objects.filter(sweep=sweep, state="COMPLETED").count()
     if events:
         print(f"watched {watch:.0f} s through the portal's own stack with events ({ran} completed)")
@@ -144,6 +145,12 @@ def run(user, points: int, watch: float, *, events: bool = False) -> None:
             f"p50 {statistics.median(stale):.2f} s, p95 {percentile(stale, 0.95):.2f} s, max {max(stale):.2f} s "
             "(goal: 5 s)"
         )
+        for label, values in (("starts", stale_starts), ("ends", stale_ends)):
+            if values:
+                print(
+                    f"  {label}: {len(values)}, p50 {statistics.median(values):.2f} s, "
+                    f"p95 {percentile(values, 0.95):.2f} s, max {max(values):.2f} s"
+                )
 
     started = time.perf_counter()
     actions.cancel_sweep(user, sweep, pending_only=False)

@@ -56,7 +56,7 @@ from cluster.sync import single_flight
 from foundation.redis_client import redis_client
 from jobs.live.events import publish_job_updates
 from jobs.mirror.arrays import apply_task_records, apply_told_tasks, refresh_array
-from jobs.mirror.passes import ListingMemo, listed_at, mirror_jobs
+from jobs.mirror.passes import ListingMemo, last_pass_took, listed_at, mirror_jobs
 from jobs.mirror.rows import apply_slurm_job, apply_told_endings, finish_vanished_job
 from jobs.models import Job
 from jobs.tasks import sync_cluster
@@ -80,6 +80,9 @@ PASS_EVERY_SECONDS = 0.25
 # Hooks whose word on an array task is written at once (apply_told_tasks): its start on the
 # node, its end.
 TASK_HOOKS = frozenset({"prolog_slurmd", "prolog_slurmctld", "jobcomp"})
+# What one job read by id costs slurmrestd and the portal (260 a second at 8-16 at once,
+# bench/README.md): a burst's few dirty jobs are read so when that is cheaper than a pass.
+BY_ID_READ_SECONDS = 0.005
 # More dirty jobs than this at once is a mass change.
 MASS_CHANGE = 200
 # The passes events start look up only what changed since the last (jobs/mirror/passes.py).
@@ -335,8 +338,14 @@ def _drain(client: redis.Redis) -> int:
     written = 0
     while True:
         if client.exists(BURST_KEY):
-            if not client.scard(DIRTY_KEY):
+            dirty = client.scard(DIRTY_KEY)
+            if not dirty:
                 return written
+            if _reading_by_id_is_cheaper(dirty):
+                # A sweep's tasks starting, a few a second: a pass over 10,000 tasks costs seconds,
+                # their reads by id a few milliseconds each.
+                written += refresh_jobs([int(member) for member in client.spop(DIRTY_KEY, dirty)])
+                continue
             # Jobs marked from here on stay dirty for the next round: they need a listing read
             # after their mark, and this one's may be under way already.
             marked_by = time.time()
@@ -352,6 +361,12 @@ def _drain(client: redis.Redis) -> int:
             client.sadd(DIRTY_KEY, *ids)
             continue
         written += refresh_jobs(ids)
+
+
+def _reading_by_id_is_cheaper(count: int) -> bool:
+    """Whether `count` jobs read by id cost less than a listing pass did last time."""
+    took = last_pass_took()
+    return took is not None and count * BY_ID_READ_SECONDS < took
 
 
 def _listing_pass(client: redis.Redis, marked_by: float) -> int:

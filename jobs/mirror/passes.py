@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 # When the last pass asked for the state listing (epoch seconds): Slurm's events wait for a pass
 # that listed after them (jobs/live/slurm_events.py), and one already under way may be it.
 LISTED_AT_KEY = "gpupool:jobs:listed-at"
+PASS_TOOK_KEY = "gpupool:jobs:pass-took"
 
 # Watched pending jobs (an open page, an API client) have their expected start re-read this
 # often, at most PENDING_REFRESH_PER_PASS a pass; the others every BACKGROUND_PENDING_REFRESH,
@@ -118,6 +119,20 @@ def listed_at() -> float:
     return float(value) if value else 0.0
 
 
+def note_pass_took(seconds: float) -> None:
+    """How long the last whole pass took: what reading jobs by id is weighed against
+    (jobs/live/slurm_events.py). At 10,000 array tasks a pass is seconds, at 1,000 jobs 50 ms."""
+    try:
+        redis_client().set(PASS_TOOK_KEY, repr(seconds), ex=3600)
+    except redis.RedisError as exc:
+        log.warning("could not note the pass's time: %s", exc)
+
+
+def last_pass_took() -> float | None:
+    value = redis_client().get(PASS_TOOK_KEY)
+    return float(value) if value else None
+
+
 def _pending_due_for_refresh(live: dict[int, str], exclude: set[int]) -> set[int]:
     """Pending jobs whose expected start is due for a re-read: the ones someone is looking at
     (jobs/live/watching.py) every PENDING_REFRESH, the others every BACKGROUND_PENDING_REFRESH, a
@@ -147,6 +162,7 @@ def mirror_jobs(
     in bulk rather than one `GET /job/{id}` each; with `memo`, only changes are looked up."""
     result = MirrorResult()
     listing_asked_at = time.time()
+    started = time.monotonic()
     listed = client.list_job_states()
     note_listed(listing_asked_at)
     result.seen = len(listed)
@@ -240,6 +256,7 @@ def mirror_jobs(
         memo.signatures = kept | {job_id: live[job_id] for job_id in settled}
         if full_check:
             memo.checked_at = time.monotonic()
+    note_pass_took(time.monotonic() - started)
     return result
 
 

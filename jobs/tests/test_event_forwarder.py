@@ -31,6 +31,7 @@ class Receiver(ThreadingHTTPServer):
     def __init__(self):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.batches: list[list[int]] = []
+        self.events: list = []
         self.open_requests = 0
         self.hold_next = False
         self.refuse_next = False
@@ -57,6 +58,7 @@ class _Handler(BaseHTTPRequestHandler):
         events = slurm_events.read_batch(batch, self.rfile.read(int(self.headers["Content-Length"])))
         with server.lock:
             server.batches.append([event.job_id for event in events])
+            server.events += events
             server.open_requests += 1
             hold, server.hold_next = server.hold_next, False
             refuse, server.refuse_next = server.refuse_next, False
@@ -172,3 +174,16 @@ def test_nothing_is_lost_while_the_portal_is_unreachable(receiver, forwarder_for
     (tmp_path / "events.conf").write_text(f"url={receiver.url}\nsecret={SECRET}\nspool={spool}\n")
     wait_for(lambda: receiver.jobs_taken() == {801, 802}, timeout=15, interval=0.05, what="sent once reachable")
     wait_for(lambda: _spool_empty(spool), timeout=10, interval=0.05, what="the spool emptied")
+
+
+def test_an_array_tasks_event_keeps_its_array_and_index(receiver, forwarder_for):
+    spool = forwarder_for(receiver.url)
+    (spool / "41.COMPLETED.jobcomp.1764547199.40_7").touch()
+    (spool / "42.RUNNING.prolog_slurmd").touch()
+    (spool / "43.RUNNING.prolog_slurmd.40_x").touch()  # not an event's name: never sent
+    wait_for(lambda: receiver.jobs_taken() == {41, 42}, timeout=10, interval=0.05, what="both sent")
+    told = {
+        event.job_id: (event.state, event.ended_at, event.array_job_id, event.array_task_id)
+        for event in receiver.events
+    }
+    assert told == {41: ("COMPLETED", 1764547199, 40, 7), 42: ("RUNNING", None, None, None)}

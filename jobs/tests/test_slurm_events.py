@@ -21,7 +21,7 @@ from django.utils import timezone
 from cluster.services import rest_client, slurm_cli
 from jobs.live import slurm_events
 from jobs.live.asgi_events import events_app
-from jobs.mirror.passes import mirror_jobs
+from jobs.mirror.passes import PASS_TOOK_KEY, mirror_jobs, note_pass_took
 from jobs.models import Job
 from testing.servers import BASE_DIR, portal_stack
 from testing.slurm import submission, wait_for, wait_until_requeued
@@ -34,7 +34,7 @@ FORWARDER = EVENTS_DIR / "gpupool-event-forwarder"
 
 def _forget_bursts():
     client = slurm_events.redis_client()
-    client.delete(slurm_events.BURST_KEY, slurm_events.PASS_GATE)
+    client.delete(slurm_events.BURST_KEY, slurm_events.PASS_GATE, PASS_TOOK_KEY)
     for pattern in (slurm_events.RATE_KEY, slurm_events.OWNER_RATE_KEY):
         for key in client.scan_iter(f"{pattern}*"):
             client.delete(key)
@@ -128,7 +128,7 @@ def test_a_signed_batch_is_read_and_every_bad_one_refused(events_on):
             slurm_events.read_batch(slurm_events.verify_batch(header, signature), body)
         assert refused.value.status == 400
     # The body's bound fits the longest lines the grammar takes.
-    longest = f"job={'9' * 19};state={'A' * 32};hook={'a' * 32};ended={'1' * 12}"
+    longest = f"job={'9' * 19};state={'A' * 32};hook={'a' * 32};ended={'1' * 12};task={'9' * 19}_{'9' * 10}"
     header, signature, body = _batch([longest] * 3)
     batch = slurm_events.verify_batch(header, signature)
     assert len(body) == batch.max_bytes and len(slurm_events.read_batch(batch, body)) == 3
@@ -287,8 +287,10 @@ def test_an_event_writes_the_cancel_of_a_pending_job_at_once(events_on, held_job
 def test_a_late_event_has_the_listing_read_rather_than_its_job(events_on, held_job, monkeypatch):
     """An event that reaches the portal seconds after its job ended (completion scripts run as
     programs queue up behind a mass change) starts a listing pass: the job of the user whose
-    burst it is (here one event is a burst) is written from the listing, with no fetch by id."""
+    burst it is (here one event is a burst) is written from the listing, with no fetch by id,
+    when a pass costs less than reading the job by id (here: always)."""
     monkeypatch.setattr(slurm_events, "BURST_EVENTS", 1)
+    monkeypatch.setattr(slurm_events, "BY_ID_READ_SECONDS", 3600)
     client, job_id = held_job
     wait_for(lambda: mirror_jobs(rest_client()) and Job.objects.filter(slurm_job_id=job_id, state="PENDING").exists())
     client.cancel_job(job_id)
@@ -303,6 +305,30 @@ def test_a_late_event_has_the_listing_read_rather_than_its_job(events_on, held_j
         [slurm_events.SlurmEvent(job_id, "ENDED", "epilog_slurmctld", int(now), ended_at=int(now) - 10)], now=now
     )
     assert written >= 1 and fetched == []
+    assert Job.objects.get(slurm_job_id=job_id).state == "CANCELLED"
+
+
+@pytest.mark.slurm
+@pytest.mark.django_db(transaction=True)
+def test_a_bursts_few_jobs_are_read_by_id_when_a_pass_costs_more(events_on, held_job, monkeypatch):
+    """The same late event, when the last pass took long (a cluster holding a 10,000-task sweep:
+    seconds): its one job is read by id at once, and no listing pass is started."""
+    monkeypatch.setattr(slurm_events, "BURST_EVENTS", 1)
+    client, job_id = held_job
+    wait_for(lambda: mirror_jobs(rest_client()) and Job.objects.filter(slurm_job_id=job_id, state="PENDING").exists())
+    client.cancel_job(job_id)
+    note_pass_took(2.0)
+    now = time.time()
+    fetched, passes = [], []
+    original_fetch = slurm_events.fetch_jobs
+    monkeypatch.setattr(
+        slurm_events, "fetch_jobs", lambda slurm, ids: fetched.extend(ids) or original_fetch(slurm, ids)
+    )
+    monkeypatch.setattr(slurm_events, "_listing_pass", lambda *args: passes.append(args) or 0)
+    written = slurm_events.accept_many(
+        [slurm_events.SlurmEvent(job_id, "ENDED", "epilog_slurmctld", int(now), ended_at=int(now) - 10)], now=now
+    )
+    assert written == 1 and fetched == [job_id] and passes == []
     assert Job.objects.get(slurm_job_id=job_id).state == "CANCELLED"
 
 
