@@ -30,6 +30,9 @@ class JobState(models.TextChoices):
 
 
 FINAL_STATES = frozenset(TERMINAL_JOB_STATES | {JobState.SUBMIT_FAILED})
+# Rows the mirror still has to read: unfinished, or told ended by an event (the state written at
+# once, Slurm's signature left empty) and not read since (exit code, nodes, exact times).
+UNREAD_OR_UNFINISHED = ~models.Q(state__in=FINAL_STATES) | models.Q(slurm_states="", slurm_job_id__isnull=False)
 
 
 class Job(models.Model):

@@ -53,6 +53,7 @@ from cluster.errors import SlurmError, SlurmNotFound
 from cluster.job_reader import fetch_jobs
 from cluster.services import rest_client, slurm_cli
 from cluster.sync import single_flight
+from cluster.types import TERMINAL_JOB_STATES
 from foundation.redis_client import redis_client
 from jobs.live.events import publish_job_updates
 from jobs.mirror.arrays import apply_task_records, apply_told_tasks, refresh_array
@@ -77,8 +78,9 @@ OWNER_RATE_KEY = "gpupool:jobs:events-taken-by-owner:"
 BYSTANDER_FETCHES = 20
 PASS_GATE = "gpupool:jobs:events-listing-pass"
 PASS_EVERY_SECONDS = 0.25
-# Hooks whose word on an array task is written at once (apply_told_tasks): its start on the
-# node, its end.
+# Hooks whose word on an array task is written at once (apply_told_tasks): its end (jobcomp/lua
+# names the task), its start where the hook is told the task (PrologSlurmctld; slurmd's Prolog is
+# not, so a start from there is read by the task's own id).
 TASK_HOOKS = frozenset({"prolog_slurmd", "prolog_slurmctld", "jobcomp"})
 # What one job read by id costs slurmrestd and the portal (260 a second at 8-16 at once,
 # bench/README.md): a burst's few dirty jobs are read so when that is cheaper than a pass.
@@ -92,6 +94,7 @@ LAGGING_SECONDS = 2
 # An event older (or further in the future) than this is refused: clocks of one cluster agree.
 MAX_SKEW_SECONDS = 300
 MAX_BATCH_EVENTS = 2000
+MAX_JOB_ID = 2**32 - 1
 # The longest line BATCH_LINE_RE takes (a 19-digit job, 32-letter state and hook, 12-digit end,
 # an array task of a 19-digit array and a 10-digit index, its newline): the body's bound is the
 # count times this (the count is checked first).
@@ -238,15 +241,21 @@ def mark(events: list[SlurmEvent], *, now: float | None = None) -> Taken:
     cancelled is settled then, nothing to read), note whether they are a burst, and mark the
     other jobs dirty. Quick: the events' request answers after this and drains only then, so
     the forwarder's next batch never waits for a read from Slurm or a listing pass."""
+    # Slurm's job ids are 32-bit: a larger one (the grammar allows 19 digits) is no job of ours,
+    # and must not fail the batch it came in (a database refusing the number).
+    events = [event for event in events if event.job_id <= MAX_JOB_ID and (event.array_job_id or 0) <= MAX_JOB_ID]
     if not events:
         return Taken([], set())
     client = _redis()
     now = now or time.time()
-    tasks = {
-        (event.array_job_id, event.array_task_id): (event.job_id, event.state, event.ended_at)
-        for event in events
-        if event.array_job_id is not None and event.array_task_id is not None and event.hook in TASK_HOOKS
-    }
+    tasks: dict[tuple[int, int], tuple[int, str, int | None]] = {}
+    for event in events:
+        if event.array_job_id is None or event.array_task_id is None or event.hook not in TASK_HOOKS:
+            continue
+        key = (event.array_job_id, event.array_task_id)
+        # A short task's start and end in one batch: the end is the news.
+        if key not in tasks or tasks[key][1] not in TERMINAL_JOB_STATES:
+            tasks[key] = (event.job_id, event.state, event.ended_at)
     endings = {
         event.job_id: (event.state, event.ended_at)
         for event in events
@@ -412,8 +421,9 @@ def refresh_jobs(job_ids: list[int]) -> int:
         log.warning("could not fetch %d jobs named by Slurm events: %s", len(job_ids), exc)
         return 0
     changed = 0
-    # A task under its own id is read alone (its record is the answer); the array's first task
-    # shares the array's id, whose answer is every record of the array: that one is read whole.
+    # A task under its own id is read alone (its record is the answer); the task under the array's
+    # own id (the last of its tasks to start) is answered with every record of the array, so that
+    # array is read whole.
     tasks = [job for job in found if job.is_array_task and job.job_id != job.array_job_id]
     changed += apply_task_records(tasks)
     arrays = {job.array_job_id for job in found if job.is_array_task and job.job_id == job.array_job_id}

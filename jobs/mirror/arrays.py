@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
@@ -34,7 +34,7 @@ from cluster.types import TERMINAL_JOB_STATES, AccountingRecord, JobStateEntry
 from cluster.types import Job as SlurmJob
 from jobs.live.events import publish_job_updates
 from jobs.mirror.rows import WATCHED_FIELDS, portal_state, state_signature
-from jobs.models import FINAL_STATES, Job, JobArray, JobState
+from jobs.models import FINAL_STATES, UNREAD_OR_UNFINISHED, Job, JobArray, JobState
 from jobs.sweeps.metrics import collect_metrics_soon
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,9 @@ _TASK_FIELDS = (
 
 
 def _active_arrays():
-    unfinished = Job.objects.filter(array=OuterRef("pk")).exclude(state__in=FINAL_STATES)
+    # A task told ended (an event, the listing) but not read yet keeps its array read: its exit
+    # code, nodes and exact times come with that read.
+    unfinished = Job.objects.filter(UNREAD_OR_UNFINISHED, array=OuterRef("pk"))
     return JobArray.objects.filter(state=JobArray.State.SUBMITTED, slurm_array_job_id__isnull=False).filter(
         Exists(unfinished)
     )
@@ -155,13 +157,15 @@ ToldTasks = dict[tuple[int, int], tuple[int, str, int | None]]
 
 
 def apply_told_tasks(told: ToldTasks) -> list[int]:
-    """What slurmctld's hooks said of array tasks, written at once (jobs/live/slurm_events.py): a
-    task started (slurmd's Prolog) is RUNNING under its own job id from now, a task ended (the
-    completion hook) has its state and end. Both get an empty signature, so the array's next read
-    (apply_array_records, which the event also asks for) writes Slurm's whole record over it:
-    nodes, exact times, exit code. A sweep's grid then moves with the event, not with that read,
-    which for a 10,000-task array is seconds. Conditional, like every mirror write: a start never
-    overwrites an end, an end never another end. Returns the portal ids written."""
+    """What slurmctld's hooks or the state listing said of array tasks, written at once
+    (jobs/live/slurm_events.py, _apply_listing_lines): a task started is RUNNING under its own job
+    id from now, a task ended has its state and end. Both get an empty signature, which keeps the
+    array read (_active_arrays) until its next read (apply_array_records) writes Slurm's whole
+    record over them: nodes, exact times, exit code. A sweep's grid then moves with the event,
+    not with that read, which for a 10,000-task array is seconds. One query reads an array's named
+    rows; only those that move are written, each conditionally (a start never overwrites an end,
+    an end never another end), skipping a row a reader holds (it is writing that task anyway).
+    Returns the portal ids written."""
     if not told:
         return []
     arrays = dict(
@@ -169,40 +173,47 @@ def apply_told_tasks(told: ToldTasks) -> list[int]:
             "slurm_array_job_id", "pk"
         )
     )
-    starts: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    ends: dict[tuple[int, str, int | None], list[tuple[int, int]]] = defaultdict(list)
-    for (array_job_id, task_id), (job_id, state, ended) in told.items():
-        array_pk = arrays.get(array_job_id)
-        if array_pk is None:
-            continue  # not the portal's array
-        if state in TERMINAL_JOB_STATES:
-            ends[(array_pk, state, ended)].append((task_id, job_id))
-        elif state == JobState.RUNNING:
-            starts[array_pk].append((task_id, job_id))
+    by_array: dict[int, dict[int, tuple[int, str, int | None]]] = defaultdict(dict)
+    for (array_job_id, task_id), what in told.items():
+        if array_job_id in arrays:  # else not the portal's array
+            by_array[arrays[array_job_id]][task_id] = what
     written: list[int] = []
     now = timezone.now()
-    pending = Q(state=JobState.PENDING)
-    unfinished = ~Q(state__in=FINAL_STATES)
-    for array_pk, tasks in starts.items():
-        for task_id, job_id in tasks:
-            written += _write_told_task(array_pk, task_id, job_id, pending, state=JobState.RUNNING, start_time=now)
-    for (array_pk, state, ended), tasks in ends.items():
-        end_time = datetime.fromtimestamp(ended, tz=UTC) if ended else now
-        for task_id, job_id in tasks:
-            written += _write_told_task(array_pk, task_id, job_id, unfinished, state=state, end_time=end_time)
+    for array_pk, tasks in by_array.items():
+        rows = Job.objects.filter(array_id=array_pk, array_task_id__any_of=sorted(tasks)).values_list(
+            "pk", "array_task_id", "slurm_job_id", "state"
+        )
+        for pk, task_id, own_id, state_now in rows:
+            job_id, state, ended = tasks[task_id]
+            if own_id not in (None, job_id):
+                continue  # under another record: not this event's task
+            if state in TERMINAL_JOB_STATES and state_now not in FINAL_STATES:
+                end_time = datetime.fromtimestamp(ended, tz=UTC) if ended else now
+                fields, in_state = {"state": state, "end_time": end_time}, ~Q(state__in=FINAL_STATES)
+            elif state == JobState.RUNNING and state_now == JobState.PENDING:
+                fields, in_state = {"state": JobState.RUNNING, "start_time": now}, Q(state=JobState.PENDING)
+            else:
+                continue
+            if _write_told_task(pk, job_id, in_state, fields):
+                written.append(pk)
     return written
 
 
-def _write_told_task(array_pk: int, task_id: int, job_id: int, in_state: Q, **fields) -> list[int]:
-    # The task's own job id is set when it has none yet; a row under another id is left alone.
-    task = Job.objects.filter(in_state, Q(slurm_job_id=job_id) | Q(slurm_job_id__isnull=True)).filter(
-        array_id=array_pk, array_task_id=task_id
-    )
-    pks = list(task.values_list("pk", flat=True))
-    if not pks:
-        return []
-    written = task.filter(pk__in=pks).update(slurm_job_id=job_id, slurm_states="", updated_at=timezone.now(), **fields)
-    return pks if written else []
+def _write_told_task(pk: int, job_id: int, in_state: Q, fields: dict) -> bool:
+    try:
+        with transaction.atomic():
+            held = Job.objects.filter(in_state, Q(slurm_job_id=job_id) | Q(slurm_job_id__isnull=True), pk=pk)
+            if not list(held.select_for_update(skip_locked=True).values_list("pk", flat=True)):
+                return False
+            return bool(
+                Job.objects.filter(pk=pk).update(
+                    slurm_job_id=job_id, slurm_states="", updated_at=timezone.now(), **fields
+                )
+            )
+    except IntegrityError:
+        # Another row holds that Slurm id (a cluster whose ids started again): the read decides.
+        log.warning("array task row %s: Slurm job %s is another row's", pk, job_id)
+        return False
 
 
 def apply_task_records(records: list[SlurmJob]) -> int:
@@ -317,10 +328,8 @@ def finish_array_from_accounting(client: SlurmRestClient, array_pk: int, array_j
         return 0
     changed = []
     with transaction.atomic():
-        for pk, task_id, slurm_job_id, old in (
-            Job.objects.filter(array_id=array_pk)
-            .exclude(state__in=FINAL_STATES)
-            .values_list("pk", "array_task_id", "slurm_job_id", "slurm_states")
+        for pk, task_id, slurm_job_id, old in Job.objects.filter(UNREAD_OR_UNFINISHED, array_id=array_pk).values_list(
+            "pk", "array_task_id", "slurm_job_id", "slurm_states"
         ):
             record = _record_for(records, task_id, slurm_job_id)
             if record is None or record.state not in TERMINAL_JOB_STATES:

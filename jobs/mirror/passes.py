@@ -42,7 +42,7 @@ from jobs.mirror.rows import (
     finish_from_accounting,
     state_signature,
 )
-from jobs.models import FINAL_STATES, Job, JobState
+from jobs.models import UNREAD_OR_UNFINISHED, Job, JobState
 from jobs.protocol import COMMENT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -233,8 +233,9 @@ def mirror_jobs(
         # Checked and still the same: not due again until its next refresh.
         Job.objects.filter(slurm_job_id__any_of=unchanged).update(updated_at=timezone.now())
 
-    # Jobs we last saw unfinished that slurmctld no longer lists: ask slurmdbd how they ended.
-    unfinished = Job.objects.filter(slurm_job_id__isnull=False, array__isnull=True).exclude(state__in=FINAL_STATES)
+    # Jobs we last saw unfinished that slurmctld no longer lists: ask slurmdbd how they ended. So
+    # too a job whose end an event told (its signature empty) and nobody read since: its exit code.
+    unfinished = Job.objects.filter(slurm_job_id__isnull=False, array__isnull=True).filter(UNREAD_OR_UNFINISHED)
     if full_check:
         unfinished = unfinished.exclude(slurm_job_id__any_of=list(live))
     else:

@@ -28,7 +28,7 @@ from cluster.types import Job as SlurmJob
 from foundation.sequences import batches
 from groups.queries import group_ids_for_accounts
 from jobs.live.events import publish_job_update, publish_job_updates
-from jobs.models import FINAL_STATES, Job, JobState
+from jobs.models import FINAL_STATES, UNREAD_OR_UNFINISHED, Job, JobState
 from jobs.protocol import COMMENT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -240,8 +240,7 @@ def finish_vanished_job(client: SlurmRestClient, slurm_job_id: int) -> bool:
     slurmdbd. True when the row changed."""
     row = (
         # An array's task is finished with its array (jobs/mirror/arrays.py).
-        Job.objects.filter(slurm_job_id=slurm_job_id, array__isnull=True)
-        .exclude(state__in=FINAL_STATES)
+        Job.objects.filter(UNREAD_OR_UNFINISHED, slurm_job_id=slurm_job_id, array__isnull=True)
         .values_list("pk", "slurm_states")
         .first()
     )

@@ -33,6 +33,7 @@ class Receiver(ThreadingHTTPServer):
         self.batches: list[list[int]] = []
         self.events: list = []
         self.open_requests = 0
+        self.holding = False
         self.hold_next = False
         self.refuse_next = False
         self.release = threading.Event()
@@ -64,7 +65,9 @@ class _Handler(BaseHTTPRequestHandler):
             refuse, server.refuse_next = server.refuse_next, False
         try:
             if hold:
+                server.holding = True
                 server.release.wait(timeout=20)
+                server.holding = False
             self.send_response(503 if refuse else 202)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -105,6 +108,7 @@ def forwarder_for(tmp_path):
         started.append(process)
         return spool
 
+    start.started = started
     yield start
     for process in started:
         if process.poll() is None:
@@ -125,13 +129,11 @@ def test_a_batch_being_written_never_holds_the_next_event(receiver, forwarder_fo
     spool = forwarder_for(receiver.url)
     for job_id in range(100, 400):
         _event(spool, job_id)
-    wait_for(lambda: receiver.open_requests == 1, timeout=10, interval=0.02, what="the first batch, held")
-    held = receiver.batches[0]
-    assert len(held) >= 1
+    wait_for(lambda: receiver.holding, timeout=10, interval=0.02, what="the first batch, held")
     # Another user's job ends while the portal is still writing that batch.
     _event(spool, 9001)
     wait_for(lambda: 9001 in receiver.jobs_taken(), timeout=5, interval=0.02, what="the later event")
-    assert receiver.open_requests == 1, "the later event was sent while the first batch was held"
+    assert receiver.holding, "the first batch was answered before the later event was sent"
     receiver.release.set()
     wait_for(lambda: _spool_empty(spool), timeout=10, interval=0.05, what="every batch answered and deleted")
     assert receiver.jobs_taken() == set(range(100, 400)) | {9001}
@@ -156,6 +158,22 @@ def test_what_a_killed_forwarder_left_mid_batch_is_sent_by_the_next(receiver, fo
     _event(spool, 703)
     forwarder_for(receiver.url)
     wait_for(lambda: receiver.jobs_taken() == {701, 702, 703}, timeout=10, interval=0.05, what="all three sent")
+    wait_for(lambda: _spool_empty(spool), timeout=10, interval=0.05, what="the spool emptied")
+
+
+def test_a_forwarder_killed_mid_post_loses_nothing(receiver, forwarder_for):
+    receiver.hold_next = True
+    spool = forwarder_for(receiver.url)
+    _event(spool, 901)
+    wait_for(lambda: receiver.holding, timeout=10, interval=0.02, what="the batch, held")
+    forwarder = forwarder_for.started[-1]
+    os.killpg(forwarder.pid, signal.SIGKILL)  # parent and child, mid-post
+    forwarder.wait(timeout=10)
+    assert [p.name for p in (spool / ".sending").rglob("*.jobcomp.*")] == ["901.CANCELLED.jobcomp.1764547199"]
+    receiver.release.set()
+    forwarder_for(receiver.url)
+    wait_for(lambda: len(receiver.batches) >= 2, timeout=10, interval=0.05, what="the batch sent again")
+    assert receiver.batches[-1] == [901]
     wait_for(lambda: _spool_empty(spool), timeout=10, interval=0.05, what="the spool emptied")
 
 

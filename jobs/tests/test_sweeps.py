@@ -291,6 +291,22 @@ def test_a_tasks_start_and_end_are_written_from_its_events_then_its_records_win(
     task = Job.objects.get(pk=tasks[0].pk)
     assert task.nodes == "gpu-4090-01" and task.slurm_states != ""
 
+    # Every task told ended, none read yet: the array is still read (exit codes, nodes), and
+    # no longer once its records are written.
+    from jobs.mirror.arrays import _active_arrays
+
+    ended = adapter.decode_jobs(payload(version, "array_job_ended"))
+    own = {record.array_task_id: record for record in ended if record.array_task_id is not None}
+    # A task with no record of its own ended with the pending ones (its signature written).
+    Job.objects.filter(array=array).exclude(array_task_id__in=own).update(state="CANCELLED", slurm_states="CANCELLED")
+    apply_told_tasks({(1, index): (record.job_id, record.state, 1764547399) for index, record in own.items()})
+    assert not Job.objects.filter(array=array).exclude(state__in=["COMPLETED", "FAILED", "CANCELLED"]).exists()
+    assert Job.objects.filter(array=array, slurm_states="").exists()
+    assert list(_active_arrays().values_list("pk", flat=True)) == [array.pk]
+    apply_array_records(array.pk, ended)
+    assert not Job.objects.filter(array=array, slurm_states="").exists()
+    assert not _active_arrays().exists()
+
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("version", ["v0.0.42", "v0.0.45"])
@@ -324,19 +340,22 @@ def test_task_events_are_parsed_from_the_batch_and_written_before_the_answer(pro
     sweep = make_sweep(provisioned)
     JobArray.objects.filter(sweep=sweep).update(state=JobArray.State.SUBMITTED, slurm_array_job_id=40)
     Job.objects.filter(sweep=sweep).update(state="PENDING")
+    # Task 2's end and its start in one batch, the end first: the end is what is written.
     body = (
         b"job=41;state=RUNNING;hook=prolog_slurmd;task=40_0\n"
         b"job=42;state=COMPLETED;hook=jobcomp;ended=1764547199;task=40_1\n"
+        b"job=43;state=FAILED;hook=jobcomp;ended=1764547199;task=40_2\n"
+        b"job=43;state=RUNNING;hook=prolog_slurmctld;task=40_2\n"
     )
-    line = f"n=2;sha256={hashlib.sha256(body).hexdigest()};t={int(time.time())}"
+    line = f"n=4;sha256={hashlib.sha256(body).hexdigest()};t={int(time.time())}"
     batch = slurm_events.verify_batch(line, slurm_events.sign(settings.SLURM_EVENTS_SECRET, line))
     assert len(body) <= batch.max_bytes
     events = slurm_events.read_batch(batch, body)
-    assert [(e.job_id, e.array_job_id, e.array_task_id) for e in events] == [(41, 40, 0), (42, 40, 1)]
+    assert [(e.job_id, e.array_job_id, e.array_task_id) for e in events][:2] == [(41, 40, 0), (42, 40, 1)]
     taken = slurm_events.mark(events)
     states = dict(Job.objects.filter(sweep=sweep).values_list("array_task_id", "state"))
-    assert states[0] == "RUNNING" and states[1] == "COMPLETED" and states[2] == "PENDING"
-    assert len(taken.written) == 2
+    assert (states[0], states[1], states[2], states[3]) == ("RUNNING", "COMPLETED", "FAILED", "PENDING")
+    assert len(taken.written) == 3
 
 
 @pytest.mark.django_db

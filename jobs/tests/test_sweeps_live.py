@@ -17,7 +17,7 @@ from cluster.services import rest_client, slurm_cli
 from conftest import subscribe
 from jobs.logs import local_log_path, read_tail
 from jobs.mirror.arrays import record_array_accounting
-from jobs.models import FINAL_STATES, Job, JobArray, Sweep
+from jobs.models import FINAL_STATES, UNREAD_OR_UNFINISHED, Job, JobArray, Sweep
 from jobs.sweeps import queries
 from jobs.tasks import run_sync
 from testing.slurm import wait_for
@@ -53,7 +53,8 @@ def _mirror_until_done(sweep: Sweep, most_running: list[int], timeout: float = 2
     def done():
         run_sync()
         most_running.append(_running_in_slurm(sweep))
-        return not queries.current_tasks(sweep).exclude(state__in=FINAL_STATES).exists()
+        # Ended and read: a task told ended by the listing gets its exit code from the array's read.
+        return not queries.current_tasks(sweep).filter(UNREAD_OR_UNFINISHED).exists()
 
     wait_for(done, timeout=timeout, interval=0.5, what="every task of the sweep to end")
 
