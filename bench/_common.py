@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -99,3 +100,23 @@ def count_queries():
 
     with connection.execute_wrapper(wrapper):
         yield counter
+
+
+def wait_for_slurm_room(count: int, timeout: float = 900) -> None:
+    """Until slurmctld can take `count` more jobs or tasks: an earlier run's records count toward
+    MaxJobCount (every array task one) until MinJobAge after they ended, and a submission past it
+    is refused (Slurm error 2007)."""
+    from cluster.services import slurm_cli
+
+    config = slurm_cli().run("scontrol", "show", "config").stdout
+    max_jobs = int(next(line.split("=")[1] for line in config.splitlines() if line.startswith("MaxJobCount")))
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = slurm_cli().run("squeue", "--noheader", "--array", "--states=all", "--format=%i").stdout
+        held = len(listed.split())
+        if held + count <= max_jobs:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"slurmctld still holds {held} records (MaxJobCount {max_jobs}) after {timeout:.0f} s")
+        print(f"waiting: slurmctld holds {held} records, {count} more would pass MaxJobCount {max_jobs}", flush=True)
+        time.sleep(30)

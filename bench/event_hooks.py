@@ -24,7 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from _common import BASE_DIR, bench_database, make_user, percentile, retire_user
+from _common import BASE_DIR, bench_database, make_user, percentile, retire_user, wait_for_slurm_room
 from mirror_passes import slurm_cancel_all, submit_held
 
 
@@ -54,6 +54,7 @@ def bystanders_during_mass_cancel(mass: int, bystanders: int, user, other, spool
 
     slurm = rest_client(user.profile.cluster_username)
     theirs = rest_client(other.profile.cluster_username)
+    wait_for_slurm_room(mass + bystanders)
     ids = submit_held(slurm, mass)
     their_ids = submit_held(theirs, bystanders)
     with portal_stack(worker=True, beat=True, port=8000):

@@ -18,7 +18,7 @@ import os
 import statistics
 import time
 
-from _common import bench_database, make_user, percentile, retire_user
+from _common import bench_database, make_user, percentile, retire_user, wait_for_slurm_room
 from mirror_passes import Counting
 
 
@@ -36,26 +36,6 @@ def main() -> None:
             run(user, args.points, args.watch, events=args.events)
         finally:
             retire_user(user)
-
-
-def wait_for_room(points: int, timeout: float = 900) -> None:
-    """Until slurmctld can take `points` more tasks: an earlier run's records count toward
-    MaxJobCount (every array task one) until MinJobAge after they ended, and a submission past it
-    is refused (Slurm error 2007)."""
-    from cluster.services import slurm_cli
-
-    config = slurm_cli().run("scontrol", "show", "config").stdout
-    max_jobs = int(next(line.split("=")[1] for line in config.splitlines() if line.startswith("MaxJobCount")))
-    deadline = time.monotonic() + timeout
-    while True:
-        listed = slurm_cli().run("squeue", "--noheader", "--array", "--states=all", "--format=%i").stdout
-        held = len(listed.split())
-        if held + points <= max_jobs:
-            return
-        if time.monotonic() > deadline:
-            raise SystemExit(f"slurmctld still holds {held} records (MaxJobCount {max_jobs}) after {timeout:.0f} s")
-        print(f"waiting: slurmctld holds {held} records, {points} more would pass MaxJobCount {max_jobs}", flush=True)
-        time.sleep(30)
 
 
 def run(user, points: int, watch: float, *, events: bool = False) -> None:
@@ -82,7 +62,7 @@ def run(user, points: int, watch: float, *, events: bool = False) -> None:
         policy=SpecPolicy.from_settings(),
     )
     grid = parse_sweep_parameters({"parameters": {"i": {"range": [0, points - 1, 1]}}}, max_points=points)
-    wait_for_room(points)
+    wait_for_slurm_room(points)
     started = time.perf_counter()
     sweep = actions.create_sweep(user, spec, grid, name="bench", throttle=16)
     accepted = time.perf_counter() - started
