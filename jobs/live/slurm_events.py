@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import redis
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.job_reader import fetch_jobs
@@ -353,7 +353,7 @@ def _drain(client: redis.Redis) -> int:
             if _reading_by_id_is_cheaper(dirty):
                 # A sweep's tasks starting, a few a second: a pass over 10,000 tasks costs seconds,
                 # their reads by id a few milliseconds each.
-                written += refresh_jobs([int(member) for member in client.spop(DIRTY_KEY, dirty)])
+                written += _refresh_or_keep(client, [int(member) for member in client.spop(DIRTY_KEY, dirty)])
                 continue
             # Jobs marked from here on stay dirty for the next round: they need a listing read
             # after their mark, and this one's may be under way already.
@@ -369,7 +369,17 @@ def _drain(client: redis.Redis) -> int:
             client.set(BURST_KEY, 1, px=BURST_HOLD_MS)
             client.sadd(DIRTY_KEY, *ids)
             continue
-        written += refresh_jobs(ids)
+        written += _refresh_or_keep(client, ids)
+
+
+def _refresh_or_keep(client: redis.Redis, ids: list[int]) -> int:
+    """refresh_jobs, and when the database refuses the writes (a deadlock with another writer,
+    a restart), the jobs go back in the dirty set for the next drain, not lost until a pass."""
+    try:
+        return refresh_jobs(ids)
+    except DatabaseError:
+        client.sadd(DIRTY_KEY, *ids)
+        raise
 
 
 def _reading_by_id_is_cheaper(count: int) -> bool:

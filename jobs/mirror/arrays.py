@@ -256,8 +256,10 @@ def apply_array_records(array_pk: int, records: list[SlurmJob]) -> int:
     changed: list[int] = []
     ended = False
     with transaction.atomic():
-        # The tasks' own records first: a task that has one is no longer the pending record's.
-        for record in sorted(records, key=lambda record: record.array_task_id is None):
+        # The tasks' own records first (a task that has one is no longer the pending record's),
+        # in task order: every writer of an array's rows locks them in the same order (a pass
+        # writing the whole array and an event's read of a few tasks deadlocked otherwise).
+        for record in sorted(records, key=lambda record: (record.array_task_id is None, record.array_task_id or 0)):
             if record.array_task_id is None:
                 changed += _apply_pending_record(array_pk, record)
                 continue

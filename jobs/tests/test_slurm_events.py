@@ -134,6 +134,25 @@ def test_a_signed_batch_is_read_and_every_bad_one_refused(events_on):
     assert len(body) == batch.max_bytes and len(slurm_events.read_batch(batch, body)) == 3
 
 
+def test_jobs_a_drain_could_not_write_stay_dirty_for_the_next(events_on, monkeypatch):
+    """A deadlock with a pass writing the same array (or a database restart) fails the drain's
+    writes: its jobs go back in the dirty set, not lost until the next polling pass."""
+    from django.db import OperationalError
+
+    client = slurm_events.redis_client()
+    client.delete(slurm_events.DIRTY_KEY)
+    client.sadd(slurm_events.DIRTY_KEY, 701, 702)
+
+    def deadlocked(job_ids):
+        raise OperationalError("deadlock detected")
+
+    monkeypatch.setattr(slurm_events, "refresh_jobs", deadlocked)
+    with pytest.raises(OperationalError):
+        slurm_events.drain()
+    assert {int(member) for member in client.smembers(slurm_events.DIRTY_KEY)} == {701, 702}
+    client.delete(slurm_events.DIRTY_KEY)
+
+
 def test_a_burst_is_many_events_at_once_or_late_ones(events_on):
     client = slurm_events.redis_client()
     now = time.time()
