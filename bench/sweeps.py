@@ -17,6 +17,7 @@ import argparse
 import os
 import statistics
 import time
+from contextlib import ExitStack
 
 from _common import bench_database, make_user, percentile, retire_user, wait_for_slurm_room
 from mirror_passes import Counting
@@ -39,15 +40,8 @@ def main() -> None:
 
 
 def run(user, points: int, watch: float, *, events: bool = False) -> None:
-    from django.utils import timezone
-
-    from cluster.services import rest_client
-    from jobs.mirror.passes import mirror_jobs
-    from jobs.models import FINAL_STATES, Job
     from jobs.submission.spec import SpecPolicy, parse_job_spec
-    from jobs.sweeps import actions
     from jobs.sweeps.parameters import parse_sweep_parameters
-    from jobs.sweeps.submit import submit_sweep_arrays
     from plans.catalog import plan_for
 
     spec = parse_job_spec(
@@ -63,6 +57,26 @@ def run(user, points: int, watch: float, *, events: bool = False) -> None:
     )
     grid = parse_sweep_parameters({"parameters": {"i": {"range": [0, points - 1, 1]}}}, max_points=points)
     wait_for_slurm_room(points)
+    with ExitStack() as stack:
+        if events:
+            # The portal as it runs from the submission on (the beat's passes and slurmctld's
+            # events; this process only looks): started later, it would first take the events
+            # spooled meanwhile, and the watch would measure that backlog.
+            from testing.servers import portal_stack
+
+            stack.enter_context(portal_stack(worker=True, beat=True, port=8000))
+        _submit_and_watch(user, spec, grid, points, watch, events=events)
+
+
+def _submit_and_watch(user, spec, grid, points: int, watch: float, *, events: bool) -> None:
+    from django.utils import timezone
+
+    from cluster.services import rest_client
+    from jobs.mirror.passes import mirror_jobs
+    from jobs.models import FINAL_STATES, Job
+    from jobs.sweeps import actions
+    from jobs.sweeps.submit import submit_sweep_arrays
+
     started = time.perf_counter()
     sweep = actions.create_sweep(user, spec, grid, name="bench", throttle=16)
     accepted = time.perf_counter() - started
@@ -100,16 +114,9 @@ def run(user, points: int, watch: float, *, events: bool = False) -> None:
 
     deadline = time.monotonic() + watch
     watch_started = time.time()
-    if events:
-        # The portal as it runs: the beat's passes and slurmctld's events, this process only looks.
-        from testing.servers import portal_stack
-
-        with portal_stack(worker=True, beat=True, port=8000):
-            watch_started = time.time()
-            deadline = time.monotonic() + watch
-            while time.monotonic() < deadline:
-                look()
-                time.sleep(0.25)
+    while events and time.monotonic() < deadline:
+        look()
+        time.sleep(0.25)
     while not events and time.monotonic() < deadline:
         counter.requests = 0
         began = time.perf_counter()

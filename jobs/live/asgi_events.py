@@ -44,6 +44,7 @@ async def events_app(scope, receive, send):
     # Taken: the sender may go on with its next batch while this request writes them.
     await respond_json(send, 202, {"job_id": events[0].job_id, "events": len(events)})
     took_ms = 1000 * (time.monotonic() - started)
+    answered = time.monotonic()
     try:
         written = await sync_to_async(in_thread, thread_sensitive=False)(after_taken, taken)
     except Exception:
@@ -53,13 +54,14 @@ async def events_app(scope, receive, send):
     # before the answer (and how long that took), how many were read from Slurm after it.
     named = ", ".join(f"{event.job_id} {event.state} ({event.hook})" for event in events[:20])
     log.info(
-        "Slurm events: %d (jobs %s%s), %d rows written from them in %.0f ms, %d after; read by id: %s",
+        "Slurm events: %d (jobs %s%s), %d rows written from them in %.0f ms, %d after in %.0f ms; read by id: %s",
         len(events),
         named,
         " ..." if len(events) > 20 else "",
         len(taken.written),
         took_ms,
         written - len(taken.written),
+        1000 * (time.monotonic() - answered),
         sorted(taken.bystanders) or "none",
     )
 

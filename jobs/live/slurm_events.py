@@ -376,7 +376,12 @@ def _refresh_or_keep(client: redis.Redis, ids: list[int]) -> int:
     """refresh_jobs, and when the database refuses the writes (a deadlock with another writer,
     a restart), the jobs go back in the dirty set for the next drain, not lost until a pass."""
     try:
-        return refresh_jobs(ids)
+        started = time.monotonic()
+        written = refresh_jobs(ids)
+        log.info(
+            "drained %d jobs by id in %.0f ms, %d rows written", len(ids), 1000 * (time.monotonic() - started), written
+        )
+        return written
     except DatabaseError:
         client.sadd(DIRTY_KEY, *ids)
         raise
