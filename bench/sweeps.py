@@ -81,7 +81,12 @@ def _submit_and_watch(user, spec, grid, points: int, watch: float, *, events: bo
     sweep = actions.create_sweep(user, spec, grid, name="bench", throttle=16)
     accepted = time.perf_counter() - started
     started = time.perf_counter()
-    submit_sweep_arrays.run(sweep.pk)
+    if events:
+        # The portal's worker submits it (create_sweep queued the task), as it would for a user.
+        while sweep.arrays.filter(slurm_array_job_id__isnull=True).exists() and time.perf_counter() - started < 300:
+            time.sleep(0.1)
+    else:
+        submit_sweep_arrays.run(sweep.pk)
     submitted = time.perf_counter() - started
     arrays = list(sweep.arrays.order_by("offset"))
     assert all(array.slurm_array_job_id for array in arrays), [array.error_detail for array in arrays]
