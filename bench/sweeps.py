@@ -168,7 +168,12 @@ def _submit_and_watch(user, spec, grid, points: int, watch: float, *, events: bo
     started = time.perf_counter()
     actions.cancel_sweep(user, sweep, pending_only=False)
     while Job.objects.filter(sweep=sweep).exclude(state__in=FINAL_STATES).exists():
-        mirror_jobs(service)
+        # With --events the portal's own stack writes the cancel (its events and passes); without,
+        # this process's passes do.
+        if events:
+            time.sleep(0.1)
+        else:
+            mirror_jobs(service)
         if time.perf_counter() - started > 300:
             break
     left = Job.objects.filter(sweep=sweep).exclude(state__in=FINAL_STATES).count()

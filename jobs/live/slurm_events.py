@@ -238,8 +238,9 @@ class Taken:
 
 def mark(events: list[SlurmEvent], *, now: float | None = None) -> Taken:
     """Write what the completions among these events tell (apply_told_endings: a pending job
-    cancelled is settled then, nothing to read), note whether they are a burst, and mark the
-    other jobs dirty. Quick: the events' request answers after this and drains only then, so
+    cancelled is settled then, nothing to read) and what they say of array tasks
+    (apply_told_tasks: a start or an end, read again later), note whether they are a burst, and
+    mark the other jobs dirty. Quick: the events' request answers after this and drains only then, so
     the forwarder's next batch never waits for a read from Slurm or a listing pass."""
     # Slurm's job ids are 32-bit: a larger one (the grammar allows 19 digits) is no job of ours,
     # and must not fail the batch it came in (a database refusing the number).
