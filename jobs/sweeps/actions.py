@@ -194,10 +194,13 @@ def cancel_sweep(user, sweep: Sweep, *, pending_only: bool) -> int:
         )
         record(user, "sweep.cancel", f"sweep {sweep.pk}", after={"pending_only": pending_only})
     client = rest_client(Profile.objects.get(user=sweep.owner).cluster_username)
-    asked = 0
+    asked: list[int] = []
+    # The last array first: each array waits for the one before it (afterany), so cancelling the
+    # first one first would let the next start its tasks before its own cancel reaches Slurm.
     for array_job_id in (
         JobArray.objects.filter(sweep=sweep, state=JobArray.State.SUBMITTED)
         .exclude(slurm_array_job_id__isnull=True)
+        .order_by("-offset")
         .values_list("slurm_array_job_id", flat=True)
     ):
         if not Job.objects.filter(array__slurm_array_job_id=array_job_id).exclude(state__in=FINAL_STATES).exists():
@@ -206,12 +209,14 @@ def cancel_sweep(user, sweep: Sweep, *, pending_only: bool) -> int:
             client.cancel_array(array_job_id, pending_only=pending_only)
         except SlurmError as exc:
             raise SweepRefused(f"Slurm did not cancel the sweep's tasks: {exc.public_message}") from exc
-        asked += 1
+        asked.append(array_job_id)
+    # Shown at once, not at the mirror's next pass; read once every cancel is in.
+    for array_job_id in asked:
         try:
-            refresh_array(client, array_job_id)  # shown at once, not at the mirror's next pass
+            refresh_array(client, array_job_id)
         except SlurmError:
             pass
-    return asked
+    return len(asked)
 
 
 # Ended tasks a rerun may take again.
