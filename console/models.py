@@ -125,6 +125,7 @@ class PowerDecision(models.Model):
 
     class Kind(models.TextChoices):
         POWERED_DOWN = "powered_down", "Idle node powered down"
+        POWERED_UP = "powered_up", "Powered up for the day"
         WOKEN = "woken", "Standby node woken"
         STANDBY = "standby", "Back to standby"
         KEPT_ON = "kept_on", "Kept on by an admin"

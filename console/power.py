@@ -4,6 +4,9 @@ on the dev cluster deploy/devcluster/power/):
 - **Night mode**: nodes idle for POWER_NIGHT_SUSPEND_SECONDS from 22:00 to 06:00, or
   POWER_DAY_SUSPEND_SECONDS by day (0: never), are powered down (scontrol POWER_DOWN: Slurm runs
   its SuspendProgram). Slurm wakes a powered-down node by itself when a job needs it.
+- **Morning**: in a window without an idle rule (by day, with POWER_DAY_SUSPEND_SECONDS 0) the
+  nodes the idle rule powered down are powered up again, so the day's first jobs do not each wait
+  for a node to boot (minutes on real hardware).
 - **Standby nodes** (POWER_STANDBY_NODES): kept drained and powered down; when more than
   POWER_PEAK_QUEUE jobs wait for their GPU type they are resumed (undrained and powered up), and
   when no job of that type waits they are drained again and powered down once their jobs end.
@@ -38,6 +41,8 @@ log = logging.getLogger(__name__)
 # The reason a standby node is drained with: how the policy knows the drain is its own.
 STANDBY_REASON = "gpupool standby: woken when more than POWER_PEAK_QUEUE jobs wait"
 STANDBY_REASON_PREFIX = "gpupool standby"
+# The reason an idle node is powered down with: how the morning knows which nodes to power up.
+IDLE_REASON_PREFIX = "gpupool: idle for"
 
 
 def suspend_seconds_at(moment: datetime) -> int:
@@ -68,8 +73,21 @@ def _power_down_idle(now: datetime) -> None:
     for node in idle:
         if node.power_state != "on" or "DRAIN" in node.state_flags.split(","):
             continue
-        cli.power_node(node.name, "POWER_DOWN", reason=f"gpupool: idle for {seconds} s")
+        cli.power_node(node.name, "POWER_DOWN", reason=f"{IDLE_REASON_PREFIX} {seconds} s")
         _decide(PowerDecision.Kind.POWERED_DOWN, node.name, f"idle since {node.idle_since:%H:%M} ({seconds} s rule)")
+
+
+def _power_up_for_the_day(now: datetime) -> None:
+    """In a window without an idle rule, nodes the rule powered down in the last window are powered
+    up: by day they would stay down until a job waited for one to boot. Nodes an admin or the
+    standby rule powered down keep their own reasons and stay down."""
+    if suspend_seconds_at(now):
+        return
+    cli = slurm_cli()
+    for node in Node.objects.filter(reason__startswith=IDLE_REASON_PREFIX):
+        if node.power_state in ("off", "powering_down"):
+            cli.power_node(node.name, "POWER_UP")
+            _decide(PowerDecision.Kind.POWERED_UP, node.name, "the window without an idle rule began")
 
 
 def _standby_marked(node: Node) -> bool:
@@ -98,11 +116,12 @@ def _apply_standby(waiting: dict[str, int]) -> None:
 
 
 def apply_power_policy(now: datetime | None = None) -> str:
-    """One pass: idle nodes powered down by the window's rule, then the standby nodes. Slurm
-    errors are logged and the next pass tries again."""
+    """One pass: idle nodes powered down by the window's rule (or, without one, powered up
+    again), then the standby nodes. Slurm errors are logged and the next pass tries again."""
     now = now or timezone.now()
     try:
         _power_down_idle(now)
+        _power_up_for_the_day(now)
         _apply_standby(waiting_by_gpu_type())
     except SlurmError as exc:
         log.warning("power policy not applied: %s", exc)

@@ -55,6 +55,26 @@ def test_idle_nodes_are_powered_down_by_the_windows_rule_and_pinned_or_busy_ones
     assert PowerDecision.objects.get().kind == PowerDecision.Kind.POWERED_DOWN
 
 
+def test_the_nodes_the_night_powered_down_are_powered_up_when_a_day_without_an_idle_rule_begins(cli, settings, h100):
+    settings.TIME_ZONE = "UTC"
+    settings.POWER_NIGHT_SUSPEND_SECONDS, settings.POWER_DAY_SUSPEND_SECONDS = 600, 0
+    idle_reason = f"{power.IDLE_REASON_PREFIX} 600 s"
+    Node.objects.filter(pk=h100.pk).update(state_flags="POWERED_DOWN", reason=idle_reason)
+    Node.objects.create(name="gpu-a100-01", state="IDLE", state_flags="POWERED_DOWN", reason="broken fan")
+    Node.objects.create(name="gpu-a100-02", state="IDLE", state_flags="POWERED_DOWN", reason=power.STANDBY_REASON)
+    Node.objects.create(name="gpu-4090-01", state="MIXED", reason=idle_reason)  # woken by a job already
+    power.apply_power_policy(NIGHT)  # at night they stay down
+    assert _commands(cli) == []
+    power.apply_power_policy(DAY)
+    assert _commands(cli) == ["scontrol update NodeName=gpu-h100-01 State=POWER_UP"]
+    assert PowerDecision.objects.get().kind == PowerDecision.Kind.POWERED_UP
+    # A day with its own idle rule leaves them down until a job wakes one.
+    settings.POWER_DAY_SUSPEND_SECONDS = 3600
+    cli.executed.clear()
+    power.apply_power_policy(DAY)
+    assert _commands(cli) == []
+
+
 def test_the_mirror_keeps_when_a_node_became_idle(h100):
     from cluster.mirror import mirror_nodes
     from cluster.types import Node as SlurmNode

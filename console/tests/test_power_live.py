@@ -81,7 +81,8 @@ def h100_user(alice, provision, settings):
     return alice
 
 
-def test_an_idle_node_is_powered_down_and_wakes_for_a_job_that_needs_it(h100_user, powered_up_after, settings):
+def _powered_down_by_the_idle_rule(settings) -> None:
+    """NODE idle for the rule's second, powered down; the other nodes kept on."""
     settings.POWER_DAY_SUSPEND_SECONDS = settings.POWER_NIGHT_SUSPEND_SECONDS = 1
     mirror_nodes(rest_client())
     for other in Node.objects.exclude(name=NODE).values_list("name", flat=True):
@@ -90,6 +91,10 @@ def test_an_idle_node_is_powered_down_and_wakes_for_a_job_that_needs_it(h100_use
     time.sleep(1.5)
     power.apply_power_policy()
     wait_for(lambda: "POWERED_DOWN" in _states(), timeout=120, what=f"{NODE} powered down")
+
+
+def test_an_idle_node_is_powered_down_and_wakes_for_a_job_that_needs_it(h100_user, powered_up_after, settings):
+    _powered_down_by_the_idle_rule(settings)
     assert f"powered down {NODE}: slurmd" in _root_file("/var/log/devcluster/power.log")
     mirror_nodes(rest_client())
     assert Node.objects.get(name=NODE).power_state == "off"
@@ -99,6 +104,19 @@ def test_an_idle_node_is_powered_down_and_wakes_for_a_job_that_needs_it(h100_use
     job = _submit_h100(h100_user)
     done = wait_for_state(rest_client(), job.slurm_job_id, {"COMPLETED", "FAILED"}, timeout=180)
     assert done.state == "COMPLETED" and done.nodes == NODE
+    assert f"powered up {NODE}: slurmd started" in _root_file("/var/log/devcluster/power.log")
+
+
+def test_a_window_without_an_idle_rule_powers_up_the_nodes_the_rule_powered_down(powered_up_after, settings):
+    """The morning: Slurm keeps the rule's reason on a powered-down node (both releases), which is
+    how the policy tells its own power-downs from an admin's."""
+    _powered_down_by_the_idle_rule(settings)
+    mirror_nodes(rest_client())
+    assert Node.objects.get(name=NODE).reason.startswith(power.IDLE_REASON_PREFIX)
+    settings.POWER_DAY_SUSPEND_SECONDS = settings.POWER_NIGHT_SUSPEND_SECONDS = 0
+    power.apply_power_policy()
+    assert list(PowerDecision.objects.filter(kind="powered_up").values_list("node", flat=True)) == [NODE]
+    wait_for(lambda: not {"POWERED_DOWN", "POWERING_UP"} & _states(), timeout=120, what=f"{NODE} powered up")
     assert f"powered up {NODE}: slurmd started" in _root_file("/var/log/devcluster/power.log")
 
 

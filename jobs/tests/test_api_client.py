@@ -106,7 +106,9 @@ def test_a_generated_client_submits_reads_and_cancels_a_job(alice, provision, cl
 
         logs = wait_for(
             lambda: (found := jobs["jobs_logs"].sync(client=client, id=job.id)) and "started" in found.stdout and found,
-            timeout=60,
+            # RUNNING comes from slurmd's Prolog event, before Pyxis has started the container: on a
+            # loaded CI machine the first line took over 60 s to follow it once.
+            timeout=180,
             # Within the API's own limit of API_LOG_READS_PER_MINUTE (60): polling every 0.25 s got
             # a 429 (and no `stdout`) when the job was slow to start on a loaded cluster.
             interval=1.5,
