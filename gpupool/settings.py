@@ -238,6 +238,11 @@ TELEMETRY_EMULATOR_DRIVER = env_str("TELEMETRY_EMULATOR_DRIVER", "550.54.15")
 from telemetry.dcgm import parse_exporter_urls  # noqa: E402  (pure parsing, no models)
 
 DCGM_EXPORTER_URLS = parse_exporter_urls(env_str("DCGM_EXPORTER_URLS", ""))
+# A site's Prometheus that already scrapes DCGM exporters (telemetry/prometheus.py): one query a
+# read, every PROMETHEUS_READ_SECONDS; PROMETHEUS_DCGM_MATCHERS narrows it (e.g. job="dcgm").
+PROMETHEUS_URL = env_str("PROMETHEUS_URL", "")
+PROMETHEUS_READ_SECONDS = env_int("PROMETHEUS_READ_SECONDS", 15, minimum=1)
+PROMETHEUS_DCGM_MATCHERS = env_str("PROMETHEUS_DCGM_MATCHERS", "")
 ALERT_EVALUATION_SECONDS = env_int("ALERT_EVALUATION_SECONDS", 30, minimum=5)
 
 # --- Redis: Celery broker and Channels layer -------------------------------------------
@@ -291,6 +296,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "telemetry.tasks.scrape_dcgm",
         "schedule": float(TELEMETRY_INTERVAL_SECONDS),
         "options": {"expires": float(TELEMETRY_INTERVAL_SECONDS)},
+    },
+    "telemetry-prometheus": {
+        "task": "telemetry.tasks.read_prometheus_telemetry",
+        "schedule": float(PROMETHEUS_READ_SECONDS),
+        "options": {"expires": float(PROMETHEUS_READ_SECONDS)},
     },
     "alerts-evaluate": {
         "task": "alerts.tasks.evaluate_alerts",

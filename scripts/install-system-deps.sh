@@ -9,6 +9,7 @@ packages=(
   debootstrap
   chromium          # browser tests drive Debian's Chromium through Playwright
   curl ca-certificates
+  prometheus        # GPU telemetry read from Prometheus (telemetry/prometheus.py), in the dev stack and tests
   perl              # the Slurm event forwarder (deploy/slurm-events/), tested on the host too
   nginx openssl     # the production shape's proxy and its TLS certificate (deploy/local-production.sh)
   libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core  # WeasyPrint: invoice PDFs

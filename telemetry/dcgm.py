@@ -43,6 +43,7 @@ import socket
 import threading
 import time
 import urllib.parse
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -215,13 +216,13 @@ def _to_sample(gpu: _Gpu, now: datetime) -> tuple[GpuSample | None, list[str]]:
     return sample, []
 
 
-def _same_host(hostname: str, node: str) -> bool:
+def same_host(hostname: str, node: str) -> bool:
     """The exporter's host name is the configured node, or that node's fully qualified name."""
     return hostname == node or hostname.split(".", 1)[0] == node
 
 
 @dataclass
-class _Parsed:
+class Parsed:
     samples: list[GpuSample]
     problems: list[str]
     foreign_hosts: set[str]
@@ -229,26 +230,52 @@ class _Parsed:
     drivers: dict[str, str]
 
 
-def _parse(text: str, *, now: datetime, node_override: str | None, expected_node: str | None) -> _Parsed:
-    if now.tzinfo is None:
-        raise ValueError("now must be timezone-aware (UTC)")
+def _parse(text: str, *, now: datetime, node_override: str | None, expected_node: str | None) -> Parsed:
     problems: list[str] = []
-    foreign: set[str] = set()
-    gpus: dict[tuple[str, int], _Gpu] = {}
-    mig: set[tuple[str, str]] = set()
-    drivers: dict[str, str] = {}
+    return collect_series(
+        _series_of_lines(text, problems),
+        now=now,
+        node_override=node_override,
+        expected_node=expected_node,
+        problems=problems,
+    )
+
+
+def _series_of_lines(text: str, problems: list[str]) -> Iterator[tuple[str, str, dict[str, str], float]]:
     for number, line in enumerate(text.splitlines(), start=1):
         try:
             parsed = parse_line(line)
         except ParseError as exc:
             problems.append(f"line {number}: {exc}: {line.strip()[:120]}")
             continue
-        if parsed is None or parsed[0] not in WANTED:
+        if parsed is not None:
+            yield f"line {number}", *parsed
+
+
+def collect_series(
+    series: Iterable[tuple[str, str, dict[str, str], float]],
+    *,
+    now: datetime,
+    node_override: str | None = None,
+    expected_node: str | None = None,
+    problems: list[str] | None = None,
+) -> Parsed:
+    """DCGM series as (where, metric name, labels, value), from an exporter's text or from a
+    Prometheus query (telemetry/prometheus.py), into samples by node and GPU. `where` names the
+    series in problems ("line 12")."""
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware (UTC)")
+    problems = [] if problems is None else problems
+    foreign: set[str] = set()
+    gpus: dict[tuple[str, int], _Gpu] = {}
+    mig: set[tuple[str, str]] = set()
+    drivers: dict[str, str] = {}
+    for where, name, labels, value in series:
+        if name not in WANTED:
             continue
-        name, labels, value = parsed
         hostname = labels.get("Hostname", "")
         if expected_node is not None:
-            if hostname and not _same_host(hostname, expected_node):
+            if hostname and not same_host(hostname, expected_node):
                 foreign.add(hostname[:100])
                 continue
             node = expected_node
@@ -258,19 +285,19 @@ def _parse(text: str, *, now: datetime, node_override: str | None, expected_node
             mig.add((node, labels.get("gpu", "?")))
             continue
         if not node:
-            problems.append(f"line {number}: {name} has no Hostname label (pass node_override); ignored")
+            problems.append(f"{where}: {name} has no Hostname label (pass node_override); ignored")
             continue
         try:
             index = int(labels.get("gpu", ""))
         except ValueError:
             index = -1
         if not 0 <= index < MAX_GPU_INDEX:
-            problems.append(f"line {number}: {name} has no valid gpu label (0-{MAX_GPU_INDEX - 1}); ignored")
+            problems.append(f"{where}: {name} has no valid gpu label (0-{MAX_GPU_INDEX - 1}); ignored")
             continue
         uuid = labels.get("UUID", "")[:100]
         gpu = gpus.setdefault((node, index), _Gpu(node, index, uuid))
         if uuid and gpu.uuid and uuid != gpu.uuid:
-            problems.append(f"line {number}: {node} GPU {index} has two UUIDs ({gpu.uuid}, {uuid}); kept the first")
+            problems.append(f"{where}: {node} GPU {index} has two UUIDs ({gpu.uuid}, {uuid}); kept the first")
             continue
         gpu.uuid = gpu.uuid or uuid
         gpu.values[name] = value
@@ -291,7 +318,7 @@ def _parse(text: str, *, now: datetime, node_override: str | None, expected_node
         problems.extend(gpu_problems)
         if sample is not None:
             samples.append(sample)
-    return _Parsed(samples, problems, foreign, drivers)
+    return Parsed(samples, problems, foreign, drivers)
 
 
 def parse_dcgm_metrics_with_problems(

@@ -9,6 +9,7 @@ from telemetry import storage
 from telemetry.dcgm import scrape_exporter
 from telemetry.drivers import record_drivers
 from telemetry.emulator import emulated_samples
+from telemetry.prometheus import read_and_log
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,20 @@ def scrape_dcgm() -> int:
         {node: driver for node, (_, driver) in zip(exporters, scrapes, strict=True) if driver}, source="dcgm", now=now
     )
     return storage.store_samples([sample for samples, _ in scrapes for sample in samples], source="dcgm")
+
+
+@shared_task(ignore_result=True)
+def read_prometheus_telemetry() -> int:
+    """One query to the site's Prometheus (PROMETHEUS_URL) for every GPU's DCGM fields, stored as
+    any source's samples. Prometheus down: logged, nothing stored, the next read tries again."""
+    if not settings.PROMETHEUS_URL:
+        return 0
+    now = timezone.now()
+    read = read_and_log(settings.PROMETHEUS_URL, now, matchers=settings.PROMETHEUS_DCGM_MATCHERS)
+    if read is None:
+        return 0
+    record_drivers(read.drivers, source="prometheus", now=now)
+    return storage.store_samples(read.samples, source="prometheus")
 
 
 @shared_task(ignore_result=True)

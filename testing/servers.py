@@ -104,3 +104,48 @@ def daphne_server():
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 CHROMIUM_PATH = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+
+PROMETHEUS_PATH = os.environ.get("PROMETHEUS_PATH", "/usr/bin/prometheus")
+
+
+@contextmanager
+def prometheus_server(config: str):
+    """A real Prometheus (Debian's package) with this prometheus.yml, on a free port, its data in a
+    throwaway folder. Yields its base URL once it says it is ready."""
+    import tempfile
+    import urllib.request
+
+    if not Path(PROMETHEUS_PATH).exists():
+        raise RuntimeError(f"no Prometheus at {PROMETHEUS_PATH} (scripts/install-system-deps.sh installs it)")
+    port = _free_port()
+    with tempfile.TemporaryDirectory(prefix="gpupool-prometheus-") as folder:
+        (Path(folder) / "prometheus.yml").write_text(config)
+        log_path = Path(folder) / "prometheus.log"
+        with open(log_path, "w") as log:
+            process = subprocess.Popen(
+                [
+                    PROMETHEUS_PATH,
+                    f"--config.file={folder}/prometheus.yml",
+                    f"--storage.tsdb.path={folder}/data",
+                    f"--web.listen-address=127.0.0.1:{port}",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            try:
+                url = f"http://127.0.0.1:{port}"
+                deadline = time.monotonic() + 60
+                while True:
+                    try:
+                        with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as answer:
+                            if answer.status == 200:
+                                break
+                    except OSError:
+                        pass
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"Prometheus did not start: {log_path.read_text()[-2000:]}")
+                    time.sleep(0.2)
+                yield url
+            finally:
+                _stop([process])
