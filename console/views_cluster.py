@@ -134,6 +134,8 @@ def gpu_detail(request, name: str, index: int):
         "index": index,
         "gpu_type": gpu_type,
         "sample": GpuLatest.objects.filter(node=name, index=index).first(),
+        # The emulator's samples may reach the store through the dev stack's Prometheus.
+        "emulator": settings.TELEMETRY_EMULATOR,
         "diagnostic": latest_diagnostic(request.user, name, index),
         "is_admin": admin,
         "resets": GpuReset.objects.filter(node=name, index=index)[:5] if admin else [],

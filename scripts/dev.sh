@@ -20,6 +20,23 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# The dev stack's Prometheus (Debian's package) scrapes the emulator served as one DCGM exporter
+# per node, and the portal reads its GPUs from Prometheus (telemetry/prometheus.py), as on a site
+# that runs dcgm-exporter. DEV_PROMETHEUS=0, or no prometheus binary: the emulator writes directly.
+PROMETHEUS_PORT=${PROMETHEUS_PORT:-9090}
+if [[ "${DEV_PROMETHEUS:-1}" != 0 && -x /usr/bin/prometheus && -z "${PROMETHEUS_URL:-}" ]]; then
+  mkdir -p var/prometheus
+  $PY manage.py serve_emulated_dcgm --bind 127.0.0.1:9400 --prometheus-config var/prometheus/prometheus.yml \
+    >var/log/dcgm-emulator.log 2>&1 &
+  pids+=($!)
+  for _ in $(seq 50); do [[ -s var/prometheus/prometheus.yml ]] && break; sleep 0.2; done
+  /usr/bin/prometheus --config.file=var/prometheus/prometheus.yml --storage.tsdb.path=var/prometheus/data \
+    --storage.tsdb.retention.time=2d --web.listen-address=127.0.0.1:$PROMETHEUS_PORT >var/log/prometheus.log 2>&1 &
+  pids+=($!)
+  export PROMETHEUS_URL=http://127.0.0.1:$PROMETHEUS_PORT
+  echo "Prometheus on $PROMETHEUS_URL scraping the emulated DCGM exporters (var/log/prometheus.log)"
+fi
+
 .venv/bin/celery -A gpupool worker --loglevel=INFO --concurrency=2 >var/log/worker.log 2>&1 &
 pids+=($!)
 .venv/bin/celery -A gpupool beat --loglevel=INFO --schedule=var/celerybeat-schedule >var/log/beat.log 2>&1 &

@@ -19,6 +19,10 @@ def emulate_telemetry() -> int:
     """Dev cluster only (TELEMETRY_EMULATOR=1): samples derived from real allocations."""
     if not settings.TELEMETRY_EMULATOR:
         return 0
+    if settings.PROMETHEUS_URL:
+        # The dev stack serves the emulator to its Prometheus (serve_emulated_dcgm), whose read
+        # stores it: storing here too would write every GPU twice.
+        return 0
     now = timezone.now()
     samples = emulated_samples(now)
     # The emulated GPUs have no driver: the version stated in settings, marked as the emulator's.

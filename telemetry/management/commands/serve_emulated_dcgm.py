@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 from django.utils import timezone
 
-from cluster.models import Node
+from foundation.gpu_types import load_gpu_types
 from telemetry.emulator import emulated_samples
 from telemetry.exporter_server import exporter_server, scrape_config
 
@@ -28,16 +28,13 @@ class Command(BaseCommand):
         if not settings.TELEMETRY_EMULATOR:
             raise CommandError("TELEMETRY_EMULATOR is off: the emulator is for dev clusters only")
         host, _, port = bind.rpartition(":")
+        # The dev cluster's nodes as the GPU types file lays them out (the mirror may be empty yet).
+        catalog = load_gpu_types(settings.GPU_TYPES_FILE)
         if prometheus_config:
-            nodes = sorted(Node.objects.values_list("name", flat=True))
-            if not nodes:
-                raise CommandError("no nodes mirrored yet: run the portal (make dev) once, then this")
+            nodes = [node.name for node in catalog.dev_nodes]
             Path(prometheus_config).write_text(scrape_config(nodes, bind, interval=interval))
             self.stdout.write(f"wrote {prometheus_config} for {len(nodes)} nodes")
-        models = {
-            node.name: settings.GPU_TYPES.get(node.gpus[0]["type"], {}).get("label", "") if node.gpus else ""
-            for node in Node.objects.all()
-        }
+        models = {node.name: catalog.types[node.gpu_type].label for node in catalog.dev_nodes}
 
         def samples_of(node: str):
             close_old_connections()  # each scrape is its own thread: no connection left to go stale
