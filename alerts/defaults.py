@@ -12,6 +12,22 @@ DEFAULT_RULE = {
 }
 
 
+IDLE_ALLOCATED_RULE = {
+    "name": "Allocated GPU under 5% compute for 30 minutes",
+    "metric": "idle_allocated",
+    "threshold": 5.0,
+    "window_seconds": 1800,
+    "cooldown_seconds": 3600,
+    "enabled": True,
+    "email_admins": False,
+}
+
+
+def ensure_idle_allocated_rule(rule_model) -> None:
+    values = dict(IDLE_ALLOCATED_RULE)
+    rule_model.objects.get_or_create(name=values.pop("name"), defaults=values)
+
+
 def ensure_default_rule(rule_model) -> None:
     """`rule_model` is AlertRule, or the historical model inside a migration."""
     values = dict(DEFAULT_RULE)

@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from alerts.models import Alert, AlertRule
+from jobs.models import Job, JobState
 from telemetry.models import GpuSampleRaw
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,52 @@ def node_values(rule: AlertRule, now) -> dict[str, tuple[bool, float]]:
     return result
 
 
+def idle_allocated_values(rule: AlertRule, now) -> dict[str, tuple[bool, float]]:
+    """For each node with a GPU that a job has held since before the window began: (one such GPU
+    computed under the threshold at every sampled moment of the whole window, the least busy
+    such GPU's highest value). Whatever source the samples came from (agents, DCGM, Prometheus)."""
+    since = now - timedelta(seconds=rule.window_seconds)
+    tolerance = timedelta(seconds=2 * settings.TELEMETRY_INTERVAL_SECONDS)
+    held = {
+        (node, index)
+        for allocation in Job.objects.filter(state=JobState.RUNNING, start_time__lte=since).values_list(
+            "gpu_allocation", flat=True
+        )
+        for node, indexes in (allocation or {}).items()
+        for index in indexes
+    }
+    if not held:
+        return {}
+    rows = GpuSampleRaw.objects.filter(
+        time__gte=since - tolerance, time__lte=now, node__in={node for node, _ in held}
+    ).values_list("node", "index", "time", "compute_util")
+    samples: dict[tuple[str, int], list[tuple]] = defaultdict(list)
+    for node, index, moment, compute in rows:
+        if (node, index) in held:
+            samples[(node, index)].append((moment, compute))
+    result: dict[str, tuple[bool, float]] = {}
+    for (node, _), moments in samples.items():
+        moments.sort()
+        covered = moments[0][0] <= since and moments[-1][0] >= now - tolerance
+        highest = max(compute for moment, compute in moments if moment >= since - tolerance)
+        idle = covered and highest < rule.threshold
+        holds, value = result.get(node, (False, float("inf")))
+        result[node] = (holds or idle, min(value, highest))
+    return result
+
+
+def _detail(rule: AlertRule, node: str, value: float) -> str:
+    if rule.metric == AlertRule.Metric.IDLE_ALLOCATED:
+        return (
+            f"A GPU on {node} held by a running job has computed under {rule.threshold:g} % for "
+            f"{rule.window_seconds // 60} min (at most {value:.1f} %): the job holds a GPU it does not use."
+        )
+    return (
+        f"{rule.get_metric_display()} on {node} has been above {rule.threshold:g} "
+        f"for {rule.window_seconds // 60} min (worst {value:.1f})."
+    )
+
+
 def _admin_emails() -> list[str]:
     User = get_user_model()
     return list(
@@ -87,7 +134,11 @@ def evaluate(now=None) -> dict:
     now = now or timezone.now()
     opened = resolved = 0
     for rule in AlertRule.objects.filter(enabled=True):
-        values = node_values(rule, now)
+        values = (
+            idle_allocated_values(rule, now)
+            if rule.metric == AlertRule.Metric.IDLE_ALLOCATED
+            else node_values(rule, now)
+        )
         open_alerts = {alert.node: alert for alert in Alert.objects.filter(rule=rule, resolved_at__isnull=True)}
         for node, (holds, value) in values.items():
             if holds and node not in open_alerts:
@@ -96,10 +147,7 @@ def evaluate(now=None) -> dict:
                 ).exists()
                 if not cooled:
                     continue
-                detail = (
-                    f"{rule.get_metric_display()} on {node} has been above {rule.threshold:g} "
-                    f"for {rule.window_seconds // 60} min (worst {value:.1f})."
-                )
+                detail = _detail(rule, node, value)
                 try:
                     with transaction.atomic():
                         alert = Alert.objects.create(rule=rule, node=node, opened_at=now, value=value, detail=detail)

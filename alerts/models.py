@@ -5,13 +5,16 @@ class AlertRule(models.Model):
     """A condition on one node's GPUs that must hold for `window_seconds` to open an alert.
 
     The article's rule ships by default (migration 0002): node GPU memory > 90 % for
-    5 minutes emails the admins.
+    5 minutes emails the admins. Migration 0003 adds an allocated GPU under 5 % compute for 30
+    minutes (shown on the alerts page; admins may have it emailed).
     """
 
     class Metric(models.TextChoices):
         MEMORY_USED_PERCENT = "memory_used_percent", "GPU memory used (%)"
         COMPUTE_UTIL = "compute_util", "Compute utilisation (%)"
         TEMPERATURE_C = "temperature_c", "Temperature (°C)"
+        # Holds when BELOW the threshold: a GPU a running job holds and does not use.
+        IDLE_ALLOCATED = "idle_allocated", "Compute of a GPU a job holds (%), under"
 
     name = models.CharField(max_length=100, unique=True)
     metric = models.CharField(max_length=32, choices=Metric.choices)

@@ -104,3 +104,48 @@ def test_the_alert_list_is_admin_only(client, alice, admin_user):
     assert client.get("/console/alerts/").status_code == 403
     client.force_login(admin_user)
     assert client.get("/console/alerts/").status_code == 200
+
+
+def _idle_tick(moment: datetime, compute_of):
+    store_samples(
+        [
+            GpuSample(
+                moment, "gpu-a100-01", index, f"GPU-a100-{index}", compute_of(index, moment), 1, 500, 40960, 40, 60
+            )
+            for index in range(4)
+        ],
+        source="prometheus",  # whatever the source: the rule reads the store
+    )
+
+
+def test_a_gpu_a_job_holds_and_does_not_use_for_30_minutes_raises_the_idle_alert(alice):
+    from alerts.defaults import ensure_idle_allocated_rule
+    from jobs.models import Job
+
+    ensure_idle_allocated_rule(AlertRule)
+    AlertRule.objects.exclude(metric=AlertRule.Metric.IDLE_ALLOCATED).delete()
+    Job.objects.create(
+        owner=alice, slurm_job_id=9101, state="RUNNING", gpu_type="a100", start_time=START - timedelta(minutes=1),
+        gpu_allocation={"gpu-a100-01": [1, 2]},
+    )  # fmt: skip
+    # GPU 1 computes at 2 %, GPU 2 (the same job's) is busy, GPU 0 idles at 1 % but no job holds it.
+    spike = START + timedelta(minutes=10)
+
+    def compute_of(index, moment):
+        if index == 1:
+            return 40.0 if moment == spike else 2.0
+        return {0: 1.0, 2: 70.0, 3: 0.0}[index]
+
+    with time_machine.travel(START, tick=False) as traveller:
+        opened = []
+        for step in range(0, 45 * 60 + 1, 30):
+            moment = START + timedelta(seconds=step)
+            traveller.move_to(moment)
+            _idle_tick(moment, compute_of)
+            if evaluate(moment)["opened"]:
+                opened.append(moment)
+    # The spike at 10 min restarts the 30 minutes: open 30 min after it, not before, and once.
+    assert len(opened) == 1 and opened[0] - spike >= timedelta(minutes=30), opened
+    alert = Alert.objects.get()
+    assert alert.node == "gpu-a100-01" and alert.value == 2.0
+    assert "held by a running job" in alert.detail and "under 5 %" in alert.detail
