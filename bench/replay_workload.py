@@ -24,12 +24,12 @@ NIGHT_HOURS = frozenset((22, 23, 0, 1, 2, 3, 4, 5))
 
 # Users of each plan, and each plan's share of the day's jobs.
 USERS = {"free": 6, "pro": 6, "enterprise": 3}
-PLAN_SHARE = (("free", 0.30), ("pro", 0.45), ("enterprise", 0.25))
+PLAN_SHARE = (("free", 0.25), ("pro", 0.45), ("enterprise", 0.30))
 # GPU types each plan's users pick from, with weights (their plans allow these, docs/product.md).
 PLAN_GPU_TYPES = {
     "free": (("rtx4090", 1.0),),
-    "pro": (("rtx4090", 0.5), ("a100", 0.5)),
-    "enterprise": (("rtx4090", 0.25), ("a100", 0.5), ("h100", 0.25)),
+    "pro": (("rtx4090", 0.45), ("a100", 0.55)),
+    "enterprise": (("rtx4090", 0.1), ("a100", 0.5), ("h100", 0.4)),
 }
 MOST_WHOLE_GPUS = {"free": 1, "pro": 2, "enterprise": 4}
 GPU_MEMORY_GB = {"rtx4090": 24, "a100": 40, "h100": 80}

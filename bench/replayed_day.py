@@ -89,6 +89,14 @@ def main() -> None:
         f"{args.seconds_per_hour:g} s a simulated hour",
         flush=True,
     )
+    gpus = defaultdict(int)
+    for node in _catalog().dev_nodes:
+        gpus[node.gpu_type] += node.gpus
+    shares_of_day = []
+    for gpu_type, count in gpus.items():
+        offered = offered_gpu_hours([a for a in ordinary if a.gpu_type == gpu_type], shards, whole_gpus_only=True)
+        shares_of_day.append(f"{gpu_type} {offered / (count * 24):.0%}")
+    print(f"offered by GPU type (whole GPUs, share of a day's capacity): {', '.join(shares_of_day)}")
     policies = {"a": [BASELINE], "b": [FULL], None: [BASELINE, FULL]}[args.only]
     with bench_database():
         _write_qos()  # the plans' QOS and spot's, as `make dev` writes them (a fresh cluster has none)
