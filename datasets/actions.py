@@ -7,6 +7,7 @@ task call these."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
@@ -18,7 +19,7 @@ from accounts.models import Profile
 from audit.log import record
 from datasets import importing, storage
 from datasets.manifest import manifest_sha256
-from datasets.models import NAME, Dataset, DatasetFile, DatasetVersion, Upload, VersionState
+from datasets.models import NAME, Dataset, DatasetFile, DatasetVersion, NodeCopy, NodePin, Upload, VersionState
 from datasets.paths import PathError, clashes, clean_relative_path
 from datasets.queries import DatasetError, may_write
 from datasets.quota import describe, quota_bytes, used_bytes
@@ -27,6 +28,15 @@ from groups.models import Group
 from groups.queries import membership
 
 MAX_DESCRIPTION_CHARS = 2000
+
+# Why a version must stay, from layers above this one (jobs: queued or running jobs mount it),
+# registered from their AppConfig.ready(): check(version) -> a reason, or "" when it may go.
+# Each runs inside the deletion's transaction, with the version's row locked.
+_deletion_checks: dict[str, Callable[[DatasetVersion], str]] = {}
+
+
+def register_deletion_check(name: str, check: Callable[[DatasetVersion], str]) -> None:
+    _deletion_checks[name] = check
 
 
 def _target(dataset: Dataset) -> str:
@@ -293,6 +303,44 @@ def abandon_version(version: DatasetVersion, actor) -> DatasetVersion:
         version.uploads.update(state=Upload.State.ABANDONED)
         record(actor, "dataset.version.abandon", _target(version.dataset), after={"version": version.number})
         transaction.on_commit(lambda: storage.remove_staged(ids))
+    return DatasetVersion.objects.get(pk=version.pk)
+
+
+def delete_version(version: DatasetVersion, actor) -> DatasetVersion:
+    """Delete a ready version: its bytes leave the store and the owner's quota at once; its row,
+    files and checksums stay for the jobs that ran on it. Refused (409, nothing changed) while a
+    queued or running job mounts it, or while it is pinned to nodes. Copies in nodes' caches
+    are forgotten here (their `ds_<id>` features go with the next feature sync) and are the
+    first their node's tool evicts, since no job asks for them again."""
+    if not may_write(actor, version.dataset):
+        raise DatasetError("dataset", "Only the dataset's owner or its group's members delete its versions.", 403)
+    with transaction.atomic():
+        locked = DatasetVersion.objects.select_for_update().get(pk=version.pk)
+        if locked.state != VersionState.READY:
+            raise DatasetError(
+                "version", f"Version {locked.number} is {locked.state}; only a ready one is deleted.", 409
+            )
+        pinned = sorted(NodePin.objects.filter(version=locked).values_list("node", flat=True))
+        if pinned:
+            raise DatasetError(
+                "version", f"Version {locked.number} is pinned to {', '.join(pinned)}; an admin unpins it first.", 409
+            )
+        for check in list(_deletion_checks.values()):
+            reason = check(locked)
+            if reason:
+                raise DatasetError("version", reason, 409)
+        when = timezone.now()
+        DatasetVersion.objects.filter(pk=locked.pk, state=VersionState.READY).update(
+            state=VersionState.DELETED, error=f"Deleted by {actor.username} on {when:%Y-%m-%d %H:%M} UTC."
+        )
+        NodeCopy.objects.filter(version=locked).delete()
+        record(
+            actor,
+            "dataset.version.delete",
+            _target(version.dataset),
+            before={"version": locked.number, "size_bytes": locked.size_bytes, "sha256": locked.sha256},
+        )
+        transaction.on_commit(lambda: storage.remove_tree(locked.pk))
     return DatasetVersion.objects.get(pk=version.pk)
 
 

@@ -60,6 +60,9 @@ class VersionState(models.TextChoices):
     VERIFYING = "verifying"  # committed: the worker reads every file back and checks its sha256
     READY = "ready"  # verified and immutable: the only state later parts use
     FAILED = "failed"  # a check failed or the upload was abandoned: `error` says why; its bytes are gone
+    # Deleted by a writer of the dataset: its bytes are gone, its row, files and checksums stay
+    # (jobs that ran on it name them); `error` says who and when.
+    DELETED = "deleted"
 
 
 # States that hold bytes of the owner's quota while not yet ready.

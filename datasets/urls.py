@@ -7,4 +7,5 @@ urlpatterns = [
     path("", views.dataset_list, name="list"),
     path("<int:pk>/", views.dataset_detail, name="detail"),
     path("<int:pk>/register", views.register_version, name="register"),
+    path("<int:pk>/versions/<int:number>/delete", views.delete_version, name="delete-version"),
 ]

@@ -87,3 +87,21 @@ def register_version(request, pk: int):
     else:
         messages.success(request, f"Version {version.number} is being copied from {version.source_path}.")
     return redirect("datasets:detail", pk=dataset.pk)
+
+
+@login_required
+@require_POST
+def delete_version(request, pk: int, number: int):
+    """A writer deletes a ready version (datasets.actions.delete_version says when it may not)."""
+    try:
+        dataset = readable_dataset(request.user, pk)
+        version = dataset.versions.get(number=number)
+    except (DatasetError, DatasetVersion.DoesNotExist):
+        raise Http404("No such version.") from None
+    try:
+        actions.delete_version(version, request.user)
+    except DatasetError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Version {number} is deleted; its {version.size_bytes:,} bytes are freed.")
+    return redirect("datasets:detail", pk=dataset.pk)

@@ -21,7 +21,7 @@ from jobs.mirror.arrays import refresh_array
 from jobs.mirror.rows import apply_slurm_job
 from jobs.models import FINAL_STATES, Job, JobDataset, JobState
 from jobs.submission.checks import run_submission_checks
-from jobs.submission.datasets import Mount
+from jobs.submission.datasets import Mount, lock_mounted_versions
 from jobs.submission.quota import QuotaExceeded, check_quota
 from jobs.submission.spec import JobSpec, SpecError
 from jobs.tasks import claimed_for_inline_submission, enqueue_submission, submit_now
@@ -149,6 +149,7 @@ def submit(
             # claim runs out, as a dead worker would.
             **(claimed_for_inline_submission() if settings.SUBMIT_INLINE else {}),
         )
+        lock_mounted_versions(mounts)
         JobDataset.objects.bulk_create(
             JobDataset(job=job, version=mount.version, name=mount.name, size_bytes=mount.size_bytes) for mount in mounts
         )

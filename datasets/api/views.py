@@ -190,6 +190,25 @@ class VersionDetailView(APIView):
             return refused(exc)
         return Response(VersionSerializer(version).data)
 
+    @extend_schema(
+        operation_id="datasets_version_delete",
+        summary="Delete a ready version: its files are removed and its bytes leave the owner's quota",
+        description=(
+            "Answered 200 with the version in state `deleted` (its row, checksum and file list stay: jobs that ran "
+            "on it name them; `error` says who deleted it and when). 409, nothing changed, while a queued or running "
+            "job mounts it, while an admin has it pinned to nodes, or when it is not ready."
+        ),
+        request=None,
+        responses={200: VersionSerializer, **errors(401, 403, 404, 409)},
+        tags=TAGS,
+    )
+    def delete(self, request, pk, number):
+        try:
+            version = actions.delete_version(_version(request, pk, number), request.user)
+        except DatasetError as exc:
+            return refused(exc)
+        return Response(VersionSerializer(version).data)
+
 
 class VersionFileView(APIView):
     renderer_classes = [JSONRenderer, OctetStreamRenderer]

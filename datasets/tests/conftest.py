@@ -81,3 +81,20 @@ def tus_for(api_client_for):
         return TusClient(client, dataset.pk, number)
 
     return _tus
+
+
+READY_FILES = {"train/a.bin": b"A" * 3000, "README": b"hello\n"}
+
+
+@pytest.fixture
+def ready(alice, photos, tus_for, eager_tasks):
+    """alice's photos v1, uploaded over tus and verified: READY_FILES."""
+    from datasets.models import DatasetVersion, VersionState
+
+    tus = tus_for(alice, photos)
+    for path, data in READY_FILES.items():
+        tus.upload(path, data)
+    assert tus.commit().status_code == 202
+    version = DatasetVersion.objects.get(dataset=photos)
+    assert version.state == VersionState.READY
+    return version

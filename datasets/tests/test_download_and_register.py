@@ -11,22 +11,11 @@ import pytest
 
 from datasets.manifest import manifest_sha256
 from datasets.models import DatasetVersion, VersionState
-from datasets.tests.conftest import sha256
+from datasets.tests.conftest import READY_FILES, sha256
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-FILES = {"train/a.bin": b"A" * 3000, "README": b"hello\n"}
-
-
-@pytest.fixture
-def ready(alice, photos, tus_for, eager_tasks):
-    tus = tus_for(alice, photos)
-    for path, data in FILES.items():
-        tus.upload(path, data)
-    assert tus.commit().status_code == 202
-    version = DatasetVersion.objects.get(dataset=photos)
-    assert version.state == VersionState.READY
-    return version
+FILES = READY_FILES
 
 
 def _file_url(version, path):

@@ -82,3 +82,29 @@ def with_dataset_nvme(spec: JobSpec, mounts: list[Mount], policy: SpecPolicy) ->
             }
         )
     return replace(spec, gpu=replace(spec.gpu, dataset_gb=gb))
+
+
+def lock_mounted_versions(mounts: list[Mount]) -> None:
+    """Inside the submission's transaction, before its JobDataset rows are written: the versions'
+    rows locked (FOR NO KEY UPDATE, which a deletion's FOR UPDATE waits for) and still ready, so
+    a version deleted since resolve_mounts read it refuses the job instead of mounting nothing."""
+    if not mounts:
+        return
+    ready = set(
+        DatasetVersion.objects.select_for_update(no_key=True)
+        .filter(pk__in=[mount.version.pk for mount in mounts], state=VersionState.READY)
+        .values_list("pk", flat=True)
+    )
+    gone = [f"{mount.version} was deleted meanwhile." for mount in mounts if mount.version.pk not in ready]
+    if gone:
+        raise SpecError({"datasets": gone})
+
+
+def unfinished_jobs_mounting(version: DatasetVersion) -> str:
+    """datasets.actions' deletion check: a version queued or running jobs mount stays."""
+    from jobs.models import FINAL_STATES, JobDataset
+
+    count = JobDataset.objects.filter(version=version).exclude(job__state__in=FINAL_STATES).count()
+    if not count:
+        return ""
+    return f"Version {version.number} is mounted by {count} queued or running job(s); delete it once they end."
