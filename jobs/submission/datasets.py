@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from datasets.models import DatasetVersion, VersionState
 from datasets.queries import own_datasets
+from jobs.models import FINAL_STATES, JobDataset
 from jobs.submission.spec import JobSpec, SpecError, SpecPolicy
 
 BYTES_PER_GB = 10**9  # Slurm's gres/nvme counts plain GB, as the plans' included_nvme_gb does
@@ -102,8 +103,6 @@ def lock_mounted_versions(mounts: list[Mount]) -> None:
 
 def unfinished_jobs_mounting(version: DatasetVersion) -> str:
     """datasets.actions' deletion check: a version queued or running jobs mount stays."""
-    from jobs.models import FINAL_STATES, JobDataset
-
     count = JobDataset.objects.filter(version=version).exclude(job__state__in=FINAL_STATES).count()
     if not count:
         return ""
