@@ -239,7 +239,8 @@ def remove_staged(upload_ids) -> None:
 
 
 def remove_tree(version_id: int) -> None:
-    """A failed version's partly moved tree (shutil.rmtree does not follow symlinks on Linux)."""
+    """A failed version's partly moved tree, or a deleted version's (shutil.rmtree does not follow
+    symlinks on Linux)."""
     shutil.rmtree(_root() / "versions" / str(version_id), ignore_errors=True)
 
 
