@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import subprocess
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -98,16 +100,35 @@ def main() -> None:
         shares_of_day.append(f"{gpu_type} {offered / (count * 24):.0%}")
     print(f"offered by GPU type (whole GPUs, share of a day's capacity): {', '.join(shares_of_day)}")
     policies = {"a": [BASELINE], "b": [FULL], None: [BASELINE, FULL]}[args.only]
+    # Slurm's backfill pass every 30 s of wall time would be 90 minutes of a day at 20 s an hour:
+    # scaled like the rest (1 s at least), and its planning resolution too; put back afterwards.
+    scale = args.seconds_per_hour / 3600
+    _cluster_up(f"bf_interval={max(1, round(30 * scale))},bf_resolution={max(1, round(60 * scale))}")
+    try:
+        columns = _replay_both(day, policies, args.seconds_per_hour)
+    finally:
+        _cluster_up("")
+    report(columns, shards, args.seconds_per_hour)
+
+
+def _cluster_up(scheduler_parameters: str) -> None:
+    """`cluster.sh up` with these SchedulerParameters (deploy/devcluster/lib/configs.sh): it
+    rewrites slurm.conf and restarts what changed."""
+    env = {**os.environ, "SLURM_SCHEDULER_PARAMETERS": scheduler_parameters}
+    print(f"dev cluster up with SchedulerParameters={scheduler_parameters or '(Slurm defaults)'}", flush=True)
+    subprocess.run([str(BASE_DIR / "deploy/devcluster/cluster.sh"), "up"], env=env, check=True, capture_output=True)
+
+
+def _replay_both(day: list[Arrival], policies: list[Policy], seconds_per_hour: float) -> list[Column]:
     with bench_database():
         _write_qos()  # the plans' QOS and spot's, as `make dev` writes them (a fresh cluster has none)
         users = {name: make_user(name, plan) for name, plan in user_names()}
         try:
-            columns = [replay(policy, day, users, args.seconds_per_hour) for policy in policies]
+            return [replay(policy, day, users, seconds_per_hour) for policy in policies]
         finally:
             _restore_spot_qos()
             for user in users.values():
                 retire_user(user)
-    report(columns, shards, args.seconds_per_hour)
 
 
 def replay(policy: Policy, day: list[Arrival], users: dict, seconds_per_hour: float) -> Column:
@@ -436,7 +457,7 @@ def _figures(column: Column, shards: dict, seconds_per_hour: float, total_gpus: 
     figures["energy (kWh, simulated day)"] = f"{(on_watt_hours + busy_watt_hours) / 1000:.0f}"
     figures["hourly"] = {
         "gpus": [held / seconds_per_hour for held in hours],
-        "waiting": waiting_at,
+        "waiting": waiting_at,  # arrived and not started: queued in Slurm, or held back by the user's quota
         "down": down_by_hour,
     }
     return figures
@@ -449,14 +470,22 @@ def _chart(series: list[tuple[str, dict]]) -> None:
     figure = make_subplots(
         rows=3, cols=1, shared_xaxes=True, subplot_titles=("GPUs allocated", "jobs waiting", "nodes powered down")
     )
-    for label, hourly in series:
+    colours = ("#1f77b4", "#d62728")  # (a) and (b), the same in every panel
+    for (label, hourly), colour in zip(series, colours, strict=False):
         for row, key in enumerate(("gpus", "waiting", "down"), start=1):
             figure.add_trace(
-                go.Scatter(x=list(range(24)), y=hourly[key], name=label, legendgroup=label, showlegend=row == 1),
+                go.Scatter(
+                    x=list(range(24)),
+                    y=hourly[key],
+                    name=label,
+                    legendgroup=label,
+                    showlegend=row == 1,
+                    line={"color": colour},
+                ),
                 row=row,
                 col=1,
             )
-    figure.update_xaxes(title_text="hour of the replayed day", row=3, col=1)
+    figure.update_xaxes(title_text="hour of the replayed day (night 22:00-06:00)", row=3, col=1)
     figure.update_layout(title="A replayed day: whole GPUs vs the full policy", height=800)
     path = Path(BASE_DIR) / "var" / "bench" / "replayed_day.html"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -62,6 +62,7 @@ MinJobAge=600
 MaxJobCount=20000
 
 SchedulerType=sched/backfill
+$(scheduler_parameters_conf)
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 # Without it a job takes the whole node's memory.
@@ -250,6 +251,16 @@ events_conf() {
 # SLURM_EVENT_HOOKS=0 leaves them out, =jobcomp keeps the completions alone, =ctld has starts
 # told by PrologSlurmctld (slurmctld forks the hook for each job), =script also has completions
 # run the hook program (jobcomp/script); bench/event_hooks.py measures each.
+# SLURM_SCHEDULER_PARAMETERS: Slurm's SchedulerParameters, empty (Slurm's defaults) unless set.
+# bench/replayed_day.py sets bf_interval in step with its compressed clock (backfill every 30 s
+# of wall time would be 90 minutes of its day) and restarts the cluster without it afterwards.
+scheduler_parameters_conf() {
+    if [[ -n "${SLURM_SCHEDULER_PARAMETERS:-}" ]]; then
+        [[ "$SLURM_SCHEDULER_PARAMETERS" =~ ^[A-Za-z0-9_=,.:-]+$ ]] || die "SLURM_SCHEDULER_PARAMETERS: letters, digits and _=,.:- only"
+        echo "SchedulerParameters=$SLURM_SCHEDULER_PARAMETERS"
+    fi
+}
+
 event_hooks_conf() {
     local hooks="${SLURM_EVENT_HOOKS:-1}"
     case "$hooks" in
@@ -266,6 +277,7 @@ event_hooks_conf() {
 
 write_configs() {
     CHANGED_FILES=()
+    scheduler_parameters_conf >/dev/null  # checked here, outside slurm_conf's subshell: die stops the script
     write_config /etc/slurm/slurm.conf   "$(slurm_conf)" 644
     write_config /etc/slurm/gres.conf    "$(gres_conf)"  644
     write_config /etc/slurm/job_submit.lua "$JOB_SUBMIT_LUA" 644
