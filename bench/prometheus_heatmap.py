@@ -1,9 +1,10 @@
 """The heatmap's data for 2,048 GPUs read from a real Prometheus (Debian's package) in one query.
 
 256 nodes of 8 GPUs are served as DCGM exporters by this process (telemetry/exporter_server.py);
-Prometheus scrapes each as its own target; then the portal's reader (telemetry/prometheus.py)
-runs its one aggregated query again and again: the time from the request to the GPUs' samples
-(query, JSON, mapping), and with the store's write of them (what the beat does every 15 s).
+Prometheus scrapes each as its own target every 15 s, the portal's refresh; then the portal's
+reader (telemetry/prometheus.py) runs its one aggregated query again and again: the time from the
+request to the GPUs' samples (query, JSON, mapping), and with the store's write of them (what the
+beat does every 15 s).
 Goal: <= 500 ms for 2,048 GPUs.
 
     .venv/bin/python bench/prometheus_heatmap.py [--gpus 2048] [--reads 20]
@@ -32,19 +33,24 @@ def main() -> None:
     nodes = [f"node-{number:04d}" for number in range((args.gpus + per_node - 1) // per_node)]
     rng = random.Random(3)
 
-    def samples_of(node: str) -> list[GpuSample]:
-        now = datetime.now(UTC)
-        return [
+    now = datetime.now(UTC)
+    by_node = {
+        node: [
             GpuSample(now, node, index, f"GPU-{node}-{index}", rng.uniform(0, 100), rng.uniform(0, 100),
                       rng.randint(300, 80000), 81920, rng.uniform(30, 80), rng.uniform(60, 700))
             for index in range(per_node)
-        ]  # fmt: skip
+        ]
+        for node in nodes
+    }  # fmt: skip
+
+    def samples_of(node: str) -> list[GpuSample]:
+        return by_node.get(node, [])
 
     server = exporter_server(("127.0.0.1", 0), samples_of, models={}, driver="550.54.15")
     threading.Thread(target=server.serve_forever, daemon=True).start()
     address = f"127.0.0.1:{server.server_address[1]}"
     expected = len(nodes) * per_node * 6
-    with prometheus_server(scrape_config(nodes, address, interval="5s")) as url:
+    with prometheus_server(scrape_config(nodes, address, interval="15s")) as url:
         started = time.monotonic()
         while (read := prometheus.read_prometheus(url, datetime.now(UTC))).series < expected:
             if time.monotonic() - started > 120:

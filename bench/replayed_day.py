@@ -9,7 +9,8 @@ The same seeded day (bench/replay_workload.py) is submitted through the portal's
 path (`jobs.actions.submit`, as the API and the job form do) by simulated users of each plan; a
 user over their plan's concurrent quota waits and submits when a job of theirs ends, as people
 do, so a job's wait runs from when it was wanted. Time is compressed (`--seconds-per-hour`);
-Slurm's times, the spot QOS's notice and exemption, and the idle rule are scaled with it. Waking
+the spot QOS's notice and exemption, the idle rule and Slurm's backfill interval and resolution are
+scaled with it. Waking
 a node (about 20 s on the dev cluster) and starting a container are not: at 20 s an hour a 20 s
 wake is a simulated hour, so (b) pays more for its power saving here than on real hardware.
 

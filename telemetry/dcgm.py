@@ -252,8 +252,12 @@ def _series_of_lines(text: str, problems: list[str]) -> Iterator[tuple[str, str,
             yield f"line {number}", *parsed
 
 
+def _where(where) -> str:
+    return where if isinstance(where, str) else f"series {where}"
+
+
 def collect_series(
-    series: Iterable[tuple[str, str, dict[str, str], float]],
+    series: Iterable[tuple[str | int, str, dict[str, str], float]],
     *,
     now: datetime,
     node_override: str | None = None,
@@ -262,7 +266,7 @@ def collect_series(
 ) -> Parsed:
     """DCGM series as (where, metric name, labels, value), from an exporter's text or from a
     Prometheus query (telemetry/prometheus.py), into samples by node and GPU. `where` names the
-    series in problems ("line 12")."""
+    series in problems: a text ("line 12"), or a number ("series 12")."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware (UTC)")
     problems = [] if problems is None else problems
@@ -285,19 +289,19 @@ def collect_series(
             mig.add((node, labels.get("gpu", "?")))
             continue
         if not node:
-            problems.append(f"{where}: {name} has no Hostname label (pass node_override); ignored")
+            problems.append(f"{_where(where)}: {name} has no Hostname label (pass node_override); ignored")
             continue
         try:
             index = int(labels.get("gpu", ""))
         except ValueError:
             index = -1
         if not 0 <= index < MAX_GPU_INDEX:
-            problems.append(f"{where}: {name} has no valid gpu label (0-{MAX_GPU_INDEX - 1}); ignored")
+            problems.append(f"{_where(where)}: {name} has no valid gpu label (0-{MAX_GPU_INDEX - 1}); ignored")
             continue
         uuid = labels.get("UUID", "")[:100]
         gpu = gpus.setdefault((node, index), _Gpu(node, index, uuid))
         if uuid and gpu.uuid and uuid != gpu.uuid:
-            problems.append(f"{where}: {node} GPU {index} has two UUIDs ({gpu.uuid}, {uuid}); kept the first")
+            problems.append(f"{_where(where)}: {node} GPU {index} has two UUIDs ({gpu.uuid}, {uuid}); kept the first")
             continue
         gpu.uuid = gpu.uuid or uuid
         gpu.values[name] = value

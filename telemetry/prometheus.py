@@ -86,23 +86,28 @@ def read_prometheus(base_url: str, now: datetime, *, matchers: str = "") -> Prom
     problems: list[str] = []
     foreign: set[tuple[str, str]] = set()
     series = []
+    nodes: dict[str, str] = {}  # instance -> node: a few hundred targets, 12,288 series at 2,048 GPUs
     for number, item in enumerate(data["result"], start=1):
         try:
-            labels = {str(key): str(value) for key, value in item["metric"].items()}
+            labels = item["metric"]
             value = float(item["value"][1])
+            instance, hostname = labels.get("instance", ""), labels.get("Hostname", "")
+            if not (isinstance(instance, str) and isinstance(hostname, str)):
+                raise TypeError
         except (KeyError, IndexError, TypeError, ValueError, AttributeError):
             problems.append(f"series {number}: not a metric and a value; ignored")
             continue
-        node = instance_node(labels.get("instance", ""))
-        hostname = labels.get("Hostname", "")
+        node = nodes.get(instance)
+        if node is None:
+            node = nodes[instance] = instance_node(instance)
         if not node:
             problems.append(f"series {number}: no instance label; ignored")
             continue
-        if hostname and not same_host(hostname, node):
+        if hostname and hostname != node and not same_host(hostname, node):
             foreign.add((node, hostname[:100]))
             continue
         labels["Hostname"] = node
-        series.append((f"series {number}", labels.pop("__name__", ""), labels, value))
+        series.append((number, labels.pop("__name__", ""), labels, value))
     parsed = collect_series(series, now=now, problems=problems)
     problems.extend(
         f"series from {node}'s exporter named host {host!r}: ignored (an exporter speaks only for its own node)"
