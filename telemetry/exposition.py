@@ -30,14 +30,18 @@ def _label(value: str) -> str:
 def render_dcgm_metrics(samples: Iterable[GpuSample], *, models: dict[str, str], driver: str = "") -> str:
     """`models`: node -> the GPU's product name (dcgm-exporter's modelName label)."""
     samples = sorted(samples, key=lambda sample: (sample.node, sample.index))
+    # Each GPU's labels once, for all of its fields.
+    labelled = [
+        (
+            sample,
+            f'gpu="{sample.index}",UUID="{_label(sample.uuid)}",device="nvidia{sample.index}",'
+            f'modelName="{_label(models.get(sample.node, ""))}",Hostname="{_label(sample.node)}",'
+            f'DCGM_FI_DRIVER_VERSION="{_label(driver)}"',
+        )
+        for sample in samples
+    ]
     lines = []
     for name, kind, help_text, value in FIELDS:
         lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-        for sample in samples:
-            labels = (
-                f'gpu="{sample.index}",UUID="{_label(sample.uuid)}",device="nvidia{sample.index}",'
-                f'modelName="{_label(models.get(sample.node, ""))}",Hostname="{_label(sample.node)}",'
-                f'DCGM_FI_DRIVER_VERSION="{_label(driver)}"'
-            )
-            lines.append(f"{name}{{{labels}}} {value(sample)}")
+        lines += [f"{name}{{{labels}}} {value(sample)}" for sample, labels in labelled]
     return "\n".join(lines) + "\n"
