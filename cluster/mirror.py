@@ -28,6 +28,7 @@ def _node_fields(node: SlurmNode) -> dict:
         "shards_total": node.shards_total,
         "nvme_gb": node.nvme_gb,
         "shards_used": node.shards_used,
+        "address": node.address,
     }
 
 

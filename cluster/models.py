@@ -31,6 +31,8 @@ class Node(models.Model):
     # Its NVMe cache (gres/nvme), GB: what its dataset copies may fill (datasets/node_cache.py).
     nvme_gb = models.PositiveIntegerField(default=0)
     shards_used = models.IntegerField(default=0)
+    # Slurm's NodeAddr: where an interactive session's server on this node is reached.
+    address = models.CharField(max_length=255, blank=True)
     # The NVIDIA driver as the node's telemetry last reported it (telemetry/drivers.py; never
     # from Slurm): "550.54.15", where from ("nvml", "dcgm", "emulator"), and when.
     driver_version = models.CharField(max_length=40, blank=True)

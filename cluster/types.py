@@ -61,6 +61,8 @@ class Node:
     shards_used: int
     # The node's NVMe cache in GB (the count-only gres/nvme), 0 where it declares none.
     nvme_gb: int = 0
+    # Where the portal reaches the node (Slurm's NodeAddr): an interactive session's server.
+    address: str = ""
 
     @property
     def state(self) -> str:

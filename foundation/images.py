@@ -65,6 +65,9 @@ class Image:
     python: str
     min_driver: str
     plans: tuple[str, ...]
+    # Interactive apps the image ships (interactive/kinds.py): NVIDIA's framework images carry
+    # JupyterLab; a bare CUDA or Docker Hub image does not.
+    apps: tuple[str, ...] = ()
 
     @property
     def reference(self) -> str:
@@ -142,6 +145,15 @@ def _text(path, where: str, entry: dict, key: str, pattern: re.Pattern | None, *
     return value
 
 
+_APP_RE = re.compile(r"[a-z][a-z0-9-]{0,31}")
+
+
+def _apps(path, where: str, apps: Any) -> tuple[str, ...]:
+    if not isinstance(apps, list) or not all(isinstance(app, str) and _APP_RE.fullmatch(app) for app in apps):
+        _fail(path, f"{where}: apps must be a list of app names (e.g. jupyterlab)")
+    return tuple(apps)
+
+
 def image_catalogue_from_mapping(data: Any, path: Path | str = "<data>") -> ImageCatalogue:
     if not isinstance(data, dict) or not isinstance(data.get("images"), list):
         _fail(path, "expected an object with an `images` list")
@@ -171,6 +183,7 @@ def image_catalogue_from_mapping(data: Any, path: Path | str = "<data>") -> Imag
             python=_text(path, where, entry, "python", _VERSION_RE),
             min_driver=_text(path, where, entry, "min_driver", _VERSION_RE, empty_ok=True),
             plans=tuple(plans),
+            apps=_apps(path, where, entry.get("apps", [])),
         )
         key = f"{canonical_repository(repository)}:{tag}"
         if key in seen:

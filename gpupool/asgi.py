@@ -19,12 +19,14 @@ from django.urls import path, re_path  # noqa: E402
 from gpupool.asgi_http import DjangoHttp  # noqa: E402
 from gpupool.health import health_app  # noqa: E402
 from gpupool.routing import websocket_urlpatterns  # noqa: E402
+from interactive.proxy import session_proxy  # noqa: E402
+from interactive.routing import SessionHosts  # noqa: E402
 from jobs.live.asgi_events import events_app  # noqa: E402
 from telemetry.asgi_ingest import ingest_app  # noqa: E402
 
 django_http_app = DjangoHttp(django_wsgi_app, threads=settings.HTTP_THREADS)
 
-application = ProtocolTypeRouter(
+portal_application = ProtocolTypeRouter(
     {
         "http": URLRouter(
             [
@@ -41,3 +43,7 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+# Interactive sessions' own host names (s-<key>.SESSIONS_DOMAIN) go to their proxy, before the
+# portal's host and origin checks (interactive/routing.py); everything else is the portal.
+application = SessionHosts(session_proxy, portal_application)

@@ -8,6 +8,7 @@ development portal: SQLite, Redis on localhost and the dev cluster built by
 import shlex
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from celery.schedules import crontab
@@ -83,6 +84,7 @@ INSTALLED_APPS = [
     "credits",
     "telemetry",
     "alerts",
+    "interactive",
 ]
 
 MIDDLEWARE = [
@@ -632,7 +634,36 @@ SPECTACULAR_SETTINGS = {
         "InvoiceStatusEnum": "billing.models.Invoice.Status",
         "GroupRoleEnum": "groups.models.GroupRole",
         "DatasetVersionStateEnum": "datasets.models.VersionState",
+        "SessionStateEnum": "interactive.models.SessionState",
     },
+}
+
+# --- Interactive sessions (interactive/) ------------------------------------------------------
+# Each session is served at s-<key>.SESSIONS_DOMAIN: an origin of its own (interactive/origins.py).
+# `*.localhost` names the loopback in browsers, for development; a site points a wildcard DNS
+# record (and certificate) for the domain at the portal.
+_site = urlsplit(SITE_URL)
+SESSIONS_DOMAIN = env_str("SESSIONS_DOMAIN", "sessions.localhost")
+SESSIONS_SCHEME = env_str("SESSIONS_SCHEME", _site.scheme or "http")
+SESSIONS_PORT = env_int("SESSIONS_PORT", _site.port or 0, minimum=0)
+# How often a starting session's server is asked whether it is up, and for how long after its job
+# started before the session is called failed (and its job cancelled).
+SESSION_START_POLL_SECONDS = env_float("SESSION_START_POLL_SECONDS", 0.5)
+SESSION_START_TIMEOUT_SECONDS = env_int("SESSION_START_TIMEOUT_SECONDS", 600, minimum=30)
+# Idle culling (interactive/culling.py): under this GPU compute (%), with no kernel activity, for
+# the plan's session_idle_minutes, then warned this long before the stop.
+SESSION_IDLE_GPU_PERCENT = env_float("SESSION_IDLE_GPU_PERCENT", 5.0)
+SESSION_IDLE_WARNING_SECONDS = env_int("SESSION_IDLE_WARNING_SECONDS", 300, minimum=0)
+SESSION_WEBSOCKET_MAX_BYTES = env_int("SESSION_WEBSOCKET_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
+CELERY_BEAT_SCHEDULE["sessions-starting"] = {
+    "task": "interactive.tasks.look_at_starting_sessions",
+    "schedule": 15.0,
+    "options": {"expires": 15.0},
+}
+CELERY_BEAT_SCHEDULE["sessions-cull-idle"] = {
+    "task": "interactive.tasks.cull_idle_sessions",
+    "schedule": 60.0,
+    "options": {"expires": 60.0},
 }
 
 LOGGING = {

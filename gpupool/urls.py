@@ -8,6 +8,7 @@ from telemetry import views as telemetry_views
 urlpatterns = [
     path("", include("console.urls")),
     path("jobs/", include("jobs.urls")),
+    path("sessions/", include("interactive.urls")),
     path("reservations/", include("reservations.urls")),
     path("groups/", include("groups.urls")),
     path("datasets/", include("datasets.urls")),
@@ -28,6 +29,7 @@ urlpatterns = [
     path("api/v1/datasets/", include("datasets.api.urls")),
     path("api/v1/", include("credits.api.urls")),
     path("api/v1/invoices/", include("billing.api.invoice_urls")),
+    path("api/v1/", include("interactive.api.urls")),
     path("api/v1/", include("jobs.api.urls")),
     path("api/schema/", schema_view, name="api-schema"),
 ]

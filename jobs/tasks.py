@@ -24,6 +24,7 @@ from jobs.mirror.arrays import record_array_accounting
 from jobs.mirror.passes import ListingMemo, mirror_jobs, record_missing_accounting
 from jobs.models import Job, JobState
 from jobs.submission.batch_script import render_batch_script
+from jobs.submission.environment import submission_environment
 from jobs.submission.spec import job_spec_from_dict
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ def _submission(job: Job, *, prefer: str = "") -> JobSubmission:
     return JobSubmission(
         **common,
         script=render_batch_script(spec, job_uuid=str(job.uuid), runtime=settings.JOB_RUNTIME),
+        environment=submission_environment(job),
         standard_error=f"{directory}/stderr.log",
         qos=job.qos,
         prefer=prefer,

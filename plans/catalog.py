@@ -30,6 +30,7 @@ class PlanSnapshot:
     included_nvme_gb: int = 0
     dataset_quota_gb: int = 0
     max_reservation_minutes: int = 0
+    session_idle_minutes: int = 30
     # The subscription's state: a paused plan's jobs are refused (docs/product.md, Pro).
     status: str = Subscription.Status.ACTIVE
 
@@ -71,6 +72,7 @@ def snapshot(plan: Plan, status: str = Subscription.Status.ACTIVE) -> PlanSnapsh
         included_nvme_gb=plan.included_nvme_gb,
         dataset_quota_gb=plan.dataset_quota_gb,
         max_reservation_minutes=plan.max_reservation_minutes,
+        session_idle_minutes=plan.session_idle_minutes,
         status=status,
     )
 

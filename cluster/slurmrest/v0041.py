@@ -177,6 +177,7 @@ class V0041Adapter(ApiAdapter):
                     shards_total=shards_total,
                     shards_used=shards_used,
                     nvme_gb=sum(item.count for item in parse_gres(gres) if item.name == "nvme"),
+                    address=str(item.get("address") or "")[:255],
                 )
             )
         return nodes

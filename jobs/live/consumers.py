@@ -39,6 +39,10 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
         for job in event["jobs"]:
             await self.send_json({"type": "job", "job": job})
 
+    async def session_update(self, event):
+        # An interactive session's state (interactive/events.py): its page and the jobs list.
+        await self.send_json({"type": "session", "session": event["session"]})
+
     async def account_closed(self, event):
         # 4403: the account was deactivated; the page's script stops reconnecting.
         await self.close(code=4403)

@@ -118,6 +118,12 @@ def publish_job(job: Job) -> None:
     _publisher.send(user_group(job.owner_id), {"type": "job.update", "job": job_payload(job)})
 
 
+def publish_to_user(user_id: int, message: dict) -> None:
+    """Any message (a Channels event: `type` names the consumer's handler) to a user's sockets,
+    in order with their job updates. For layers above jobs (an interactive session's state)."""
+    _publisher.send(user_group(user_id), message)
+
+
 # One message to a user's sockets carries at most this many jobs.
 JOBS_PER_MESSAGE = 200
 

@@ -22,6 +22,10 @@ IMAGE_SUITE="${DEVCLUSTER_IMAGE_SUITE:-trixie}"
 # kept here and reused by the next cluster built (the other generation, a fresh instance). Only
 # ever replaced whole (rename), so clusters building at once never see half a file.
 IMAGE_CACHE="${DEVCLUSTER_IMAGE_CACHE:-/var/lib/gpupool/image-cache}"
+# What goes into the image base besides Debian: JupyterLab for interactive sessions. Its sum names
+# the base (the cache's file, the stamp beside the prewarmed images), so a change rebuilds them.
+JUPYTER_REQUIREMENTS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/containers/jupyter-requirements.txt"
+IMAGE_BASE_ID="$IMAGE_SUITE-$(sha256sum "$JUPYTER_REQUIREMENTS" | cut -c1-12)"
 
 # Build and run-time needs of enroot and pyxis, in the root (the spike's list; libslurm-dev is
 # the root's own Slurm, so pyxis matches the daemons exactly).
@@ -343,6 +347,10 @@ stop_step_namespace() {
 prewarm_images() {
     local dir="$ROOT$IMAGE_DIRECTORY" i missing=()
     mkdir -p "$dir"
+    # Images made from another base (before JupyterLab was in it) are made again.
+    if [[ "$(cat "$dir/.base-id" 2>/dev/null)" != "$IMAGE_BASE_ID" ]]; then
+        rm -f "$dir"/*.sqsh "$ROOT$IMAGE_BUILD/base.sqsh"
+    fi
     for i in "${!IMAGE_FILES[@]}"; do
         [[ -s "$dir/${IMAGE_FILES[i]}" ]] || missing+=("$i")
     done
@@ -353,11 +361,12 @@ prewarm_images() {
     for i in "${missing[@]}"; do
         make_standin_image "${IMAGE_REFS[i]}" "${IMAGE_FILES[i]}"
     done
+    echo "$IMAGE_BASE_ID" >"$dir/.base-id"
     log "prewarmed ${#missing[@]} image(s) in $IMAGE_DIRECTORY in $(since "$t0") s"
 }
 
 build_image_base() {
-    local base="$ROOT$IMAGE_BUILD/base.sqsh" cached="$IMAGE_CACHE/base-$IMAGE_SUITE.sqsh"
+    local base="$ROOT$IMAGE_BUILD/base.sqsh" cached="$IMAGE_CACHE/base-$IMAGE_BASE_ID.sqsh"
     [[ -s "$base" ]] && return 0
     # A root that never built the base has no build directory, even where the cache has one.
     mkdir -p "$ROOT$IMAGE_BUILD"
@@ -369,10 +378,11 @@ build_image_base() {
     local t0 rootfs="$ROOT$IMAGE_BUILD/rootfs"; t0=$(now)
     rm -rf --one-file-system "$rootfs"
     mkdir -p "$rootfs"
-    log "building the stand-in images' base: debootstrap $IMAGE_SUITE with python3 (takes ~40 s)"
-    debootstrap --variant=minbase --include=python3-minimal "$IMAGE_SUITE" "$rootfs" "$(debian_mirror)" \
+    log "building the stand-in images' base: debootstrap $IMAGE_SUITE with python3 and JupyterLab (takes ~2 min)"
+    debootstrap --variant=minbase --include=python3 "$IMAGE_SUITE" "$rootfs" "$(debian_mirror)" \
         >"$DEVCLUSTER_DIR/image-debootstrap.log" 2>&1 ||
         die "debootstrap of the image base failed, see $DEVCLUSTER_DIR/image-debootstrap.log"
+    install_jupyter_into "$rootfs"
     # As `enroot import` lays an image out: no device nodes (the runtime provides /dev), no
     # apt caches; enroot's own docker::configure writes /etc/rc, /etc/environment, /etc/fstab.
     rm -rf "$rootfs"/dev/* "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
@@ -398,6 +408,25 @@ JSON
     mkdir -p "$IMAGE_CACHE"
     cp -f "$base" "$cached.$$" && mv -f "$cached.$$" "$cached"
     log "image base built in $(since "$t0") s ($(du -h "$base" | cut -f1))"
+}
+
+# JupyterLab's wheels for the image's own Python, from PyPI, into its /usr/local (on sys.path in
+# Debian's python3). pip runs on the host (the root reaches only the Debian mirror) and installs
+# binary wheels only, for the image's platform and version: nothing is compiled for the host.
+install_jupyter_into() {
+    local rootfs="$1" version pip
+    version=$(chroot "$rootfs" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])') ||
+        die "the image base has no working python3"
+    pip="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/.venv/bin/python"
+    [[ -x "$pip" ]] || pip="$PYTHON"
+    "$pip" -m pip install --quiet --disable-pip-version-check --no-compile --no-warn-conflicts \
+        --target "$rootfs/usr/local/lib/python$version/dist-packages" \
+        --python-version "$version" --implementation cp --only-binary=:all: \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+        --platform linux_x86_64 -r "$JUPYTER_REQUIREMENTS" >"$DEVCLUSTER_DIR/image-jupyter.log" 2>&1 ||
+        die "JupyterLab did not install into the image base, see $DEVCLUSTER_DIR/image-jupyter.log"
+    chroot "$rootfs" python3 -c 'import jupyterlab, ipykernel' >>"$DEVCLUSTER_DIR/image-jupyter.log" 2>&1 ||
+        die "JupyterLab does not import in the image base, see $DEVCLUSTER_DIR/image-jupyter.log"
 }
 
 make_standin_image() {

@@ -1,0 +1,93 @@
+"""Who may reach a session through the proxy, decided from the database row, never the URL.
+
+The host name gives the session's key; the caller is the user of the cookie (set after a portal
+ticket) or of the API token. Only the session's owner gets through; anybody else, and a key that
+names nothing, gets the same 404, so sessions cannot be discovered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+
+from accounts.models import ApiToken
+from interactive import origins
+from interactive.models import InteractiveSession, SessionState
+
+User = get_user_model()
+
+
+@dataclass(frozen=True)
+class Decision:
+    # "proxy": forward; "sign_in": send the browser to the portal for a ticket; "not_found";
+    # "not_ready" (queued, starting) and "stopped": a page saying so.
+    outcome: str
+    session_id: int | None = None
+    address: str = ""
+    port: int | None = None
+    token: str = ""
+    state: str = ""
+    message: str = ""
+
+
+NOT_FOUND = Decision("not_found")
+
+
+def user_of_bearer(header: str | None):
+    if not header:
+        return None
+    scheme, _space, key = header.partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        return None
+    token = ApiToken.objects.select_related("user").filter(key_hash=ApiToken.hash_key(key.strip())).first()
+    return token.user if token is not None and token.user.is_active else None
+
+
+def user_of_cookie(session: InteractiveSession, cookie: str | None):
+    parsed = origins.read_cookie(cookie) if cookie else None
+    if parsed is None:
+        return None
+    session_id, user_id, auth_hash = parsed
+    if session_id != session.pk:
+        return None  # another session's cookie (it could only come from that session's origin)
+    user = User.objects.filter(pk=user_id, is_active=True).first()
+    if user is None or user.get_session_auth_hash()[:20] != auth_hash:
+        return None
+    return user
+
+
+def decide(host_key: str, *, cookie: str | None, bearer: str | None) -> Decision:
+    session = InteractiveSession.objects.select_related("job").filter(host_key=host_key).first()
+    if session is None:
+        return NOT_FOUND
+    user = user_of_bearer(bearer) if bearer else user_of_cookie(session, cookie)
+    if user is None:
+        # No credentials for this origin: the portal signs the browser in (or answers 404 to
+        # anyone but the owner). An API caller with a bad token gets the 404 straight away.
+        return NOT_FOUND if bearer else Decision("sign_in", session_id=session.pk)
+    if user.pk != session.owner_id:
+        return NOT_FOUND
+    state = session.state
+    if state == SessionState.READY and session.port:
+        return Decision(
+            "proxy", session_id=session.pk, address=session.address, port=session.port, token=session.token, state=state
+        )
+    if state in (SessionState.QUEUED, SessionState.STARTING):
+        return Decision("not_ready", session_id=session.pk, state=state)
+    message = session.error or session.job.error
+    if session.stop_reason == InteractiveSession.StopReason.IDLE:
+        message = "It was stopped after being idle."
+    return Decision("stopped", session_id=session.pk, state=state, message=message)
+
+
+def owner_for_ticket(ticket: str) -> tuple[InteractiveSession, object] | None:
+    taken = origins.take_ticket(ticket)
+    if taken is None:
+        return None
+    session_id, user_id = taken
+    session = InteractiveSession.objects.filter(pk=session_id, owner_id=user_id).first()
+    user = User.objects.filter(pk=user_id, is_active=True).first()
+    if session is None or user is None:
+        return None
+    return session, user

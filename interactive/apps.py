@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class InteractiveConfig(AppConfig):
+    name = "interactive"
+    verbose_name = "Interactive sessions"
+
+    def ready(self):
+        from interactive import receivers  # noqa: F401
+        from interactive.actions import session_environment
+        from jobs.submission.environment import register_environment
+
+        register_environment(session_environment)

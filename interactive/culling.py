@@ -1,0 +1,152 @@
+"""Idle culling: a ready session whose kernels did nothing and whose GPUs stayed under
+SESSION_IDLE_GPU_PERCENT for its plan's `session_idle_minutes` is warned (on the notebook page,
+by the proxy's notice script, and by e-mail), then stopped SESSION_IDLE_WARNING_SECONDS later
+unless it was used in between; using it clears the warning.
+
+Activity is what the server says of its kernels (`GET /api/kernels`: each one's last message and
+whether it is busy now) and what telemetry says of the job's GPUs (a sample at or over the
+threshold: a kernel's background thread training counts). A server that does not answer says
+nothing: its session is judged by its GPUs alone, so a crashed server does not bill for ever.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+import httpx
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from interactive.events import publish_session
+from interactive.models import InteractiveSession
+from jobs.models import JobState
+from plans.catalog import plan_for
+from telemetry.models import GpuSampleRaw
+
+log = logging.getLogger(__name__)
+
+KERNELS_PATH = "/api/kernels"
+KERNELS_MAX_BYTES = 1024 * 1024
+
+
+def kernel_activity(session: InteractiveSession, now: datetime) -> datetime | None:
+    """The newest kernel activity (`now` while one is busy); None when the server does not say."""
+    from interactive.starting import PROBE_SECONDS, _host
+
+    try:
+        response = httpx.get(
+            f"http://{_host(session.address)}:{session.port}{KERNELS_PATH}",
+            headers={"Authorization": f"token {session.token}"},
+            timeout=PROBE_SECONDS,
+        )
+    except httpx.HTTPError:
+        return None
+    if response.status_code != 200 or len(response.content) > KERNELS_MAX_BYTES:
+        return None
+    try:
+        kernels = response.json()
+    except ValueError:
+        return None
+    newest = None
+    for kernel in kernels if isinstance(kernels, list) else ():
+        if not isinstance(kernel, dict):
+            continue
+        if kernel.get("execution_state") == "busy":
+            return now
+        seen = parse_datetime(str(kernel.get("last_activity") or ""))
+        if seen is not None and (newest is None or seen > newest):
+            newest = seen
+    return newest
+
+
+def gpu_busy_at(session: InteractiveSession, since: datetime, now: datetime) -> datetime | None:
+    """The newest moment since `since` a GPU of the session's job computed at or over the threshold."""
+    held = [(node, index) for node, indexes in (session.job.gpu_allocation or {}).items() for index in indexes]
+    newest = None
+    for node, index in held:
+        moment = (
+            GpuSampleRaw.objects.filter(
+                node=node,
+                index=index,
+                time__gte=since,
+                time__lte=now,
+                compute_util__gte=settings.SESSION_IDLE_GPU_PERCENT,
+            )
+            .order_by("-time")
+            .values_list("time", flat=True)
+            .first()
+        )
+        if moment is not None and (newest is None or moment > newest):
+            newest = moment
+    return newest
+
+
+def cull_idle_sessions(now: datetime | None = None) -> dict:
+    """One pass over the ready sessions; `now` is a parameter so a test can be half an hour later."""
+    now = now or timezone.now()
+    warning = timedelta(seconds=settings.SESSION_IDLE_WARNING_SECONDS)
+    counts = {"looked": 0, "warned": 0, "stopped": 0, "used_again": 0}
+    sessions = InteractiveSession.objects.select_related("job", "owner").filter(
+        ready_at__isnull=False, stop_reason="", job__state=JobState.RUNNING
+    )
+    idle_minutes: dict[int, int] = {}
+    for session in sessions:
+        counts["looked"] += 1
+        if session.owner_id not in idle_minutes:
+            idle_minutes[session.owner_id] = plan_for(session.owner).session_idle_minutes
+        limit = timedelta(minutes=idle_minutes[session.owner_id])
+        moments = [session.ready_at, session.last_activity_at, kernel_activity(session, now)]
+        moments.append(gpu_busy_at(session, now - limit - warning, now))
+        last = max(moment for moment in moments if moment is not None)
+        if session.last_activity_at is None or last > session.last_activity_at:
+            InteractiveSession.objects.filter(pk=session.pk).update(last_activity_at=last)
+        warned = session.idle_warned_at
+        if warned is not None and last > warned:
+            if InteractiveSession.objects.filter(pk=session.pk, idle_warned_at=warned).update(idle_warned_at=None):
+                counts["used_again"] += 1
+                publish_session(session.pk)
+        elif warned is not None and now - warned >= warning:
+            _stop_idle(session)
+            counts["stopped"] += 1
+        elif warned is None and now - last >= limit:
+            with transaction.atomic():
+                if InteractiveSession.objects.filter(pk=session.pk, idle_warned_at__isnull=True).update(
+                    idle_warned_at=now
+                ):
+                    counts["warned"] += 1
+                    transaction.on_commit(lambda session=session, limit=limit: _tell_warned(session, limit, warning))
+    return counts
+
+
+def _stop_idle(session: InteractiveSession) -> None:
+    from interactive.actions import stop
+
+    try:
+        stop(session, reason=InteractiveSession.StopReason.IDLE)
+    except Exception:
+        # Slurm did not take the cancel: the next pass tries again (the reason is recorded once).
+        log.exception("session %s: the idle stop failed", session.pk)
+    publish_session(session.pk)
+
+
+def _tell_warned(session: InteractiveSession, limit: timedelta, warning: timedelta) -> None:
+    publish_session(session.pk)
+    if not session.owner.email:
+        return
+    minutes = int(limit.total_seconds() // 60)
+    try:
+        send_mail(
+            f"Your {session.kind} session will stop in {int(warning.total_seconds() // 60)} minutes",
+            f"Your session (job {session.job.slurm_job_id or session.job_id}) has been idle for {minutes} minutes: "
+            f"no kernel ran anything and its GPUs stayed under {settings.SESSION_IDLE_GPU_PERCENT} %.\n"
+            f"It stops in {int(warning.total_seconds() // 60)} minutes unless you use it. "
+            f"Open it from {settings.SITE_URL}/sessions/{session.pk}/ to keep it.",
+            None,
+            [session.owner.email],
+        )
+    except Exception:
+        log.exception("session %s: the idle warning e-mail failed", session.pk)

@@ -1,0 +1,370 @@
+"""The portal as the only door to a session: an ASGI application for the sessions' host names
+(interactive/origins.py), in front of Django in gpupool/asgi.py.
+
+HTTP goes through one shared httpx.AsyncClient, streamed both ways (a large notebook upload or
+download is never held whole); WebSockets (kernels) are bridged to the server with the
+`websockets` client, message for message, with the subprotocol the server chose. Every request
+is decided from the database (interactive/access.py) and forwarded to the address and port the
+session's row holds, with the session's token added; the browser's cookies for this origin and
+its Authorization header stay here. None of it runs on Django's request threads: a slow notebook
+holds nothing another request needs.
+
+Paths under /_gpupool/ are the proxy's own: the ticket exchange, the notice script the notebook
+page gets (idle warnings) and its status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from http.cookies import SimpleCookie
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode
+
+import httpx
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.utils.html import escape
+from websockets.asyncio.client import connect as websocket_connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+
+from interactive import access, origins
+from interactive.events import session_payload
+from interactive.models import InteractiveSession
+
+log = logging.getLogger(__name__)
+
+# Never forwarded either way (RFC 9110 7.6.1), plus what this proxy sets itself.
+HOP_BY_HOP = {
+    b"connection",
+    b"keep-alive",
+    b"proxy-authenticate",
+    b"proxy-authorization",
+    b"te",
+    b"trailer",
+    b"transfer-encoding",
+    b"upgrade",
+    b"host",
+    b"authorization",
+    b"cookie",
+    b"origin",
+    b"referer",
+    b"content-length",
+}
+# The portal's own cookies, were a browser ever to send them here, and this origin's ticket cookie.
+STRIPPED_COOKIES = {origins.SESSION_COOKIE, "sessionid", "csrftoken", "messages"}
+NOTICE_SCRIPT = Path(settings.BASE_DIR) / "static" / "interactive" / "notice.js"
+NOTICE_TAG = b'<script src="/_gpupool/notice.js" defer></script>'
+# A notebook page is a few KiB; one larger than this is passed through without the notice.
+INJECT_MAX_BYTES = 4 * 1024 * 1024
+TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=60.0, pool=10.0)
+
+_clients: dict[int, httpx.AsyncClient] = {}
+
+
+def _client() -> httpx.AsyncClient:
+    # One per event loop (Daphne has one; tests may run several).
+    loop_id = id(asyncio.get_running_loop())
+    client = _clients.get(loop_id)
+    if client is None:
+        client = _clients[loop_id] = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False, trust_env=False)
+    return client
+
+
+def _header(scope, name: bytes) -> str | None:
+    values = [value.decode("latin-1") for key, value in scope.get("headers", []) if key.lower() == name]
+    return ",".join(values) if values else None
+
+
+def _cookies(scope) -> dict[str, str]:
+    jar = SimpleCookie()
+    try:
+        jar.load(_header(scope, b"cookie") or "")
+    except Exception:
+        return {}
+    return {name: morsel.value for name, morsel in jar.items()}
+
+
+def _forwarded_cookie_header(scope) -> str | None:
+    kept = [f"{name}={value}" for name, value in _cookies(scope).items() if name not in STRIPPED_COOKIES]
+    return "; ".join(kept) if kept else None
+
+
+def _upstream_headers(scope, decision: access.Decision) -> list[tuple[str, str]]:
+    headers = [
+        (key.decode("latin-1"), value.decode("latin-1"))
+        for key, value in scope.get("headers", [])
+        if key.lower() not in HOP_BY_HOP and not key.lower().startswith(b"sec-websocket")
+    ]
+    cookie = _forwarded_cookie_header(scope)
+    if cookie:
+        headers.append(("Cookie", cookie))
+    headers.append(("Authorization", f"token {decision.token}"))
+    return headers
+
+
+def _upstream_base(decision: access.Decision) -> str:
+    host = f"[{decision.address}]" if ":" in decision.address else decision.address
+    return f"{host}:{decision.port}"
+
+
+def _path_and_query(scope) -> str:
+    path = scope.get("raw_path") or scope["path"].encode()
+    path = path.decode("latin-1") if isinstance(path, bytes) else path
+    query = scope.get("query_string", b"").decode("latin-1")
+    return f"{path}?{query}" if query else path
+
+
+async def _decide(scope) -> tuple[str, access.Decision]:
+    host_key = origins.host_key_of(_header(scope, b"host") or "")
+    if host_key is None:
+        return "", access.NOT_FOUND
+    decision = await database_sync_to_async(access.decide)(
+        host_key, cookie=_cookies(scope).get(origins.SESSION_COOKIE), bearer=_header(scope, b"authorization")
+    )
+    return host_key, decision
+
+
+class SessionProxy:
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            await self.http(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await self.websocket(scope, receive, send)
+
+    # --- HTTP --------------------------------------------------------------------------------
+
+    async def http(self, scope, receive, send):
+        path = scope["path"]
+        if path == "/_gpupool/open":
+            return await self._open(scope, send)
+        host_key, decision = await _decide(scope)
+        if path == "/_gpupool/notice.js":
+            return await _respond(send, 200, NOTICE_SCRIPT.read_bytes(), "text/javascript; charset=utf-8")
+        if path == "/_gpupool/status" and decision.session_id is not None and decision.outcome != "sign_in":
+            return await _respond(send, 200, await _status_json(decision.session_id), "application/json")
+        if decision.outcome == "sign_in":
+            target = f"{settings.SITE_URL}/sessions/open/{host_key}/?{urlencode({'next': _path_and_query(scope)})}"
+            return await _respond(send, 302, b"", "text/plain", [(b"location", target.encode("latin-1", "replace"))])
+        if decision.outcome == "not_found":
+            return await _page(send, 404, "No such session", "There is no session here, or it is not yours.")
+        if decision.outcome == "not_ready":
+            return await _page(
+                send,
+                503,
+                "The session is not ready yet",
+                f"It is {decision.state}. Its page in the portal says when it is ready.",
+                session_id=decision.session_id,
+            )
+        if decision.outcome == "stopped":
+            return await _page(
+                send,
+                410,
+                "This session has stopped",
+                decision.message or "Start a new one from the portal.",
+                session_id=decision.session_id,
+            )
+        await self._forward(scope, receive, send, decision)
+
+    async def _open(self, scope, send):
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        ticket = (query.get("ticket") or [""])[0]
+        host_key = origins.host_key_of(_header(scope, b"host") or "")
+        taken = await database_sync_to_async(access.owner_for_ticket)(ticket) if ticket and host_key else None
+        if taken is None or taken[0].host_key != host_key:
+            return await _page(send, 404, "This link has expired", "Open the session again from the portal.")
+        session, user = taken
+        value = await database_sync_to_async(origins.cookie_value)(session.pk, user)
+        secure = "; Secure" if settings.SESSIONS_SCHEME == "https" else ""
+        cookie = (
+            f"{origins.SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={origins.COOKIE_SECONDS}{secure}"
+        )
+        location = origins.safe_next((query.get("next") or ["/lab"])[0])
+        headers = [(b"location", location.encode("latin-1", "replace")), (b"set-cookie", cookie.encode("latin-1"))]
+        await _respond(send, 302, b"", "text/plain", headers)
+
+    async def _forward(self, scope, receive, send, decision: access.Decision):
+        url = f"http://{_upstream_base(decision)}{_path_and_query(scope)}"
+        method = scope["method"]
+
+        async def body():
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                chunk = message.get("body", b"")
+                if chunk:
+                    yield chunk
+                if not message.get("more_body"):
+                    return
+
+        has_body = method not in ("GET", "HEAD", "OPTIONS") or _header(scope, b"content-length") not in (None, "0")
+        request = _client().build_request(
+            method, url, headers=_upstream_headers(scope, decision), content=body() if has_body else None
+        )
+        try:
+            response = await _client().send(request, stream=True)
+        except httpx.HTTPError as exc:
+            log.info("session %s: the server did not answer %s: %s", decision.session_id, method, exc)
+            return await _page(
+                send,
+                502,
+                "The session's server is not answering",
+                "It may still be starting, or it has stopped. Try again in a moment.",
+                session_id=decision.session_id,
+            )
+        try:
+            inject = (
+                method == "GET"
+                and response.status_code == 200
+                and response.headers.get("content-type", "").startswith("text/html")
+            )
+            headers = [
+                (key.lower().encode("latin-1"), value.encode("latin-1"))
+                for key, value in response.headers.multi_items()
+                if key.lower().encode() not in HOP_BY_HOP and not _sets_our_cookie(key, value)
+            ]
+            if inject:
+                await self._send_with_notice(response, headers, send)
+                return
+            length = response.headers.get("content-length")
+            if length is not None:
+                headers.append((b"content-length", length.encode()))
+            await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            await response.aclose()
+
+    async def _send_with_notice(self, response, headers, send):
+        """A notebook page with the notice script added (decoded: its encoding header goes)."""
+        chunks, size = [], 0
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > INJECT_MAX_BYTES:
+                break
+        page = b"".join(chunks)
+        if size <= INJECT_MAX_BYTES and b"</head>" in page:
+            page = page.replace(b"</head>", NOTICE_TAG + b"</head>", 1)
+        headers = [(key, value) for key, value in headers if key != b"content-encoding"]
+        headers.append(
+            (b"content-length", str(len(page)).encode()) if size <= INJECT_MAX_BYTES else (b"x-notice", b"0")
+        )
+        await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+        await send({"type": "http.response.body", "body": page, "more_body": size > INJECT_MAX_BYTES})
+        if size > INJECT_MAX_BYTES:
+            async for chunk in response.aiter_bytes():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+
+    # --- WebSocket ---------------------------------------------------------------------------
+
+    async def websocket(self, scope, receive, send):
+        message = await receive()
+        if message["type"] != "websocket.connect":
+            return
+        _host_key, decision = await _decide(scope)
+        if decision.outcome != "proxy":
+            # Refused before the handshake: the browser sees a 403, learns nothing more.
+            await send({"type": "websocket.close", "code": 4404})
+            return
+        url = f"ws://{_upstream_base(decision)}{_path_and_query(scope)}"
+        try:
+            upstream = await websocket_connect(
+                url,
+                additional_headers=_upstream_headers(scope, decision),
+                subprotocols=scope.get("subprotocols") or None,
+                origin=f"http://{_upstream_base(decision)}",
+                max_size=settings.SESSION_WEBSOCKET_MAX_BYTES,
+                compression=None,
+                open_timeout=10,
+                ping_interval=None,
+            )
+        except (TimeoutError, OSError, InvalidHandshake, InvalidStatus) as exc:
+            log.info("session %s: the server refused a WebSocket: %s", decision.session_id, exc)
+            await send({"type": "websocket.close", "code": 1011})
+            return
+        await send({"type": "websocket.accept", "subprotocol": upstream.subprotocol})
+        await _bridge(receive, send, upstream)
+
+
+async def _bridge(receive, send, upstream) -> None:
+    async def browser_to_server():
+        while True:
+            message = await receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            if message["type"] == "websocket.receive":
+                data = message.get("bytes")
+                await upstream.send(data if data is not None else message.get("text", ""))
+
+    async def server_to_browser():
+        try:
+            async for data in upstream:
+                if isinstance(data, bytes):
+                    await send({"type": "websocket.send", "bytes": data})
+                else:
+                    await send({"type": "websocket.send", "text": data})
+        except ConnectionClosed:
+            pass
+        await send({"type": "websocket.close", "code": 1000})
+
+    tasks = [asyncio.ensure_future(browser_to_server()), asyncio.ensure_future(server_to_browser())]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await upstream.close()
+
+
+def _sets_our_cookie(name: str, value: str) -> bool:
+    return name.lower() == "set-cookie" and value.strip().startswith(f"{origins.SESSION_COOKIE}=")
+
+
+async def _respond(send, status: int, body: bytes, content_type: str, headers=()):
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", content_type.encode()),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _page(send, status: int, title: str, text: str, *, session_id: int | None = None):
+    link = f"{settings.SITE_URL}/sessions/{session_id}/" if session_id else f"{settings.SITE_URL}/sessions/"
+    body = (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>body{{font-family:system-ui,sans-serif;max-width:36rem;"
+        "margin:3rem auto;padding:0 1rem;line-height:1.5}</style></head>"
+        f"<body><h1>{escape(title)}</h1><p>{escape(text)}</p>"
+        f'<p><a href="{escape(link)}">Back to the portal</a></p></body></html>'
+    )
+    await _respond(send, status, body.encode(), "text/html; charset=utf-8")
+
+
+@database_sync_to_async
+def _session_status(session_id: int) -> dict:
+    session = InteractiveSession.objects.select_related("job").get(pk=session_id)
+    payload = session_payload(session)
+    payload.pop("url", None)
+    payload["warning_seconds"] = settings.SESSION_IDLE_WARNING_SECONDS
+    return payload
+
+
+async def _status_json(session_id: int) -> bytes:
+    return json.dumps(await _session_status(session_id)).encode()
+
+
+session_proxy = SessionProxy()

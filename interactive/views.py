@@ -1,0 +1,130 @@
+"""The sessions' pages: start one, watch it queue and start, open it, stop it."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from datasets.queries import mountable_versions
+from groups.queries import default_group, groups_of
+from interactive import actions, origins
+from interactive.events import session_payload
+from interactive.kinds import JUPYTERLAB, KINDS
+from interactive.models import InteractiveSession
+from jobs import actions as job_actions
+from jobs.costs import cost_for
+from jobs.forms import form_data_from_post
+from jobs.live.watching import watch_pending
+from jobs.submission import intake
+from jobs.submission.quota import QuotaExceeded
+from jobs.submission.spec import SpecError
+from plans.catalog import plan_for
+
+# The fields a session's form has (a job's, less the command, plus the app).
+DEFAULTS = {"time_limit_minutes": 120, "gpu_count": 1}
+
+
+def _mine(request, pk: int) -> InteractiveSession:
+    return get_object_or_404(InteractiveSession.objects.select_related("job"), pk=pk, owner=request.user)
+
+
+def _images(plan, kind_code: str):
+    return [image for image in settings.IMAGE_CATALOGUE.for_plan(plan.code) if kind_code in image.apps]
+
+
+@login_required
+def session_list(request):
+    sessions = InteractiveSession.objects.filter(owner=request.user).select_related("job")[:100]
+    return render(request, "interactive/list.html", {"sessions": sessions})
+
+
+@login_required
+def session_new(request):
+    errors: dict = {}
+    plan = plan_for(request.user)
+    values = dict(DEFAULTS)
+    if request.method == "POST":
+        data = form_data_from_post(request.POST)
+        data.pop("command", None)
+        data["kind"] = request.POST.get("kind", JUPYTERLAB.code)
+        if "group" in request.POST:
+            data["group"] = request.POST["group"] or None
+        values = {**values, **request.POST.dict()}
+        try:
+            session = actions.start(request, data)
+        except SpecError as exc:
+            errors = exc.errors
+        except (QuotaExceeded, job_actions.NotProvisioned, intake.RateLimited) as exc:
+            errors = {"form": [str(exc)]}
+        else:
+            messages.success(request, f"{KINDS[session.kind].title} requested: it starts as soon as a GPU is free.")
+            return redirect("interactive:detail", pk=session.pk)
+    elif request.GET.get("clone", "").isdigit():
+        source = _mine(request, int(request.GET["clone"])).job.spec
+        values = {key: source.get(key, "") for key in ("name", "image", "gpu_type", "time_limit_minutes", "nvme_gb")}
+        values["gpu_count" if source.get("gpu_count") else "gpu_memory_gb"] = source.get(
+            "gpu_count", source.get("gpu_memory_gb", "")
+        )
+    gpu_types = [(name, info) for name, info in settings.GPU_TYPES.items() if name in plan.gpu_quota]
+    context = {
+        "values": values,
+        "errors": errors,
+        "kinds": KINDS.values(),
+        "images": _images(plan, JUPYTERLAB.code),
+        "gpu_types": gpu_types,
+        "groups": groups_of(request.user).order_by("name"),
+        "default_group": default_group(request.user),
+        "dataset_versions": mountable_versions(request.user),
+        "idle_minutes": plan.session_idle_minutes,
+    }
+    return render(request, "interactive/new.html", context, status=400 if errors else 200)
+
+
+def _detail_context(session: InteractiveSession) -> dict:
+    return {
+        "session": session,
+        "job": session.job,
+        "payload": session_payload(session),
+        "cost": cost_for(session.job),
+        "idle_warning_minutes": settings.SESSION_IDLE_WARNING_SECONDS // 60,
+    }
+
+
+@login_required
+def session_detail(request, pk: int):
+    session = _mine(request, pk)
+    watch_pending([session.job])
+    return render(request, "interactive/detail.html", _detail_context(session))
+
+
+@login_required
+def session_summary(request, pk: int):
+    """The state-dependent part of the page: swapped in whole when the session changes."""
+    session = _mine(request, pk)
+    watch_pending([session.job])
+    return render(request, "interactive/_summary.html", _detail_context(session))
+
+
+@login_required
+@require_POST
+def session_stop(request, pk: int):
+    session = _mine(request, pk)
+    try:
+        actions.stop(session)
+        messages.success(request, "The session is stopping.")
+    except job_actions.CancelRefused as exc:
+        messages.error(request, str(exc))
+    return redirect("interactive:detail", pk=session.pk)
+
+
+@login_required
+def session_open(request, host_key: str):
+    """The way into a session's origin: its owner gets a one-time ticket, anybody else a 404."""
+    session = InteractiveSession.objects.filter(host_key=host_key, owner=request.user).first()
+    if session is None:
+        raise Http404("No such session.")
+    return redirect(origins.open_url(session, request.user, request.GET.get("next", "/lab")))
