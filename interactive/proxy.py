@@ -178,7 +178,8 @@ class SessionProxy:
         value = await database_sync_to_async(origins.cookie_value)(session.pk, user)
         secure = "; Secure" if settings.SESSIONS_SCHEME == "https" else ""
         cookie = (
-            f"{origins.SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={origins.COOKIE_SECONDS}{secure}"
+            f"{origins.SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Lax;"
+            f" Max-Age={origins.COOKIE_SECONDS}{secure}"
         )
         location = origins.safe_next((query.get("next") or ["/lab"])[0])
         headers = [(b"location", location.encode("latin-1", "replace")), (b"set-cookie", cookie.encode("latin-1"))]

@@ -16,8 +16,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from cluster.errors import SlurmError
 from cluster.hostlist import expand_hostlist
 from cluster.models import Node
+from cluster.services import rest_client
 from interactive.events import publish_session
 from interactive.kinds import PORT_LINE, kind_for
 from interactive.models import InteractiveSession
@@ -43,10 +45,17 @@ def port_from_output(text: str) -> int | None:
 
 
 def node_address(nodes: str) -> str:
+    """The first node's NodeAddr: the mirror's copy, else Slurm's own answer (a node the mirror has
+    not read yet), else its name."""
     names = expand_hostlist(nodes) if nodes else []
     if not names:
         return ""
     address = Node.objects.filter(name=names[0]).values_list("address", flat=True).first()
+    if not address:
+        try:
+            address = next((node.address for node in rest_client().list_nodes() if node.name == names[0]), "")
+        except SlurmError:
+            address = ""
     return address or names[0]
 
 
