@@ -11,3 +11,8 @@ class InteractiveConfig(AppConfig):
         from jobs.submission.environment import register_environment
 
         register_environment(session_environment)
+
+        from interactive.culling import emulated_idle_sessions
+        from telemetry.emulator import register_idle_jobs
+
+        register_idle_jobs(emulated_idle_sessions)

@@ -99,7 +99,10 @@ def cull_idle_sessions(now: datetime | None = None) -> dict:
         if session.owner_id not in idle_minutes:
             idle_minutes[session.owner_id] = plan_for(session.owner).session_idle_minutes
         limit = timedelta(minutes=idle_minutes[session.owner_id])
-        moments = [session.ready_at, session.last_activity_at, kernel_activity(session, now)]
+        kernels = kernel_activity(session, now)
+        if kernels is not None and (session.kernel_activity_at is None or kernels > session.kernel_activity_at):
+            InteractiveSession.objects.filter(pk=session.pk).update(kernel_activity_at=kernels)
+        moments = [session.ready_at, session.last_activity_at, kernels]
         moments.append(gpu_busy_at(session, now - limit - warning, now))
         last = max(moment for moment in moments if moment is not None)
         if session.last_activity_at is None or last > session.last_activity_at:
@@ -150,3 +153,18 @@ def _tell_warned(session: InteractiveSession, limit: timedelta, warning: timedel
         )
     except Exception:
         log.exception("session %s: the idle warning e-mail failed", session.pk)
+
+
+# The GPU emulator (dev clusters only) draws a session's GPUs busy this long after its kernels
+# last did something, idle otherwise: kernels are what moves a notebook's GPU.
+EMULATED_BUSY_AFTER_KERNEL = timedelta(minutes=2)
+
+
+def emulated_idle_sessions(now: datetime) -> set[int]:
+    """Ids of running session jobs whose kernels did nothing lately (telemetry.emulator)."""
+    recent = now - EMULATED_BUSY_AFTER_KERNEL
+    return set(
+        InteractiveSession.objects.filter(job__state=JobState.RUNNING)
+        .exclude(kernel_activity_at__gte=recent)
+        .values_list("job_id", flat=True)
+    )

@@ -48,6 +48,8 @@ class InteractiveSession(models.Model):
     # Idle culling (interactive/culling.py): the newest kernel or terminal activity seen, and
     # the warning (cleared when the session is used again).
     last_activity_at = models.DateTimeField(null=True, blank=True)
+    # The kernels' own part of it (never the GPUs'): what the dev cluster's GPU emulator draws from.
+    kernel_activity_at = models.DateTimeField(null=True, blank=True)
     idle_warned_at = models.DateTimeField(null=True, blank=True)
     stop_reason = models.CharField(max_length=8, choices=StopReason.choices, blank=True)
     # What went wrong starting it, in words its owner may read.

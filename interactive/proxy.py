@@ -97,6 +97,9 @@ def _upstream_headers(scope, decision: access.Decision) -> list[tuple[str, str]]
         for key, value in scope.get("headers", [])
         if key.lower() not in HOP_BY_HOP and not key.lower().startswith(b"sec-websocket")
     ]
+    length = _header(scope, b"content-length")
+    if length is not None and length.isdigit() and scope["type"] == "http":
+        headers.append(("Content-Length", length))  # the body streams through with its length
     cookie = _forwarded_cookie_header(scope)
     if cookie:
         headers.append(("Cookie", cookie))

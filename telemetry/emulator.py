@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from datetime import datetime
 
 from django.conf import settings
@@ -31,9 +32,24 @@ def _noise(*parts) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
+# Layers above may say which running jobs leave their GPUs idle (an interactive session whose
+# kernels do nothing: interactive/apps.py); `provider(now)` returns those jobs' ids.
+_idle_job_providers: list[Callable[[datetime], set[int]]] = []
+
+
+def register_idle_jobs(provider: Callable[[datetime], set[int]]) -> None:
+    if provider not in _idle_job_providers:
+        _idle_job_providers.append(provider)
+
+
 def emulated_samples(now: datetime) -> list[GpuSample]:
+    idle_jobs: set[int] = set()
+    for provider in _idle_job_providers:
+        idle_jobs |= provider(now)
     held: dict[tuple[str, int], Job] = {}
     for job in Job.objects.filter(state="RUNNING").only("gpu_allocation", "tres_per_node", "slurm_job_id"):
+        if job.pk in idle_jobs:
+            continue  # drawn as idle GPUs
         for node, indexes in (job.gpu_allocation or {}).items():
             for index in indexes:
                 held[(node, index)] = job

@@ -25,7 +25,9 @@ IMAGE_CACHE="${DEVCLUSTER_IMAGE_CACHE:-/var/lib/gpupool/image-cache}"
 # What goes into the image base besides Debian: JupyterLab for interactive sessions. Its sum names
 # the base (the cache's file, the stamp beside the prewarmed images), so a change rebuilds them.
 JUPYTER_REQUIREMENTS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/containers/jupyter-requirements.txt"
-IMAGE_BASE_ID="$IMAGE_SUITE-$(sha256sum "$JUPYTER_REQUIREMENTS" | cut -c1-12)"
+# IMAGE_BASE_LAYOUT: raised when build_image_base lays the base out differently.
+IMAGE_BASE_LAYOUT=2
+IMAGE_BASE_ID="$IMAGE_SUITE-$IMAGE_BASE_LAYOUT-$(sha256sum "$JUPYTER_REQUIREMENTS" | cut -c1-12)"
 
 # Build and run-time needs of enroot and pyxis, in the root (the spike's list; libslurm-dev is
 # the root's own Slurm, so pyxis matches the daemons exactly).
@@ -425,8 +427,20 @@ install_jupyter_into() {
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
         --platform linux_x86_64 -r "$JUPYTER_REQUIREMENTS" >"$DEVCLUSTER_DIR/image-jupyter.log" 2>&1 ||
         die "JupyterLab did not install into the image base, see $DEVCLUSTER_DIR/image-jupyter.log"
+    # pip --target leaves the packages' data files (JupyterLab's assets, the kernel spec, the server
+    # extensions' switches) beside the modules: they go where Jupyter looks, under /usr/local.
+    local site="$rootfs/usr/local/lib/python$version/dist-packages" part
+    for part in share/jupyter etc/jupyter; do
+        if [[ -d "$site/$part" ]]; then
+            mkdir -p "$rootfs/usr/local/$part"
+            cp -a "$site/$part/." "$rootfs/usr/local/$part/"
+        fi
+    done
+    rm -rf "$site/share" "$site/etc" "$site/bin"
     chroot "$rootfs" python3 -c 'import jupyterlab, ipykernel' >>"$DEVCLUSTER_DIR/image-jupyter.log" 2>&1 ||
         die "JupyterLab does not import in the image base, see $DEVCLUSTER_DIR/image-jupyter.log"
+    [[ -f "$rootfs/usr/local/share/jupyter/lab/static/index.html" ]] ||
+        die "JupyterLab's assets are missing from the image base, see $DEVCLUSTER_DIR/image-jupyter.log"
 }
 
 make_standin_image() {

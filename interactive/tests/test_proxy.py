@@ -1,0 +1,242 @@
+"""The proxy in front of a session: who gets through, what reaches the server, what comes back.
+In-process ASGI against the application Daphne serves (gpupool/asgi.py), on the test database."""
+
+import json
+from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import HttpCommunicator, WebsocketCommunicator
+from django.utils import timezone
+
+from accounts.models import ApiToken
+from gpupool.asgi import application
+from interactive import origins
+from interactive.models import InteractiveSession
+from interactive.tests.upstream import upstream_server
+from jobs.models import Job, JobState
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _session(owner, *, port: int, state=JobState.RUNNING, ready=True) -> InteractiveSession:
+    job = Job.objects.create(owner=owner, state=state, name="lab", nodes="gpu-4090-01")
+    return InteractiveSession.objects.create(
+        job=job,
+        owner=owner,
+        kind="jupyterlab",
+        address="127.0.0.1",
+        port=port,
+        ready_at=timezone.now() if ready else None,
+    )
+
+
+def _host(session) -> bytes:
+    return origins.session_host(session.host_key).encode()
+
+
+def _cookie_for(session, user) -> bytes:
+    return f"{origins.SESSION_COOKIE}={origins.cookie_value(session.pk, user)}".encode()
+
+
+def _get(session, path="/api/echo", *, headers=(), method="GET", body=b""):
+    async def go():
+        communicator = HttpCommunicator(
+            application, method, path, body=body, headers=[(b"host", _host(session)), *headers]
+        )
+        return await communicator.get_response(timeout=10)
+
+    return async_to_sync(go)()
+
+
+def _headers(response) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for name, value in response["headers"]:
+        found.setdefault(name.decode().lower(), []).append(value.decode())
+    return found
+
+
+def test_the_owner_reaches_the_server_with_the_sessions_token_and_nothing_of_the_portals(alice):
+    with upstream_server() as (http_port, _ws):
+        session = _session(alice, port=http_port)
+        cookie = _cookie_for(session, alice) + b"; sessionid=portal-secret; csrftoken=c; theme=dark"
+        response = _get(
+            session,
+            "/api/echo?x=1",
+            method="POST",
+            body=b'{"a": 1}',
+            headers=[
+                (b"cookie", cookie),
+                (b"origin", b"http://evil.example"),
+                (b"content-type", b"application/json"),
+                (b"content-length", b"8"),
+            ],
+        )
+        assert response["status"] == 200
+        seen = json.loads(response["body"])
+        assert seen["method"] == "POST" and seen["path"] == "/api/echo?x=1" and seen["body"] == '{"a": 1}'
+        headers = {name.lower(): value for name, value in seen["headers"].items()}
+        assert headers["authorization"] == f"token {session.token}"
+        assert headers["cookie"] == "theme=dark"  # the portal's and this origin's own cookies stay here
+        assert "origin" not in headers
+        assert headers["host"] == f"127.0.0.1:{http_port}"
+        # The server may set its own cookies on this origin, never the proxy's.
+        assert _headers(response)["set-cookie"] == ["_xsrf=abc; Path=/"]
+        assert session.token.encode() not in response["body"].replace(f"token {session.token}".encode(), b"")
+
+
+def test_a_notebook_page_gets_the_notice_script(alice):
+    with upstream_server() as (http_port, _ws):
+        session = _session(alice, port=http_port)
+        response = _get(session, "/lab", headers=[(b"cookie", _cookie_for(session, alice))])
+        assert response["status"] == 200
+        assert b'<script src="/_gpupool/notice.js" defer></script></head>' in response["body"]
+        assert _headers(response)["content-length"] == [str(len(response["body"]))]
+        script = _get(session, "/_gpupool/notice.js", headers=[(b"cookie", _cookie_for(session, alice))])
+        assert script["status"] == 200 and b"/_gpupool/status" in script["body"]
+        status = json.loads(
+            _get(session, "/_gpupool/status", headers=[(b"cookie", _cookie_for(session, alice))])["body"]
+        )
+        assert status["state"] == "ready" and "url" not in status and session.token not in json.dumps(status)
+
+
+def test_everybody_else_gets_the_same_404_and_no_cookie_means_the_portals_sign_in(alice, bob, settings):
+    with upstream_server() as (http_port, _ws):
+        session = _session(alice, port=http_port)
+        other = _session(alice, port=http_port)
+        _token, bob_key = ApiToken.issue(bob, "t")
+        refusals = [
+            [(b"cookie", _cookie_for(session, bob))],  # bob's own (valid) cookie for alice's session
+            [(b"authorization", f"Bearer {bob_key}".encode())],
+            [(b"authorization", b"Bearer gpt_made_up")],
+            [(b"cookie", f"{origins.SESSION_COOKIE}=tampered".encode())],
+        ]
+        for headers in refusals:
+            response = _get(session, headers=headers)
+            assert response["status"] in (404, 302), headers
+            assert b"authorization" not in response["body"].lower()
+        assert _get(session, headers=refusals[0])["status"] == 404
+        assert _get(session, headers=refusals[1])["status"] == 404
+        # Another session's cookie is for that session's origin only: here it is no cookie at all.
+        moved = _get(session, "/lab?a=b", headers=[(b"cookie", _cookie_for(other, alice))])
+        assert moved["status"] == 302
+        location = _headers(moved)["location"][0]
+        assert location.startswith(f"{settings.SITE_URL}/sessions/open/{session.host_key}/")
+        assert parse_qs(urlsplit(location).query)["next"] == ["/lab?a=b"]
+        # A name that is no session's.
+        nobody = InteractiveSession(host_key="0" * 16)
+        assert _get(nobody, headers=[(b"authorization", f"Bearer {bob_key}".encode())])["status"] == 404
+
+
+def test_a_ticket_opens_the_session_once_and_only_on_its_own_origin(alice, bob):
+    with upstream_server() as (http_port, _ws):
+        session = _session(alice, port=http_port)
+        other = _session(alice, port=http_port)
+        url = urlsplit(origins.open_url(session, alice, "/lab/tree"))
+        assert url.netloc.startswith(origins.session_host(session.host_key))
+        query = url.query.encode()
+
+        async def open_at(target, query_string):
+            communicator = HttpCommunicator(
+                application, "GET", "/_gpupool/open", headers=[(b"host", _host(target))], body=b""
+            )
+            communicator.scope["query_string"] = query_string
+            return await communicator.get_response(timeout=10)
+
+        # Presented at another session's origin: refused, and that uses it up.
+        stray = urlsplit(origins.open_url(session, alice)).query.encode()
+        assert async_to_sync(open_at)(other, stray)["status"] == 404
+        assert async_to_sync(open_at)(session, stray)["status"] == 404
+        assert async_to_sync(open_at)(session, b"ticket=made-up")["status"] == 404
+        first = async_to_sync(open_at)(session, query)
+        assert first["status"] == 302
+        headers = _headers(first)
+        assert headers["location"] == ["/lab/tree"]
+        cookie = headers["set-cookie"][0]
+        assert cookie.startswith(f"{origins.SESSION_COOKIE}=") and "HttpOnly" in cookie and "SameSite=Lax" in cookie
+        assert async_to_sync(open_at)(session, query)["status"] == 404  # once
+        fresh = urlsplit(origins.open_url(other, alice)).query.encode()
+        assert async_to_sync(open_at)(session, fresh)["status"] == 404  # another session's ticket
+        # The cookie it set gets through.
+        value = cookie.split(";")[0].encode()
+        assert _get(session, headers=[(b"cookie", value)])["status"] == 200
+
+
+def test_a_session_not_ready_or_stopped_answers_with_a_page_saying_so(alice):
+    with upstream_server() as (http_port, _ws):
+        queued = _session(alice, port=http_port, state=JobState.PENDING, ready=False)
+        response = _get(queued, headers=[(b"cookie", _cookie_for(queued, alice))])
+        assert response["status"] == 503 and b"not ready yet" in response["body"]
+        stopped = _session(alice, port=http_port, state=JobState.CANCELLED)
+        InteractiveSession.objects.filter(pk=stopped.pk).update(stop_reason="idle")
+        response = _get(stopped, headers=[(b"cookie", _cookie_for(stopped, alice))])
+        assert response["status"] == 410 and b"stopped after being idle" in response["body"]
+    # The server gone while the session is running: a page, not a proxy error.
+    gone = _session(alice, port=1)
+    response = _get(gone, headers=[(b"cookie", _cookie_for(gone, alice))])
+    assert response["status"] == 502 and b"not answering" in response["body"]
+
+
+def test_websockets_are_bridged_with_the_servers_subprotocol_and_refused_to_others(alice, bob):
+    with upstream_server() as (_http, ws_port):
+        session = _session(alice, port=ws_port)
+
+        async def scenario(cookie_user):
+            communicator = WebsocketCommunicator(
+                application,
+                "/api/kernels/k1/channels?session_id=s",
+                headers=[
+                    (b"host", _host(session)),
+                    (b"cookie", _cookie_for(session, cookie_user)),
+                    (b"origin", f"http://{origins.session_host(session.host_key)}".encode()),
+                ],
+                subprotocols=["v1.kernel.websocket.jupyter.org"],
+            )
+            connected, subprotocol = await communicator.connect(timeout=10)
+            if not connected:
+                return connected, None, None, None
+            hello = json.loads(await communicator.receive_from(timeout=10))
+            await communicator.send_to(text_data="ping")
+            text = await communicator.receive_from(timeout=10)
+            await communicator.send_to(bytes_data=b"\x00\x01")
+            binary = await communicator.receive_output(timeout=10)
+            await communicator.disconnect()
+            return connected, subprotocol, hello, (text, binary.get("bytes"))
+
+        connected, subprotocol, hello, echoed = async_to_sync(scenario)(alice)
+        assert connected and subprotocol == "v1.kernel.websocket.jupyter.org"
+        sent = {name.lower(): value for name, value in hello["headers"].items()}
+        assert sent["authorization"] == f"token {session.token}"
+        assert "cookie" not in sent
+        assert sent["origin"] == f"http://127.0.0.1:{ws_port}"
+        assert echoed == ("ping", b"\x00\x01")
+        assert async_to_sync(scenario)(bob)[0] is False
+
+
+def test_a_cookie_ends_with_a_password_change(alice):
+    with upstream_server() as (http_port, _ws):
+        session = _session(alice, port=http_port)
+        cookie = _cookie_for(session, alice)
+        assert _get(session, headers=[(b"cookie", cookie)])["status"] == 200
+        alice.set_password("a-new-password-entirely")
+        alice.save()
+        assert _get(session, headers=[(b"cookie", cookie)])["status"] == 302
+
+
+def test_host_names_other_than_a_sessions_stay_with_the_portal(settings):
+    assert origins.host_key_of("s-0123456789abcdef.sessions.localhost:8000") == "0123456789abcdef"
+    assert origins.host_key_of("S-0123456789ABCDEF.Sessions.Localhost") == "0123456789abcdef"
+    for host in (
+        "127.0.0.1:8000",
+        "s-0123456789abcdef.evil.example",
+        "x.s-0123456789abcdef.sessions.localhost",
+        "s-0123.sessions.localhost",
+        "sessions.localhost",
+        "[::1]:8000",
+    ):
+        assert origins.host_key_of(host) is None, host
+    assert origins.safe_next("//evil.example/") == "/lab"
+    assert origins.safe_next("https://evil.example/") == "/lab"
+    assert origins.safe_next("/lab/tree/a.ipynb") == "/lab/tree/a.ipynb"
+    assert timedelta(seconds=origins.TICKET_SECONDS) < timedelta(minutes=5)

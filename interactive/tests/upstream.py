@@ -1,0 +1,63 @@
+"""A small HTTP and WebSocket server standing where a session's Jupyter would listen, for the
+proxy's own tests: it answers with what it received, so a test sees exactly what got through.
+(The real JupyterLab behind the proxy is tested in test_sessions_live.py.)"""
+
+from __future__ import annotations
+
+import json
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from websockets.sync.server import serve
+
+PAGE = b"<!doctype html><html><head><title>lab</title></head><body>notebook</body></html>"
+
+
+class _Echo(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def _answer(self):
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else b""
+        if self.path.startswith("/lab"):
+            payload, kind = PAGE, "text/html; charset=utf-8"
+        else:
+            seen = {
+                "method": self.command,
+                "path": self.path,
+                "headers": dict(self.headers.items()),
+                "body": body.decode(),
+            }
+            payload, kind = json.dumps(seen).encode(), "application/json"
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Set-Cookie", "gpupool_session=forged; Path=/")
+        self.send_header("Set-Cookie", "_xsrf=abc; Path=/")
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = do_PUT = _answer
+
+
+def _websocket_echo(connection):
+    headers = dict(connection.request.headers.raw_items())
+    connection.send(json.dumps({"headers": headers, "subprotocol": connection.subprotocol}))
+    for message in connection:
+        connection.send(message)
+
+
+@contextmanager
+def upstream_server():
+    """Yields (http port, websocket port) on 127.0.0.1."""
+    http = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    websocket = serve(_websocket_echo, "127.0.0.1", 0, subprotocols=["v1.kernel.websocket.jupyter.org"])
+    threading.Thread(target=websocket.serve_forever, daemon=True).start()
+    try:
+        yield http.server_address[1], websocket.socket.getsockname()[1]
+    finally:
+        http.shutdown()
+        websocket.shutdown()
