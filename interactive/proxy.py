@@ -123,8 +123,11 @@ async def _decide(scope) -> tuple[str, access.Decision]:
     host_key = origins.host_key_of(_header(scope, b"host") or "")
     if host_key is None:
         return "", access.NOT_FOUND
+    # Only a Bearer header is the portal's API token; JupyterLab's own ("token ...") is not ours.
+    authorization = _header(scope, b"authorization") or ""
+    bearer = authorization if authorization[:7].lower() == "bearer " else None
     decision = await database_sync_to_async(access.decide)(
-        host_key, cookie=_cookies(scope).get(origins.SESSION_COOKIE), bearer=_header(scope, b"authorization")
+        host_key, cookie=_cookies(scope).get(origins.SESSION_COOKIE), bearer=bearer
     )
     return host_key, decision
 
@@ -230,7 +233,7 @@ class SessionProxy:
                 if key.lower().encode() not in HOP_BY_HOP and not _sets_our_cookie(key, value)
             ]
             if inject:
-                await self._send_with_notice(response, headers, send)
+                await self._send_with_notice(response, headers, send, decision.token)
                 return
             length = response.headers.get("content-length")
             if length is not None:
@@ -242,27 +245,38 @@ class SessionProxy:
         finally:
             await response.aclose()
 
-    async def _send_with_notice(self, response, headers, send):
-        """A notebook page with the notice script added (decoded: its encoding header goes)."""
-        chunks, size = [], 0
-        async for chunk in response.aiter_bytes():
+    async def _send_with_notice(self, response, headers, send, token: str):
+        """A notebook page with the notice script added (decoded: its encoding header goes), and
+        the server's token taken out: JupyterLab writes it into its page's config, and the browser
+        needs none (the proxy adds it to every request). A page past INJECT_MAX_BYTES streams on
+        without the notice, still scrubbed."""
+        chunks, size, stream = [], 0, response.aiter_bytes()
+        async for chunk in stream:
             chunks.append(chunk)
             size += len(chunk)
             if size > INJECT_MAX_BYTES:
                 break
         page = b"".join(chunks)
-        if size <= INJECT_MAX_BYTES and b"</head>" in page:
+        whole = size <= INJECT_MAX_BYTES
+        if whole and b"</head>" in page:
             page = page.replace(b"</head>", NOTICE_TAG + b"</head>", 1)
         headers = [(key, value) for key, value in headers if key != b"content-encoding"]
-        headers.append(
-            (b"content-length", str(len(page)).encode()) if size <= INJECT_MAX_BYTES else (b"x-notice", b"0")
-        )
+        if whole:
+            page = _scrub(page, token)
+            headers.append((b"content-length", str(len(page)).encode()))
+            await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+            await send({"type": "http.response.body", "body": page})
+            return
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-        await send({"type": "http.response.body", "body": page, "more_body": size > INJECT_MAX_BYTES})
-        if size > INJECT_MAX_BYTES:
-            async for chunk in response.aiter_bytes():
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
+        # A token split across two chunks is caught by keeping its length less one byte back.
+        keep = max(0, len(token) - 1)
+        pending = page
+        async for chunk in stream:
+            pending = _scrub(pending + chunk, token)
+            cut = len(pending) - keep
+            await send({"type": "http.response.body", "body": pending[:cut], "more_body": True})
+            pending = pending[cut:]
+        await send({"type": "http.response.body", "body": _scrub(pending, token)})
 
     # --- WebSocket ---------------------------------------------------------------------------
 
@@ -323,6 +337,10 @@ async def _bridge(receive, send, upstream) -> None:
         for task in tasks:
             task.cancel()
         await upstream.close()
+
+
+def _scrub(data: bytes, token: str) -> bytes:
+    return data.replace(token.encode(), b"") if token else data
 
 
 def _sets_our_cookie(name: str, value: str) -> bool:

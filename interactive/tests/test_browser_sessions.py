@@ -48,18 +48,14 @@ def test_a_notebook_starts_runs_a_cell_and_is_stopped_when_left_idle(alice, prov
         assert page.evaluate("window.__marker") == "no reload"  # pushed, not reloaded
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
+        # Shown when it fails: what the notebook asked the proxy for and did not get.
+        page.context.on("response", lambda response: response.status >= 400 and print(response.status, response.url))
         with page.context.expect_page() as opened:
             page.click("[data-open-session]")
         lab = opened.value
         lab.set_viewport_size({"width": 1280, "height": 900})
         lab.wait_for_url(re.compile(rf"http://s-{session.host_key}\.sessions\.localhost:{port}/lab.*"), timeout=60000)
-        try:
-            lab.locator(".jp-LauncherCard[data-category='Notebook']").first.click(timeout=60000)
-        except Exception:
-            lab.screenshot(path="/tmp/lab.png")
-            print("URL", lab.url)
-            print(lab.content()[:3000])
-            raise
+        lab.locator(".jp-LauncherCard[data-category='Notebook']").first.click(timeout=60000)
         editor = lab.locator(".jp-Notebook .jp-Cell .cm-content").first
         editor.click(timeout=60000)
         editor.type("import os; print('gpus=' + os.environ['CUDA_VISIBLE_DEVICES'])")

@@ -92,7 +92,11 @@ def test_a_notebook_page_gets_the_notice_script(alice):
         response = _get(session, "/lab", headers=[(b"cookie", _cookie_for(session, alice))])
         assert response["status"] == 200
         assert b'<script src="/_gpupool/notice.js" defer></script></head>' in response["body"]
+        assert b'{"token": ""}' in response["body"]  # JupyterLab's copy of the server's token, taken out
         assert _headers(response)["content-length"] == [str(len(response["body"]))]
+        big = _get(session, "/lab/big", headers=[(b"cookie", _cookie_for(session, alice))])
+        assert big["status"] == 200 and len(big["body"]) > 5 * 1024 * 1024
+        assert session.token.encode() not in big["body"]
         script = _get(session, "/_gpupool/notice.js", headers=[(b"cookie", _cookie_for(session, alice))])
         assert script["status"] == 200 and b"/_gpupool/status" in script["body"]
         status = json.loads(

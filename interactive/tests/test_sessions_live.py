@@ -43,6 +43,10 @@ def test_a_session_starts_answers_through_the_portal_only_and_is_culled_when_idl
         # The server's token never reaches the caller, in a header or a body.
         assert session.token not in specs.text and session.token not in str(specs.headers)
 
+        page = through_proxy(base_url, session, "/lab", token=alice_key)
+        assert page.status_code == 200 and "jupyter-config-data" in page.text
+        assert session.token not in page.text  # JupyterLab writes it into its page; the proxy takes it out
+
         code = "import os; print('gpus=' + os.environ['CUDA_VISIBLE_DEVICES'])"
         printed = run_code(base_url, session, alice_key, code)
         assert printed.strip() == "gpus=0"

@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from websockets.sync.server import serve
 
 PAGE = b"<!doctype html><html><head><title>lab</title></head><body>notebook</body></html>"
+# What JupyterLab writes into its page (its server's token): the proxy must take it out.
+PAGE_WITH_TOKEN = b'<!doctype html><html><head><script id="jupyter-config-data">{"token": "%s"}</script></head></html>'
 
 
 class _Echo(BaseHTTPRequestHandler):
@@ -21,8 +23,12 @@ class _Echo(BaseHTTPRequestHandler):
     def _answer(self):
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
-        if self.path.startswith("/lab"):
-            payload, kind = PAGE, "text/html; charset=utf-8"
+        if self.path.startswith("/lab/big"):
+            token = self.headers.get("authorization", "").removeprefix("token ").encode()
+            payload, kind = PAGE_WITH_TOKEN % token + b"x" * (5 * 1024 * 1024) + token * 3, "text/html"
+        elif self.path.startswith("/lab"):
+            token = self.headers.get("authorization", "").removeprefix("token ").encode()
+            payload, kind = PAGE_WITH_TOKEN % token, "text/html; charset=utf-8"
         else:
             seen = {
                 "method": self.command,
