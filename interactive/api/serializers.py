@@ -37,6 +37,7 @@ class SessionSerializer(serializers.ModelSerializer):
     gpus = serializers.CharField(source="job.tres_per_node", read_only=True)
     cost = serializers.SerializerMethodField(help_text="USD so far (an estimate while it runs), exact decimal")
     error = serializers.SerializerMethodField()
+    stop_reason = serializers.SerializerMethodField(help_text="Why it stopped (user, idle); null while it has not")
 
     class Meta:
         model = InteractiveSession
@@ -86,6 +87,10 @@ class SessionSerializer(serializers.ModelSerializer):
             return None
         amount = known.cost if known.cost is not None else known.cost_so_far
         return money(amount) if isinstance(amount, Decimal) else None
+
+    @extend_schema_field(serializers.ChoiceField(choices=InteractiveSession.StopReason.choices, allow_null=True))
+    def get_stop_reason(self, session):
+        return session.stop_reason or None
 
     def get_error(self, session) -> str:
         return session.error or session.job.error

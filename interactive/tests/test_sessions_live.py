@@ -8,12 +8,15 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import ApiToken
+from billing.models import UsageRecord
+from billing.usage.metering import run_metering
 from cluster.services import rest_client
 from interactive.culling import cull_idle_sessions
 from interactive.models import InteractiveSession
 from interactive.tests.live import SESSION, run_code, through_proxy, until_ready
+from jobs.tasks import run_sync
 from testing.servers import portal_stack
-from testing.slurm import wait_for_state
+from testing.slurm import wait_for, wait_for_state
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 
@@ -71,3 +74,14 @@ def test_a_session_starts_answers_through_the_portal_only_and_is_culled_when_idl
         assert session.stop_reason == "idle"
         gone = through_proxy(base_url, session, "/lab", token=alice_key)
         assert gone.status_code == 410 and "stopped" in gone.text
+
+    # Billed like a job: slurmdbd's record of its run, metered per second.
+    def metered():
+        run_sync()
+        run_metering()
+        return UsageRecord.objects.filter(job_id=session.job_id).first()
+
+    record = wait_for(metered, timeout=120, interval=2, what="the session's run, metered")
+    assert record.gpu_seconds >= 1 and record.seconds >= 1
+    assert record.billable_gpu_seconds + record.included_gpu_seconds + record.credit_gpu_seconds == record.gpu_seconds
+    assert api_client_for(alice).get(f"/api/v1/sessions/{session_id}/").data["cost"] is not None

@@ -158,3 +158,54 @@ def test_a_generated_client_reads_and_changes_the_callers_plan(alice, client_pac
             and refused.parsed.detail == "Your Pro plan is not active, so it cannot be paused."
         )
     assert plan_for(alice).is_paused
+
+
+def test_a_generated_client_starts_reads_and_stops_a_session(alice, provision, client_package, slurm):
+    """Sessions (interactive/) over the same generated client: created with `kind`, ready with a
+    `url` once JupyterLab answers (the worker watches it start), stopped."""
+    provision(alice)
+    _token, key = ApiToken.issue(alice, "generated client")
+    with portal_stack(worker=True, beat=True) as base_url:
+        generate_client(f"{base_url}/api/schema/?format=json", client_package)
+        client_module = importlib.import_module(PACKAGE)
+        sessions = {
+            name: importlib.import_module(f"{PACKAGE}.api.sessions.{name}")
+            for name in ["sessions_create", "sessions_list", "sessions_retrieve", "sessions_stop"]
+        }
+        models = importlib.import_module(f"{PACKAGE}.models")
+        client = client_module.AuthenticatedClient(base_url=base_url, token=key, raise_on_unexpected_status=True)
+        body = models.SessionInput(
+            kind=models.SessionInputKindEnum("jupyterlab"),
+            image="nvcr.io/nvidia/pytorch:24.05-py3",
+            gpu_type=models.GpuTypeEnum("rtx4090"),
+            gpu_count=1,
+            time_limit_minutes=30,
+        )
+        refused = sessions["sessions_create"].sync(
+            client=client,
+            body=models.SessionInput.from_dict(
+                {**body.to_dict(), "image": "nvcr.io/nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04"}
+            ),
+        )
+        assert isinstance(refused, models.Error) and "image" in refused.errors.to_dict()
+        created = sessions["sessions_create"].sync(client=client, body=body)
+        assert isinstance(created, models.Session), created
+        assert created.url is None
+
+        def ready():
+            found = sessions["sessions_retrieve"].sync(client=client, id=created.id)
+            return found if found.state == models.SessionStateEnum.READY else None
+
+        session = wait_for(ready, timeout=180, interval=1, what="the session to be ready")
+        assert session.url.startswith("http://s-") and session.url.endswith("/lab")
+        assert float(session.server_start_seconds) > 0
+        assert created.id in [item.id for item in sessions["sessions_list"].sync(client=client).results]
+        stopped = sessions["sessions_stop"].sync(client=client, id=created.id)
+        assert isinstance(stopped, models.Session)
+
+        def ended():
+            found = sessions["sessions_retrieve"].sync(client=client, id=created.id)
+            return found if found.state == models.SessionStateEnum.STOPPED else None
+
+        final = wait_for(ended, timeout=60, what="the session to stop")
+        assert final.stop_reason == models.StopReasonEnum.USER and final.url is None
