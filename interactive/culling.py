@@ -90,12 +90,20 @@ def cull_idle_sessions(now: datetime | None = None) -> dict:
     now = now or timezone.now()
     warning = timedelta(seconds=settings.SESSION_IDLE_WARNING_SECONDS)
     counts = {"looked": 0, "warned": 0, "stopped": 0, "used_again": 0}
+    # A session stopped for idleness whose job still runs (Slurm did not take the cancel) is
+    # cancelled again.
     sessions = InteractiveSession.objects.select_related("job", "owner").filter(
-        ready_at__isnull=False, stop_reason="", job__state=JobState.RUNNING
+        ready_at__isnull=False,
+        stop_reason__in=["", InteractiveSession.StopReason.IDLE],
+        job__state=JobState.RUNNING,
     )
     idle_minutes: dict[int, int] = {}
     for session in sessions:
         counts["looked"] += 1
+        if session.stop_reason:
+            _stop_idle(session)
+            counts["stopped"] += 1
+            continue
         if session.owner_id not in idle_minutes:
             idle_minutes[session.owner_id] = plan_for(session.owner).session_idle_minutes
         limit = timedelta(minutes=idle_minutes[session.owner_id])

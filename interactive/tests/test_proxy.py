@@ -58,7 +58,7 @@ def _headers(response) -> dict[str, list[str]]:
 
 
 def test_the_owner_reaches_the_server_with_the_sessions_token_and_nothing_of_the_portals(alice):
-    with upstream_server() as (http_port, _ws):
+    with upstream_server() as (http_port, _ws, _server):
         session = _session(alice, port=http_port)
         cookie = _cookie_for(session, alice) + b"; sessionid=portal-secret; csrftoken=c; theme=dark"
         response = _get(
@@ -87,7 +87,7 @@ def test_the_owner_reaches_the_server_with_the_sessions_token_and_nothing_of_the
 
 
 def test_a_notebook_page_gets_the_notice_script(alice):
-    with upstream_server() as (http_port, _ws):
+    with upstream_server() as (http_port, _ws, _server):
         session = _session(alice, port=http_port)
         response = _get(session, "/lab", headers=[(b"cookie", _cookie_for(session, alice))])
         assert response["status"] == 200
@@ -106,7 +106,7 @@ def test_a_notebook_page_gets_the_notice_script(alice):
 
 
 def test_everybody_else_gets_the_same_404_and_no_cookie_means_the_portals_sign_in(alice, bob, settings):
-    with upstream_server() as (http_port, _ws):
+    with upstream_server() as (http_port, _ws, _server):
         session = _session(alice, port=http_port)
         other = _session(alice, port=http_port)
         _token, bob_key = ApiToken.issue(bob, "t")
@@ -134,7 +134,7 @@ def test_everybody_else_gets_the_same_404_and_no_cookie_means_the_portals_sign_i
 
 
 def test_a_ticket_opens_the_session_once_and_only_on_its_own_origin(alice, bob):
-    with upstream_server() as (http_port, _ws):
+    with upstream_server() as (http_port, _ws, _server):
         session = _session(alice, port=http_port)
         other = _session(alice, port=http_port)
         url = urlsplit(origins.open_url(session, alice, "/lab/tree"))
@@ -168,7 +168,7 @@ def test_a_ticket_opens_the_session_once_and_only_on_its_own_origin(alice, bob):
 
 
 def test_a_session_not_ready_or_stopped_answers_with_a_page_saying_so(alice):
-    with upstream_server() as (http_port, _ws):
+    with upstream_server() as (http_port, _ws, _server):
         queued = _session(alice, port=http_port, state=JobState.PENDING, ready=False)
         response = _get(queued, headers=[(b"cookie", _cookie_for(queued, alice))])
         assert response["status"] == 503 and b"not ready yet" in response["body"]
@@ -183,7 +183,7 @@ def test_a_session_not_ready_or_stopped_answers_with_a_page_saying_so(alice):
 
 
 def test_websockets_are_bridged_with_the_servers_subprotocol_and_refused_to_others(alice, bob):
-    with upstream_server() as (_http, ws_port):
+    with upstream_server() as (_http, ws_port, _server):
         session = _session(alice, port=ws_port)
 
         async def scenario(cookie_user):
@@ -219,7 +219,7 @@ def test_websockets_are_bridged_with_the_servers_subprotocol_and_refused_to_othe
 
 
 def test_a_cookie_ends_with_a_password_change(alice):
-    with upstream_server() as (http_port, _ws):
+    with upstream_server() as (http_port, _ws, _server):
         session = _session(alice, port=http_port)
         cookie = _cookie_for(session, alice)
         assert _get(session, headers=[(b"cookie", cookie)])["status"] == 200

@@ -23,7 +23,9 @@ class _Echo(BaseHTTPRequestHandler):
     def _answer(self):
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
-        if self.path.startswith("/lab/big"):
+        if self.path.startswith("/api/kernels") and self.server.kernels is not None:
+            payload, kind = json.dumps(self.server.kernels).encode(), "application/json"
+        elif self.path.startswith("/lab/big"):
             token = self.headers.get("authorization", "").removeprefix("token ").encode()
             payload, kind = PAGE_WITH_TOKEN % token + b"x" * (5 * 1024 * 1024) + token * 3, "text/html"
         elif self.path.startswith("/lab"):
@@ -59,11 +61,13 @@ def _websocket_echo(connection):
 def upstream_server():
     """Yields (http port, websocket port) on 127.0.0.1."""
     http = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    # What GET /api/kernels answers (a test sets it); None: the echo, as for any path.
+    http.kernels = None
     threading.Thread(target=http.serve_forever, daemon=True).start()
     websocket = serve(_websocket_echo, "127.0.0.1", 0, subprotocols=["v1.kernel.websocket.jupyter.org"])
     threading.Thread(target=websocket.serve_forever, daemon=True).start()
     try:
-        yield http.server_address[1], websocket.socket.getsockname()[1]
+        yield http.server_address[1], websocket.socket.getsockname()[1], http
     finally:
         http.shutdown()
         websocket.shutdown()
