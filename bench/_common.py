@@ -36,10 +36,19 @@ def bench_database():
         yield name
     finally:
         from django.db import connections
+        from django.db.utils import OperationalError
 
         for alias in connections:
             connections[alias].close()
-        connection.creation.destroy_test_db(name, verbosity=0)
+        # A server's process may still be closing its connection (a Celery pool's child): wait.
+        for attempt in range(10):
+            try:
+                connection.creation.destroy_test_db(name, verbosity=0)
+                break
+            except OperationalError:
+                if attempt == 9:
+                    raise
+                time.sleep(1)
 
 
 def make_user(username: str, plan: str = "enterprise", provision: bool = True):
