@@ -21,8 +21,10 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from interactive.actions import stop
 from interactive.events import publish_session
 from interactive.models import InteractiveSession
+from interactive.starting import PROBE_SECONDS, url_host
 from jobs.models import JobState
 from plans.catalog import plan_for
 from telemetry.models import GpuSampleRaw
@@ -35,11 +37,9 @@ KERNELS_MAX_BYTES = 1024 * 1024
 
 def kernel_activity(session: InteractiveSession, now: datetime) -> datetime | None:
     """The newest kernel activity (`now` while one is busy); None when the server does not say."""
-    from interactive.starting import PROBE_SECONDS, _host
-
     try:
         response = httpx.get(
-            f"http://{_host(session.address)}:{session.port}{KERNELS_PATH}",
+            f"http://{url_host(session.address)}:{session.port}{KERNELS_PATH}",
             headers={"Authorization": f"token {session.token}"},
             timeout=PROBE_SECONDS,
         )
@@ -134,8 +134,6 @@ def cull_idle_sessions(now: datetime | None = None) -> dict:
 
 
 def _stop_idle(session: InteractiveSession) -> None:
-    from interactive.actions import stop
-
     try:
         stop(session, reason=InteractiveSession.StopReason.IDLE)
     except Exception:

@@ -5,6 +5,7 @@ from django.dispatch import receiver
 
 from interactive.events import publish_session
 from interactive.models import InteractiveSession
+from interactive.tasks import follow_session_start
 from jobs.models import JobState
 from jobs.signals import job_changed
 
@@ -16,6 +17,4 @@ def follow_session_job(sender, job, **kwargs):
         return
     publish_session(session_id)
     if job.state == JobState.RUNNING:
-        from interactive.tasks import follow_session_start
-
         follow_session_start.delay(session_id)

@@ -20,6 +20,7 @@ from cluster.errors import SlurmError
 from cluster.hostlist import expand_hostlist
 from cluster.models import Node
 from cluster.services import rest_client
+from interactive.actions import stop
 from interactive.events import publish_session
 from interactive.kinds import PORT_LINE, kind_for
 from interactive.models import InteractiveSession
@@ -62,7 +63,7 @@ def node_address(nodes: str) -> str:
 def probe(address: str, port: int, token: str, path: str) -> bool:
     try:
         response = httpx.get(
-            f"http://{_host(address)}:{port}{path}",
+            f"http://{url_host(address)}:{port}{path}",
             headers={"Authorization": f"token {token}"},
             timeout=PROBE_SECONDS,
         )
@@ -71,7 +72,7 @@ def probe(address: str, port: int, token: str, path: str) -> bool:
     return response.status_code == 200
 
 
-def _host(address: str) -> str:
+def url_host(address: str) -> str:
     return f"[{address}]" if ":" in address else address
 
 
@@ -125,8 +126,6 @@ def _starting_too_long(session: InteractiveSession) -> str:
         f"{settings.SESSION_START_TIMEOUT_SECONDS // 60} minutes of its job starting; see the job's output."
     )
     if InteractiveSession.objects.filter(pk=session.pk, error="", ready_at__isnull=True).update(error=message):
-        from interactive.actions import stop
-
         try:
             stop(session, reason="")
         except Exception:
