@@ -31,7 +31,7 @@ from groups.models import (
     Membership,
     hash_token,
 )
-from groups.queries import GroupError, membership, visible_group
+from groups.queries import GroupError, membership, row_id, visible_group
 from groups.tasks import sync_group
 from plans.models import Plan
 
@@ -222,6 +222,8 @@ def accept_invitation(token: str, user) -> Membership:
 def remove_member(group_id: int, actor, user_id: int) -> Membership:
     """A manager removes a member (the PI removes managers too); a member may leave. The PI
     hands the group over before leaving."""
+    if row_id(group_id) is None or row_id(user_id) is None:
+        raise GroupError("member", "No such member.", 404)
     with transaction.atomic():
         target = Membership.objects.active().select_for_update().filter(group_id=group_id, user_id=user_id).first()
         own = target is not None and target.user_id == actor.pk

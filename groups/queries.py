@@ -40,12 +40,20 @@ def membership(user, group_id) -> Membership | None:
     return Membership.objects.active().filter(group_id=group_id, user=user).select_related("group").first()
 
 
+def row_id(value) -> int | None:
+    """`value` as a primary key the database can hold (1 .. 2**63 - 1), else None: an id past
+    that is no row's (and SQLite raises OverflowError, PostgreSQL DataError, on the lookup)."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if 0 < number < 2**63 else None
+
+
 def visible_group(user, group_id) -> Group:
     """The group if the user is a member (or an admin); GroupError 404 otherwise."""
-    try:
-        group = Group.objects.filter(pk=int(group_id)).first()
-    except (TypeError, ValueError):
-        group = None
+    number = row_id(group_id)
+    group = Group.objects.filter(pk=number).first() if number is not None else None
     if group is None or not (is_admin(user) or membership(user, group.pk)):
         raise GroupError("group", "No such group.", 404)
     return group

@@ -96,3 +96,13 @@ def test_the_schema_lists_the_group_paths(client):
     ):
         assert path in schema["paths"], path
     assert "group" in schema["components"]["schemas"]["JobSpecInput"]["properties"]
+
+
+@pytest.mark.django_db
+def test_ids_past_what_the_database_holds_are_404s(alice, api_client_for):
+    # Found by the schema fuzzer: SQLite raised OverflowError (a 500) on the lookup.
+    huge = 179081720310661547819008
+    client = api_client_for(alice)
+    assert client.delete(f"/api/v1/groups/{huge}/members/1/").status_code == 404
+    assert client.delete(f"/api/v1/groups/1/members/{huge}/").status_code == 404
+    assert client.get(f"/api/v1/groups/{huge}/members/").status_code == 404
