@@ -22,6 +22,7 @@ def test_nginx_accepts_the_shipped_site(tmp_path):
     )  # fmt: skip
     site = (DEPLOY / "nginx" / "gpupool.conf").read_text()
     site = site.replace("/etc/letsencrypt/live/gpus.example.org/", f"{tmp_path}/")
+    site = site.replace("/etc/letsencrypt/live/sessions.gpus.example.org/", f"{tmp_path}/")
     site = site.replace("/opt/gpupool/deploy/", f"{DEPLOY}/")
     # Ports no test machine needs free: nginx -t only parses and opens the certificate.
     site = site.replace("listen 80;", "listen 127.0.0.1:1080;").replace("listen [::]:80;", "")
