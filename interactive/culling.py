@@ -11,10 +11,10 @@ nothing: its session is judged by its GPUs alone, so a crashed server does not b
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import datetime, timedelta
 
-import httpx
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
@@ -24,7 +24,7 @@ from django.utils.dateparse import parse_datetime
 from interactive.actions import stop
 from interactive.events import publish_session
 from interactive.models import InteractiveSession
-from interactive.starting import PROBE_SECONDS, url_host
+from interactive.starting import ask_server
 from jobs.models import JobState
 from plans.catalog import plan_for
 from telemetry.models import GpuSampleRaw
@@ -32,23 +32,15 @@ from telemetry.models import GpuSampleRaw
 log = logging.getLogger(__name__)
 
 KERNELS_PATH = "/api/kernels"
-KERNELS_MAX_BYTES = 1024 * 1024
 
 
 def kernel_activity(session: InteractiveSession, now: datetime) -> datetime | None:
     """The newest kernel activity (`now` while one is busy); None when the server does not say."""
-    try:
-        response = httpx.get(
-            f"http://{url_host(session.address)}:{session.port}{KERNELS_PATH}",
-            headers={"Authorization": f"token {session.token}"},
-            timeout=PROBE_SECONDS,
-        )
-    except httpx.HTTPError:
-        return None
-    if response.status_code != 200 or len(response.content) > KERNELS_MAX_BYTES:
+    answer = ask_server(session.address, session.port, session.token, KERNELS_PATH)
+    if answer is None or answer[0] != 200:
         return None
     try:
-        kernels = response.json()
+        kernels = json.loads(answer[1])
     except ValueError:
         return None
     newest = None

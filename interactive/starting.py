@@ -9,6 +9,7 @@ read of the job's log (symlink-safe: jobs.logs) and one short HTTP request; the 
 from __future__ import annotations
 
 import logging
+import time
 from decimal import Decimal
 
 import httpx
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 # The port line comes before anything the app prints: the head of the log is enough.
 HEAD_BYTES = 64 * 1024
 PROBE_SECONDS = 2.0
+ANSWER_MAX_BYTES = 1024 * 1024
 
 
 def port_from_output(text: str) -> int | None:
@@ -60,16 +62,31 @@ def node_address(nodes: str) -> str:
     return address or names[0]
 
 
-def probe(address: str, port: int, token: str, path: str) -> bool:
+def ask_server(address: str, port: int, token: str, path: str) -> tuple[int, bytes] | None:
+    """One short GET to a session's server with its token: (status, body), or None when it does
+    not answer within PROBE_SECONDS in all or says more than ANSWER_MAX_BYTES. Whatever listens
+    there is the user's job's to choose: it gets no more of a worker than that."""
+    deadline = time.monotonic() + PROBE_SECONDS
+    body = bytearray()
     try:
-        response = httpx.get(
+        with httpx.stream(
+            "GET",
             f"http://{url_host(address)}:{port}{path}",
             headers={"Authorization": f"token {token}"},
             timeout=PROBE_SECONDS,
-        )
+        ) as response:
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > ANSWER_MAX_BYTES or time.monotonic() > deadline:
+                    return None
+            return response.status_code, bytes(body)
     except httpx.HTTPError:
-        return False
-    return response.status_code == 200
+        return None
+
+
+def probe(address: str, port: int, token: str, path: str) -> bool:
+    answer = ask_server(address, port, token, path)
+    return answer is not None and answer[0] == 200
 
 
 def url_host(address: str) -> str:

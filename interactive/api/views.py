@@ -9,11 +9,8 @@ from interactive.api.serializers import SessionInputSerializer, SessionSerialize
 from interactive.models import InteractiveSession
 from jobs import actions as job_actions
 from jobs.api.schema import errors
-from jobs.api.views import invalid, json_type_errors
+from jobs.api.views import accepted_or_refused, invalid, json_type_errors
 from jobs.live.watching import watch
-from jobs.submission import intake
-from jobs.submission.quota import QuotaExceeded
-from jobs.submission.spec import SpecError
 
 
 @extend_schema_view(
@@ -71,16 +68,9 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         type_errors = json_type_errors(request.data)
         if type_errors:
             return invalid(type_errors)
-        try:
-            session = actions.start(request, request.data)
-        except intake.RateLimited as exc:
-            return Response({"detail": str(exc)}, status=429, headers={"Retry-After": str(exc.retry_after)})
-        except SpecError as exc:
-            return invalid(exc.errors)
-        except QuotaExceeded as exc:
-            return Response({"detail": str(exc)}, status=403)
-        except job_actions.NotProvisioned as exc:
-            return Response({"detail": str(exc)}, status=409)
+        session, refusal = accepted_or_refused(actions.start, request, request.data)
+        if refusal is not None:
+            return refusal
         session.job.refresh_from_db()
         return Response(SessionSerializer(session).data, status=status.HTTP_201_CREATED)
 

@@ -96,6 +96,14 @@ def test_a_server_that_does_not_answer_is_judged_by_its_gpus_alone(alice):
     assert session.kernel_activity_at is None
 
 
+def test_a_server_that_says_too_much_says_nothing(alice):
+    start = timezone.now()
+    with upstream_server() as (port, _ws, server):
+        server.kernels = "huge"  # "busy" over and over, past the 1 MiB the portal reads
+        _ready_session(alice, port, start)
+        assert cull_idle_sessions(now=start + timedelta(minutes=31))["warned"] == 1
+
+
 def test_the_plans_limit_decides(alice):
     from plans.models import Plan
 

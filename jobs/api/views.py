@@ -63,17 +63,25 @@ def invalid(field_errors: dict[str, list[str]]) -> Response:
     return Response({"detail": INVALID_SPEC, "errors": field_errors}, status=400)
 
 
-def submission_response(request, data) -> Response:
+def accepted_or_refused(accept, request, data):
+    """`accept(request, data)` (a job's intake, or one built on it), and None; or None and the
+    answer to why it refused: 429 rate limited, 400 the spec, 403 the quota, 409 no cluster account."""
     try:
-        job = intake.accept(request, data)
+        return accept(request, data), None
     except intake.RateLimited as exc:
-        return Response({"detail": str(exc)}, status=429, headers={"Retry-After": str(exc.retry_after)})
+        return None, Response({"detail": str(exc)}, status=429, headers={"Retry-After": str(exc.retry_after)})
     except SpecError as exc:
-        return invalid(exc.errors)
+        return None, invalid(exc.errors)
     except QuotaExceeded as exc:
-        return Response({"detail": str(exc)}, status=403)
+        return None, Response({"detail": str(exc)}, status=403)
     except actions.NotProvisioned as exc:
-        return Response({"detail": str(exc)}, status=409)
+        return None, Response({"detail": str(exc)}, status=409)
+
+
+def submission_response(request, data) -> Response:
+    job, refusal = accepted_or_refused(intake.accept, request, data)
+    if refusal is not None:
+        return refusal
     serializer = JobSerializer(job)
     # Accepted this instant (SUBMITTING, or PENDING in Slurm): it has run nowhere, so there is
     # no metered cost and no running estimate to ask billing for.
