@@ -19,9 +19,11 @@ from jobs import actions as job_actions
 from jobs.costs import cost_for
 from jobs.forms import form_data_from_post
 from jobs.live.watching import watch_pending
+from jobs.models import JobTemplate
 from jobs.submission import intake
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError
+from jobs.views import save_template
 from plans.catalog import plan_for
 
 # The fields a session's form has (a job's, less the command, plus the app).
@@ -61,10 +63,18 @@ def session_new(request):
         except (QuotaExceeded, job_actions.NotProvisioned, intake.RateLimited) as exc:
             errors = {"form": [str(exc)]}
         else:
+            template_name = request.POST.get("save_template", "").strip()
+            if template_name:
+                save_template(request, template_name[:64], session.job.spec, kind=session.kind)
             messages.success(request, f"{KINDS[session.kind].title} requested: it starts as soon as a GPU is free.")
             return redirect("interactive:detail", pk=session.pk)
-    elif request.GET.get("clone", "").isdigit():
-        source = _mine(request, int(request.GET["clone"])).job.spec
+    elif request.GET.get("clone", "").isdigit() or request.GET.get("template", "").isdigit():
+        if request.GET.get("clone", "").isdigit():
+            source = _mine(request, int(request.GET["clone"])).job.spec
+        else:
+            source = get_object_or_404(
+                JobTemplate, pk=int(request.GET["template"]), owner=request.user, kind=JUPYTERLAB.code
+            ).spec
         values = {key: source.get(key, "") for key in ("name", "image", "gpu_type", "time_limit_minutes", "nvme_gb")}
         values["gpu_count" if source.get("gpu_count") else "gpu_memory_gb"] = source.get(
             "gpu_count", source.get("gpu_memory_gb", "")
@@ -80,6 +90,7 @@ def session_new(request):
         "default_group": default_group(request.user),
         "dataset_versions": mountable_versions(request.user),
         "idle_minutes": plan.session_idle_minutes,
+        "templates": JobTemplate.objects.filter(owner=request.user, kind=JUPYTERLAB.code),
     }
     return render(request, "interactive/new.html", context, status=400 if errors else 200)
 

@@ -161,6 +161,9 @@ class JobTemplate(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="job_templates")
     name = models.CharField(max_length=64)
     spec = models.JSONField()
+    # An interactive session's template (interactive/kinds.py: its app); blank for a job's. Each
+    # kind's form lists its own.
+    kind = models.CharField(max_length=32, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

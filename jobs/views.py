@@ -174,7 +174,7 @@ def _accept_job(request, data: dict) -> tuple[Job | None, dict]:
         return None, {"form": [str(exc)]}
     template_name = request.POST.get("save_template", "").strip()
     if template_name:
-        _save_template(request, template_name[:64], job.spec)
+        save_template(request, template_name[:64], job.spec)
     if job.slurm_job_id:
         messages.success(request, f"Job {job.name} accepted: Slurm job {job.slurm_job_id}.")
     else:  # the worker's way: the page follows it to Slurm live
@@ -219,7 +219,7 @@ def job_new(request):
         if clone_id:
             source = get_object_or_404(Job, pk=_id_or_404(clone_id), owner=request.user).spec
         elif template_id:
-            source = get_object_or_404(JobTemplate, pk=_id_or_404(template_id), owner=request.user).spec
+            source = get_object_or_404(JobTemplate, pk=_id_or_404(template_id), owner=request.user, kind="").spec
         if source:
             values = initial_from_spec(source)
             chosen_datasets = {int(value) for value in source.get("datasets", []) if isinstance(value, int)}
@@ -229,7 +229,7 @@ def job_new(request):
         "values": values,
         "errors": errors,
         "gpu_types": _gpu_types(plan),
-        "templates": JobTemplate.objects.filter(owner=request.user),
+        "templates": JobTemplate.objects.filter(owner=request.user, kind=""),
         "reservations": usable_reservations(request.user),
         "groups": groups_of(request.user).order_by("name"),
         "default_group": default_group(request.user),
@@ -252,7 +252,9 @@ def job_new(request):
     return render(request, "jobs/new.html", context, status=400 if errors else 200)
 
 
-def _save_template(request, name: str, spec: dict) -> None:
+def save_template(request, name: str, spec: dict, kind: str = "") -> None:
+    """The user's template `name` made or replaced (a session's with its `kind`), within the
+    per-user limit; a message says when it could not be."""
     mine = JobTemplate.objects.filter(owner=request.user)
     if not mine.filter(name=name).exists() and mine.count() >= settings.MAX_JOB_TEMPLATES_PER_USER:
         messages.warning(
@@ -262,7 +264,7 @@ def _save_template(request, name: str, spec: dict) -> None:
         )
         return
     try:
-        JobTemplate.objects.update_or_create(owner=request.user, name=name, defaults={"spec": spec})
+        JobTemplate.objects.update_or_create(owner=request.user, name=name, defaults={"spec": spec, "kind": kind})
     except IntegrityError:
         messages.warning(request, "The template could not be saved.")
 
@@ -273,6 +275,10 @@ def template_delete(request, pk: int):
     template = get_object_or_404(JobTemplate, pk=pk, owner=request.user)
     template.delete()
     messages.success(request, f"Template {template.name} deleted.")
+    # Back to the form it was listed on (a session's form lists its own templates).
+    next_url = request.POST.get("next", "")
+    if next_url and url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()}):
+        return redirect(next_url)
     return redirect("jobs:new")
 
 

@@ -98,3 +98,26 @@ def test_other_users_and_roles_see_nothing_of_a_session(alice, bob, admin_user, 
     assert "alices-lab" in page and "Waiting for a GPU" in page
     opened = client.get(f"/sessions/open/{session.host_key}/")
     assert opened.status_code == 302 and "/_gpupool/open?ticket=" in opened["Location"]
+
+
+@pytest.mark.django_db
+def test_a_session_saved_as_a_template_starts_the_next_one_and_stays_off_the_job_form(alice, client):
+    from jobs.models import JobTemplate
+
+    spec = {"name": "lab", "image": "nvcr.io/nvidia/pytorch:24.05-py3", "gpu_type": "rtx4090", "gpu_count": 2}
+    template = JobTemplate.objects.create(owner=alice, name="two-gpus", spec=spec, kind="jupyterlab")
+    JobTemplate.objects.create(owner=alice, name="a-job", spec={"command": "x"})
+    client.force_login(alice)
+    form = client.get("/sessions/new/").content.decode()
+    assert "two-gpus" in form and "a-job" not in form
+    assert "two-gpus" not in client.get("/jobs/new/").content.decode()
+    filled = client.get(f"/sessions/new/?template={template.pk}").content.decode()
+    assert 'name="gpu_count" inputmode="numeric" value="2"' in filled
+    assert client.get(f"/jobs/new/?template={template.pk}").status_code == 404
+    gone = client.post(f"/jobs/templates/{template.pk}/delete", {"next": "/sessions/new/"})
+    assert gone.status_code == 302 and gone["Location"] == "/sessions/new/"
+    assert not JobTemplate.objects.filter(pk=template.pk).exists()
+    away = client.post(
+        f"/jobs/templates/{JobTemplate.objects.get(name='a-job').pk}/delete", {"next": "https://evil.example/"}
+    )
+    assert away["Location"] == "/jobs/new/"

@@ -29,7 +29,7 @@ def test_templates_stop_at_the_ceiling_but_an_existing_name_is_updated(alice, se
     from django.contrib.messages.storage.fallback import FallbackStorage
     from django.test import RequestFactory
 
-    from jobs.views import _save_template
+    from jobs.views import save_template
 
     settings.MAX_JOB_TEMPLATES_PER_USER = 2
     # Every account starts with the tutorial's template (credits/tutorial.py): deleted here, it
@@ -40,9 +40,9 @@ def test_templates_stop_at_the_ceiling_but_an_existing_name_is_updated(alice, se
     request.session = {}
     request._messages = FallbackStorage(request)
     for name in ("a", "b", "c"):
-        _save_template(request, name, {"command": name})
+        save_template(request, name, {"command": name})
     assert sorted(JobTemplate.objects.filter(owner=alice).values_list("name", flat=True)) == ["a", "b"]
-    _save_template(request, "a", {"command": "new"})
+    save_template(request, "a", {"command": "new"})
     assert JobTemplate.objects.get(owner=alice, name="a").spec == {"command": "new"}
 
 
