@@ -29,6 +29,9 @@ class Decision:
     token: str = ""
     state: str = ""
     message: str = ""
+    # Signed in by this origin's cookie (a browser), not an API token: what it sends that changes
+    # anything must come from this origin (interactive/proxy.py checks Origin).
+    by_cookie: bool = False
 
 
 NOT_FOUND = Decision("not_found")
@@ -71,7 +74,13 @@ def decide(host_key: str, *, cookie: str | None, bearer: str | None) -> Decision
     state = session.state
     if state == SessionState.READY and session.port:
         return Decision(
-            "proxy", session_id=session.pk, address=session.address, port=session.port, token=session.token, state=state
+            "proxy",
+            session_id=session.pk,
+            address=session.address,
+            port=session.port,
+            token=session.token,
+            state=state,
+            by_cookie=not bearer,
         )
     if state in (SessionState.QUEUED, SessionState.STARTING):
         return Decision("not_ready", session_id=session.pk, state=state)

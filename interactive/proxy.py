@@ -20,7 +20,7 @@ import json
 import logging
 from http.cookies import SimpleCookie
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 from channels.db import database_sync_to_async
@@ -58,6 +58,7 @@ NOTICE_SCRIPT = Path(settings.BASE_DIR) / "static" / "interactive" / "notice.js"
 NOTICE_TAG = b'<script src="/_gpupool/notice.js" defer></script>'
 # A notebook page is a few KiB; one larger than this is passed through without the notice.
 INJECT_MAX_BYTES = 4 * 1024 * 1024
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=60.0, pool=10.0)
 
 _clients: dict[int, httpx.AsyncClient] = {}
@@ -171,6 +172,8 @@ class SessionProxy:
                 decision.message or "Start a new one from the portal.",
                 session_id=decision.session_id,
             )
+        if decision.by_cookie and scope["method"] not in SAFE_METHODS and not _from_this_origin(scope):
+            return await _page(send, 403, "Refused", "This request did not come from the session's own pages.")
         await self._forward(scope, receive, send, decision)
 
     async def _open(self, scope, send):
@@ -285,7 +288,7 @@ class SessionProxy:
         if message["type"] != "websocket.connect":
             return
         _host_key, decision = await _decide(scope)
-        if decision.outcome != "proxy":
+        if decision.outcome != "proxy" or (decision.by_cookie and not _from_this_origin(scope)):
             # Refused before the handshake: the browser sees a 403, learns nothing more.
             await send({"type": "websocket.close", "code": 4404})
             return
@@ -341,6 +344,19 @@ async def _bridge(receive, send, upstream) -> None:
 
 def _scrub(data: bytes, token: str) -> bytes:
     return data.replace(token.encode(), b"") if token else data
+
+
+def _from_this_origin(scope) -> bool:
+    """Whether the browser says the request comes from the session's own origin. Every session
+    and the portal may share a site (SameSite cookies do not tell them apart), so a page of
+    another origin must not post to this one, nor open its kernels' sockets, with its cookie.
+    Jupyter's own XSRF check does not apply: the proxy's token authenticates the request."""
+    origin = _header(scope, b"origin")
+    if origin is None:
+        referer = _header(scope, b"referer") or ""
+        origin = referer if referer.startswith(("http://", "https://")) else ""
+    host = (_header(scope, b"host") or "").lower()
+    return bool(origin) and host != "" and urlsplit(origin).netloc.lower() == host
 
 
 def _sets_our_cookie(name: str, value: str) -> bool:

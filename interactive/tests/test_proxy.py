@@ -61,18 +61,26 @@ def test_the_owner_reaches_the_server_with_the_sessions_token_and_nothing_of_the
     with upstream_server() as (http_port, _ws, _server):
         session = _session(alice, port=http_port)
         cookie = _cookie_for(session, alice) + b"; sessionid=portal-secret; csrftoken=c; theme=dark"
-        response = _get(
-            session,
-            "/api/echo?x=1",
-            method="POST",
-            body=b'{"a": 1}',
-            headers=[
-                (b"cookie", cookie),
-                (b"origin", b"http://evil.example"),
-                (b"content-type", b"application/json"),
-                (b"content-length", b"8"),
-            ],
-        )
+
+        def post(origin: bytes):
+            return _get(
+                session,
+                "/api/echo?x=1",
+                method="POST",
+                body=b'{"a": 1}',
+                headers=[
+                    (b"cookie", cookie),
+                    (b"origin", origin),
+                    (b"content-type", b"application/json"),
+                    (b"content-length", b"8"),
+                ],
+            )
+
+        # From another origin (another session's page is the same site): refused here.
+        for elsewhere in (b"http://evil.example", f"http://{origins.session_host('f' * 16)}".encode()):
+            refused = post(elsewhere)
+            assert refused["status"] == 403 and b"did not come from the session" in refused["body"]
+        response = post(b"http://" + _host(session))
         assert response["status"] == 200
         seen = json.loads(response["body"])
         assert seen["method"] == "POST" and seen["path"] == "/api/echo?x=1" and seen["body"] == '{"a": 1}'
@@ -216,6 +224,22 @@ def test_websockets_are_bridged_with_the_servers_subprotocol_and_refused_to_othe
         assert sent["origin"] == f"http://127.0.0.1:{ws_port}"
         assert echoed == ("ping", b"\x00\x01")
         assert async_to_sync(scenario)(bob)[0] is False
+        # A page of another origin opening the kernel's socket with alice's cookie: refused.
+
+        async def from_elsewhere():
+            communicator = WebsocketCommunicator(
+                application,
+                "/api/kernels/k1/channels",
+                headers=[
+                    (b"host", _host(session)),
+                    (b"cookie", _cookie_for(session, alice)),
+                    (b"origin", b"http://evil.example"),
+                ],
+            )
+            connected, _ = await communicator.connect(timeout=10)
+            return connected
+
+        assert async_to_sync(from_elsewhere)() is False
 
 
 def test_a_cookie_ends_with_a_password_change(alice):
