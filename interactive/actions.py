@@ -59,13 +59,22 @@ def image_offers(reference: str, app: str) -> bool:
 
 
 def stop(session: InteractiveSession, *, reason: str = InteractiveSession.StopReason.USER) -> None:
-    """Cancel the session's job (jobs.actions.cancel); the reason, if any, is recorded first, once."""
-    if reason:
-        InteractiveSession.objects.filter(pk=session.pk, stop_reason="").update(stop_reason=reason)
+    """Cancel the session's job (jobs.actions.cancel); the reason, if any, is recorded first, once,
+    so the pages hear it with the job's end. When Slurm refuses the cancel (CancelRefused), a
+    user's stop is taken back (the session runs on, and says so); an idle stop stays recorded and
+    culling cancels again at its next pass."""
+    recorded = bool(reason) and InteractiveSession.objects.filter(pk=session.pk, stop_reason="").update(
+        stop_reason=reason
+    )
     job = Job.objects.get(pk=session.job_id)
     if job.is_final:
         return
-    job_actions.cancel(job)
+    try:
+        job_actions.cancel(job)
+    except job_actions.CancelRefused:
+        if recorded and reason == InteractiveSession.StopReason.USER:
+            InteractiveSession.objects.filter(pk=session.pk, stop_reason=reason).update(stop_reason="")
+        raise
 
 
 def session_environment(job) -> dict[str, str]:

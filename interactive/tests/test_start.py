@@ -121,3 +121,15 @@ def test_a_session_saved_as_a_template_starts_the_next_one_and_stays_off_the_job
         f"/jobs/templates/{JobTemplate.objects.get(name='a-job').pk}/delete", {"next": "https://evil.example/"}
     )
     assert away["Location"] == "/jobs/new/"
+
+
+@pytest.mark.django_db
+def test_a_stop_slurm_did_not_take_leaves_the_session_running_and_says_why(alice, client):
+    # In Slurm (RUNNING) but its id not known yet: jobs.actions.cancel refuses ("try again").
+    job = Job.objects.create(owner=alice, state=JobState.RUNNING, name="lab")
+    session = InteractiveSession.objects.create(job=job, owner=alice, kind="jupyterlab", ready_at=timezone.now())
+    client.force_login(alice)
+    page = client.post(f"/sessions/{session.pk}/stop", follow=True).content.decode()
+    assert "not in Slurm yet" in page
+    session.refresh_from_db()
+    assert session.stop_reason == "" and session.state == SessionState.READY
