@@ -14,6 +14,7 @@ import re
 import secrets
 from urllib.parse import urlencode
 
+import redis
 from django.conf import settings
 from django.core import signing
 
@@ -64,14 +65,23 @@ def open_url(session, user, next_path: str = "/lab") -> str:
     return f"{session_origin(session.host_key)}/_gpupool/open?{query}"
 
 
+class TicketsUnavailable(Exception):
+    """Redis, where taken tickets are remembered, did not answer: no ticket can be taken now."""
+
+
 def take_ticket(ticket: str) -> tuple[int, int] | None:
-    """(session id, user id) of a valid ticket not taken before; None otherwise."""
+    """(session id, user id) of a valid ticket not taken before; None otherwise.
+    TicketsUnavailable when Redis does not answer (a ticket is never taken twice, so none is)."""
     try:
         value = signing.TimestampSigner(salt=_TICKET_SALT).unsign(ticket, max_age=TICKET_SECONDS)
     except signing.BadSignature:
         return None
     session_id, user_id, nonce = value.split(".", 2)
-    if not redis_client().set(f"gpupool:session-ticket:{nonce}", 1, nx=True, ex=TICKET_SECONDS + 5):
+    try:
+        taken = redis_client(timeout=2).set(f"gpupool:session-ticket:{nonce}", 1, nx=True, ex=TICKET_SECONDS + 5)
+    except redis.RedisError as exc:
+        raise TicketsUnavailable(str(exc)) from exc
+    if not taken:
         return None  # taken already: a ticket opens one browser, once
     return int(session_id), int(user_id)
 

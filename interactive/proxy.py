@@ -180,7 +180,12 @@ class SessionProxy:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         ticket = (query.get("ticket") or [""])[0]
         host_key = origins.host_key_of(_header(scope, b"host") or "")
-        taken = await database_sync_to_async(access.owner_for_ticket)(ticket) if ticket and host_key else None
+        try:
+            taken = await database_sync_to_async(access.owner_for_ticket)(ticket) if ticket and host_key else None
+        except origins.TicketsUnavailable:
+            return await _page(
+                send, 503, "Sessions cannot be opened right now", "The portal's Redis is not answering; try again soon."
+            )
         if taken is None or taken[0].host_key != host_key:
             return await _page(send, 404, "This link has expired", "Open the session again from the portal.")
         session, user = taken

@@ -268,3 +268,23 @@ def test_host_names_other_than_a_sessions_stay_with_the_portal(settings):
     assert origins.safe_next("https://evil.example/") == "/lab"
     assert origins.safe_next("/lab/tree/a.ipynb") == "/lab/tree/a.ipynb"
     assert timedelta(seconds=origins.TICKET_SECONDS) < timedelta(minutes=5)
+
+
+def test_with_redis_down_a_ticket_is_not_taken_and_the_page_says_so(alice, settings):
+    with upstream_server() as (http_port, _ws, _server):
+        session = _session(alice, port=http_port)
+        query = urlsplit(origins.open_url(session, alice)).query.encode()
+        working = settings.REDIS_URL
+        settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+
+        async def open_it():
+            communicator = HttpCommunicator(application, "GET", "/_gpupool/open", headers=[(b"host", _host(session))])
+            communicator.scope["query_string"] = query
+            return await communicator.get_response(timeout=10)
+
+        down = async_to_sync(open_it)()
+        assert down["status"] == 503 and b"Redis is not answering" in down["body"]
+        assert "set-cookie" not in _headers(down)
+        # Back: the same ticket opens the session (it was never taken).
+        settings.REDIS_URL = working
+        assert async_to_sync(open_it)()["status"] == 302
