@@ -293,39 +293,64 @@ class SessionProxy:
         if message["type"] != "websocket.connect":
             return
         _host_key, decision = await _decide(scope)
-        if decision.outcome != "proxy" or (decision.by_cookie and not _from_this_origin(scope)):
+        if decision.outcome == "proxy" and decision.by_cookie and not _from_this_origin(scope):
+            log.warning(
+                "session %s: a socket from another origin refused (Origin %s, Host %s)",
+                decision.session_id,
+                _header(scope, b"origin"),
+                _header(scope, b"host"),
+            )
+            await send({"type": "websocket.close", "code": 4403})
+            return
+        if decision.outcome != "proxy":
             # Refused before the handshake: the browser sees a 403, learns nothing more.
             await send({"type": "websocket.close", "code": 4404})
             return
         url = f"ws://{_upstream_base(decision)}{_path_and_query(scope)}"
-        try:
-            upstream = await websocket_connect(
+        opening = asyncio.ensure_future(
+            websocket_connect(
                 url,
                 additional_headers=_upstream_headers(scope, decision),
                 subprotocols=scope.get("subprotocols") or None,
                 origin=f"http://{_upstream_base(decision)}",
                 max_size=settings.SESSION_WEBSOCKET_MAX_BYTES,
                 compression=None,
-                open_timeout=10,
+                # A kernel socket answers once its kernel does (jupyter_server waits up to 60 s).
+                open_timeout=60,
                 ping_interval=None,
             )
+        )
+        # The browser may leave while the server makes it wait (a kernel shut down under it):
+        # then the wait ends too, instead of holding this task until Daphne kills it.
+        leaving = asyncio.ensure_future(receive())
+        await asyncio.wait({opening, leaving}, return_when=asyncio.FIRST_COMPLETED)
+        if not opening.done():
+            opening.cancel()
+            return
+        try:
+            upstream = opening.result()
         except (TimeoutError, OSError, InvalidHandshake, InvalidStatus) as exc:
+            leaving.cancel()
             log.info("session %s: the server refused a WebSocket: %s", decision.session_id, exc)
             await send({"type": "websocket.close", "code": 1011})
             return
         await send({"type": "websocket.accept", "subprotocol": upstream.subprotocol})
-        await _bridge(receive, send, upstream)
+        await _bridge(receive, send, upstream, first=leaving)
 
 
-async def _bridge(receive, send, upstream) -> None:
+async def _bridge(receive, send, upstream, *, first: asyncio.Future) -> None:
+    """Message for message both ways until either side closes. `first`: the browser's next
+    message, already asked for while the server's handshake was awaited."""
+
     async def browser_to_server():
+        message = await first
         while True:
-            message = await receive()
             if message["type"] == "websocket.disconnect":
                 return
             if message["type"] == "websocket.receive":
                 data = message.get("bytes")
                 await upstream.send(data if data is not None else message.get("text", ""))
+            message = await receive()
 
     async def server_to_browser():
         try:

@@ -56,6 +56,9 @@ def test_a_notebook_starts_runs_a_cell_and_is_stopped_when_left_idle(alice, prov
         lab.set_viewport_size({"width": 1280, "height": 900})
         lab.wait_for_url(re.compile(rf"http://s-{session.host_key}\.sessions\.localhost:{port}/lab.*"), timeout=60000)
         lab.locator(".jp-LauncherCard[data-category='Notebook']").first.click(timeout=60000)
+        # As a user does: the status bar says the kernel is idle before a cell is run (JupyterLab
+        # may start a kernel and replace it while the notebook opens).
+        expect(lab.get_by_text(re.compile(r"Python 3 \(ipykernel\) \| Idle"))).to_be_visible(timeout=90000)
         editor = lab.locator(".jp-Notebook .jp-Cell .cm-content").first
         editor.click(timeout=60000)
         editor.type("import os; print('gpus=' + os.environ['CUDA_VISIBLE_DEVICES'])")
