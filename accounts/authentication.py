@@ -8,6 +8,13 @@ from accounts.models import ApiToken
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
+def usable_token(key: str) -> ApiToken | None:
+    """The API token with this key, if it exists and its user is active (the API's bearer
+    authentication, and the session proxy's: interactive/access.py)."""
+    token = ApiToken.objects.select_related("user").filter(key_hash=ApiToken.hash_key(key)).first()
+    return token if token is not None and token.user.is_active else None
+
+
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     """`Authorization: Bearer gpt_...`: a token a user made on their settings page."""
 
@@ -22,8 +29,8 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         key = key.strip()
         if not key:
             raise exceptions.AuthenticationFailed("Empty bearer token.")
-        token = ApiToken.objects.select_related("user").filter(key_hash=ApiToken.hash_key(key)).first()
-        if token is None or not token.user.is_active:
+        token = usable_token(key)
+        if token is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked API token.")
         now = timezone.now()
         if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 
-from accounts.models import ApiToken
+from accounts.authentication import usable_token
 from interactive import origins
 from interactive.models import InteractiveSession, SessionState
 
@@ -43,8 +43,8 @@ def user_of_bearer(header: str | None):
     scheme, _space, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         return None
-    token = ApiToken.objects.select_related("user").filter(key_hash=ApiToken.hash_key(key.strip())).first()
-    return token.user if token is not None and token.user.is_active else None
+    token = usable_token(key.strip())
+    return token.user if token is not None else None
 
 
 def user_of_cookie(session: InteractiveSession, cookie: str | None):

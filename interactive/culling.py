@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import Max, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -57,24 +58,14 @@ def kernel_activity(session: InteractiveSession, now: datetime) -> datetime | No
 
 def gpu_busy_at(session: InteractiveSession, since: datetime, now: datetime) -> datetime | None:
     """The newest moment since `since` a GPU of the session's job computed at or over the threshold."""
-    held = [(node, index) for node, indexes in (session.job.gpu_allocation or {}).items() for index in indexes]
-    newest = None
-    for node, index in held:
-        moment = (
-            GpuSampleRaw.objects.filter(
-                node=node,
-                index=index,
-                time__gte=since,
-                time__lte=now,
-                compute_util__gte=settings.SESSION_IDLE_GPU_PERCENT,
-            )
-            .order_by("-time")
-            .values_list("time", flat=True)
-            .first()
-        )
-        if moment is not None and (newest is None or moment > newest):
-            newest = moment
-    return newest
+    held = Q(pk__in=[])
+    for node, indexes in (session.job.gpu_allocation or {}).items():
+        held |= Q(node=node, index__in=list(indexes))
+    return (
+        GpuSampleRaw.objects.filter(held, time__gte=since, time__lte=now)
+        .filter(compute_util__gte=settings.SESSION_IDLE_GPU_PERCENT)
+        .aggregate(newest=Max("time"))["newest"]
+    )
 
 
 def cull_idle_sessions(now: datetime | None = None) -> dict:
@@ -100,13 +91,16 @@ def cull_idle_sessions(now: datetime | None = None) -> dict:
             idle_minutes[session.owner_id] = plan_for(session.owner).session_idle_minutes
         limit = timedelta(minutes=idle_minutes[session.owner_id])
         kernels = kernel_activity(session, now)
-        if kernels is not None and (session.kernel_activity_at is None or kernels > session.kernel_activity_at):
-            InteractiveSession.objects.filter(pk=session.pk).update(kernel_activity_at=kernels)
         moments = [session.ready_at, session.last_activity_at, kernels]
         moments.append(gpu_busy_at(session, now - limit - warning, now))
         last = max(moment for moment in moments if moment is not None)
+        seen = {}
+        if kernels is not None and (session.kernel_activity_at is None or kernels > session.kernel_activity_at):
+            seen["kernel_activity_at"] = kernels
         if session.last_activity_at is None or last > session.last_activity_at:
-            InteractiveSession.objects.filter(pk=session.pk).update(last_activity_at=last)
+            seen["last_activity_at"] = last
+        if seen:
+            InteractiveSession.objects.filter(pk=session.pk).update(**seen)
         warned = session.idle_warned_at
         if warned is not None and last > warned:
             if InteractiveSession.objects.filter(pk=session.pk, idle_warned_at=warned).update(idle_warned_at=None):

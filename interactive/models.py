@@ -67,7 +67,7 @@ class InteractiveSession(models.Model):
     def state(self) -> str:
         job = self.job
         if job.state in FINAL_STATES:
-            if self.ready_at is None and job.state not in (JobState.CANCELLED,) and not self.stop_reason:
+            if self.ready_at is None and job.state != JobState.CANCELLED and not self.stop_reason:
                 return SessionState.FAILED
             return SessionState.STOPPED
         if self.error:

@@ -12,9 +12,11 @@ from jobs.signals import job_changed
 
 @receiver(job_changed)
 def follow_session_job(sender, job, **kwargs):
-    session_id = InteractiveSession.objects.filter(job_id=job.pk).values_list("pk", flat=True).first()
-    if session_id is None:
+    found = InteractiveSession.objects.filter(job_id=job.pk).values_list("pk", "ready_at").first()
+    if found is None:
         return
+    session_id, ready_at = found
     publish_session(session_id)
-    if job.state == JobState.RUNNING:
+    # Every write of a running job's row is told here: only a server not yet up is followed.
+    if job.state == JobState.RUNNING and ready_at is None:
         follow_session_start.delay(session_id)

@@ -17,13 +17,13 @@ from interactive.kinds import JUPYTERLAB, KINDS
 from interactive.models import InteractiveSession
 from jobs import actions as job_actions
 from jobs.costs import cost_for
-from jobs.forms import form_data_from_post
+from jobs.forms import form_data_from_post, initial_from_spec
 from jobs.live.watching import watch_pending
 from jobs.models import JobTemplate
 from jobs.submission import intake
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError
-from jobs.views import save_template
+from jobs.views import gpu_types_of, save_template
 from plans.catalog import plan_for
 
 # The fields a session's form has (a job's, less the command, plus the app).
@@ -75,17 +75,13 @@ def session_new(request):
             source = get_object_or_404(
                 JobTemplate, pk=int(request.GET["template"]), owner=request.user, kind=JUPYTERLAB.code
             ).spec
-        values = {key: source.get(key, "") for key in ("name", "image", "gpu_type", "time_limit_minutes", "nvme_gb")}
-        values["gpu_count" if source.get("gpu_count") else "gpu_memory_gb"] = source.get(
-            "gpu_count", source.get("gpu_memory_gb", "")
-        )
-    gpu_types = [(name, info) for name, info in settings.GPU_TYPES.items() if name in plan.gpu_quota]
+        values = initial_from_spec(source)
     context = {
         "values": values,
         "errors": errors,
         "kinds": KINDS.values(),
         "images": _images(plan, JUPYTERLAB.code),
-        "gpu_types": gpu_types,
+        "gpu_types": gpu_types_of(plan),
         "groups": groups_of(request.user).order_by("name"),
         "default_group": default_group(request.user),
         "dataset_versions": mountable_versions(request.user),

@@ -160,7 +160,7 @@ def _spot_shares(plan) -> list[tuple[str, str, str]]:
     ]
 
 
-def _gpu_types(plan):
+def gpu_types_of(plan):
     return [(name, info) for name, info in settings.GPU_TYPES.items() if name in plan.gpu_quota]
 
 
@@ -228,7 +228,7 @@ def job_new(request):
     context = {
         "values": values,
         "errors": errors,
-        "gpu_types": _gpu_types(plan),
+        "gpu_types": gpu_types_of(plan),
         "templates": JobTemplate.objects.filter(owner=request.user, kind=""),
         "reservations": usable_reservations(request.user),
         "groups": groups_of(request.user).order_by("name"),

@@ -3,9 +3,9 @@ from decimal import Decimal
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from interactive.events import session_url
 from interactive.kinds import KINDS
 from interactive.models import InteractiveSession, SessionState
-from interactive.origins import session_origin
 from jobs.api.serializers import JobSpecInputSerializer
 from jobs.costs import cost_for, money
 
@@ -66,7 +66,7 @@ class SessionSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_url(self, session) -> str | None:
-        return f"{session_origin(session.host_key)}/lab" if session.state == SessionState.READY else None
+        return session_url(session)
 
     def get_reason(self, session) -> str:
         return session.job.reason_text if session.state == SessionState.QUEUED else ""
