@@ -103,6 +103,10 @@ def provision(profile_id: int, preferred_name: str | None = None, *, adopt_exist
     derive_around = backend.user_exists if settings.PROVISIONING_BACKEND == "local" else None
     name = assign_cluster_username(profile, preferred_name, derive_around)
     terms = association_terms(plan_for(profile.user), is_admin=profile.role == "admin")
+
+    def record_identity(identity) -> None:
+        Profile.objects.filter(pk=profile.pk).update(cluster_uid=identity.uid, cluster_gid=identity.gid)
+
     try:
         # A QOS the association names must exist first (on a cluster nobody synced yet).
         ensure_qos_exist(terms.qos, backend.cli)
@@ -113,6 +117,7 @@ def provision(profile_id: int, preferred_name: str | None = None, *, adopt_exist
             **terms.as_kwargs(),
             expected_uid=profile.cluster_uid,
             adopt_existing=adopt_existing,
+            on_claimed=record_identity,
         )
         if settings.CLUSTER_OPS_GROUP:
             backend.set_operator(name, settings.CLUSTER_OPS_GROUP, member=profile.role == "admin")

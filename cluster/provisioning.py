@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -44,11 +45,20 @@ class ProvisioningBackend(Protocol):
         max_submit_jobs: int | None = None,
         expected_uid: int | None = None,
         adopt_existing: bool = False,
+        on_claimed: Callable[[ClusterIdentity], None] | None = None,
     ) -> ClusterIdentity: ...
 
     def remove_user(self, username: str) -> None: ...
 
     def set_operator(self, username: str, group: str, member: bool) -> None: ...
+
+
+def _claimed(on_claimed, identity: ClusterIdentity) -> None:
+    """The account is this portal user's from here on: the caller records its uid before the
+    association is written, so a failure in that step leaves an account that a retry recognises
+    as its own (not one that "already exists and is not this portal account's")."""
+    if on_claimed is not None:
+        on_claimed(identity)
 
 
 def _check_name(username: str) -> None:
@@ -151,12 +161,16 @@ class LocalProvisioner(_AssociationMixin):
         max_submit_jobs=None,
         expected_uid=None,
         adopt_existing=False,
+        on_claimed=None,
     ) -> ClusterIdentity:
         _check_name(username)
         if self.cli.noop or not self.user_exists(username):
             self.cli.run("useradd", "--create-home", "--shell", "/bin/bash", "--user-group", username)
+            _claimed(on_claimed, self._identity(username))
         else:
             self._check_ownership(username, expected_uid, adopt_existing)
+            if adopt_existing:
+                _claimed(on_claimed, self._identity(username))
             # Re-activate an account that remove_user locked.
             self.cli.run("usermod", "--expiredate", "-1", "--shell", "/bin/bash", username, check=False)
         self._ensure_association(self._limits(username, qos, default_qos, gpu_minutes, max_submit_jobs))
@@ -209,12 +223,15 @@ class ExternalDirectoryProvisioner(_AssociationMixin):
         max_submit_jobs=None,
         expected_uid=None,
         adopt_existing=False,
+        on_claimed=None,
     ) -> ClusterIdentity:
         _check_name(username)
         if not self.cli.noop and not self.user_exists(username):
             raise SlurmCommandError(f"user {username} does not exist in the directory; create it there first")
         # Every directory user already exists: the mapping must come from an admin.
         self._check_ownership(username, expected_uid, adopt_existing)
+        if adopt_existing:
+            _claimed(on_claimed, self._identity(username))
         self._ensure_association(self._limits(username, qos, default_qos, gpu_minutes, max_submit_jobs))
         return self._identity(username)
 

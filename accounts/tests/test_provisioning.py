@@ -57,14 +57,25 @@ def test_local_backend_creates_the_unix_user_and_an_association_with_the_plan_qo
 
 
 @pytest.mark.slurm
-def test_a_failure_is_recorded_on_the_profile(alice, settings):
+def test_a_failure_is_recorded_on_the_profile_and_a_retry_finishes_the_account(alice, settings):
+    account = settings.SLURM_ACCOUNT
     settings.SLURM_ACCOUNT = "no_such_account"
     with pytest.raises(Exception, match="association"):
         actions.provision(alice.profile.pk, preferred_name=unique_cluster_name("ptf"))
     profile = Profile.objects.get(pk=alice.profile.pk)
-    assert "association" in profile.provisioning_error
-    assert profile.provisioned_at is None
-    provisioning_backend("local", slurm_cli(), "portal").remove_user(profile.cluster_username)
+    try:
+        assert "association" in profile.provisioning_error
+        assert profile.provisioned_at is None
+        # The Unix user was made before the association failed: it is recorded as alice's, so
+        # the retry (the task's, or a plan change's) takes it up instead of refusing it as foreign.
+        passwd = slurm_cli().run("getent", "passwd", profile.cluster_username).stdout.split(":")
+        assert profile.cluster_uid == int(passwd[2])
+        settings.SLURM_ACCOUNT = account
+        retried = actions.provision(alice.profile.pk)
+        assert retried.provisioned_at is not None and retried.provisioning_error == ""
+        assert retried.cluster_uid == profile.cluster_uid
+    finally:
+        provisioning_backend("local", slurm_cli(), account).remove_user(profile.cluster_username)
 
 
 @pytest.mark.slurm

@@ -128,9 +128,12 @@ def test_a_spot_job_hears_sigterm_is_requeued_and_shows_its_preempted_run(alice,
             return cost and cost.detail and cost.detail.preempted_runs == 1 and cost.detail
 
         detail = wait_for(preempted_run_on_the_page, timeout=120, interval=2, what="the preempted run, metered")
-        assert detail.preempted_gpu_seconds >= 2  # two H100s for at least a second
-        # Charged as spot (the QOS slurmdbd recorded), its notice unbilled: bob's job preempted it.
         from billing.models import UsageRecord
+
+        # Two H100s for at least a second (the message: every run metered, for a failure's reader).
+        metered = list(UsageRecord.objects.filter(job_id=spot.pk).values("state", "gpu_type", "gpu_count", "seconds", "run_start", "run_end"))
+        assert detail.preempted_gpu_seconds >= 2, metered
+        # Charged as spot (the QOS slurmdbd recorded), its notice unbilled: bob's job preempted it.
 
         run = UsageRecord.objects.get(job_id=spot.pk, state="PREEMPTED")
         assert run.qos == settings.SPOT_QOS and run.note.startswith("spot:")
