@@ -50,8 +50,12 @@ venv: .venv/.installed
 services:
 	scripts/services.sh
 
+# `make dev` serves every generation listed here in one portal (scripts/dev.sh): SLURM_RELEASE's
+# as the portal's own cluster, the others as further clusters (docs/clusters.md).
+export DEV_RELEASES ?= $(SLURM_RELEASES)
 cluster-up:
 	$(CLUSTER) up
+	for release in $$(tr , ' ' <<<"$(DEV_RELEASES)"); do [[ $$release == "$(SLURM_RELEASE)" ]] || SLURM_RELEASE=$$release $(CLUSTER) up || exit 1; done
 
 cluster-down:
 	$(CLUSTER) down

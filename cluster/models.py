@@ -104,3 +104,40 @@ class NodePowerSpan(models.Model):
 
     def __str__(self):
         return f"{self.node} {self.state} from {self.started_at}"
+
+
+class ClusterStatus(models.Model):
+    """What the probes of one cluster's slurmrestd saw (cluster/probing.py), one row per
+    cluster of cluster/registry.py. Written only when the picture changes, or to move
+    `checked_at` on: a page shows "stale since" from it within a probe's interval."""
+
+    name = models.CharField(max_length=32, unique=True)
+    slurm_release = models.CharField(max_length=32, blank=True)
+    api_version = models.CharField(max_length=16, blank=True, help_text="The REST version the portal speaks to it")
+    answering = models.BooleanField(default=False)
+    # The last answer (slurmrestd up and slurmctld answering it); while it does not answer, what
+    # the portal shows of the cluster is as of this moment.
+    last_answer_at = models.DateTimeField(null=True)
+    # The first failed probe since the last answer; null while it answers.
+    failing_since = models.DateTimeField(null=True)
+    last_error = models.TextField(blank=True)
+    checked_at = models.DateTimeField(null=True)
+
+    class Meta:
+        verbose_name_plural = "cluster statuses"
+
+    def __str__(self):
+        return f"{self.name}: {self.state}"
+
+    @property
+    def state(self) -> str:
+        """ "up", "stale" (it answered once and stopped), "down" (never answered) or "unknown" (never probed)."""
+        if self.checked_at is None:
+            return "unknown"
+        if self.answering:
+            return "up"
+        return "stale" if self.last_answer_at else "down"
+
+    @property
+    def stale_since(self):
+        return None if self.answering else (self.last_answer_at or self.failing_since)

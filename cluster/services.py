@@ -3,62 +3,73 @@
 from __future__ import annotations
 
 from functools import cache
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
 from cluster.cli import SlurmCli
 from cluster.paths import JobPathMap
-from cluster.slurmrest.base import ApiAdapter, ServedApi
+from cluster.registry import ClusterConfig, cluster_named, primary_cluster
+from cluster.slurmrest.base import ServedApi
 from cluster.slurmrest.client import SlurmRestClient, discover
 from cluster.slurmrest.registry import adapter_for, choose_version
 from cluster.tokens import TokenMinter
 
 
 @cache
-def _minter() -> TokenMinter:
-    return TokenMinter(settings.SLURM_JWT_KEY_FILE, settings.SLURM_JWT_LIFETIME_SECONDS)
+def _minter(key_file: Path) -> TokenMinter:
+    return TokenMinter(key_file, settings.SLURM_JWT_LIFETIME_SECONDS)
 
 
 @cache
-def _served(base_url: str) -> ServedApi:
+def _served(base_url: str, key_file: Path) -> ServedApi:
     """Once per process and daemon (the answer is ~1.6 MB); a failure is not cached, so the
     next call asks again."""
     return discover(
-        base_url, _minter(), user_name=settings.SLURM_SERVICE_USER, timeout=settings.SLURM_REQUEST_TIMEOUT_SECONDS
-    )
-
-
-def served_api() -> ServedApi:
-    """The Slurm release and API versions of the configured slurmrestd."""
-    return _served(settings.SLURMRESTD_URL)
-
-
-def api_version() -> str:
-    """The version the portal speaks: SLURM_API_VERSION, or with `auto` the newest the daemon
-    and the portal share. Raises SlurmApiVersionError when the pinned one is not served."""
-    return choose_version(settings.SLURM_API_VERSION, served_api(), settings.SLURMRESTD_URL)
-
-
-def _adapter() -> ApiAdapter:
-    return adapter_for(api_version())
-
-
-def rest_client(user_name: str | None = None) -> SlurmRestClient:
-    """A client acting as `user_name`, or as the service user that reads the whole cluster.
-    The API version is settled on its first call, not here."""
-    return SlurmRestClient(
-        settings.SLURMRESTD_URL,
-        _adapter,
-        _minter(),
-        user_name=user_name or settings.SLURM_SERVICE_USER,
+        base_url,
+        _minter(key_file),
+        user_name=settings.SLURM_SERVICE_USER,
         timeout=settings.SLURM_REQUEST_TIMEOUT_SECONDS,
     )
 
 
-def slurm_cli() -> SlurmCli:
+def _cluster(name: str | None) -> ClusterConfig:
+    """The named cluster (cluster/registry.py), or the portal's own (the SLURM_* settings)."""
+    return primary_cluster() if name is None else cluster_named(name)
+
+
+def served_api(cluster: str | None = None) -> ServedApi:
+    """The Slurm release and API versions of a cluster's slurmrestd (the portal's own by default)."""
+    config = _cluster(cluster)
+    return _served(config.slurmrestd_url, config.jwt_key_file)
+
+
+def api_version(cluster: str | None = None) -> str:
+    """The version the portal speaks: the cluster's pinned one (SLURM_API_VERSION for the
+    portal's own), or with `auto` the newest the daemon and the portal share. Raises
+    SlurmApiVersionError when the pinned one is not served."""
+    config = _cluster(cluster)
+    return choose_version(config.api_version, served_api(cluster), config.slurmrestd_url)
+
+
+def rest_client(
+    user_name: str | None = None, *, cluster: str | None = None, timeout: float | None = None
+) -> SlurmRestClient:
+    """A client acting as `user_name`, or as the service user that reads the whole cluster.
+    The API version is settled on its first call, not here."""
+    config = _cluster(cluster)
+    return SlurmRestClient(
+        config.slurmrestd_url,
+        lambda: adapter_for(api_version(cluster)),
+        _minter(config.jwt_key_file),
+        user_name=user_name or settings.SLURM_SERVICE_USER,
+        timeout=timeout or settings.SLURM_REQUEST_TIMEOUT_SECONDS,
+    )
+
+
+def slurm_cli(cluster: str | None = None) -> SlurmCli:
     return SlurmCli(
-        prefix=list(settings.SLURM_CLI_PREFIX),
+        prefix=list(_cluster(cluster).cli_prefix),
         noop=settings.SLURM_CLI_NOOP,
         timeout=settings.SLURM_CLI_TIMEOUT_SECONDS,
     )

@@ -1,7 +1,9 @@
 from django.urls import reverse
+from django.utils.functional import SimpleLazyObject
 
 from accounts.access import user_role
 from accounts.models import Role
+from cluster.queries import clusters_not_answering
 
 _NAVIGATION = {
     Role.USER: [
@@ -40,4 +42,8 @@ def navigation(request):
         {"label": label, "url": reverse(name), "active": request.path == reverse(name)}
         for label, name in _NAVIGATION.get(role, _NAVIGATION[Role.USER])
     ]
-    return {"nav_items": items, "nav_role": role}
+    context = {"nav_items": items, "nav_role": role}
+    if role in (Role.USER, Role.ADMIN):
+        # A cluster that stopped answering: every page of its jobs and GPUs is as of its last answer.
+        context["stale_clusters"] = SimpleLazyObject(clusters_not_answering)
+    return context

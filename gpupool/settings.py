@@ -14,6 +14,7 @@ import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
+from cluster.registry import ClusterConfigError, load_clusters_file
 from foundation.env import env_bool, env_float, env_int, env_list, env_path, env_secret, env_str
 from foundation.gpu_types import DEFAULT_GPU_TYPES_FILE, load_gpu_types
 from foundation.images import DEFAULT_IMAGE_CATALOGUE_FILE, load_image_catalogue
@@ -482,6 +483,25 @@ NVME_MAX_GB = env_int(
 # --- Metering (billing/usage/metering.py) ------------------------------------------------------------
 # slurmdbd's ClusterName: part of each usage record's identity (cluster, job id, run start).
 SLURM_CLUSTER_NAME = env_str("SLURM_CLUSTER_NAME", "gpupool")
+# Further Slurm clusters beside the one above (cluster/registry.py: a JSON list, each entry's
+# name, slurmrestd URL, JWT key file, CLI prefix, API version, GPU types and time zone; docs/clusters.md).
+# A bad file stops the process here, naming the entry and the field.
+CLUSTERS_FILE = env_str("CLUSTERS_FILE", "")
+try:
+    EXTRA_CLUSTERS = load_clusters_file(
+        Path(CLUSTERS_FILE) if CLUSTERS_FILE else None, primary_name=SLURM_CLUSTER_NAME, known_gpu_types=GPU_TYPES
+    )
+except ClusterConfigError as exc:
+    raise ImproperlyConfigured(f"CLUSTERS_FILE {exc}") from None
+# How often each cluster's slurmrestd is asked whether it answers (cluster/tasks.py); a cluster
+# that stops answering shows "stale since" on the portal's pages within this plus the probe's timeout.
+CLUSTER_PROBE_INTERVAL_SECONDS = env_float("CLUSTER_PROBE_INTERVAL_SECONDS", 4.0)
+CLUSTER_PROBE_TIMEOUT_SECONDS = env_float("CLUSTER_PROBE_TIMEOUT_SECONDS", 3.0)
+CELERY_BEAT_SCHEDULE["cluster-probe"] = {
+    "task": "cluster.tasks.probe_clusters",
+    "schedule": CLUSTER_PROBE_INTERVAL_SECONDS,
+    "options": {"expires": CLUSTER_PROBE_INTERVAL_SECONDS},
+}
 # Each pass reads the runs that ended in the last this many hours: slurmdbd may be that late.
 METERING_WINDOW_HOURS = env_int("METERING_WINDOW_HOURS", 48, minimum=1)
 METERING_INTERVAL_SECONDS = env_int("METERING_INTERVAL_SECONDS", 60, minimum=5)

@@ -131,7 +131,11 @@ def test_a_spot_job_hears_sigterm_is_requeued_and_shows_its_preempted_run(alice,
         from billing.models import UsageRecord
 
         # Two H100s for at least a second (the message: every run metered, for a failure's reader).
-        metered = list(UsageRecord.objects.filter(job_id=spot.pk).values("state", "gpu_type", "gpu_count", "seconds", "run_start", "run_end"))
+        metered = list(
+            UsageRecord.objects.filter(job_id=spot.pk).values(
+                "state", "gpu_type", "gpu_count", "seconds", "run_start", "run_end"
+            )
+        )
         assert detail.preempted_gpu_seconds >= 2, metered
         # Charged as spot (the QOS slurmdbd recorded), its notice unbilled: bob's job preempted it.
 

@@ -1,0 +1,81 @@
+"""Is each cluster answering? One probe per cluster of cluster/registry.py, all at once (a
+cluster that hangs never delays another's), every CLUSTER_PROBE_INTERVAL_SECONDS (beat,
+cluster.tasks.probe_clusters). A probe is slurmrestd's ping, which also says whether slurmctld
+answers slurmrestd; the release and REST version come from the daemon's OpenAPI document,
+read once per process (cluster/services.py). The outcome goes on the cluster's ClusterStatus
+row: pages and `/api/v1/clusters/` show a cluster that stopped answering as "stale since" its
+last answer."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models import Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from cluster.errors import SlurmError
+from cluster.models import ClusterStatus
+from cluster.registry import ClusterConfig, all_clusters
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    name: str
+    answering: bool
+    slurm_release: str = ""
+    api_version: str = ""
+    error: str = ""
+
+
+def probe(config: ClusterConfig) -> ProbeResult:
+    from cluster.services import api_version, rest_client, served_api
+
+    name = None if config.primary else config.name
+    try:
+        served = served_api(name)
+        version = api_version(name)
+        responding = rest_client(cluster=name, timeout=settings.CLUSTER_PROBE_TIMEOUT_SECONDS).ping()
+    except SlurmError as exc:
+        return ProbeResult(config.name, False, error=str(exc)[:2000])
+    if not responding:
+        return ProbeResult(config.name, False, served.release or "", version, "slurmrestd answers; slurmctld does not")
+    return ProbeResult(config.name, True, served.release or "", version)
+
+
+def record(result: ProbeResult) -> None:
+    now = timezone.now()
+    ClusterStatus.objects.get_or_create(name=result.name)
+    rows = ClusterStatus.objects.filter(name=result.name)
+    if result.answering:
+        rows.update(
+            answering=True,
+            last_answer_at=now,
+            failing_since=None,
+            last_error="",
+            checked_at=now,
+            slurm_release=result.slurm_release,
+            api_version=result.api_version,
+        )
+        return
+    changed = rows.filter(answering=True).update(answering=False)
+    if changed:
+        log.warning("cluster %s stopped answering: %s", result.name, result.error)
+    more = {"slurm_release": result.slurm_release, "api_version": result.api_version} if result.slurm_release else {}
+    rows.update(failing_since=Coalesce("failing_since", Value(now)), last_error=result.error, checked_at=now, **more)
+
+
+def probe_all() -> list[ProbeResult]:
+    clusters = all_clusters()
+    with ThreadPoolExecutor(max_workers=len(clusters), thread_name_prefix="cluster-probe") as pool:
+        results = list(pool.map(probe, clusters))
+    for result in results:
+        record(result)
+    # Rows of clusters no longer configured go: the API lists what the portal talks to.
+    ClusterStatus.objects.exclude(name__in=[cluster.name for cluster in clusters]).delete()
+    return results
