@@ -20,6 +20,7 @@ from django.utils import timezone
 from cluster.errors import SlurmError
 from cluster.models import ClusterStatus
 from cluster.registry import ClusterConfig, all_clusters
+from cluster.services import api_version, rest_client, served_api
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +35,6 @@ class ProbeResult:
 
 
 def probe(config: ClusterConfig) -> ProbeResult:
-    from cluster.services import api_version, rest_client, served_api
-
     name = None if config.primary else config.name
     try:
         served = served_api(name)

@@ -30,7 +30,6 @@ urlpatterns = [
     path("api/v1/", include("credits.api.urls")),
     path("api/v1/invoices/", include("billing.api.invoice_urls")),
     path("api/v1/", include("interactive.api.urls")),
-    path("api/v1/", include("cluster.api.urls")),
     path("api/v1/", include("jobs.api.urls")),
     path("api/schema/", schema_view, name="api-schema"),
 ]

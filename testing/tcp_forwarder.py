@@ -9,11 +9,12 @@ import threading
 
 
 class TcpForwarder:
-    def __init__(self, host: str, port: int):
+    def __init__(self, host: str, port: int, listen_port: int = 0):
+        """`listen_port`: a fixed one (a cluster that comes back where it was), else a free one."""
         self.target = (host, port)
         self._listener = socket.socket()
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind(("127.0.0.1", 0))
+        self._listener.bind(("127.0.0.1", listen_port))
         self._listener.listen(64)
         self.port = self._listener.getsockname()[1]
         self._open: set[socket.socket] = set()

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.django_db
 # holds GPUs adds a fixed few more for its estimate (billing/tests/test_costs.py); +1 for the
 # dataset versions it mounts (one more when it mounts any). node_page: +1 for the node's
 # dataset copies (one more, who may read them, when it holds any), +1 for the pins among them.
-BASELINE = {"job_list": 4, "job_page": 6, "heatmap_json": 6, "node_page": 9}
+# Every page: +1 for whether a cluster is not answering (the banner, cluster/queries.py).
+BASELINE = {"job_list": 5, "job_page": 7, "heatmap_json": 6, "node_page": 10}
 
 
 def _pool(owner, *, nodes: int, jobs_per_node: int):

@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
-from jobs.api import dataset_pins, export, sweeps, views
+from jobs.api import clusters, dataset_pins, export, sweeps, views
 
 
 class OptionalSlashRouter(SimpleRouter):
@@ -20,6 +20,7 @@ urlpatterns = [
     path("jobs/export", export.export, name="api-jobs-export"),
     path("resources/usage", views.resource_usage, name="api-resource-usage"),
     path("images/", views.images, name="api-images"),
+    re_path(r"^clusters/?$", clusters.ClusterListView.as_view(), name="api-clusters"),
     # Under the datasets' paths, served here: pinning submits jobs (jobs/dataset_pins.py).
     path(
         "datasets/<int:pk>/versions/<int:number>/pins/",

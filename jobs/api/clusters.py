@@ -1,8 +1,18 @@
+"""`GET /api/v1/clusters/`: every Slurm cluster the portal talks to (cluster/registry.py) and
+whether it answers (cluster/probing.py); what a user picks a job's cluster from."""
+
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.access import is_admin
+from cluster.queries import cluster_views
+from jobs.api.schema import errors
 
 
 class ClusterSerializer(serializers.Serializer):
-    name = serializers.CharField(help_text="The portal's name for it: what a job spec's `cluster` takes")
+    name = serializers.CharField(help_text="The portal's name for it (docs/clusters.md)")
     primary = serializers.BooleanField(help_text="The portal's own cluster (the SLURM_* settings)")
     state = serializers.ChoiceField(
         choices=["up", "stale", "down", "unknown"],
@@ -20,3 +30,18 @@ class ClusterSerializer(serializers.Serializer):
 
     def get_error(self, view) -> str | None:
         return view.error or None if self.context.get("is_admin") else None
+
+
+class ClusterListView(APIView):
+    """Every cluster the portal talks to, and whether it answers: what a user picks a job's
+    cluster from, and what tells them a cluster's pages are out of date."""
+
+    @extend_schema(
+        operation_id="clusters_list",
+        summary="The Slurm clusters, their release, REST version and state",
+        responses={200: ClusterSerializer(many=True), **errors(401)},
+        tags=["clusters"],
+    )
+    def get(self, request):
+        serializer = ClusterSerializer(cluster_views(), many=True, context={"is_admin": is_admin(request.user)})
+        return Response(serializer.data)
