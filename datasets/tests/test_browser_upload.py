@@ -132,3 +132,65 @@ def test_the_files_of_a_folder_go_two_at_a_time_and_make_one_ready_version(alice
     first_upload = next(url for method, url in requests if method == "PATCH")
     last_patch_of_first = max(index for index, (method, url) in enumerate(requests) if url == first_upload)
     assert len(creations) == 3 and creations[1] < last_patch_of_first, requests
+
+
+def test_a_large_file_goes_as_parts_at_once_resumes_them_after_a_reload_and_is_joined(alice, tmp_path):
+    """A file of 64 MiB or more: two partial uploads sent at once, cut off after two chunks,
+    the page reloaded, the same file chosen again: the parts resume where the server stands
+    (no new part is declared), the final upload joins them, and the version holds the file."""
+    dataset = actions.create_dataset(alice, name="large")
+    data = os.urandom(9 * CHUNK)
+    (tmp_path / "big.bin").write_bytes(data)
+    expected = manifest_sha256([("big.bin", len(data), hashlib.sha256(data).hexdigest())])
+    store = {"DATASET_STORE": str(tmp_path / "store")}
+    with playwright_api.sync_playwright() as playwright, portal_stack(worker=True, extra_env=store) as base_url:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+            errors = []
+            page.on("pageerror", lambda error: errors.append(error))
+            log_in(page, base_url, "alice", "pw-alice")
+            page.goto(f"{base_url}/datasets/{dataset.pk}/")
+            sent = []
+
+            def cut_after_two_chunks(route):
+                request = route.request
+                sent.append((request.method, request.headers.get("upload-concat", "")))
+                if request.method == "PATCH" and sum(method == "PATCH" for method, _ in sent) > 2:
+                    route.abort("connectionreset")
+                    return
+                route.continue_()
+
+            page.route("**/uploads/**", cut_after_two_chunks)
+            page.set_input_files("[data-files]", str(tmp_path / "big.bin"))
+            page.click("[data-start]")
+            _wait_for(lambda: sum(u.offset for u in Upload.objects.filter(partial=True)) >= 2 * CHUNK, page)
+            _wait_for(lambda: sum(method == "PATCH" for method, _ in sent) > 3, page)
+            declared = [concat for method, concat in sent if method == "POST"]
+            assert declared == ["partial", "partial"], sent
+            parts = {upload.pk: upload.offset for upload in Upload.objects.filter(partial=True)}
+
+            page.reload()
+            page.unroute("**/uploads/**")
+            after = []
+            page.on(
+                "request",
+                lambda request: (
+                    "/uploads/" in request.url
+                    and after.append((request.method, request.headers.get("upload-concat", ""), request.url))
+                ),
+            )
+            page.set_input_files("[data-files]", str(tmp_path / "big.bin"))
+            page.click("[data-start]")
+            expect(page.locator("tr[data-version='1'] [data-state]")).to_have_text("ready", timeout=120000)
+            expect(page.locator("tr[data-version='1'] [data-sha256]")).to_have_text(expected)
+            assert errors == []
+        finally:
+            browser.close()
+    # Resumed, not sent again: the only declaration after the reload is the final one, naming both parts.
+    posts = [(concat, url) for method, concat, url in after if method == "POST"]
+    assert len(posts) == 1 and posts[0][0].startswith("final;"), after
+    assert all(str(pk) in posts[0][0] for pk in parts), (posts, parts)
+    # Joined: the parts are spent (abandoned, their bytes removed) and the version holds one file.
+    assert set(Upload.objects.filter(partial=True).values_list("state", flat=True)) == {Upload.State.ABANDONED}
+    assert Upload.objects.get(partial=False).path == "big.bin"

@@ -13,6 +13,11 @@
   const bar = panel.querySelector("[data-progress]");
   const CHUNK = 8 * 1024 * 1024;
   const FILES_AT_ONCE = 2;
+  // A large file goes as parts sent at once (tus concatenation, as the CLI does from the same
+  // size): each part on its own connection, joined by the server when the last is in. Resumed
+  // after a reload from the part URLs tus-js-client keeps in localStorage.
+  const PARTS_FROM = 64 * 1024 * 1024;
+  const PARTS = 2;
   // WebCrypto digests whole buffers only: larger files go without a declared sha256 (the
   // server still computes and records theirs; the CLI declares every file's).
   const HASH_LIMIT = 512 * 1024 * 1024;
@@ -78,7 +83,13 @@
       };
       if (entry.sha256) options.metadata.sha256 = entry.sha256;
       // The server's word first: an upload of this path in the open version is resumed at its URL.
-      if (known && known.length === entry.file.size) options.uploadUrl = new URL(known.url, location.href).href;
+      if (known && known.length === entry.file.size) {
+        options.uploadUrl = new URL(known.url, location.href).href;
+      } else if (entry.file.size >= PARTS_FROM) {
+        options.parallelUploads = PARTS;
+        // A part is no file of the version: no path of its own (docs/datasets.md, "Parts sent at once").
+        options.metadataForPartialUploads = {};
+      }
       const upload = new tus.Upload(entry.file, options);
       if (options.uploadUrl) { upload.start(); return; }
       upload.findPreviousUploads().then((previous) => {
