@@ -47,6 +47,13 @@ def bench_database():
                 break
             except OperationalError:
                 if attempt == 9:
+                    with connection._nodb_cursor() as cursor:
+                        cursor.execute(
+                            "SELECT pid, application_name, client_addr, backend_start, left(query, 120) "
+                            "FROM pg_stat_activity WHERE datname = %s",
+                            [name],
+                        )
+                        print(f"still using {name}: {cursor.fetchall()}", file=sys.stderr)
                     raise
                 time.sleep(1)
 
