@@ -136,6 +136,8 @@ def test_a_generated_client_submits_reads_and_cancels_a_job(alice, provision, cl
 @pytest.mark.django_db(transaction=True)
 def test_a_generated_client_reads_and_changes_the_callers_plan(alice, client_package):
     """No Slurm needed: alice has no cluster account, so the change touches the database only."""
+    from django.conf import settings
+
     from plans.catalog import plan_for
 
     _token, key = ApiToken.issue(alice, "generated client")
@@ -157,6 +159,13 @@ def test_a_generated_client_reads_and_changes_the_callers_plan(alice, client_pac
             refused.status_code == 409
             and refused.parsed.detail == "Your Pro plan is not active, so it cannot be paused."
         )
+
+        # The clusters she may pick from: the portal's own, not probed in this test (no beat).
+        clusters = importlib.import_module(f"{PACKAGE}.api.clusters.clusters_list").sync(client=client)
+        assert [(c.name, c.primary, getattr(c.state, "value", c.state)) for c in clusters] == [
+            (settings.SLURM_CLUSTER_NAME, True, "unknown")
+        ]
+        assert clusters[0].error is None and clusters[0].gpu_types == list(settings.GPU_TYPES)
     assert plan_for(alice).is_paused
 
 
