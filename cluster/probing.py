@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db.models import Value
@@ -37,7 +38,7 @@ class ProbeResult:
 def probe(config: ClusterConfig) -> ProbeResult:
     name = None if config.primary else config.name
     try:
-        served = served_api(name)
+        served = served_api(name, timeout=settings.CLUSTER_PROBE_TIMEOUT_SECONDS)
         version = api_version(name)
         responding = rest_client(cluster=name, timeout=settings.CLUSTER_PROBE_TIMEOUT_SECONDS).ping()
     except SlurmError as exc:
@@ -69,10 +70,23 @@ def record(result: ProbeResult) -> None:
     rows.update(failing_since=Coalesce("failing_since", Value(now)), last_error=result.error, checked_at=now, **more)
 
 
+def due(clusters, now) -> list[ClusterConfig]:
+    """Every cluster that answered at its last probe; one that did not, only every
+    CLUSTER_PROBE_FAILING_INTERVAL_SECONDS: a cluster that hangs would otherwise hold one of
+    the worker's processes for its timeout at every tick, and is stale already."""
+    pause = timedelta(seconds=settings.CLUSTER_PROBE_FAILING_INTERVAL_SECONDS)
+    resting = set(
+        ClusterStatus.objects.filter(answering=False, failing_since__isnull=False, checked_at__gt=now - pause)
+        .values_list("name", flat=True)
+    )
+    return [cluster for cluster in clusters if cluster.name not in resting]
+
+
 def probe_all() -> list[ProbeResult]:
     clusters = all_clusters()
-    with ThreadPoolExecutor(max_workers=len(clusters), thread_name_prefix="cluster-probe") as pool:
-        results = list(pool.map(probe, clusters))
+    probed = due(clusters, timezone.now())
+    with ThreadPoolExecutor(max_workers=max(1, len(probed)), thread_name_prefix="cluster-probe") as pool:
+        results = list(pool.map(probe, probed))
     for result in results:
         record(result)
     # Rows of clusters no longer configured go: the API lists what the portal talks to.

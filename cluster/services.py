@@ -21,16 +21,22 @@ def _minter(key_file: Path) -> TokenMinter:
     return TokenMinter(key_file, settings.SLURM_JWT_LIFETIME_SECONDS)
 
 
-@cache
-def _served(base_url: str, key_file: Path) -> ServedApi:
-    """Once per process and daemon (the answer is ~1.6 MB); a failure is not cached, so the
-    next call asks again."""
-    return discover(
-        base_url,
-        _minter(key_file),
-        user_name=settings.SLURM_SERVICE_USER,
-        timeout=settings.SLURM_REQUEST_TIMEOUT_SECONDS,
-    )
+# Each daemon's OpenAPI answer (~1.6 MB), read once per process; a failure is not kept, so the
+# next call asks again.
+_served_apis: dict[tuple[str, Path], ServedApi] = {}
+
+
+def _served(base_url: str, key_file: Path, timeout: float | None = None) -> ServedApi:
+    served = _served_apis.get((base_url, key_file))
+    if served is None:
+        served = discover(
+            base_url,
+            _minter(key_file),
+            user_name=settings.SLURM_SERVICE_USER,
+            timeout=timeout or settings.SLURM_REQUEST_TIMEOUT_SECONDS,
+        )
+        _served_apis[(base_url, key_file)] = served
+    return served
 
 
 def _cluster(name: str | None) -> ClusterConfig:
@@ -38,10 +44,11 @@ def _cluster(name: str | None) -> ClusterConfig:
     return primary_cluster() if name is None else cluster_named(name)
 
 
-def served_api(cluster: str | None = None) -> ServedApi:
-    """The Slurm release and API versions of a cluster's slurmrestd (the portal's own by default)."""
+def served_api(cluster: str | None = None, *, timeout: float | None = None) -> ServedApi:
+    """The Slurm release and API versions of a cluster's slurmrestd (the portal's own by default).
+    `timeout`: for the first read only (a probe's, shorter than a request's)."""
     config = _cluster(cluster)
-    return _served(config.slurmrestd_url, config.jwt_key_file)
+    return _served(config.slurmrestd_url, config.jwt_key_file, timeout)
 
 
 def api_version(cluster: str | None = None) -> str:

@@ -497,6 +497,8 @@ except ClusterConfigError as exc:
 # that stops answering shows "stale since" on the portal's pages within this plus the probe's timeout.
 CLUSTER_PROBE_INTERVAL_SECONDS = env_float("CLUSTER_PROBE_INTERVAL_SECONDS", 4.0)
 CLUSTER_PROBE_TIMEOUT_SECONDS = env_float("CLUSTER_PROBE_TIMEOUT_SECONDS", 3.0)
+# A cluster that is not answering is probed again only this often (its "up" again shows within it).
+CLUSTER_PROBE_FAILING_INTERVAL_SECONDS = env_float("CLUSTER_PROBE_FAILING_INTERVAL_SECONDS", 12.0)
 CELERY_BEAT_SCHEDULE["cluster-probe"] = {
     "task": "cluster.tasks.probe_clusters",
     "schedule": CLUSTER_PROBE_INTERVAL_SECONDS,

@@ -73,8 +73,13 @@ def test_both_generations_answer_side_by_side_and_a_cluster_that_stops_is_stale(
     client.force_login(marketer)  # marketing's pages show no cluster
     assert "is not answering" not in client.get(reverse("console:home")).content.decode()
 
-    # It answers again (on its own address now): up, the banner gone.
+    # It answers again (on its own address now). A cluster that failed rests between probes
+    # (CLUSTER_PROBE_FAILING_INTERVAL_SECONDS): the next tick leaves it stale; once its pause is
+    # over, it is up and the banner is gone.
     settings.EXTRA_CLUSTERS = (replace(other, slurmrestd_url=other_generation.slurmrestd_url),)
+    assert "site-b" not in {result.name for result in probing.probe_all()}
+    assert _clusters(api_client_for(alice))["site-b"]["state"] == "stale"
+    settings.CLUSTER_PROBE_FAILING_INTERVAL_SECONDS = 0
     probing.probe_all()
     shown = _clusters(api_client_for(alice))
     assert list(shown) == [settings.SLURM_CLUSTER_NAME, "site-b"]  # site-gone left the file: gone from the list
