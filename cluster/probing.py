@@ -76,8 +76,9 @@ def due(clusters, now) -> list[ClusterConfig]:
     the worker's processes for its timeout at every tick, and is stale already."""
     pause = timedelta(seconds=settings.CLUSTER_PROBE_FAILING_INTERVAL_SECONDS)
     resting = set(
-        ClusterStatus.objects.filter(answering=False, failing_since__isnull=False, checked_at__gt=now - pause)
-        .values_list("name", flat=True)
+        ClusterStatus.objects.filter(
+            answering=False, failing_since__isnull=False, checked_at__gt=now - pause
+        ).values_list("name", flat=True)
     )
     return [cluster for cluster in clusters if cluster.name not in resting]
 
