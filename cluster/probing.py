@@ -43,6 +43,9 @@ def probe(config: ClusterConfig) -> ProbeResult:
         responding = rest_client(cluster=name, timeout=settings.CLUSTER_PROBE_TIMEOUT_SECONDS).ping()
     except SlurmError as exc:
         return ProbeResult(config.name, False, error=str(exc)[:2000])
+    except Exception as exc:  # one cluster's surprise must not keep the others' outcome unrecorded
+        log.exception("probing cluster %s failed", config.name)
+        return ProbeResult(config.name, False, error=f"the probe failed: {exc}"[:2000])
     if not responding:
         return ProbeResult(config.name, False, served.release or "", version, "slurmrestd answers; slurmctld does not")
     return ProbeResult(config.name, True, served.release or "", version)
