@@ -111,8 +111,16 @@ def test_a_spot_job_hears_sigterm_is_requeued_and_shows_its_preempted_run(alice,
         paid = actions.submit(bob, _spec(bob, gpu_type="h100", gpu_count=1, command="echo paid", time_limit_minutes=5))
         paid.refresh_from_db()
         assert paid.slurm_job_id, paid.error
-        # The notice: SIGTERM inside the container at once, long before the grace time ends.
-        wait_for(lambda: "SIGTERM: checkpointing" in output.read_text(), timeout=30, what="the spot job's SIGTERM")
+        # The notice: SIGTERM inside the container as soon as slurmctld preempts, long before the
+        # grace time ends. slurmctld preempts when it schedules bob's job: at once when quiet, at
+        # its next backfill pass (every 30 s) on a busy machine, hence the wait.
+        try:
+            wait_for(lambda: "SIGTERM: checkpointing" in output.read_text(), timeout=120, what="the spot job's SIGTERM")
+        except AssertionError as exc:
+            shown = [
+                cli.run("scontrol", "show", "job", str(job.slurm_job_id), check=False).stdout for job in (spot, paid)
+            ]
+            raise AssertionError(f"{exc}; slurmctld shows: {shown}") from None
         wait_for_state(slurm, paid.slurm_job_id, {"COMPLETED"}, timeout=120)
         shown = cli.run("scontrol", "show", "job", str(spot.slurm_job_id)).stdout
         assert "Restarts=1" in shown, shown
