@@ -31,7 +31,12 @@ from testing.slurm import wait_for, wait_for_state
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
 
-pytestmark = [pytest.mark.slurm, pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.first_release,
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+]
 PHONE = {"width": 390, "height": 844}
 
 

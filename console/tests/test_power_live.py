@@ -120,6 +120,8 @@ def test_a_window_without_an_idle_rule_powers_up_the_nodes_the_rule_powered_down
     assert f"powered up {NODE}: slurmd started" in _root_file("/var/log/devcluster/power.log")
 
 
+# The portal's policy; the power cycle and the rule's reason are checked on every release above.
+@pytest.mark.first_release
 def test_a_standby_node_wakes_when_more_jobs_wait_than_the_peak_queue(h100_user, powered_up_after, settings):
     settings.POWER_STANDBY_NODES, settings.POWER_PEAK_QUEUE = [NODE], 1
 
