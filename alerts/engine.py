@@ -65,9 +65,9 @@ def idle_allocated_values(rule: AlertRule, now) -> dict[str, tuple[bool, float]]
     tolerance = timedelta(seconds=2 * settings.TELEMETRY_INTERVAL_SECONDS)
     held = {
         (node, index)
-        for allocation in Job.objects.filter(state=JobState.RUNNING, start_time__lte=since).values_list(
-            "gpu_allocation", flat=True
-        )
+        for allocation in Job.objects.on_cluster()
+        .filter(state=JobState.RUNNING, start_time__lte=since)
+        .values_list("gpu_allocation", flat=True)
         for node, indexes in (allocation or {}).items()
         for index in indexes
     }

@@ -120,6 +120,13 @@ def load_clusters_file(path: Path | None, *, primary_name: str, known_gpu_types=
         raise ClusterConfigError(f"{path}: {exc}") from None
 
 
+def primary_cluster_name() -> str:
+    """The portal's own cluster's name (SLURM_CLUSTER_NAME): what its jobs' rows are keyed by."""
+    from django.conf import settings
+
+    return settings.SLURM_CLUSTER_NAME
+
+
 def primary_cluster() -> ClusterConfig:
     from django.conf import settings
 

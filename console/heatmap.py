@@ -36,7 +36,8 @@ def build_shared_heatmap() -> dict:
     now = timezone.now()
     latest = {(row.node, row.index): row for row in GpuLatest.objects.all()}
     holders: dict[tuple[str, int], Job] = {}
-    for job in Job.objects.filter(state="RUNNING").exclude(gpu_allocation={}).select_related("owner"):
+    # The portal's own cluster's nodes (the Node table mirrors it alone; node names repeat across clusters).
+    for job in Job.objects.on_cluster().filter(state="RUNNING").exclude(gpu_allocation={}).select_related("owner"):
         for node, indexes in job.gpu_allocation.items():
             for index in indexes:
                 holders[(node, index)] = job

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from cluster.gres import parse_tres, requested_gpus
+from cluster.registry import primary_cluster_name
 from cluster.types import TERMINAL_JOB_STATES
 from jobs.diagnosis.reasons import explain_reason
 
@@ -35,14 +36,26 @@ FINAL_STATES = frozenset(TERMINAL_JOB_STATES | {JobState.SUBMIT_FAILED})
 UNREAD_OR_UNFINISHED = ~models.Q(state__in=FINAL_STATES) | models.Q(slurm_states="", slurm_job_id__isnull=False)
 
 
+class JobQuerySet(models.QuerySet):
+    def on_cluster(self, name: str | None = None):
+        """The jobs of one cluster (the portal's own by default): Slurm job ids repeat across
+        clusters, so every lookup by a Slurm job id goes through this."""
+        return self.filter(cluster=name or primary_cluster_name())
+
+
 class Job(models.Model):
     """A Slurm job as the portal knows it: submitted here, or seen by the mirror."""
+
+    objects = JobQuerySet.as_manager()
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
     )
-    slurm_job_id = models.BigIntegerField(unique=True, null=True, blank=True)
+    # The cluster it runs on (cluster/registry.py: SLURM_CLUSTER_NAME for the portal's own, or a
+    # CLUSTERS_FILE entry's name); its Slurm job id is unique within that cluster only.
+    cluster = models.CharField(max_length=32, default=primary_cluster_name)
+    slurm_job_id = models.BigIntegerField(null=True, blank=True)
     cluster_user = models.CharField(max_length=64, blank=True)
     name = models.CharField(max_length=200, blank=True)
     account = models.CharField(max_length=64, blank=True)
@@ -121,6 +134,7 @@ class Job(models.Model):
         ]
         constraints = [
             models.UniqueConstraint(fields=["array", "array_task_id"], name="a_task_id_once_per_array"),
+            models.UniqueConstraint(fields=["cluster", "slurm_job_id"], name="a_slurm_job_id_once_per_cluster"),
         ]
         ordering = ["-created_at"]
 

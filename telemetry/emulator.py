@@ -47,7 +47,7 @@ def emulated_samples(now: datetime) -> list[GpuSample]:
     for provider in _idle_job_providers:
         idle_jobs |= provider(now)
     held: dict[tuple[str, int], Job] = {}
-    for job in Job.objects.filter(state="RUNNING").only("gpu_allocation", "tres_per_node", "slurm_job_id"):
+    for job in Job.objects.on_cluster().filter(state="RUNNING").only("gpu_allocation", "tres_per_node", "slurm_job_id"):
         if job.pk in idle_jobs:
             continue  # drawn as idle GPUs
         for node, indexes in (job.gpu_allocation or {}).items():

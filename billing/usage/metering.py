@@ -224,11 +224,13 @@ def _existing_keys(cluster: str, job_ids: Iterable[int]) -> set[tuple[int, int, 
     return keys
 
 
-def _portal_jobs(job_ids: Iterable[int]) -> dict[int, dict]:
+def _portal_jobs(cluster: str, job_ids: Iterable[int]) -> dict[int, dict]:
     jobs = {}
     for batch in _batches(sorted(set(job_ids)), LOOKUP_BATCH):
-        for row in Job.objects.filter(slurm_job_id__in=batch).values(
-            "pk", "slurm_job_id", "cluster_user", "start_time", "gpu_allocation"
+        for row in (
+            Job.objects.on_cluster(cluster)
+            .filter(slurm_job_id__in=batch)
+            .values("pk", "slurm_job_id", "cluster_user", "start_time", "gpu_allocation")
         ):
             jobs[row["slurm_job_id"]] = row
     return jobs
@@ -283,7 +285,7 @@ def meter_records(
     users = _user_ids(run.user_name for run in runs)
     existing = _existing_keys(cluster, (run.slurm_job_id for run in runs))
     fresh = [run for run in runs if run.key not in existing]
-    jobs = _portal_jobs(run.slurm_job_id for run in fresh)
+    jobs = _portal_jobs(cluster, (run.slurm_job_id for run in fresh))
     node_gpus = _NodeGpus()
     groups = group_ids_for_accounts({run.account for run in fresh})
     rows = []

@@ -23,7 +23,12 @@ from testing.slurm import submission, wait_for, wait_for_state
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
 
-pytestmark = [pytest.mark.browser, pytest.mark.slurm, pytest.mark.first_release, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slurm,
+    pytest.mark.first_release,
+    pytest.mark.django_db(transaction=True),
+]
 
 
 def test_heatmap_cells_tooltip_and_drill_down(alice, provision, tmp_path):

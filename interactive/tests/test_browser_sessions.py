@@ -17,7 +17,12 @@ from testing.servers import portal_stack
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
 
-pytestmark = [pytest.mark.browser, pytest.mark.slurm, pytest.mark.first_release, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slurm,
+    pytest.mark.first_release,
+    pytest.mark.django_db(transaction=True),
+]
 
 
 def _free_port() -> int:

@@ -326,7 +326,9 @@ def _bystanders(client: redis.Redis, job_ids: set[int], *, now: float) -> set[in
     """Of these jobs, those whose owner is not in the burst: fewer than BURST_EVENTS of their
     events in this window and the last, and at most BYSTANDER_FETCHES of them. A mass change is
     one user's (a scancel, a sweep ending); everyone else's jobs keep the by-id path's speed."""
-    owners = dict(Job.objects.filter(slurm_job_id__any_of=list(job_ids)).values_list("slurm_job_id", "owner_id"))
+    owners = dict(
+        Job.objects.on_cluster().filter(slurm_job_id__any_of=list(job_ids)).values_list("slurm_job_id", "owner_id")
+    )
     if not owners:
         return set()
     window = int(now / RATE_WINDOW_SECONDS)

@@ -28,6 +28,7 @@ import foundation.lookups  # noqa: F401  (registers __any_of)
 from cluster.cli import SlurmCli
 from cluster.errors import SlurmNotFound
 from cluster.job_reader import JobReader
+from cluster.registry import primary_cluster_name
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import TERMINAL_JOB_STATES
 from foundation.redis_client import redis_client
@@ -133,12 +134,14 @@ def last_pass_took() -> float | None:
     return float(value) if value else None
 
 
-def _pending_due_for_refresh(live: dict[int, str], exclude: set[int]) -> set[int]:
+def _pending_due_for_refresh(live: dict[int, str], exclude: set[int], cluster: str | None = None) -> set[int]:
     """Pending jobs whose expected start is due for a re-read: the ones someone is looking at
     (jobs/live/watching.py) every PENDING_REFRESH, the others every BACKGROUND_PENDING_REFRESH, a
     few per pass. Slurm moves a pending job's estimate without a state change."""
     now = timezone.now()
-    pending = Job.objects.filter(state=JobState.PENDING, slurm_job_id__isnull=False, array__isnull=True)
+    pending = Job.objects.on_cluster(cluster).filter(
+        state=JobState.PENDING, slurm_job_id__isnull=False, array__isnull=True
+    )
     watched_ids = watched()
     due: set[int] = set()
     if watched_ids:
@@ -156,11 +159,16 @@ def _pending_due_for_refresh(live: dict[int, str], exclude: set[int]) -> set[int
 
 
 def mirror_jobs(
-    client: SlurmRestClient, queue: SlurmCli | None = None, memo: ListingMemo | None = None
+    client: SlurmRestClient,
+    queue: SlurmCli | None = None,
+    memo: ListingMemo | None = None,
+    cluster: str | None = None,
 ) -> MirrorResult:
-    """One pass. With `queue` (the Slurm CLI), a burst of new pending jobs is read with squeue
+    """One pass over `cluster` (the portal's own by default; `client` and `queue` are that
+    cluster's). With `queue` (the Slurm CLI), a burst of new pending jobs is read with squeue
     in bulk rather than one `GET /job/{id}` each; with `memo`, only changes are looked up."""
     result = MirrorResult()
+    own = Job.objects.on_cluster(cluster)
     listing_asked_at = time.time()
     started = time.monotonic()
     listed = client.list_job_states()
@@ -168,13 +176,15 @@ def mirror_jobs(
     result.seen = len(listed)
     # Array tasks are listed under their record's id and task id: read per array (arrays.py).
     entries = [entry for entry in listed if not entry.array_task]
-    result.changed += mirror_arrays(client, [entry for entry in listed if entry.array_task])
+    if cluster in (None, primary_cluster_name()):
+        # Sweeps' arrays are submitted to the portal's own cluster only (jobs/sweeps/submit.py).
+        result.changed += mirror_arrays(client, [entry for entry in listed if entry.array_task])
     live = {entry.job_id: state_signature(entry.states) for entry in entries}
     full_check = memo is None or memo.due_for_full_check()
     candidates = list(live) if full_check else [i for i, sig in live.items() if memo.signatures.get(i) != sig]
     rows = {
         row["slurm_job_id"]: row
-        for row in Job.objects.filter(slurm_job_id__any_of=candidates).values(
+        for row in own.filter(slurm_job_id__any_of=candidates).values(
             "pk", "slurm_job_id", "slurm_states", "state", "start_time"
         )
     }
@@ -197,9 +207,9 @@ def mirror_jobs(
     entry_states = {entry.job_id: entry.states for entry in entries}
     reader = JobReader(client, queue)
     # Pending jobs due for a fresh estimate: one squeue run for all of them; by id without one.
-    refreshed = _pending_due_for_refresh(live, exclude=set(to_fetch))
+    refreshed = _pending_due_for_refresh(live, exclude=set(to_fetch), cluster=cluster)
     estimates = reader.pending({job_id: entry_states[job_id] for job_id in refreshed})
-    estimated, unchanged = apply_pending_estimates(list(estimates.values()))
+    estimated, unchanged = apply_pending_estimates(list(estimates.values()), cluster)
     result.changed += len(estimated)
     refreshed -= set(estimates)
     to_fetch += sorted(refreshed)
@@ -220,22 +230,22 @@ def mirror_jobs(
         # Jobs new to the portal from outside it (sbatch on a login node): one INSERT a batch.
         # The portal's own (their comment names a portal job) are attached one by one.
         outside = [job for job in details if job.job_id not in rows and not job.comment.startswith(COMMENT_PREFIX)]
-        result.changed += create_outside_jobs(outside)
+        result.changed += create_outside_jobs(outside, cluster)
         created = {job.job_id for job in outside}
         for job in details:
             if job.job_id in created:
                 continue
-            if apply_slurm_job(job):
+            if apply_slurm_job(job, cluster):
                 result.changed += 1
             elif job.job_id in refreshed:
                 unchanged.append(job.job_id)
     if unchanged:
         # Checked and still the same: not due again until its next refresh.
-        Job.objects.filter(slurm_job_id__any_of=unchanged).update(updated_at=timezone.now())
+        own.filter(slurm_job_id__any_of=unchanged).update(updated_at=timezone.now())
 
     # Jobs we last saw unfinished that slurmctld no longer lists: ask slurmdbd how they ended. So
     # too a job whose end an event told (its signature empty) and nobody read since: its exit code.
-    unfinished = Job.objects.filter(slurm_job_id__isnull=False, array__isnull=True).filter(UNREAD_OR_UNFINISHED)
+    unfinished = own.filter(slurm_job_id__isnull=False, array__isnull=True).filter(UNREAD_OR_UNFINISHED)
     if full_check:
         unfinished = unfinished.exclude(slurm_job_id__any_of=list(live))
     else:
@@ -264,13 +274,14 @@ def mirror_jobs(
 MAX_ACCOUNTING_ATTEMPTS = 20
 
 
-def record_missing_accounting(client: SlurmRestClient, limit: int = 20) -> int:
+def record_missing_accounting(client: SlurmRestClient, limit: int = 20, cluster: str | None = None) -> int:
     """Copy slurmdbd's elapsed time and GPU count onto finished jobs that lack them
     (billing reads these). slurmdbd may lag slurmctld, so a miss is asked again on a later
     pass, at most MAX_ACCOUNTING_ATTEMPTS times; `limit` bounds the work of one pass."""
     since = timezone.now() - timedelta(days=2)
     pending = list(
-        Job.objects.filter(
+        Job.objects.on_cluster(cluster)
+        .filter(
             slurm_job_id__isnull=False,
             # An array's tasks are read per array (jobs/mirror/arrays.py): slurmdbd answers an
             # array's id, which its last task also has, with every task of the array.

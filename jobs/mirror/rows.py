@@ -21,6 +21,7 @@ from django.utils import timezone
 import foundation.lookups  # noqa: F401  (registers __any_of)
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.gres import requested_quota
+from cluster.registry import primary_cluster_name
 from cluster.services import rest_client
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import TERMINAL_JOB_STATES
@@ -94,18 +95,23 @@ def _owner_id_for(cluster_user: str) -> int | None:
 WATCHED_FIELDS = ("slurm_states", "state", "state_reason", "start_time", "end_time", "nodes", "gpu_allocation")
 
 
-def _row(**lookup) -> dict | None:
-    return Job.objects.filter(**lookup).values("pk", "cluster_user", *WATCHED_FIELDS).first()
+def _row(cluster: str | None = None, **lookup) -> dict | None:
+    return Job.objects.on_cluster(cluster).filter(**lookup).values("pk", "cluster_user", *WATCHED_FIELDS).first()
 
 
-def apply_slurm_job(job: SlurmJob) -> bool:
-    """Record what Slurm says of one job. Returns True when the row changed."""
+def apply_slurm_job(job: SlurmJob, cluster: str | None = None) -> bool:
+    """Record what Slurm says of one job of `cluster` (the portal's own by default). Returns
+    True when the row changed."""
     fields = _fields_from_slurm(job)
-    row = _row(slurm_job_id=job.job_id)
+    row = _row(cluster, slurm_job_id=job.job_id)
     if row is None and job.comment.startswith(COMMENT_PREFIX):
         portal_uuid = _uuid_or_none(job.comment[len(COMMENT_PREFIX) :])
+        # Only a row submitted to this cluster: a comment copied to another cluster claims nothing.
         portal = (
-            Job.objects.filter(uuid=portal_uuid).values("pk", "state", "slurm_job_id", "cluster_user").first()
+            Job.objects.on_cluster(cluster)
+            .filter(uuid=portal_uuid)
+            .values("pk", "state", "slurm_job_id", "cluster_user")
+            .first()
             if portal_uuid
             else None
         )
@@ -128,7 +134,7 @@ def apply_slurm_job(job: SlurmJob) -> bool:
             if portal["slurm_job_id"] is None and portal["state"] == JobState.SUBMITTING:
                 # Slurm took the job before the submitting worker recorded it: attach it here.
                 Job.objects.filter(pk=portal["pk"], slurm_job_id__isnull=True).update(slurm_job_id=job.job_id)
-                row = _row(pk=portal["pk"])
+                row = _row(cluster, pk=portal["pk"])
             elif portal["slurm_job_id"] != job.job_id:
                 # Cancelled before it reached Slurm (its worker cancels it there), or a
                 # duplicate: either way not a job of its own in the portal.
@@ -141,6 +147,7 @@ def apply_slurm_job(job: SlurmJob) -> bool:
                 # sbatch) counts toward its owner's quota like the portal's own.
                 gpu_type, gpus, shards = requested_quota(job.tres_per_node)
                 created = Job.objects.create(
+                    cluster=cluster or primary_cluster_name(),
                     slurm_job_id=job.job_id,
                     owner_id=_owner_id_for(job.user_name),
                     group_id=group_ids_for_accounts({job.account}).get(job.account),
@@ -151,7 +158,7 @@ def apply_slurm_job(job: SlurmJob) -> bool:
                 )
         except IntegrityError:
             # Another pass created it first; fall through to the conditional update.
-            row = _row(slurm_job_id=job.job_id)
+            row = _row(cluster, slurm_job_id=job.job_id)
         else:
             transaction.on_commit(lambda: publish_job_update(created.pk))
             return True
@@ -197,7 +204,7 @@ def finish_from_accounting(client: SlurmRestClient, job_pk: int, slurm_job_id: i
     return bool(updated)
 
 
-def create_outside_jobs(jobs: list[SlurmJob]) -> int:
+def create_outside_jobs(jobs: list[SlurmJob], cluster: str | None = None) -> int:
     """Rows for Slurm jobs the portal has never seen that were not submitted through it, in
     one INSERT (a mass submission of thousands is a few statements, not thousands); each
     counts toward its owner's quota like the portal's own. Returns the rows created."""
@@ -214,6 +221,7 @@ def create_outside_jobs(jobs: list[SlurmJob]) -> int:
         gpu_type, gpus, shards = requested_quota(job.tres_per_node)
         rows.append(
             Job(
+                cluster=cluster or primary_cluster_name(),
                 slurm_job_id=job.job_id,
                 owner_id=owners.get(job.user_name),
                 group_id=groups.get(job.account),
@@ -225,22 +233,24 @@ def create_outside_jobs(jobs: list[SlurmJob]) -> int:
         )
     ids = [job.job_id for job in jobs]
     with transaction.atomic():
-        before = set(Job.objects.filter(slurm_job_id__any_of=ids).values_list("slurm_job_id", flat=True))
+        own = Job.objects.on_cluster(cluster)
+        before = set(own.filter(slurm_job_id__any_of=ids).values_list("slurm_job_id", flat=True))
         # A job another pass created meanwhile is left to it (the unique Slurm id).
         Job.objects.bulk_create([row for row in rows if row.slurm_job_id not in before], ignore_conflicts=True)
         new_pks = list(
-            Job.objects.filter(slurm_job_id__any_of=[i for i in ids if i not in before]).values_list("pk", flat=True)
+            own.filter(slurm_job_id__any_of=[i for i in ids if i not in before]).values_list("pk", flat=True)
         )
         transaction.on_commit(lambda: publish_job_updates(new_pks))
     return len(new_pks)
 
 
-def finish_vanished_job(client: SlurmRestClient, slurm_job_id: int) -> bool:
+def finish_vanished_job(client: SlurmRestClient, slurm_job_id: int, cluster: str | None = None) -> bool:
     """A job slurmctld no longer has, if the portal still has it unfinished: its end from
     slurmdbd. True when the row changed."""
     row = (
         # An array's task is finished with its array (jobs/mirror/arrays.py).
-        Job.objects.filter(UNREAD_OR_UNFINISHED, slurm_job_id=slurm_job_id, array__isnull=True)
+        Job.objects.on_cluster(cluster)
+        .filter(UNREAD_OR_UNFINISHED, slurm_job_id=slurm_job_id, array__isnull=True)
         .values_list("pk", "slurm_states")
         .first()
     )
@@ -278,7 +288,9 @@ def apply_from_listing(rows: dict[int, dict], live: dict[int, str], job_ids: lis
     return written
 
 
-def apply_told_endings(endings: dict[int, tuple[str, int | None]]) -> tuple[list[int], set[int]]:
+def apply_told_endings(
+    endings: dict[int, tuple[str, int | None]], cluster: str | None = None
+) -> tuple[list[int], set[int]]:
     """What slurmctld's completion hook said of jobs ending (job id -> state, when it ended),
     written at once, before anything is read back from Slurm (jobs/live/slurm_events.py).
 
@@ -300,7 +312,7 @@ def apply_told_endings(endings: dict[int, tuple[str, int | None]]) -> tuple[list
     for (state, ended), job_ids in groups.items():
         end_time = datetime.fromtimestamp(ended, tz=UTC) if ended else timezone.now()
         for batch in batches(job_ids, WRITE_BATCH):
-            pks, fully = _write_told_ending(batch, state, end_time)
+            pks, fully = _write_told_ending(batch, state, end_time, cluster or primary_cluster_name())
             written += pks
             settled |= fully
     return written, settled
@@ -310,7 +322,7 @@ def apply_told_endings(endings: dict[int, tuple[str, int | None]]) -> tuple[list
 _FINAL = sorted(FINAL_STATES)
 
 
-def _write_told_ending(job_ids: list[int], state: str, end_time: datetime) -> tuple[list[int], set[int]]:
+def _write_told_ending(job_ids: list[int], state: str, end_time: datetime, cluster: str) -> tuple[list[int], set[int]]:
     """Two conditional UPDATEs that say which rows they wrote (RETURNING, PostgreSQL and
     SQLite alike): one statement a kind of row, where reading the rows first and writing them
     after took three, and a mass cancel's batches wait on each other's answers. A row another
@@ -319,7 +331,10 @@ def _write_told_ending(job_ids: list[int], state: str, end_time: datetime) -> tu
     table = quote(Job._meta.db_table)
     skip_locked = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     # The mirror reads an array's tasks per array (jobs/mirror/arrays.py): left to it.
-    ours = f"{quote('slurm_job_id')} IN ({', '.join(['%s'] * len(job_ids))}) AND {quote('array_id')} IS NULL"
+    ours = (
+        f"{quote('cluster')} = %s AND {quote('slurm_job_id')} IN ({', '.join(['%s'] * len(job_ids))})"
+        f" AND {quote('array_id')} IS NULL"
+    )
     when, now = (connection.ops.adapt_datetimefield_value(value) for value in (end_time, timezone.now()))
     whole: list[tuple[int, int]] = []
     with connection.cursor() as cursor:
@@ -328,14 +343,14 @@ def _write_told_ending(job_ids: list[int], state: str, end_time: datetime) -> tu
                 f"UPDATE {table} SET state = %s, slurm_states = %s, state_reason = '', end_time = %s, updated_at = %s"
                 f" WHERE id IN (SELECT id FROM {table} WHERE {ours} AND state = %s AND start_time IS NULL{skip_locked})"
                 " RETURNING id, slurm_job_id",
-                [state, state, when, now, *job_ids, JobState.PENDING],
+                [state, state, when, now, cluster, *job_ids, JobState.PENDING],
             )
             whole = cursor.fetchall()
         cursor.execute(
             f"UPDATE {table} SET state = %s, slurm_states = '', end_time = %s, updated_at = %s"
             f" WHERE id IN (SELECT id FROM {table} WHERE {ours}"
             f" AND state NOT IN ({', '.join(['%s'] * len(_FINAL))}){skip_locked}) RETURNING id",
-            [state, when, now, *job_ids, *_FINAL],
+            [state, when, now, cluster, *job_ids, *_FINAL],
         )
         read_again = [pk for (pk,) in cursor.fetchall()]
     return [pk for pk, _ in whole] + read_again, {job_id for _, job_id in whole}
@@ -346,7 +361,7 @@ def _write_told_ending(job_ids: list[int], state: str, end_time: datetime) -> tu
 PENDING_ESTIMATE_FIELDS = ("state_reason", "start_time", "end_time")
 
 
-def apply_pending_estimates(jobs: list[SlurmJob]) -> tuple[list[int], list[int]]:
+def apply_pending_estimates(jobs: list[SlurmJob], cluster: str | None = None) -> tuple[list[int], list[int]]:
     """Pending jobs re-read in bulk (squeue, cluster/queue.py) for their expected start: only
     those fields are written (squeue has no output paths, and its record of a job the portal
     submitted is not the whole job), on rows still pending with the same signature. Returns the
@@ -355,9 +370,9 @@ def apply_pending_estimates(jobs: list[SlurmJob]) -> tuple[list[int], list[int]]
         return [], []
     rows = {
         row["slurm_job_id"]: row
-        for row in Job.objects.filter(
-            slurm_job_id__any_of=[job.job_id for job in jobs], state=JobState.PENDING, array__isnull=True
-        ).values("pk", "slurm_job_id", "slurm_states", *PENDING_ESTIMATE_FIELDS)
+        for row in Job.objects.on_cluster(cluster)
+        .filter(slurm_job_id__any_of=[job.job_id for job in jobs], state=JobState.PENDING, array__isnull=True)
+        .values("pk", "slurm_job_id", "slurm_states", *PENDING_ESTIMATE_FIELDS)
     }
     written, unchanged = [], []
     for job in jobs:

@@ -20,7 +20,12 @@ from testing.servers import CHROMIUM_ARGS, CHROMIUM_PATH, portal_stack
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
 
-pytestmark = [pytest.mark.browser, pytest.mark.slurm, pytest.mark.first_release, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slurm,
+    pytest.mark.first_release,
+    pytest.mark.django_db(transaction=True),
+]
 
 # A zone with a half-hour offset and no daylight saving: a start read in the wrong zone
 # cannot land on the right UTC moment by chance.
