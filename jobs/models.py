@@ -46,8 +46,6 @@ class JobQuerySet(models.QuerySet):
 class Job(models.Model):
     """A Slurm job as the portal knows it: submitted here, or seen by the mirror."""
 
-    objects = JobQuerySet.as_manager()
-
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
@@ -125,6 +123,8 @@ class Job(models.Model):
     metric = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = JobQuerySet.as_manager()
 
     class Meta:
         indexes = [

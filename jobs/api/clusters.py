@@ -1,13 +1,15 @@
 """`GET /api/v1/clusters/`: every Slurm cluster the portal talks to (cluster/registry.py) and
 whether it answers (cluster/probing.py); what a user picks a job's cluster from."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.access import is_admin
 from cluster.queries import cluster_views
+from cluster.registry import NAME
 from jobs.api.schema import errors
 
 
@@ -45,3 +47,24 @@ class ClusterListView(APIView):
     def get(self, request):
         serializer = ClusterSerializer(cluster_views(), many=True, context={"is_admin": is_admin(request.user)})
         return Response(serializer.data)
+
+
+CLUSTER_FILTER = OpenApiParameter(
+    "cluster",
+    str,
+    required=False,
+    pattern=f"^{NAME.pattern}$",
+    description="Only the jobs of this cluster (a name from /api/v1/clusters/; one no cluster has lists none)",
+)
+
+
+def cluster_filter(params) -> str | None:
+    """The `cluster` query parameter, or None when absent. A name as names go that no cluster
+    has is kept (it matches no job: a cluster removed from the configuration still filters its
+    old jobs); anything else raises ValidationError naming the field."""
+    name = params.get("cluster")
+    if name is None:
+        return None
+    if not NAME.fullmatch(name):
+        raise ValidationError({"cluster": ["A cluster's name is 1-32 of a-z, 0-9, '.' and '-'."]})
+    return name

@@ -27,11 +27,12 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from foundation.api.renderers import CsvRenderer, JsonLinesRenderer
+from jobs.api.clusters import CLUSTER_FILTER, cluster_filter
 from jobs.api.schema import errors
 from jobs.models import Job
 
 COLUMNS = (
-    "id", "uuid", "slurm_job_id", "name", "state", "state_reason", "image", "gpu_type", "tres_per_node",
+    "id", "uuid", "cluster", "slurm_job_id", "name", "state", "state_reason", "image", "gpu_type", "tres_per_node",
     "nodes", "qos", "account", "group_id", "time_limit_minutes", "submit_time", "start_time", "end_time",
     "exit_code", "created_at",
 )  # fmt: skip
@@ -57,11 +58,13 @@ def _columns() -> list[str]:
     return [column for column in COLUMNS if column in existing]
 
 
-def chunk_after(user_id: int, columns: list[str], after: tuple | None) -> list[tuple]:
+def chunk_after(user_id: int, columns: list[str], after: tuple | None, cluster: str | None = None) -> list[tuple]:
     """The next CHUNK_ROWS rows, newest first, after the (created_at, id) key `after`: a
     keyset page on the (owner, -created_at, -id) index, so every chunk costs the same and no
     cursor stays open between chunks (an ASGI response reads each chunk in a worker thread)."""
     query = Job.objects.filter(owner_id=user_id)
+    if cluster is not None:
+        query = query.filter(cluster=cluster)
     if after is not None:
         created, pk = after
         query = query.filter(Q(created_at__lt=created) | Q(created_at=created, id__lt=pk))
@@ -108,27 +111,27 @@ def pieces(writer, chunk: list[tuple], width: int) -> Iterator[str]:
         yield writer.piece([row[:width] for row in chunk[start : start + PIECE_ROWS]])
 
 
-def stream(user_id: int, kind) -> Iterator[str]:
+def stream(user_id: int, kind, cluster: str | None = None) -> Iterator[str]:
     columns = _columns()
     writer = kind(tuple(columns))
     yield writer.header()
     after = None
     while True:
-        chunk = chunk_after(user_id, columns, after)
+        chunk = chunk_after(user_id, columns, after, cluster)
         yield from pieces(writer, chunk, len(columns))
         if len(chunk) < CHUNK_ROWS:
             return
         after = chunk[-1][-2:]
 
 
-async def async_stream(user_id: int, kind) -> AsyncIterator[str]:
+async def async_stream(user_id: int, kind, cluster: str | None = None) -> AsyncIterator[str]:
     """`stream` for an ASGI response: each chunk is read in a worker thread."""
     columns = _columns()
     writer = kind(tuple(columns))
     yield writer.header()
     after = None
     while True:
-        chunk = await sync_to_async(chunk_after)(user_id, columns, after)
+        chunk = await sync_to_async(chunk_after)(user_id, columns, after, cluster)
         for piece in pieces(writer, chunk, len(columns)):
             yield piece
         if len(chunk) < CHUNK_ROWS:
@@ -139,11 +142,14 @@ async def async_stream(user_id: int, kind) -> AsyncIterator[str]:
 @extend_schema(
     operation_id="jobs_export",
     summary="Every one of the caller's jobs in one streamed response: JSON lines, or CSV with as=csv",
-    parameters=[OpenApiParameter("as", str, enum=["jsonl", "csv"], required=False, description="Default jsonl")],
+    parameters=[
+        OpenApiParameter("as", str, enum=["jsonl", "csv"], required=False, description="Default jsonl"),
+        CLUSTER_FILTER,
+    ],
     responses={
         (200, "application/jsonl"): OpenApiResponse(OpenApiTypes.STR),
         (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR),
-        # 400: an `as` not in the list; 404: an unknown `format` (DRF's renderer override).
+        # 400: an `as` not in the list or an unknown cluster; 404: an unknown `format` (DRF's renderer override).
         **errors(400, 401, 404),
     },
     tags=["jobs"],
@@ -152,11 +158,18 @@ async def async_stream(user_id: int, kind) -> AsyncIterator[str]:
 @renderer_classes([JSONRenderer, JsonLinesRenderer, CsvRenderer])
 def export(request):
     chosen = request.query_params.get("as")
+    if request.query_params.get("format") == "":
+        # DRF reads an empty `format` as none given; the schema lists the formats there are.
+        return Response(
+            {"detail": "The request is invalid.", "errors": {"format": ["json, jsonl or csv."]}},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
     if chosen is not None and chosen not in ("jsonl", "csv"):
         return Response(
             {"detail": "The request is invalid.", "errors": {"as": ["jsonl or csv."]}},
             status=status.HTTP_400_BAD_REQUEST,
         )
+    cluster = cluster_filter(request.query_params)
     wants_csv = chosen == "csv" or (chosen is None and "text/csv" in request.headers.get("Accept", ""))
     kind, content_type, name = (
         (CsvText, "text/csv; charset=utf-8", "jobs.csv")
@@ -166,9 +179,9 @@ def export(request):
     # Under ASGI (Daphne) Django streams only an async iterator (a sync one is read whole
     # first); under WSGI and the test client, a sync one.
     if isinstance(request._request, ASGIRequest):
-        content = async_stream(request.user.pk, kind)
+        content = async_stream(request.user.pk, kind, cluster)
     else:
-        content = stream(request.user.pk, kind)
+        content = stream(request.user.pk, kind, cluster)
     response = StreamingHttpResponse(content, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

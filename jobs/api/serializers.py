@@ -128,6 +128,7 @@ class JobSerializer(serializers.ModelSerializer):
         fields = [
             "id",
             "uuid",
+            "cluster",
             "slurm_job_id",
             "name",
             "state",
@@ -173,6 +174,7 @@ class JobSerializer(serializers.ModelSerializer):
         return {
             "id": job.pk,
             "uuid": str(job.uuid),
+            "cluster": job.cluster,
             "slurm_job_id": job.slurm_job_id,
             "name": job.name,
             "state": job.state,

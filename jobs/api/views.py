@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from foundation.api.errors import RETRY_AFTER
 from jobs import actions
+from jobs.api.clusters import CLUSTER_FILTER, cluster_filter
 from jobs.api.schema import errors
 from jobs.api.serializers import (
     ImageSerializer,
@@ -122,7 +123,8 @@ SUBMIT_EXAMPLES = [
     list=extend_schema(
         operation_id="jobs_list",
         summary="The caller's jobs, newest first",
-        # 400: a page_size out of range; 404: a cursor that is not one of ours.
+        parameters=[CLUSTER_FILTER],
+        # 400: a page_size out of range or an unknown cluster; 404: a cursor that is not one of ours.
         responses={200: JobSerializer(many=True), **errors(400, 401, 404)},
         tags=["jobs"],
     ),
@@ -143,6 +145,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             # The schema generator has no user; it needs the model (for the id's type).
             return Job.objects.none()
         jobs = Job.objects.filter(owner=self.request.user)
+        if self.action == "list" and (cluster := cluster_filter(self.request.query_params)):
+            jobs = jobs.filter(cluster=cluster)
         # A page reads its mounts in one query of its own (JobListSerializer); one job, here.
         return jobs if self.action == "list" else jobs.prefetch_related("datasets__version")
 
