@@ -8,9 +8,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from accounts.models import Profile
+from accounts.models import ClusterAccount, Profile
 from accounts.signals import cluster_identity_changed
 from cluster.provisioning import provisioning_backend
+from cluster.registry import primary_cluster_name
 from cluster.services import slurm_cli
 from plans.catalog import plan_for
 from plans.enforcement import ensure_qos_exist
@@ -88,6 +89,42 @@ def assign_cluster_username(profile: Profile, preferred: str | None = None, exis
     if not updated and not profile.cluster_username:
         raise RuntimeError(f"could not assign a cluster user name to {profile}")
     return profile.cluster_username
+
+
+def provision_on_cluster(profile: Profile, cluster: str) -> ClusterAccount:
+    """The user's account on a further cluster: the same cluster user name, that cluster's
+    association under SLURM_ACCOUNT with the plan's QOS and limits, that cluster's uid. Idempotent;
+    a user of that name the portal did not make there is refused (never adopted). Raises what the
+    provisioning backend raises, recorded on the row for admins."""
+    if cluster == primary_cluster_name():
+        raise ValueError("the portal's own cluster's account is the profile's (accounts.actions.provision)")
+    account, _ = ClusterAccount.objects.get_or_create(profile=profile, cluster=cluster)
+    if account.provisioned_at is not None:
+        return account
+    backend = provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(cluster), settings.SLURM_ACCOUNT)
+    terms = association_terms(plan_for(profile.user), is_admin=profile.role == "admin")
+
+    def record_identity(identity) -> None:
+        ClusterAccount.objects.filter(pk=account.pk).update(uid=identity.uid, gid=identity.gid)
+
+    try:
+        ensure_qos_exist(terms.qos, backend.cli)
+        identity = backend.ensure_user(
+            profile.cluster_username,
+            terms.qos,
+            terms.default_qos,
+            **terms.as_kwargs(),
+            expected_uid=account.uid,
+            on_claimed=record_identity,
+        )
+    except Exception as exc:
+        ClusterAccount.objects.filter(pk=account.pk).update(error=str(exc)[:2000])
+        raise
+    ClusterAccount.objects.filter(pk=account.pk).update(
+        provisioned_at=timezone.now(), error="", uid=identity.uid, gid=identity.gid
+    )
+    account.refresh_from_db()
+    return account
 
 
 def provision(profile_id: int, preferred_name: str | None = None, *, adopt_existing: bool = False) -> Profile:

@@ -50,6 +50,27 @@ class Profile(models.Model):
         return self.role == Role.MARKETING
 
 
+class ClusterAccount(models.Model):
+    """A user's identity on a further cluster (cluster/registry.py): the same cluster user name
+    as on the portal's own (Profile.cluster_username), with that cluster's own uid and gid (its
+    job directories and logs are checked against them). Made when the user's first job goes
+    there (accounts.actions.provision_on_cluster)."""
+
+    profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="cluster_accounts")
+    cluster = models.CharField(max_length=32)
+    uid = models.IntegerField(null=True, blank=True)
+    gid = models.IntegerField(null=True, blank=True)
+    provisioned_at = models.DateTimeField(null=True, blank=True)
+    # Command output for admins; the user hears that it failed.
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["profile", "cluster"], name="one_account_per_cluster")]
+
+    def __str__(self):
+        return f"{self.profile.cluster_username}@{self.cluster}"
+
+
 class TooManyTokens(Exception):
     pass
 

@@ -5,7 +5,12 @@ named SLURM_CLUSTER_NAME; further clusters come from CLUSTERS_FILE, a JSON list 
 
     [{"name": "site-b", "slurmrestd_url": "https://slurm-b.example.org:6820",
       "jwt_key_file": "/etc/gpupool/site-b.jwt.key", "cli_prefix": "ssh -o BatchMode=yes slurm-b",
-      "api_version": "auto", "gpu_types": ["h100"], "time_zone": "Europe/Berlin"}]
+      "api_version": "auto", "gpu_types": ["h100"], "time_zone": "Europe/Berlin",
+      "job_root": "/srv/gpupool/jobs", "job_root_local": "/mnt/site-b/jobs"}]
+
+`job_root` is the job directories' root as the cluster's nodes see it, `job_root_local` the same
+directories as this portal reads and writes them (a shared file system's mount); a cluster
+without them is probed and listed but takes no job of the portal's.
 
 Every entry is checked when the settings load (a bad file stops the process with the entry and
 field named) and again by `manage.py check` (the key file readable). The primary entry is
@@ -24,7 +29,17 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 NAME = re.compile(r"[a-z0-9][a-z0-9.-]{0,31}")
 _URL = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+(:\d+)?/?")
 _VERSION = re.compile(r"auto|v0\.0\.\d{2}")
-_FIELDS = {"name", "slurmrestd_url", "jwt_key_file", "cli_prefix", "api_version", "gpu_types", "time_zone"}
+_FIELDS = {
+    "name",
+    "slurmrestd_url",
+    "jwt_key_file",
+    "cli_prefix",
+    "api_version",
+    "gpu_types",
+    "time_zone",
+    "job_root",
+    "job_root_local",
+}
 
 
 class ClusterConfigError(ValueError):
@@ -42,6 +57,14 @@ class ClusterConfig:
     gpu_types: tuple[str, ...] = field(default_factory=tuple)
     time_zone: str = "UTC"
     primary: bool = False
+    # The job directories' root on the cluster and as the portal reaches it; None: it takes no
+    # portal job (cluster/paths.py maps one to the other).
+    job_root: str | None = None
+    job_root_local: Path | None = None
+
+    @property
+    def takes_jobs(self) -> bool:
+        return self.job_root is not None and self.job_root_local is not None
 
 
 def _entry(raw, position: int, known_gpu_types) -> ClusterConfig:
@@ -78,7 +101,14 @@ def _entry(raw, position: int, known_gpu_types) -> ClusterConfig:
         ZoneInfo(zone)
     except (ZoneInfoNotFoundError, ValueError, TypeError):
         raise ClusterConfigError(f"{where}: time_zone {zone!r} is not a known time zone") from None
+    roots = [raw.get("job_root"), raw.get("job_root_local")]
+    if any(root is not None for root in roots) and not all(
+        isinstance(root, str) and root.startswith("/") for root in roots
+    ):
+        raise ClusterConfigError(f"{where}: job_root and job_root_local go together, each an absolute path")
     return ClusterConfig(
+        job_root=roots[0],
+        job_root_local=Path(roots[1]) if roots[1] else None,
         name=name,
         slurmrestd_url=url.rstrip("/"),
         jwt_key_file=Path(key),
@@ -139,6 +169,8 @@ def primary_cluster() -> ClusterConfig:
         gpu_types=tuple(settings.GPU_TYPES),
         time_zone=settings.SLURM_USAGE_RESET_TIMEZONE,
         primary=True,
+        job_root=settings.SLURM_JOB_ROOT,
+        job_root_local=Path(settings.SLURM_JOB_ROOT_LOCAL),
     )
 
 

@@ -82,5 +82,12 @@ def slurm_cli(cluster: str | None = None) -> SlurmCli:
     )
 
 
-def job_paths() -> JobPathMap:
-    return JobPathMap(PurePosixPath(settings.SLURM_JOB_ROOT), settings.SLURM_JOB_ROOT_LOCAL)
+def job_paths(cluster: str | None = None) -> JobPathMap:
+    """Where a cluster's job directories are, on it and here. Raises ValueError for a cluster
+    configured without them (it takes no portal job)."""
+    if cluster is None:
+        return JobPathMap(PurePosixPath(settings.SLURM_JOB_ROOT), settings.SLURM_JOB_ROOT_LOCAL)
+    config = _cluster(cluster)
+    if not config.takes_jobs:
+        raise ValueError(f"cluster {cluster} has no job_root: it takes no portal job")
+    return JobPathMap(PurePosixPath(config.job_root), Path(config.job_root_local))

@@ -284,6 +284,11 @@ CELERY_BEAT_SCHEDULE = {
         # A sync that waited longer than its own interval is stale: the next one replaces it.
         "options": {"expires": CLUSTER_SYNC_INTERVAL_SECONDS},
     },
+    "mirror-further-clusters": {
+        "task": "jobs.tasks.sync_further_clusters",
+        "schedule": CLUSTER_SYNC_INTERVAL_SECONDS,
+        "options": {"expires": CLUSTER_SYNC_INTERVAL_SECONDS},
+    },
     "record-accounting": {
         "task": "jobs.tasks.sync_accounting",
         "schedule": 5.0,

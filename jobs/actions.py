@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from accounts.models import Profile
 from cluster.errors import SlurmError, SlurmNotFound
+from cluster.registry import primary_cluster_name
 from cluster.services import job_paths, rest_client
 from groups.queries import GroupError, default_group, gpu_minutes_left, group_to_charge
 from jobs.live.events import publish_job_update
@@ -21,6 +22,7 @@ from jobs.mirror.arrays import refresh_array
 from jobs.mirror.rows import apply_slurm_job
 from jobs.models import FINAL_STATES, Job, JobDataset, JobState
 from jobs.submission.checks import run_submission_checks
+from jobs.submission.clusters import ClusterChoice, choose_cluster, home_only_reason
 from jobs.submission.datasets import Mount, lock_mounted_versions
 from jobs.submission.quota import QuotaExceeded, check_quota
 from jobs.submission.spec import JobSpec, SpecError
@@ -86,16 +88,20 @@ def submit(
     group_id=DEFAULT_GROUP,
     plan: PlanSnapshot | None = None,
     mounts: Sequence[Mount] = (),
+    cluster=None,
 ) -> Job:
     """Accept a job: check the plan (and the reservation it should run in), record it as
     SUBMITTING, and hand it on once the row is committed: straight to Slurm from this request
     (settings.SUBMIT_INLINE; the returned job then carries its Slurm id) or to a worker.
     Raises QuotaExceeded, NotProvisioned or SpecError (on `reservation`); changes nothing then.
     `plan`: the caller's plan_for(user) when it has just read it (the spec was checked against it).
-    `mounts`: the spec's dataset versions as jobs.submission.datasets.resolve_mounts found them."""
+    `mounts`: the spec's dataset versions as jobs.submission.datasets.resolve_mounts found them.
+    `cluster`: where it runs (jobs/submission/clusters.py): absent, a cluster's name, or `any`."""
+    plan = plan if plan is not None else plan_for(user)
+    # Before the transaction: `any` asks every cluster's scheduler for its estimate.
+    choice = _cluster_for(user, spec, cluster, reservation_id=reservation_id, group_id=group_id, plan=plan)
     with transaction.atomic():
         profile = locked_profile(user)
-        plan = plan if plan is not None else plan_for(user)
         if plan.is_paused:
             raise QuotaExceeded(f"Your {plan.name} subscription is paused; resume it to submit jobs.")
         quota_gpus = spec.gpu.count or 1
@@ -129,6 +135,8 @@ def submit(
         run_submission_checks(user, plan, group)
         job = Job.objects.create(
             owner=user,
+            cluster=choice.name,
+            placement=choice.reason,
             cluster_user=profile.cluster_username,
             name=spec.name,
             spec=spec.to_dict(),
@@ -155,6 +163,16 @@ def submit(
         )
         transaction.on_commit(lambda: _submit_and_tell(job, profile))
     return job
+
+
+def _cluster_for(user, spec: JobSpec, requested, *, reservation_id, group_id, plan) -> ClusterChoice:
+    if requested in (None, "", primary_cluster_name()):
+        return ClusterChoice(primary_cluster_name(), "")
+    reserved = reservation_id not in (None, "")
+    group = None if spec.spot else charged_group(user, group_id)
+    home_only = home_only_reason(spec, reserved=reserved, group=group, capped_plan=plan.included_hours_are_a_cap)
+    partition = partition_for(plan, spot=spec.spot, reserved=reserved)
+    return choose_cluster(requested, spec, partition=partition, home_only=home_only)
 
 
 def locked_profile(user) -> Profile:
@@ -209,7 +227,7 @@ def cancel(job: Job) -> None:
         return
     if job.slurm_job_id is None:
         raise CancelRefused("The job is not in Slurm yet; try again in a moment.")
-    client = rest_client(job.cluster_user)
+    client = rest_client(job.cluster_user, cluster=job.cluster)
     try:
         client.cancel_job(job.slurm_job_id)
     except SlurmNotFound:
@@ -218,7 +236,7 @@ def cancel(job: Job) -> None:
         raise CancelRefused(f"Slurm did not cancel the job: {exc.public_message}") from exc
     # Show the new state at once instead of at the mirror's next pass.
     try:
-        apply_slurm_job(client.get_job(job.slurm_job_id))
+        apply_slurm_job(client.get_job(job.slurm_job_id), job.cluster)
     except SlurmError:
         pass
 

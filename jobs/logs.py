@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from accounts.models import Profile
+from accounts.models import ClusterAccount, Profile
 from cluster import jobfs
+from cluster.registry import primary_cluster_name
 from cluster.services import job_paths
 from jobs.diagnosis.diagnose import diagnose
 
@@ -37,7 +38,15 @@ class LogPath:
         return str(self.location)
 
 
-def _owner_uid(cluster_user: str) -> int | None:
+def _owner_uid(cluster_user: str, cluster: str | None = None) -> int | None:
+    if cluster is not None and cluster != primary_cluster_name():
+        # A further cluster's uid (accounts.models.ClusterAccount): the same name, its own number.
+        return (
+            ClusterAccount.objects.filter(profile__cluster_username=cluster_user, cluster=cluster)
+            .exclude(uid=None)
+            .values_list("uid", flat=True)
+            .first()
+        )
     return (
         Profile.objects.filter(cluster_username=cluster_user)
         .exclude(cluster_uid=None)
@@ -46,22 +55,22 @@ def _owner_uid(cluster_user: str) -> int | None:
     )
 
 
-def _log_path(slurm_path: str, cluster_user: str, owner_uid: int | None) -> LogPath | None:
+def _log_path(slurm_path: str, cluster_user: str, owner_uid: int | None, cluster: str | None = None) -> LogPath | None:
     if not slurm_path or not cluster_user or owner_uid is None:
         return None
     try:
-        return LogPath(job_paths().user_file(slurm_path, cluster_user), owner_uid)
+        return LogPath(job_paths(cluster).user_file(slurm_path, cluster_user), owner_uid)
     except ValueError:
         return None
 
 
-def local_log_path(slurm_path: str, cluster_user: str) -> LogPath | None:
+def local_log_path(slurm_path: str, cluster_user: str, cluster: str | None = None) -> LogPath | None:
     """Where the portal reads a job's log, or None when it must not: outside that user's
     job directory, or the user's cluster uid is unknown (then no file can be shown to be
     theirs)."""
     if not slurm_path or not cluster_user:
         return None
-    return _log_path(slurm_path, cluster_user, _owner_uid(cluster_user))
+    return _log_path(slurm_path, cluster_user, _owner_uid(cluster_user, cluster), cluster)
 
 
 def open_log(path: LogPath) -> jobfs.BoundedReader:
@@ -121,10 +130,10 @@ def read_tail(path: LogPath | None, max_bytes: int) -> LogTail:
 
 def job_logs(job, max_bytes: int) -> dict:
     """The tails of a job's stdout and stderr, and what the analyser recognises in them."""
-    owner_uid = _owner_uid(job.cluster_user) if job.cluster_user else None
-    stdout = read_tail(_log_path(job.standard_output, job.cluster_user, owner_uid), max_bytes)
+    owner_uid = _owner_uid(job.cluster_user, job.cluster) if job.cluster_user else None
+    stdout = read_tail(_log_path(job.standard_output, job.cluster_user, owner_uid, job.cluster), max_bytes)
     stderr = (
-        read_tail(_log_path(job.standard_error, job.cluster_user, owner_uid), max_bytes)
+        read_tail(_log_path(job.standard_error, job.cluster_user, owner_uid, job.cluster), max_bytes)
         if job.standard_error and job.standard_error != job.standard_output
         else LogTail("", 0, False, False)
     )

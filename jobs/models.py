@@ -53,6 +53,9 @@ class Job(models.Model):
     # The cluster it runs on (cluster/registry.py: SLURM_CLUSTER_NAME for the portal's own, or a
     # CLUSTERS_FILE entry's name); its Slurm job id is unique within that cluster only.
     cluster = models.CharField(max_length=32, default=primary_cluster_name)
+    # Why it runs there, for its owner: the estimates compared when the spec said `any`
+    # (cluster/placement.py), or that the spec named it; empty: the portal's own by default.
+    placement = models.CharField(max_length=500, blank=True)
     slurm_job_id = models.BigIntegerField(null=True, blank=True)
     cluster_user = models.CharField(max_length=64, blank=True)
     name = models.CharField(max_length=200, blank=True)

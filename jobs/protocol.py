@@ -20,22 +20,22 @@ def slurm_comment(job: Job) -> str:
 
 def job_directory(job: Job):
     """Where Slurm writes this job's files: <job root>/<cluster user>/<job uuid>."""
-    return job_paths().job_dir(job.cluster_user) / str(job.uuid)
+    return job_paths(job.cluster).job_dir(job.cluster_user) / str(job.uuid)
 
 
-def make_user_directory(cluster_user: str, name: str, uid: int | None, gid: int | None):
+def make_user_directory(cluster_user: str, name: str, uid: int | None, gid: int | None, cluster: str | None = None):
     """<job root>/<cluster user>/<name>, created and owned by that user, before Slurm opens
     the logs in it. Returns the path as Slurm sees it. Raises OSError (jobfs.UnsafePath)
     when either directory is a symlink, not a directory, or another user's: the user's
     own jobs can write in the job root and plant one there."""
-    paths = job_paths()
+    paths = job_paths(cluster)
     directory = paths.job_dir(cluster_user) / name
     jobfs.make_owned_directory(paths.user_directory(cluster_user, name), uid=uid, gid=gid)
     return directory
 
 
 def prepare_job_directory(job: Job, uid: int | None, gid: int | None) -> None:
-    make_user_directory(job.cluster_user, str(job.uuid), uid, gid)
+    make_user_directory(job.cluster_user, str(job.uuid), uid, gid, job.cluster)
 
 
 def attach_slurm_job(job_pk: int, slurm_job_id: int, *, job: Job | None = None) -> bool:

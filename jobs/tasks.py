@@ -12,8 +12,11 @@ from django.contrib.auth import get_user_model
 from django.db.models import F, Q
 from django.utils import timezone
 
+from accounts.actions import provision_on_cluster
 from accounts.models import Profile
 from cluster.errors import SlurmError, SlurmTransientError
+from cluster.models import ClusterStatus
+from cluster.registry import all_clusters, primary_cluster_name
 from cluster.services import rest_client, slurm_cli
 from cluster.sync import record_run, single_flight, sync_nodes_if_due
 from cluster.types import JobSubmission
@@ -140,7 +143,7 @@ def submit_claimed(job_pk: int, *, timeout: float | None = None, inline: bool = 
 def _submit_held(job: Job, profile: Profile, *, timeout: float | None, inline: bool) -> str:
     """submit_claimed's part once the row is claimed by the caller and loaded."""
     job_pk = job.pk
-    client = rest_client(job.cluster_user)
+    client = rest_client(job.cluster_user, cluster=job.cluster)
     if timeout is not None:
         client.timeout = timeout
     try:
@@ -150,7 +153,18 @@ def _submit_held(job: Job, profile: Profile, *, timeout: float | None, inline: b
             if existing is not None:
                 return _record_accepted(job, existing.job_id, client)
         try:
-            protocol.prepare_job_directory(job, profile.cluster_uid, profile.cluster_gid)
+            uid, gid = _identity_on(job.cluster, profile)
+        except SlurmTransientError:
+            raise
+        except (SlurmError, OSError, ValueError) as exc:
+            protocol.fail_submission(
+                job_pk,
+                f"Your account on cluster {job.cluster} could not be set up; an admin can see why.",
+                detail=str(exc),
+            )
+            return "failed"
+        try:
+            protocol.prepare_job_directory(job, uid, gid)
         except PermissionError as exc:
             if inline:
                 raise HandOver(str(exc)) from exc
@@ -165,6 +179,15 @@ def _submit_held(job: Job, profile: Profile, *, timeout: float | None, inline: b
     except (OSError, ValueError) as exc:
         protocol.fail_submission(job_pk, "The job's directory could not be prepared.", detail=str(exc))
         return "failed"
+
+
+def _identity_on(cluster: str, profile: Profile) -> tuple[int | None, int | None]:
+    """The user's uid and gid on the job's cluster: the profile's on the portal's own, the
+    further cluster's account otherwise (made there on the user's first job)."""
+    if cluster == primary_cluster_name():
+        return profile.cluster_uid, profile.cluster_gid
+    account = provision_on_cluster(profile, cluster)
+    return account.uid, account.gid
 
 
 # Slurm's answer to a `--prefer` naming a feature no node has (error 2133 on 24.11 and 26.05).
@@ -315,6 +338,49 @@ def sync_cluster() -> dict | None:
         if not acquired:
             return None
         return run_sync()
+
+
+# Each further cluster's passes remember their listing as the portal's own do (BEAT_MEMO).
+_FURTHER_MEMOS: dict[str, ListingMemo] = {}
+
+
+def further_clusters_to_mirror() -> list[str]:
+    """The further clusters that take portal jobs and answer: one not answering is left to its
+    probe (cluster/probing.py), which says when it is back; its pass then catches up."""
+    further = [cluster.name for cluster in all_clusters() if not cluster.primary and cluster.takes_jobs]
+    if not further:
+        return []
+    silent = set(ClusterStatus.objects.filter(answering=False, checked_at__isnull=False).values_list("name", flat=True))
+    return [name for name in further if name not in silent]
+
+
+def run_further_sync(cluster: str) -> dict:
+    """One mirror pass over a further cluster's jobs, with their accounting, recorded on the
+    `jobs:<cluster>` SyncRun row. Its events are not wired: polling alone keeps it current."""
+    started = timezone.now()
+    name = f"jobs:{cluster}"
+    try:
+        client = rest_client(cluster=cluster)
+        memo = _FURTHER_MEMOS.setdefault(cluster, ListingMemo())
+        result = mirror_jobs(client, queue=slurm_cli(cluster), memo=memo, cluster=cluster)
+        recorded = record_missing_accounting(client, cluster=cluster)
+    except Exception as exc:
+        log.warning("mirror of cluster %s failed: %s", cluster, exc)
+        record_run_safely(name, started, error=f"{type(exc).__name__}: {exc}")
+        return {"error": str(exc)}
+    record_run(name, started, summary=f"{result.seen} jobs in Slurm, {result.changed} changed, {recorded} accounted")
+    return result.__dict__
+
+
+@shared_task(ignore_result=True)
+def sync_further_clusters() -> dict:
+    """Beat: each further cluster's pass, one at a time per cluster across workers."""
+    outcome = {}
+    for cluster in further_clusters_to_mirror():
+        with single_flight(f"sync_cluster:{cluster}") as acquired:
+            if acquired:
+                outcome[cluster] = run_further_sync(cluster)
+    return outcome
 
 
 @shared_task(ignore_result=True)

@@ -132,6 +132,7 @@ def test_a_whole_gpu_run_gets_its_gpus_average_memory_from_telemetry(capture_use
     node = record.nodes
     Job.objects.create(
         owner=capture_user,
+        cluster="dev",  # the cluster metered below: a job of another with the same id is not this run's
         slurm_job_id=record.job_id,
         cluster_user="ptcapacct",
         state="COMPLETED",
@@ -187,7 +188,7 @@ def test_a_pass_that_cannot_read_slurmdbd_is_recorded_for_admins(monkeypatch):
         def list_accounting(self, start, end):
             raise SlurmTransientError("cannot reach slurmrestd")
 
-    monkeypatch.setattr(metering, "rest_client", lambda: Down())
+    monkeypatch.setattr(metering, "rest_client", lambda **_: Down())
     assert run_metering() is None
     assert "cannot reach" in SyncRun.objects.get(name="metering").last_error
 
@@ -201,7 +202,7 @@ def test_a_pass_reads_the_moving_window_and_records_its_summary(capture_user, mo
             windows.append((start, end))
             return all_captured()
 
-    monkeypatch.setattr(metering, "rest_client", lambda: Slurmdbd())
+    monkeypatch.setattr(metering, "rest_client", lambda **_: Slurmdbd())
     now = datetime(2026, 12, 1, 12, tzinfo=UTC)
     result = run_metering(now)
     assert windows == [(now - timedelta(hours=settings.METERING_WINDOW_HOURS), now)]

@@ -44,6 +44,7 @@ from cluster.accounting import epoch_seconds, gpus_by_type, shards_by_type
 from cluster.errors import SlurmError
 from cluster.hostlist import expand_hostlist
 from cluster.models import Node
+from cluster.registry import all_clusters
 from cluster.services import rest_client
 from cluster.sync import record_run
 from cluster.types import AccountingRecord
@@ -332,20 +333,34 @@ def charge_pending(limit: int = CHARGES_PER_PASS) -> tuple[int, int]:
 
 
 def run_metering(now: datetime | None = None) -> MeteringResult | None:
-    """One pass over the moving window, recorded on the `metering` SyncRun row."""
+    """One pass over the moving window of every cluster that takes portal jobs, each recorded on
+    its own SyncRun row (`metering`, `metering:<cluster>`): a cluster that cannot be read
+    leaves the others' metering as it is. Returns the portal's own cluster's outcome."""
+    outcome = None
+    for cluster in all_clusters():
+        if not cluster.takes_jobs:
+            continue
+        result = _meter_cluster(cluster.name, None if cluster.primary else f"{SYNC_NAME}:{cluster.name}", now)
+        if cluster.primary:
+            outcome = result
+    return outcome
+
+
+def _meter_cluster(cluster: str, sync_name: str | None, now: datetime | None) -> MeteringResult | None:
+    sync_name = sync_name or SYNC_NAME
     started = timezone.now()
     now = now or started
     window = timedelta(hours=settings.METERING_WINDOW_HOURS)
     try:
-        records = rest_client().list_accounting(now - window, now)
+        records = rest_client(cluster=cluster).list_accounting(now - window, now)
     except SlurmError as exc:
-        log.warning("metering: slurmdbd could not be read: %s", exc)
-        record_run(SYNC_NAME, started, error=f"slurmdbd could not be read: {exc}")
+        log.warning("metering: slurmdbd of %s could not be read: %s", cluster, exc)
+        record_run(sync_name, started, error=f"slurmdbd could not be read: {exc}")
         return None
     try:
-        result = meter_records(records)
+        result = meter_records(records, cluster=cluster)
     except Exception as exc:
-        record_run(SYNC_NAME, started, error=f"{type(exc).__name__}: {exc}")
+        record_run(sync_name, started, error=f"{type(exc).__name__}: {exc}")
         raise
-    record_run(SYNC_NAME, started, summary=result.summary())
+    record_run(sync_name, started, summary=result.summary())
     return result

@@ -129,6 +129,7 @@ class JobSerializer(serializers.ModelSerializer):
             "id",
             "uuid",
             "cluster",
+            "placement",
             "slurm_job_id",
             "name",
             "state",
@@ -175,6 +176,7 @@ class JobSerializer(serializers.ModelSerializer):
             "id": job.pk,
             "uuid": str(job.uuid),
             "cluster": job.cluster,
+            "placement": job.placement,
             "slurm_job_id": job.slurm_job_id,
             "name": job.name,
             "state": job.state,
@@ -347,6 +349,15 @@ class JobSpecInputSerializer(serializers.Serializer):
         allow_null=True,
         min_value=1,
         help_text="Run in this approved reservation of yours (same GPU type; the time limit ends with it)",
+    )
+    cluster = serializers.CharField(
+        required=False,
+        allow_null=True,
+        max_length=32,
+        help_text="Where it runs: a cluster's name (GET /api/v1/clusters/), or any: the cluster where it is "
+        "expected to start first (each cluster's scheduler asked; the job's placement says why); absent or null: "
+        "the portal's own. Jobs in a reservation, with datasets, spot, a group's, and a capped plan's run on the "
+        "portal's own",
     )
     group = serializers.IntegerField(
         required=False,

@@ -262,7 +262,9 @@ def log_download(request, pk: int, stream: str):
         )
         response["Retry-After"] = str(decision.retry_after)
         return response
-    path = local_log_path(job.standard_output if stream == "stdout" else job.standard_error, job.cluster_user)
+    path = local_log_path(
+        job.standard_output if stream == "stdout" else job.standard_error, job.cluster_user, job.cluster
+    )
     try:
         handle = open_log(path) if path is not None else None
     except OSError:

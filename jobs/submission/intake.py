@@ -33,6 +33,8 @@ def accept(request, data: Mapping[str, Any]) -> Job:
     reservation_id = data.pop("reservation", None)
     # Who pays is not part of it either: a group's id, null for oneself, absent for the default.
     group_id = data.pop("group", actions.DEFAULT_GROUP)
+    # Nor which cluster: a name, `any` (the earliest expected start) or absent (the portal's own).
+    cluster = data.pop("cluster", None)
     plan = plan_for(request.user)
     policy = SpecPolicy.from_settings()
     spec = parse_job_spec(data, plan=plan, policy=policy)
@@ -41,7 +43,13 @@ def accept(request, data: Mapping[str, Any]) -> Job:
     counted = count_submission(request)
     try:
         return actions.submit(
-            request.user, spec, reservation_id=reservation_id, group_id=group_id, plan=plan, mounts=mounts
+            request.user,
+            spec,
+            reservation_id=reservation_id,
+            group_id=group_id,
+            plan=plan,
+            mounts=mounts,
+            cluster=cluster,
         )
     except Exception:
         for scope, key in counted:

@@ -26,6 +26,8 @@ def dev_cluster_entries(releases) -> list[dict]:
                 "jwt_key_file": str(root / "etc/slurm/jwt_hs256.key"),
                 "cli_prefix": f"chroot {root}",
                 "gpu_types": sorted(settings.GPU_TYPES),
+                "job_root": settings.SLURM_JOB_ROOT,
+                "job_root_local": str(root / settings.SLURM_JOB_ROOT.lstrip("/")),
             }
         )
     return entries
