@@ -59,7 +59,7 @@ class Placement:
     estimates: tuple[StartEstimate, ...]
 
 
-def test_only_arguments(shape: JobShape) -> list[str]:
+def estimate_arguments(shape: JobShape) -> list[str]:
     """sbatch's arguments for the estimate: each is checked by SlurmCli, never a shell's word."""
     gres = ",".join(item.removeprefix("gres/") for item in shape.tres_per_node.split(",") if item)
     return [
@@ -92,7 +92,7 @@ def _refusal(message: str) -> str:
 
 def estimate_start(cluster: ClusterConfig, shape: JobShape, cli: SlurmCli) -> StartEstimate:
     try:
-        result = cli.run(*test_only_arguments(shape))
+        result = cli.run(*estimate_arguments(shape))
     except SlurmError as exc:
         log.info("no start estimate from %s: %s", cluster.name, exc)
         return StartEstimate(cluster.name, error=f"{cluster.name} cannot run it: {_refusal(str(exc))}")

@@ -114,9 +114,9 @@ def unique_cluster_name(prefix: str = "pt") -> str:
     return f"{prefix}{os.getpid() % 1000}{secrets.token_hex(3)}"
 
 
-def remove_cluster_user(name: str) -> None:
+def remove_cluster_user(name: str, cluster: str | None = None) -> None:
     """What a test or benchmark provisioned, undone: the user's jobs cancelled, then the Unix
-    user and the association removed."""
-    cli = slurm_cli()
+    user and the association removed (on `cluster`, the portal's own by default)."""
+    cli = slurm_cli(cluster)
     cli.run("scancel", "-u", name, check=False)
     provisioning_backend(settings.PROVISIONING_BACKEND, cli, settings.SLURM_ACCOUNT).remove_user(name)

@@ -1,6 +1,8 @@
 import pytest
 
+from cluster.management.commands.write_dev_clusters import dev_cluster_entries
 from cluster.provisioning import LocalProvisioner
+from cluster.registry import parse_clusters
 from cluster.services import slurm_cli
 from testing.slurm import unique_cluster_name
 
@@ -19,3 +21,15 @@ def cluster_users(slurm):
     for name in names:
         cli.run("scancel", "-u", name, check=False)
         backend.remove_user(name)
+
+
+@pytest.fixture
+def other_generation(settings, slurm):
+    """The dev cluster of the other Slurm generation (`make test` builds both), as a further cluster."""
+    import json
+
+    entries = dev_cluster_entries(settings.DEVCLUSTER_RELEASES)
+    if not entries:
+        pytest.fail("the other dev cluster generation is not built: `make cluster-up` builds every release")
+    (config,) = parse_clusters(json.dumps(entries[:1]), primary_name=settings.SLURM_CLUSTER_NAME)
+    return config

@@ -9,24 +9,10 @@ import pytest
 from django.urls import reverse
 
 from cluster import probing
-from cluster.management.commands.write_dev_clusters import dev_cluster_entries
-from cluster.registry import parse_clusters
 from cluster.services import api_version
 from testing.tcp_forwarder import TcpForwarder
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db]
-
-
-@pytest.fixture
-def other_generation(settings, slurm):
-    """The dev cluster of the other Slurm generation (`make test` builds both), as a further cluster."""
-    import json
-
-    entries = dev_cluster_entries(settings.DEVCLUSTER_RELEASES)
-    if not entries:
-        pytest.fail("the other dev cluster generation is not built: `make cluster-up` builds every release")
-    (config,) = parse_clusters(json.dumps(entries[:1]), primary_name=settings.SLURM_CLUSTER_NAME)
-    return config
 
 
 def _clusters(client):

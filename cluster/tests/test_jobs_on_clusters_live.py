@@ -1,0 +1,121 @@
+"""A job placed on the other dev cluster generation (docs/clusters.md): `any` asks both real
+schedulers for their estimates, picks the one where it starts first while the portal's own
+cluster's A100s are held, says why, and the job runs there as the user's own account on that
+cluster; its state comes through that cluster's mirror pass, its logs from its job root, and its
+run is metered and charged under that cluster's name."""
+
+from dataclasses import replace
+
+import pytest
+
+from billing.models import UsageRecord
+from billing.usage.metering import run_metering
+from cluster.services import slurm_cli
+from jobs.models import Job
+from jobs.tasks import run_further_sync
+from jobs.tests.conftest import GOOD_SPEC
+from testing.slurm import remove_cluster_user, wait_for
+
+pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+OTHER = "site-b"
+BLOCKER = "#!/bin/sh\nsleep 900\n"
+
+
+@pytest.fixture
+def site_b(settings, other_generation):
+    settings.EXTRA_CLUSTERS = (replace(other_generation, name=OTHER),)
+    settings.SUBMIT_INLINE = True
+    return settings.EXTRA_CLUSTERS[0]
+
+
+@pytest.fixture
+def own_a100s_held(settings, slurm):
+    """Every A100 of the portal's own dev cluster held for 30 minutes by root's jobs (a script
+    in its root: sbatch's arguments are checked words, never a shell line)."""
+    from pathlib import Path
+
+    script = Path(settings.DEVCLUSTER_DIR) / "root/tmp/gpupool-placement-blocker.sh"
+    script.write_text(BLOCKER)
+    cli = slurm_cli()
+    ids = []
+    try:
+        for _ in range(2):
+            answer = cli.run(
+                "sbatch", "--parsable", "--partition=gpu", "--gres=gpu:a100:4", "--nodes=1", "--time=30",
+                "--job-name=placement-blocker", "--output=/dev/null", "/tmp/gpupool-placement-blocker.sh",
+            )  # fmt: skip
+            ids.append(answer.stdout.strip().split(";")[0])
+        wait_for(
+            lambda: (
+                cli.run("squeue", "-h", "-t", "RUNNING", "-n", "placement-blocker", "-o", "%i").stdout.split()
+                and len(cli.run("squeue", "-h", "-t", "RUNNING", "-n", "placement-blocker", "-o", "%i").stdout.split())
+                == 2
+            ),
+            timeout=90,
+            what="both blockers running",
+        )
+        yield
+    finally:
+        for job_id in ids:
+            cli.run("scancel", job_id, check=False)
+
+
+def test_any_cluster_runs_where_it_starts_first_and_says_why(
+    alice, provision, site_b, own_a100s_held, api_client_for, settings
+):
+    profile = provision(alice)
+    client = api_client_for(alice)
+    try:
+        response = client.post("/api/v1/jobs/", {**GOOD_SPEC, "cluster": "any"}, format="json")
+        assert response.status_code == 201, response.content
+        shown = response.json()
+        assert shown["cluster"] == OTHER, shown
+        # The reason names both estimates: site-b now, the own cluster once an A100 is free.
+        assert shown["placement"].startswith(f"{OTHER} can start it now, "), shown["placement"]
+        assert f"{settings.SLURM_CLUSTER_NAME} at " in shown["placement"]
+        assert shown["slurm_job_id"], shown  # submitted inline, to site-b's slurmrestd
+
+        account = profile.cluster_accounts.get(cluster=OTHER)
+        assert account.provisioned_at is not None and account.uid is not None
+
+        def ended():
+            run_further_sync(OTHER)
+            job = Job.objects.get(pk=shown["id"])
+            return job if job.state == "COMPLETED" else None
+
+        job = wait_for(ended, timeout=150, interval=1, what="the job completed on site-b")
+        assert job.cluster == OTHER and job.nodes
+        logs = client.get(f"/api/v1/jobs/{job.pk}/logs").json()
+        assert "hello from the job" in logs["stdout"], logs
+        # The portal's own cluster never heard of it.
+        assert not Job.objects.on_cluster().filter(slurm_job_id=job.slurm_job_id, owner=alice).exists()
+
+        def metered():
+            run_metering()
+            return UsageRecord.objects.filter(cluster=OTHER, job=job).first()
+
+        record = wait_for(metered, timeout=90, interval=2, what="site-b's run metered")
+        assert record.user_id == alice.pk and record.gpu_seconds > 0
+        assert not UsageRecord.objects.filter(cluster=settings.SLURM_CLUSTER_NAME, job=job).exists()
+    finally:
+        remove_cluster_user(profile.cluster_username, cluster=OTHER)
+
+
+def test_a_job_only_the_own_cluster_can_run_is_refused_elsewhere_and_stays_home_with_any(
+    alice, provision, site_b, api_client_for, settings
+):
+    provision(alice)
+    client = api_client_for(alice)
+    refused = client.post("/api/v1/jobs/", {**GOOD_SPEC, "cluster": OTHER, "spot": True}, format="json")
+    assert refused.status_code == 400
+    assert refused.json()["errors"]["cluster"] == [
+        f"This job runs on {settings.SLURM_CLUSTER_NAME}: spot jobs take idle GPUs of the portal's own cluster."
+    ]
+    unknown = client.post("/api/v1/jobs/", {**GOOD_SPEC, "cluster": "nowhere"}, format="json")
+    assert unknown.status_code == 400 and "nowhere" in unknown.json()["errors"]["cluster"][0]
+    assert not Job.objects.exists()  # nothing recorded for either
+
+    home = client.post("/api/v1/jobs/", {**GOOD_SPEC, "cluster": "any", "spot": True}, format="json")
+    assert home.status_code == 201, home.content
+    assert home.json()["cluster"] == settings.SLURM_CLUSTER_NAME
+    assert home.json()["placement"].endswith("spot jobs take idle GPUs of the portal's own cluster.")
