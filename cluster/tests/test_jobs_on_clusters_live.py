@@ -66,7 +66,8 @@ def test_any_cluster_runs_where_it_starts_first_and_says_why(
     profile = provision(alice)
     client = api_client_for(alice)
     try:
-        response = client.post("/api/v1/jobs/", {**GOOD_SPEC, "cluster": "any"}, format="json")
+        spec = {**GOOD_SPEC, "command": "echo hello from the job && sleep 3", "cluster": "any"}
+        response = client.post("/api/v1/jobs/", spec, format="json")
         assert response.status_code == 201, response.content
         shown = response.json()
         assert shown["cluster"] == OTHER, shown
@@ -95,7 +96,8 @@ def test_any_cluster_runs_where_it_starts_first_and_says_why(
             return UsageRecord.objects.filter(cluster=OTHER, job=job).first()
 
         record = wait_for(metered, timeout=90, interval=2, what="site-b's run metered")
-        assert record.user_id == alice.pk and record.gpu_seconds > 0
+        assert record.user_id == alice.pk and record.gpu_type == "a100" and record.seconds >= 3
+        assert record.gpu_seconds == record.seconds and record.charged_at is not None and record.plan == "pro"
         assert not UsageRecord.objects.filter(cluster=settings.SLURM_CLUSTER_NAME, job=job).exists()
     finally:
         remove_cluster_user(profile.cluster_username, cluster=OTHER)
