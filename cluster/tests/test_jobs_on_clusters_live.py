@@ -4,6 +4,7 @@ cluster's A100s are held, says why, and the job runs there as the user's own acc
 cluster; its state comes through that cluster's mirror pass, its logs from its job root, and its
 run is metered and charged under that cluster's name."""
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -121,3 +122,53 @@ def test_a_job_only_the_own_cluster_can_run_is_refused_elsewhere_and_stays_home_
     assert home.status_code == 201, home.content
     assert home.json()["cluster"] == settings.SLURM_CLUSTER_NAME
     assert home.json()["placement"].endswith("spot jobs take idle GPUs of the portal's own cluster.")
+
+
+def test_a_cluster_that_returns_is_caught_up_without_duplicates(
+    alice, provision, site_b, api_client_for, settings, other_generation
+):
+    from urllib.parse import urlsplit
+
+    from cluster import probing
+    from testing.tcp_forwarder import TcpForwarder
+
+    profile = provision(alice)
+    client = api_client_for(alice)
+    target = urlsplit(other_generation.slurmrestd_url)
+    try:
+        with TcpForwarder(target.hostname, target.port) as path:
+            settings.EXTRA_CLUSTERS = (replace(site_b, slurmrestd_url=path.url),)
+            probing.probe_all()
+            spec = {**GOOD_SPEC, "command": "echo hello from the job && sleep 3", "cluster": OTHER}
+            response = client.post("/api/v1/jobs/", spec, format="json")
+            assert response.status_code == 201, response.content
+            job_id = response.json()["id"]
+            assert response.json()["placement"] == f"You chose {OTHER}."
+            path.stop()  # site-b's network goes while the job runs there
+            probing.probe_all()
+        assert _state_of(client, OTHER) == "stale"
+        stale_job = Job.objects.get(pk=job_id)
+        time.sleep(5)  # it ends on site-b meanwhile; the portal cannot hear of it
+        run_further_sync(OTHER)  # a cluster not answering is not asked: nothing moves
+        assert Job.objects.get(pk=job_id).state == stale_job.state != "COMPLETED"
+
+        settings.EXTRA_CLUSTERS = (site_b,)  # back, on its own address
+        settings.CLUSTER_PROBE_FAILING_INTERVAL_SECONDS = 0
+        probing.probe_all()
+        assert _state_of(client, OTHER) == "up"
+        job = wait_for(
+            lambda: run_further_sync(OTHER) and Job.objects.filter(pk=job_id, state="COMPLETED").first(),
+            timeout=60,
+            interval=1,
+            what="site-b's job caught up",
+        )
+        for _ in range(2):
+            run_further_sync(OTHER)  # passes repeated change nothing and add nothing
+        assert Job.objects.on_cluster(OTHER).filter(slurm_job_id=job.slurm_job_id).count() == 1
+        assert Job.objects.get(pk=job_id).state == "COMPLETED"
+    finally:
+        remove_cluster_user(profile.cluster_username, cluster=OTHER)
+
+
+def _state_of(client, name):
+    return {row["name"]: row for row in client.get("/api/v1/clusters/").json()}[name]["state"]
