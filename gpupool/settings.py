@@ -277,7 +277,13 @@ SUBMIT_INLINE = env_bool("SUBMIT_INLINE", True)
 SWEEP_MAX_POINTS = env_int("SWEEP_MAX_POINTS", 10_000, minimum=1)
 SLURM_MAX_ARRAY_SIZE = env_int("SLURM_MAX_ARRAY_SIZE", 1001, minimum=2)
 SUBMIT_INLINE_TIMEOUT_SECONDS = env_float("SUBMIT_INLINE_TIMEOUT_SECONDS", 2.0)
+# A job placed by the portal (`any`) that has waited JOB_MOVE_AFTER_SECONDS moves once to a
+# cluster where it would start at least JOB_MOVE_MARGIN_MINUTES sooner (jobs/moves.py).
+JOB_MOVE_MARGIN_MINUTES = env_int("JOB_MOVE_MARGIN_MINUTES", 15, minimum=1)
+JOB_MOVE_AFTER_SECONDS = env_int("JOB_MOVE_AFTER_SECONDS", 120, minimum=0)
+JOB_MOVES_PER_PASS = env_int("JOB_MOVES_PER_PASS", 10, minimum=1)
 CELERY_BEAT_SCHEDULE = {
+    "move-waiting-jobs": {"task": "jobs.tasks.move_waiting_jobs", "schedule": 60.0, "options": {"expires": 60.0}},
     "mirror-cluster": {
         "task": "jobs.tasks.sync_cluster",
         "schedule": CLUSTER_SYNC_INTERVAL_SECONDS,

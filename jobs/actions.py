@@ -137,6 +137,7 @@ def submit(
             owner=user,
             cluster=choice.name,
             placement=choice.reason,
+            movable=choice.movable,
             cluster_user=profile.cluster_username,
             name=spec.name,
             spec=spec.to_dict(),

@@ -56,6 +56,12 @@ class Job(models.Model):
     # Why it runs there, for its owner: the estimates compared when the spec said `any`
     # (cluster/placement.py), or that the spec named it; empty: the portal's own by default.
     placement = models.CharField(max_length=500, blank=True)
+    # Placed by the portal (`any`) and not moved yet: a waiting job may move once to a cluster
+    # where it would start JOB_MOVE_MARGIN_MINUTES sooner (jobs/moves.py); False once it did,
+    # or once a move was tried.
+    movable = models.BooleanField(default=False)
+    moved_from = models.CharField(max_length=32, blank=True)
+    moved_at = models.DateTimeField(null=True, blank=True)
     slurm_job_id = models.BigIntegerField(null=True, blank=True)
     cluster_user = models.CharField(max_length=64, blank=True)
     name = models.CharField(max_length=200, blank=True)

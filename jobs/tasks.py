@@ -384,6 +384,24 @@ def sync_further_clusters() -> dict:
 
 
 @shared_task(ignore_result=True)
+def move_waiting_jobs() -> dict:
+    """Beat: jobs placed by the portal that still wait, a few a pass in random order (those that
+    stay are looked at again later), each moved once where it would start sooner (jobs/moves.py)."""
+    from jobs import moves
+
+    if not any(not cluster.primary and cluster.takes_jobs for cluster in all_clusters()):
+        return {}
+    outcomes: dict[str, int] = {}
+    with single_flight("move_waiting_jobs", timeout=600) as acquired:
+        if not acquired:
+            return outcomes
+        for job_pk in moves.waiting_to_move().order_by("?").values_list("pk", flat=True)[: settings.JOB_MOVES_PER_PASS]:
+            outcome = moves.consider(job_pk).outcome
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return outcomes
+
+
+@shared_task(ignore_result=True)
 def sync_accounting() -> int | None:
     """Copy slurmdbd's figures onto finished jobs. Its own task: slurmdbd answers in tenths
     of a second, and the state mirror must not wait for it."""

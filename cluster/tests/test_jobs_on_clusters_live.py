@@ -5,7 +5,9 @@ cluster; its state comes through that cluster's mirror pass, its logs from its j
 run is metered and charged under that cluster's name."""
 
 import time
+from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -29,36 +31,35 @@ def site_b(settings, other_generation):
     return settings.EXTRA_CLUSTERS[0]
 
 
-@pytest.fixture
-def own_a100s_held(settings, slurm):
-    """Every A100 of the portal's own dev cluster held for 30 minutes by root's jobs (a script
-    in its root: sbatch's arguments are checked words, never a shell line)."""
-    from pathlib import Path
-
-    script = Path(settings.DEVCLUSTER_DIR) / "root/tmp/gpupool-placement-blocker.sh"
-    script.write_text(BLOCKER)
-    cli = slurm_cli()
+@contextmanager
+def a100s_held(root: Path, cli, minutes: int):
+    """Every A100 of a dev cluster held for `minutes` by root's jobs (a script in its root:
+    sbatch's arguments are checked words, never a shell line)."""
+    (root / "tmp/gpupool-placement-blocker.sh").write_text(BLOCKER)
     ids = []
+
+    def running():
+        listed = cli.run("squeue", "-h", "-t", "RUNNING", "-n", "placement-blocker", "-o", "%i").stdout.split()
+        return set(ids) <= set(listed)
+
     try:
         for _ in range(2):
             answer = cli.run(
-                "sbatch", "--parsable", "--partition=gpu", "--gres=gpu:a100:4", "--nodes=1", "--time=30",
+                "sbatch", "--parsable", "--partition=gpu", "--gres=gpu:a100:4", "--nodes=1", f"--time={minutes}",
                 "--job-name=placement-blocker", "--output=/dev/null", "/tmp/gpupool-placement-blocker.sh",
             )  # fmt: skip
             ids.append(answer.stdout.strip().split(";")[0])
-        wait_for(
-            lambda: (
-                cli.run("squeue", "-h", "-t", "RUNNING", "-n", "placement-blocker", "-o", "%i").stdout.split()
-                and len(cli.run("squeue", "-h", "-t", "RUNNING", "-n", "placement-blocker", "-o", "%i").stdout.split())
-                == 2
-            ),
-            timeout=90,
-            what="both blockers running",
-        )
-        yield
+        wait_for(running, timeout=90, what="both blockers running")
+        yield ids
     finally:
         for job_id in ids:
             cli.run("scancel", job_id, check=False)
+
+
+@pytest.fixture
+def own_a100s_held(settings, slurm):
+    with a100s_held(Path(settings.DEVCLUSTER_DIR) / "root", slurm_cli(), 30):
+        yield
 
 
 def test_any_cluster_runs_where_it_starts_first_and_says_why(
@@ -172,3 +173,58 @@ def test_a_cluster_that_returns_is_caught_up_without_duplicates(
 
 def _state_of(client, name):
     return {row["name"]: row for row in client.get("/api/v1/clusters/").json()}[name]["state"]
+
+
+def test_a_waiting_job_moves_once_where_it_starts_sooner_and_is_audited(
+    alice, provision, site_b, own_a100s_held, api_client_for, settings
+):
+    from audit.models import AuditLog
+    from cluster.services import rest_client
+    from jobs import moves
+    from jobs.tasks import run_sync
+
+    settings.JOB_MOVE_AFTER_SECONDS = 0
+    profile = provision(alice)
+    client = api_client_for(alice)
+    site_b_root = Path(site_b.cli_prefix[-1])  # "chroot <root>"
+    try:
+        # Both clusters' A100s held, site-b's longer: the portal places it at home, where it waits.
+        with a100s_held(site_b_root, slurm_cli(OTHER), 60):
+            spec = {**GOOD_SPEC, "command": "echo hello from the job && sleep 3", "cluster": "any"}
+            shown = client.post("/api/v1/jobs/", spec, format="json").json()
+            assert shown["cluster"] == settings.SLURM_CLUSTER_NAME, shown
+            old_id = shown["slurm_job_id"]
+            # Once slurmctld's backfill pass has an expected start for it, site-b is no sooner yet.
+            stays = wait_for(
+                lambda: (outcome := moves.consider(shown["id"])).outcome != "no-estimate" and outcome,
+                timeout=90,
+                interval=2,
+                what="Slurm's expected start of the waiting job",
+            )
+            assert stays.outcome == "stays", stays
+            job = Job.objects.get(pk=shown["id"])
+            assert job.movable and job.state == "PENDING"
+        # site-b's A100s are free now: 30 minutes sooner than at home.
+        outcome = moves.consider(job.pk)
+        assert outcome.outcome == "moved", outcome
+        job.refresh_from_db()
+        assert (job.cluster, job.moved_from, job.movable) == (OTHER, settings.SLURM_CLUSTER_NAME, False)
+        assert job.placement.startswith(f"Moved from {settings.SLURM_CLUSTER_NAME} at ")
+        assert job.slurm_job_id and job.state == "PENDING"
+        assert rest_client().get_job(old_id).state == "CANCELLED"  # the one it left behind
+        entry = AuditLog.objects.get(action="job.move", target=f"job {job.pk}")
+        assert entry.succeeded and entry.before["slurm_job_id"] == old_id and entry.after["cluster"] == OTHER
+
+        assert moves.consider(job.pk).outcome == "not-movable"  # once, ever
+        run_sync()  # the portal's own mirror sees the old Slurm job: no job of its own
+        assert Job.objects.filter(owner=alice).count() == 1
+
+        def ended():
+            run_further_sync(OTHER)
+            return Job.objects.filter(pk=job.pk, state="COMPLETED").first()
+
+        done = wait_for(ended, timeout=150, interval=1, what="the moved job completed on site-b")
+        assert done.cluster == OTHER
+        assert "hello from the job" in client.get(f"/api/v1/jobs/{job.pk}/logs").json()["stdout"]
+    finally:
+        remove_cluster_user(profile.cluster_username, cluster=OTHER)

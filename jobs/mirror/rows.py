@@ -115,6 +115,14 @@ def apply_slurm_job(job: SlurmJob, cluster: str | None = None) -> bool:
             if portal_uuid
             else None
         )
+        if (
+            portal is None
+            and portal_uuid
+            and Job.objects.filter(uuid=portal_uuid, moved_from=cluster or primary_cluster_name()).exists()
+        ):
+            # The Slurm job a moved job left behind (held, then cancelled: jobs/moves.py): the
+            # portal's job is the one on its new cluster, and this one is no job of its own.
+            return False
         if portal is not None and portal["cluster_user"] != job.user_name:
             # Anyone can write any comment: only the job's own user's job can be the portal's.
             log.warning(

@@ -4,7 +4,7 @@ the portal's own cluster offers (docs/clusters.md, "Jobs on further clusters")."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cluster.placement import JobShape, choose, estimate_everywhere
 from cluster.queries import clusters_not_answering
@@ -19,6 +19,8 @@ ANY = "any"
 class ClusterChoice:
     name: str
     reason: str  # shown to the owner (Job.placement); empty for the portal's own by default
+    # The portal chose it (`any`), so it may move once while it waits (jobs/moves.py).
+    movable: bool = False
 
 
 def home_only_reason(spec: JobSpec, *, reserved: bool, group, capped_plan: bool) -> str:
@@ -54,7 +56,7 @@ def choose_cluster(requested, spec: JobSpec, *, partition: str, home_only: str) 
     if requested == ANY:
         if home_only:
             return ClusterChoice(own, f"{own}: {home_only}.")
-        return _earliest(spec, partition)
+        return replace(_earliest(spec, partition), movable=True)
     clusters = {cluster.name: cluster for cluster in all_clusters()}
     cluster = clusters.get(requested)
     if cluster is None:
