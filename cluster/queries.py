@@ -51,3 +51,12 @@ def clusters_not_answering() -> list[ClusterView]:
     if not ClusterStatus.objects.filter(answering=False, checked_at__isnull=False).exists():
         return []
     return [view for view in cluster_views() if view.state in ("stale", "down")]
+
+
+def job_clusters() -> list[ClusterView]:
+    """The clusters a user may send a job to, the portal's own first: [] when it is the only
+    one (the job form then shows no choice, and asks the database nothing)."""
+    taking = {cluster.name for cluster in all_clusters() if cluster.takes_jobs}
+    if len(taking) < 2:
+        return []
+    return [view for view in cluster_views() if view.name in taking]

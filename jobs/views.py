@@ -8,6 +8,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from cluster.queries import job_clusters
 from datasets.queries import mountable_versions
 from foundation.ratelimit import hit
 from groups.queries import GroupError, default_group, groups_of, sees_everyone, visible_group
@@ -32,9 +33,16 @@ from reservations.queries import usable_reservations
 
 @login_required
 def job_list(request):
-    jobs = list(Job.objects.filter(owner=request.user).order_by("-created_at", "-id")[:100])
+    jobs = Job.objects.filter(owner=request.user)
+    clusters = job_clusters()
+    chosen = request.GET.get("cluster", "")
+    if chosen and chosen in {cluster.name for cluster in clusters}:
+        jobs = jobs.filter(cluster=chosen)
+    else:
+        chosen = ""
+    jobs = list(jobs.order_by("-created_at", "-id")[:100])
     watch_pending(jobs)
-    return render(request, "jobs/list.html", {"jobs": jobs})
+    return render(request, "jobs/list.html", {"jobs": jobs, "clusters": clusters, "chosen_cluster": chosen})
 
 
 @login_required
@@ -198,6 +206,8 @@ def job_new(request):
         data = form_data_from_post(request.POST)
         if request.POST.get("reservation"):
             data["reservation"] = request.POST["reservation"]
+        if request.POST.get("cluster"):
+            data["cluster"] = request.POST["cluster"]
         # "" charges oneself; a group's id charges it (the select always sends one or the other).
         if "group" in request.POST:
             data["group"] = request.POST["group"] or None
@@ -231,6 +241,8 @@ def job_new(request):
         "gpu_types": gpu_types_of(plan),
         "templates": JobTemplate.objects.filter(owner=request.user, kind=""),
         "reservations": usable_reservations(request.user),
+        # The portal's own first, then the further clusters that take its jobs.
+        "job_clusters": job_clusters(),
         "groups": groups_of(request.user).order_by("name"),
         "default_group": default_group(request.user),
         "is_clone": "clone" in request.GET,

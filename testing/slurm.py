@@ -6,8 +6,9 @@ import os
 import secrets
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import replace
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
 from django.conf import settings
@@ -120,3 +121,31 @@ def remove_cluster_user(name: str, cluster: str | None = None) -> None:
     cli = slurm_cli(cluster)
     cli.run("scancel", "-u", name, check=False)
     provisioning_backend(settings.PROVISIONING_BACKEND, cli, settings.SLURM_ACCOUNT).remove_user(name)
+
+
+BLOCKER = "#!/bin/sh\nsleep 900\n"
+
+
+@contextmanager
+def a100s_held(root: Path, cli, minutes: int):
+    """Every A100 of a dev cluster held for `minutes` by root's jobs (a script in its root:
+    sbatch's arguments are checked words, never a shell line)."""
+    (Path(root) / "tmp/gpupool-placement-blocker.sh").write_text(BLOCKER)
+    ids = []
+
+    def running():
+        listed = cli.run("squeue", "-h", "-t", "RUNNING", "-n", "placement-blocker", "-o", "%i").stdout.split()
+        return set(ids) <= set(listed)
+
+    try:
+        for _ in range(2):
+            answer = cli.run(
+                "sbatch", "--parsable", "--partition=gpu", "--gres=gpu:a100:4", "--nodes=1", f"--time={minutes}",
+                "--job-name=placement-blocker", "--output=/dev/null", "/tmp/gpupool-placement-blocker.sh",
+            )  # fmt: skip
+            ids.append(answer.stdout.strip().split(";")[0])
+        wait_for(running, timeout=90, what="both blockers running")
+        yield ids
+    finally:
+        for job_id in ids:
+            cli.run("scancel", job_id, check=False)

@@ -1,10 +1,12 @@
+from pathlib import Path
+
 import pytest
 
 from cluster.management.commands.write_dev_clusters import dev_cluster_entries
 from cluster.provisioning import LocalProvisioner
 from cluster.registry import parse_clusters
 from cluster.services import slurm_cli
-from testing.slurm import unique_cluster_name
+from testing.slurm import a100s_held, unique_cluster_name
 
 
 @pytest.fixture(scope="session")
@@ -33,3 +35,9 @@ def other_generation(settings, slurm):
         pytest.fail("the other dev cluster generation is not built: `make cluster-up` builds every release")
     (config,) = parse_clusters(json.dumps(entries[:1]), primary_name=settings.SLURM_CLUSTER_NAME)
     return config
+
+
+@pytest.fixture
+def own_a100s_held(settings, slurm):
+    with a100s_held(Path(settings.DEVCLUSTER_DIR) / "root", slurm_cli(), 30):
+        yield

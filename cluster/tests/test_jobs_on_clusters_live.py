@@ -5,7 +5,6 @@ cluster; its state comes through that cluster's mirror pass, its logs from its j
 run is metered and charged under that cluster's name."""
 
 import time
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,11 +16,10 @@ from cluster.services import slurm_cli
 from jobs.models import Job
 from jobs.tasks import run_further_sync
 from jobs.tests.conftest import GOOD_SPEC
-from testing.slurm import remove_cluster_user, wait_for
+from testing.slurm import a100s_held, remove_cluster_user, wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 OTHER = "site-b"
-BLOCKER = "#!/bin/sh\nsleep 900\n"
 
 
 @pytest.fixture
@@ -29,37 +27,6 @@ def site_b(settings, other_generation):
     settings.EXTRA_CLUSTERS = (replace(other_generation, name=OTHER),)
     settings.SUBMIT_INLINE = True
     return settings.EXTRA_CLUSTERS[0]
-
-
-@contextmanager
-def a100s_held(root: Path, cli, minutes: int):
-    """Every A100 of a dev cluster held for `minutes` by root's jobs (a script in its root:
-    sbatch's arguments are checked words, never a shell line)."""
-    (root / "tmp/gpupool-placement-blocker.sh").write_text(BLOCKER)
-    ids = []
-
-    def running():
-        listed = cli.run("squeue", "-h", "-t", "RUNNING", "-n", "placement-blocker", "-o", "%i").stdout.split()
-        return set(ids) <= set(listed)
-
-    try:
-        for _ in range(2):
-            answer = cli.run(
-                "sbatch", "--parsable", "--partition=gpu", "--gres=gpu:a100:4", "--nodes=1", f"--time={minutes}",
-                "--job-name=placement-blocker", "--output=/dev/null", "/tmp/gpupool-placement-blocker.sh",
-            )  # fmt: skip
-            ids.append(answer.stdout.strip().split(";")[0])
-        wait_for(running, timeout=90, what="both blockers running")
-        yield ids
-    finally:
-        for job_id in ids:
-            cli.run("scancel", job_id, check=False)
-
-
-@pytest.fixture
-def own_a100s_held(settings, slurm):
-    with a100s_held(Path(settings.DEVCLUSTER_DIR) / "root", slurm_cli(), 30):
-        yield
 
 
 def test_any_cluster_runs_where_it_starts_first_and_says_why(
