@@ -26,6 +26,9 @@ def test_a_good_entry_is_read_with_its_defaults():
     assert cluster.slurmrestd_url == "https://slurm-b.example.org:6820"
     assert cluster.cli_prefix == ("ssh", "-o", "BatchMode=yes", "slurm b")  # split, never a shell
     assert cluster.api_version == "auto" and cluster.gpu_types == ("h100",) and cluster.time_zone == "Europe/Berlin"
+    assert not cluster.takes_jobs  # no job roots: probed and listed, never sent a job
+    (taking,) = _parse([{**GOOD, "job_root": "/srv/gpupool/jobs", "job_root_local": "/mnt/site-b/jobs"}])
+    assert taking.takes_jobs and str(taking.job_root_local) == "/mnt/site-b/jobs"
 
 
 @pytest.mark.parametrize(
@@ -38,6 +41,8 @@ def test_a_good_entry_is_read_with_its_defaults():
         ({"jwt_key_file": "key"}, "jwt_key_file must be an absolute path"),
         ({"cli_prefix": ["ssh"]}, "cli_prefix must be a string"),
         ({"api_version": "latest"}, "api_version must be"),
+        ({"job_root": "/srv/gpupool/jobs"}, "job_root and job_root_local go together"),
+        ({"job_root": "/srv/jobs", "job_root_local": "mnt/jobs"}, "job_root and job_root_local go together"),
         ({"gpu_types": ["b200"]}, "GPU type(s) b200 are not in GPU_TYPES_FILE"),
         ({"gpu_types": "h100"}, "gpu_types must be a list"),
         ({"time_zone": "Mars/Olympus"}, "time_zone 'Mars/Olympus' is not a known time zone"),
