@@ -16,7 +16,9 @@ from django.conf import settings
 from django.core.cache import caches
 from django.utils import timezone
 
+from cluster import further_nodes
 from cluster.models import Node
+from cluster.registry import all_clusters, primary_cluster_name
 from jobs.models import Job
 from telemetry.models import GpuLatest
 
@@ -30,19 +32,49 @@ BUILD_LOCK_KEY = "gpupool:heatmap:building"
 WAIT_FOR_BUILD_SECONDS = 5.0
 
 
-def build_shared_heatmap() -> dict:
-    """Every GPU with its last sample and the job holding it (a reference into "jobs", which
-    carries each job's owner id), whoever may look."""
-    now = timezone.now()
-    latest = {(row.node, row.index): row for row in GpuLatest.objects.all()}
+def _holders(cluster: str | None) -> dict[tuple[str, int], Job]:
     holders: dict[tuple[str, int], Job] = {}
-    # The portal's own cluster's nodes (the Node table mirrors it alone; node names repeat across clusters).
-    for job in Job.objects.on_cluster().filter(state="RUNNING").exclude(gpu_allocation={}).select_related("owner"):
+    running = Job.objects.on_cluster(cluster).filter(state="RUNNING").exclude(gpu_allocation={})
+    for job in running.select_related("owner"):
         for node, indexes in job.gpu_allocation.items():
             for index in indexes:
                 holders[(node, index)] = job
-    jobs: list[dict] = []
-    job_slots: dict[int, int] = {}
+    return holders
+
+
+class _JobSlots:
+    """The payload's "jobs" list, each job once, and its index for the GPUs it holds."""
+
+    def __init__(self):
+        self.jobs: list[dict] = []
+        self._slots: dict[int, int] = {}
+
+    def reference(self, holder: Job | None) -> int:
+        if holder is None:
+            return IDLE
+        if holder.pk not in self._slots:
+            self._slots[holder.pk] = len(self.jobs)
+            self.jobs.append(
+                {
+                    "id": holder.pk,
+                    "slurm": holder.slurm_job_id,
+                    "name": holder.name,
+                    "user": holder.owner.username if holder.owner else holder.cluster_user,
+                    "owner": holder.owner_id,
+                }
+            )
+        return self._slots[holder.pk]
+
+
+def build_shared_heatmap() -> dict:
+    """Every GPU with its last sample and the job holding it (a reference into "jobs", which
+    carries each job's owner id), whoever may look; the portal's own cluster's nodes first, then
+    each further cluster's that takes jobs (its last node snapshot, without telemetry)."""
+    now = timezone.now()
+    own = primary_cluster_name()
+    latest = {(row.node, row.index): row for row in GpuLatest.objects.all()}
+    holders = _holders(None)
+    slots = _JobSlots()
     sources: set[str] = set()
     nodes = []
     for node in Node.objects.all():
@@ -53,22 +85,7 @@ def build_shared_heatmap() -> dict:
                 index = position
                 position += 1
                 sample = latest.get((node.name, index))
-                holder = holders.get((node.name, index))
-                if holder is None:
-                    reference = IDLE
-                else:
-                    if holder.pk not in job_slots:
-                        job_slots[holder.pk] = len(jobs)
-                        jobs.append(
-                            {
-                                "id": holder.pk,
-                                "slurm": holder.slurm_job_id,
-                                "name": holder.name,
-                                "user": holder.owner.username if holder.owner else holder.cluster_user,
-                                "owner": holder.owner_id,
-                            }
-                        )
-                    reference = job_slots[holder.pk]
+                reference = slots.reference(holders.get((node.name, index)))
                 if sample is None:
                     gpus.append([NO_SAMPLE, NO_SAMPLE, NO_SAMPLE, reference, NO_SAMPLE])
                     continue
@@ -78,6 +95,7 @@ def build_shared_heatmap() -> dict:
                 gpus.append([round(sample.compute_util), round(sample.memory_util), used, reference, sampled])
         nodes.append(
             {
+                "c": own,
                 "n": node.name,
                 "t": node.gpus[0]["type"] if node.gpus else "",
                 "s": node.state + (f"+{node.state_flags}" if node.state_flags else ""),
@@ -85,7 +103,40 @@ def build_shared_heatmap() -> dict:
                 "g": gpus,
             }
         )
-    return {"generated": now.isoformat(), "sources": sorted(sources), "nodes": nodes, "jobs": jobs}
+    for cluster in all_clusters():
+        if not cluster.primary and cluster.takes_jobs:
+            nodes += _further_nodes(cluster.name, slots)
+    return {"generated": now.isoformat(), "own": own, "sources": sorted(sources), "nodes": nodes, "jobs": slots.jobs}
+
+
+def _further_nodes(cluster: str, slots: _JobSlots) -> list[dict]:
+    """A further cluster's GPUs: held by a portal job there (named as the portal's own are), in
+    use by someone outside the portal (HIDDEN), or idle; no telemetry."""
+    snapshot = further_nodes.nodes_of(cluster)
+    if not snapshot:
+        return []
+    holders = _holders(cluster)
+    nodes = []
+    for node in snapshot:
+        gpus, position = [], 0
+        for group in node["gpus"]:
+            used = set(group["used"])
+            for offset in range(group["count"]):
+                holder = holders.get((node["name"], position))
+                reference = slots.reference(holder) if holder else (HIDDEN if offset in used else IDLE)
+                gpus.append([NO_SAMPLE, NO_SAMPLE, NO_SAMPLE, reference, NO_SAMPLE])
+                position += 1
+        nodes.append(
+            {
+                "c": cluster,
+                "n": node["name"],
+                "t": node["gpus"][0]["type"] if node["gpus"] else "",
+                "s": node["state"],
+                "r": node["reason"],
+                "g": gpus,
+            }
+        )
+    return nodes
 
 
 def shared_heatmap() -> dict:
@@ -133,4 +184,5 @@ def heatmap_payload(viewer, *, is_admin: bool, shared: dict | None = None) -> di
             age = NO_SAMPLE if sampled == NO_SAMPLE else max(0, int(now - sampled))
             cells.append([compute, memory, used, reference, age])
         nodes.append({**node, "g": cells})
-    return {"generated": shared["generated"], "sources": shared["sources"], "nodes": nodes, "jobs": jobs}
+    own = shared.get("own", "")
+    return {"generated": shared["generated"], "own": own, "sources": shared["sources"], "nodes": nodes, "jobs": jobs}

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from accounts.actions import provision_on_cluster
 from accounts.models import Profile
+from cluster import further_nodes
 from cluster.errors import SlurmError, SlurmTransientError
 from cluster.models import ClusterStatus
 from cluster.registry import all_clusters, primary_cluster_name
@@ -364,6 +365,7 @@ def run_further_sync(cluster: str) -> dict:
         memo = _FURTHER_MEMOS.setdefault(cluster, ListingMemo())
         result = mirror_jobs(client, queue=slurm_cli(cluster), memo=memo, cluster=cluster)
         recorded = record_missing_accounting(client, cluster=cluster)
+        further_nodes.snapshot_if_due(cluster, client)  # what the heatmap shows of it
     except Exception as exc:
         log.warning("mirror of cluster %s failed: %s", cluster, exc)
         record_run_safely(name, started, error=f"{type(exc).__name__}: {exc}")

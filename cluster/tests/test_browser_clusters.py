@@ -70,6 +70,12 @@ def test_any_cluster_from_the_form_on_a_phone(alice, provision, other_generation
             expect(page.locator("table.jobs-table [data-cluster]")).to_have_text(f"on {OTHER}")
             page.click("nav.chips >> text=All clusters")
             expect(page.locator("nav.chips a[aria-current=page]")).to_have_text("All clusters")
+            # The heatmap shows site-b's nodes after the portal's own, under its name.
+            page.goto(f"{base_url}/console/heatmap/")
+            expect(page.locator("section.hm-type[data-cluster=site-b] h2").first).to_contain_text(f"{OTHER} · ")
+            expect(page.locator("section.hm-type").first).not_to_have_attribute("data-cluster", OTHER)
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+            page.screenshot(path=str(tmp_path / "heatmap-clusters-phone.png"), full_page=True)
             assert errors == []
     finally:
         remove_cluster_user(profile.cluster_username, cluster=OTHER)

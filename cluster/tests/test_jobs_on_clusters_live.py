@@ -13,6 +13,7 @@ import pytest
 from billing.models import UsageRecord
 from billing.usage.metering import run_metering
 from cluster.services import slurm_cli
+from console.heatmap import build_shared_heatmap
 from jobs.models import Job
 from jobs.tasks import run_further_sync
 from jobs.tests.conftest import GOOD_SPEC
@@ -55,6 +56,10 @@ def test_any_cluster_runs_where_it_starts_first_and_says_why(
 
         job = wait_for(ended, timeout=150, interval=1, what="the job completed on site-b")
         assert job.cluster == OTHER and job.nodes
+        # site-b's pass took a snapshot of its nodes: the heatmap shows them after the own cluster's.
+        shown_clusters = [node["c"] for node in build_shared_heatmap()["nodes"]]
+        assert OTHER in shown_clusters
+        assert shown_clusters == sorted(shown_clusters, key=lambda name: name != settings.SLURM_CLUSTER_NAME)
         logs = client.get(f"/api/v1/jobs/{job.pk}/logs").json()
         assert "hello from the job" in logs["stdout"], logs
         # The portal's own cluster never heard of it.

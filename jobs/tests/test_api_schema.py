@@ -117,9 +117,13 @@ def test_fields_that_can_be_null_are_nullable(schema):
 
 def test_the_submission_body_lists_exactly_the_specs_fields(schema):
     body = schema["components"]["schemas"]["JobSpecInput"]
-    # The spec's fields, where to run and who pays: a reservation and a group are not part of the spec
-    # (jobs.submission.intake).
-    assert set(body["properties"]) == set(FIELDS) | {"reservation", "group"} == set(JobSpecInputSerializer().fields)
+    # The spec's fields, where to run and who pays: a reservation, a cluster and a group are not part of
+    # the spec (jobs.submission.intake).
+    assert (
+        set(body["properties"])
+        == set(FIELDS) | {"reservation", "cluster", "group"}
+        == set(JobSpecInputSerializer().fields)
+    )
     assert body["additionalProperties"] is False  # unknown fields are refused
     assert set(body["properties"]["gpu_type"]["allOf"][0]["$ref"].split("/")[-1:]) == {"GpuTypeEnum"}
     assert not schema["components"]["schemas"]["JobCloneInput"].get("required")

@@ -30,18 +30,26 @@
 
   function render() {
     if (!data) return;
-    const byType = new Map();
+    // By cluster (the portal's own first, as the server lists them), then by GPU type.
+    const clusters = new Set(data.nodes.map((node) => node.c));
+    const groups = new Map();
     data.nodes.forEach((node, n) => {
-      if (!byType.has(node.t)) byType.set(node.t, []);
-      byType.get(node.t).push(n);
+      const key = `${node.c}\u0000${node.t}`;
+      if (!groups.has(key)) groups.set(key, {cluster: node.c, type: node.t, nodes: []});
+      groups.get(key).nodes.push(n);
     });
     const parts = [];
-    for (const [type, nodeIndexes] of byType) {
-      parts.push(`<section class="hm-type"><h2>${escapeHtml(type || "no GPUs")}</h2><div class="hm-nodes">`);
-      for (const n of nodeIndexes) {
+    for (const group of groups.values()) {
+      const title = (clusters.size > 1 ? `${group.cluster} · ` : "") + (group.type || "no GPUs");
+      parts.push(`<section class="hm-type" data-cluster="${escapeHtml(group.cluster)}"><h2>${escapeHtml(title)}</h2><div class="hm-nodes">`);
+      for (const n of group.nodes) {
         const node = data.nodes[n];
         const down = /DOWN|DRAIN|FAIL|NOT_RESPONDING/.test(node.s);
-        parts.push(`<div class="hm-node${down ? " hm-down" : ""}"><a class="hm-node-name" href="${root.dataset.nodeUrl}${encodeURIComponent(node.n)}/">${escapeHtml(node.n)}</a>`);
+        // Node pages are the portal's own cluster's (its Node table); a further cluster's node is named only.
+        const name = node.c === data.own
+          ? `<a class="hm-node-name" href="${root.dataset.nodeUrl}${encodeURIComponent(node.n)}/">${escapeHtml(node.n)}</a>`
+          : `<span class="hm-node-name">${escapeHtml(node.n)}</span>`;
+        parts.push(`<div class="hm-node${down ? " hm-down" : ""}">${name}`);
         parts.push(`<span class="hm-node-state">${escapeHtml(node.s)}</span><div class="hm-cells">`);
         node.g.forEach((gpu, g) => {
           const busy = gpu[3] !== -1 ? " hm-busy" : "";
@@ -60,7 +68,8 @@
   function tooltip(cell) {
     const node = data.nodes[+cell.dataset.n];
     const gpu = node.g[+cell.dataset.g];
-    const lines = [`<strong>${escapeHtml(node.n)} · GPU ${cell.dataset.g}</strong> <span class="muted">${escapeHtml(node.t)}</span>`];
+    const where = node.c === data.own ? "" : `${escapeHtml(node.c)} · `;
+    const lines = [`<strong>${where}${escapeHtml(node.n)} · GPU ${cell.dataset.g}</strong> <span class="muted">${escapeHtml(node.t)}</span>`];
     if (gpu[0] < 0) lines.push("No telemetry from this GPU.");
     else {
       lines.push(`Compute: ${gpu[0]}%`, `Memory bandwidth: ${gpu[1]}%`, `Memory used: ${gpu[2]}%`);
@@ -91,6 +100,7 @@
     const cell = event.target.closest(".hm-cell");
     if (!cell) return;
     const node = data.nodes[+cell.dataset.n];
+    if (node.c !== data.own) return;  // no GPU pages for a further cluster's nodes
     location.href = `${root.dataset.nodeUrl}${encodeURIComponent(node.n)}/gpus/${cell.dataset.g}/`;
   });
 
