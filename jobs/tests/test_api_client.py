@@ -66,6 +66,8 @@ def client_package(tmp_path):
 
 
 def test_a_generated_client_submits_reads_and_cancels_a_job(alice, provision, client_package, slurm):
+    from django.conf import settings
+
     provision(alice)
     _token, key = ApiToken.issue(alice, "generated client")
     with portal_stack(worker=True, beat=True) as base_url:
@@ -88,9 +90,12 @@ def test_a_generated_client_submits_reads_and_cancels_a_job(alice, provision, cl
         assert "image" in refused.errors.to_dict()
 
         submitted = jobs["jobs_submit"].sync(
-            client=client, body=spec(name="generated-client", command="echo started; sleep 300")
+            client=client, body=spec(name="generated-client", command="echo started; sleep 300", cluster="any")
         )
         assert isinstance(submitted, models.Job), submitted
+        # `any` with the portal's own cluster alone: there, with the scheduler's estimate as the reason.
+        own = settings.SLURM_CLUSTER_NAME
+        assert submitted.cluster == own and submitted.placement.startswith(f"{own} can start it "), submitted
         # Submitted inline: in Slurm when the API answers, its Slurm id in the answer.
         assert submitted.state == models.JobStateEnum.PENDING and submitted.slurm_job_id
         assert submitted.expected_start is None and submitted.cost is None  # null, read as None
@@ -115,8 +120,10 @@ def test_a_generated_client_submits_reads_and_cancels_a_job(alice, provision, cl
             what="the job's first line in its log",
         )
         assert logs.diagnosis == []
-        listed = jobs["jobs_list"].sync(client=client, page_size=10)
+        listed = jobs["jobs_list"].sync(client=client, page_size=10, cluster=own)
         assert submitted.id in [item.id for item in listed.results]
+        elsewhere = jobs["jobs_list"].sync(client=client, page_size=10, cluster="site-none")
+        assert elsewhere.results == []
 
         cancelled = jobs["jobs_cancel"].sync(client=client, id=job.id)
         assert isinstance(cancelled, models.Job), cancelled
