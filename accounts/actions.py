@@ -91,6 +91,22 @@ def assign_cluster_username(profile: Profile, preferred: str | None = None, exis
     return profile.cluster_username
 
 
+def _ensure_user(backend, profile: Profile, name: str, expected_uid, on_claimed, adopt_existing: bool = False):
+    """The Unix user and association on the backend's cluster, with the plan's QOS and limits."""
+    terms = association_terms(plan_for(profile.user), is_admin=profile.role == "admin")
+    # A QOS the association names must exist first (on a cluster nobody synced yet).
+    ensure_qos_exist(terms.qos, backend.cli)
+    return backend.ensure_user(
+        name,
+        terms.qos,
+        terms.default_qos,
+        **terms.as_kwargs(),
+        expected_uid=expected_uid,
+        adopt_existing=adopt_existing,
+        on_claimed=on_claimed,
+    )
+
+
 def provision_on_cluster(profile: Profile, cluster: str) -> ClusterAccount:
     """The user's account on a further cluster: the same cluster user name, that cluster's
     association under SLURM_ACCOUNT with the plan's QOS and limits, that cluster's uid. Idempotent;
@@ -102,21 +118,12 @@ def provision_on_cluster(profile: Profile, cluster: str) -> ClusterAccount:
     if account.provisioned_at is not None:
         return account
     backend = provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(cluster), settings.SLURM_ACCOUNT)
-    terms = association_terms(plan_for(profile.user), is_admin=profile.role == "admin")
 
     def record_identity(identity) -> None:
         ClusterAccount.objects.filter(pk=account.pk).update(uid=identity.uid, gid=identity.gid)
 
     try:
-        ensure_qos_exist(terms.qos, backend.cli)
-        identity = backend.ensure_user(
-            profile.cluster_username,
-            terms.qos,
-            terms.default_qos,
-            **terms.as_kwargs(),
-            expected_uid=account.uid,
-            on_claimed=record_identity,
-        )
+        identity = _ensure_user(backend, profile, profile.cluster_username, account.uid, record_identity)
     except Exception as exc:
         ClusterAccount.objects.filter(pk=account.pk).update(error=str(exc)[:2000])
         raise
@@ -139,23 +146,12 @@ def provision(profile_id: int, preferred_name: str | None = None, *, adopt_exist
     backend = provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(), settings.SLURM_ACCOUNT)
     derive_around = backend.user_exists if settings.PROVISIONING_BACKEND == "local" else None
     name = assign_cluster_username(profile, preferred_name, derive_around)
-    terms = association_terms(plan_for(profile.user), is_admin=profile.role == "admin")
 
     def record_identity(identity) -> None:
         Profile.objects.filter(pk=profile.pk).update(cluster_uid=identity.uid, cluster_gid=identity.gid)
 
     try:
-        # A QOS the association names must exist first (on a cluster nobody synced yet).
-        ensure_qos_exist(terms.qos, backend.cli)
-        identity = backend.ensure_user(
-            name,
-            terms.qos,
-            terms.default_qos,
-            **terms.as_kwargs(),
-            expected_uid=profile.cluster_uid,
-            adopt_existing=adopt_existing,
-            on_claimed=record_identity,
-        )
+        identity = _ensure_user(backend, profile, name, profile.cluster_uid, record_identity, adopt_existing)
         if settings.CLUSTER_OPS_GROUP:
             backend.set_operator(name, settings.CLUSTER_OPS_GROUP, member=profile.role == "admin")
     except Exception as exc:
