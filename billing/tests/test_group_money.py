@@ -290,8 +290,10 @@ def test_voiding_a_group_invoice_redrafts_it_for_the_group(lab, bob, admin_user,
     assert record.invoice.group_id == lab.pk and record.invoice.replaces_id == invoice.pk
 
 
-def test_metering_names_the_group_by_the_runs_slurm_account(lab, bob, admin_user, payg):
+def test_metering_names_the_group_by_the_runs_slurm_account(lab, bob, admin_user, payg, settings):
     from billing.tests.test_metering import captured
+
+    settings.SLURM_CLUSTER_NAME = "dev"  # the captured payloads' cluster, as the portal's own
 
     bob.profile.cluster_username = "ptcapacct"
     bob.profile.save()

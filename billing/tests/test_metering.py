@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from billing import charging
 from billing.models import UsageRecord
@@ -33,6 +34,12 @@ def captured(name: str):
 @pytest.fixture(autouse=True)
 def no_credits(monkeypatch):
     monkeypatch.setattr(charging, "apply_credits", lambda *args, **kwargs: (0, None))
+
+
+@pytest.fixture(autouse=True)
+def dev_is_the_portals_own_cluster(settings):
+    """The captured payloads are the dev cluster's: metered here as the portal's own ("dev")."""
+    settings.SLURM_CLUSTER_NAME = "dev"
 
 
 # --- quantities, pure ------------------------------------------------------------------------
@@ -132,7 +139,6 @@ def test_a_whole_gpu_run_gets_its_gpus_average_memory_from_telemetry(capture_use
     node = record.nodes
     Job.objects.create(
         owner=capture_user,
-        cluster="dev",  # the cluster metered below: a job of another with the same id is not this run's
         slurm_job_id=record.job_id,
         cluster_user="ptcapacct",
         state="COMPLETED",
@@ -211,3 +217,21 @@ def test_a_pass_reads_the_moving_window_and_records_its_summary(capture_user, mo
     assert run.last_error == "" and "4 new" in run.summary
     assert run_metering(now).written == 0
     assert UsageRecord.objects.count() == 4
+
+
+@pytest.mark.django_db
+def test_a_further_clusters_runs_are_billed_only_to_the_accounts_the_portal_made_there(capture_user):
+    """A user of the same name on another cluster, whom the portal did not make there, is
+    somebody else: their runs are nobody's bill, until the portal makes the account there."""
+    from accounts.models import ClusterAccount
+
+    records = all_captured()
+    result = meter_records(records, cluster="site-b")
+    assert result.written == 0 and "ptcapacct" in result.unknown_user_names
+    assert not UsageRecord.objects.filter(cluster="site-b").exists()
+
+    account = ClusterAccount.objects.create(profile=capture_user.profile, cluster="site-b", uid=5001, gid=5001)
+    assert meter_records(records, cluster="site-b").written == 0  # made, but not finished: still not theirs
+    ClusterAccount.objects.filter(pk=account.pk).update(provisioned_at=timezone.now())
+    assert meter_records(records, cluster="site-b").written == meter_records(records, cluster="dev").written > 0
+    assert set(UsageRecord.objects.filter(cluster="site-b").values_list("user_id", flat=True)) == {capture_user.pk}

@@ -44,7 +44,7 @@ from cluster.accounting import epoch_seconds, gpus_by_type, shards_by_type
 from cluster.errors import SlurmError
 from cluster.hostlist import expand_hostlist
 from cluster.models import Node
-from cluster.registry import all_clusters
+from cluster.registry import all_clusters, primary_cluster_name
 from cluster.services import rest_client
 from cluster.sync import record_run
 from cluster.types import AccountingRecord
@@ -207,11 +207,17 @@ def held_gpus(run: RunUsage, job: Mapping | None, node_gpus: _NodeGpus) -> list[
     return held
 
 
-def _user_ids(names: Iterable[str]) -> dict[str, int]:
+def _user_ids(names: Iterable[str], cluster: str) -> dict[str, int]:
+    """Portal users by cluster user name. On a further cluster only those the portal made an
+    account for there (ClusterAccount): a user of the same name the portal did not make is
+    someone else, whose runs are nobody's bill here."""
     names = sorted(set(names))
+    profiles = Profile.objects.all()
+    if cluster != primary_cluster_name():
+        profiles = profiles.filter(cluster_accounts__cluster=cluster, cluster_accounts__provisioned_at__isnull=False)
     found: dict[str, int] = {}
     for batch in _batches(names, LOOKUP_BATCH):
-        found.update(Profile.objects.filter(cluster_username__in=batch).values_list("cluster_username", "user_id"))
+        found.update(profiles.filter(cluster_username__in=batch).values_list("cluster_username", "user_id"))
     return found
 
 
@@ -283,7 +289,7 @@ def meter_records(
         result.records_read += 1
         runs += runs_of(record, shard_gb=shard_gb, node_types=node_types)
     result.runs = len(runs)
-    users = _user_ids(run.user_name for run in runs)
+    users = _user_ids((run.user_name for run in runs), cluster)
     existing = _existing_keys(cluster, (run.slurm_job_id for run in runs))
     fresh = [run for run in runs if run.key not in existing]
     jobs = _portal_jobs(cluster, (run.slurm_job_id for run in fresh))

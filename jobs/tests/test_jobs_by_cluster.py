@@ -89,3 +89,50 @@ def test_the_api_lists_and_exports_one_clusters_jobs_on_request(alice, settings)
     header, *lines = exported.decode().strip().splitlines()
     assert header.split(",")[:4] == ["id", "uuid", "cluster", "slurm_job_id"]
     assert [line.split(",")[2] for line in lines] == [OTHER]
+
+
+def test_a_capped_plans_job_never_goes_to_a_further_cluster(alice, settings):
+    """Slurm counts a free plan's included hours per cluster: on a second cluster they would
+    count afresh, hours nobody pays for. Named, it is refused; with `any` it stays home."""
+    from pathlib import Path
+
+    from rest_framework.test import APIClient
+
+    from cluster.registry import ClusterConfig
+    from conftest import subscribe
+    from jobs.submission.clusters import choose_cluster, home_only_reason
+    from jobs.submission.spec import SpecError, SpecPolicy, parse_job_spec
+    from jobs.tests.conftest import GOOD_SPEC
+    from plans.catalog import plan_for
+
+    settings.EXTRA_CLUSTERS = (
+        ClusterConfig(
+            name=OTHER,
+            slurmrestd_url="http://127.0.0.1:9",
+            jwt_key_file=Path("/k"),
+            cli_prefix=(),
+            job_root="/srv/gpupool/jobs",
+            job_root_local=Path("/tmp/site-b-jobs"),
+        ),
+    )
+    subscribe(alice, "free")
+    client = APIClient()
+    client.force_authenticate(alice)
+    free_spec = {**GOOD_SPEC, "gpu_type": "rtx4090", "cluster": OTHER}
+    refused = client.post("/api/v1/jobs/", free_spec, format="json")
+    assert refused.status_code == 400, refused.content
+    assert refused.json()["errors"]["cluster"] == [
+        f"This job runs on {settings.SLURM_CLUSTER_NAME}: your plan's included GPU hours are counted on the "
+        "portal's own cluster."
+    ]
+    assert not Job.objects.exists()
+
+    plan = plan_for(alice)
+    spec = parse_job_spec({**GOOD_SPEC, "gpu_type": "rtx4090"}, plan=plan, policy=SpecPolicy.from_settings())
+    home_only = home_only_reason(spec, reserved=False, group=None, capped_plan=plan.included_hours_are_a_cap)
+    # `any` asks no cluster (no CLI here would answer): it stays home and says why.
+    choice = choose_cluster("any", spec, partition="gpu", home_only=home_only)
+    assert (choice.name, choice.movable) == (settings.SLURM_CLUSTER_NAME, False)
+    assert choice.reason.endswith("your plan's included GPU hours are counted on the portal's own cluster.")
+    with pytest.raises(SpecError):
+        choose_cluster("nowhere", spec, partition="gpu", home_only="")
