@@ -36,6 +36,7 @@ from cluster.services import rest_client, slurm_cli
 from jobs import protocol
 from jobs.live.events import publish_job_update
 from jobs.models import Job, JobState
+from jobs.tasks import CLAIM_SECONDS, _identity_on, _submission
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,9 @@ def move(job: Job, target: StartEstimate, expected: datetime, now: datetime) -> 
         start_time=None,
         end_time=None,
         state_reason="",
+        # Held by this move as a worker holds a submission: the reconciler, which re-sends
+        # SUBMITTING rows nobody holds, must not submit it a second time meanwhile.
+        submit_claimed_until=now + timedelta(seconds=CLAIM_SECONDS),
     )
     if not handed:
         source_cli.run("scontrol", "release", str(old_id), check=False)
@@ -161,6 +165,7 @@ def move(job: Job, target: StartEstimate, expected: datetime, now: datetime) -> 
             moved_from="",
             moved_at=None,
             start_time=expected,
+            submit_claimed_until=None,
         )
         _cancel_a_lost_submission(job, target.cluster)
         source_cli.run("scontrol", "release", str(old_id), check=False)
@@ -184,8 +189,6 @@ def move(job: Job, target: StartEstimate, expected: datetime, now: datetime) -> 
 
 def _submit_there(job: Job) -> int:
     """The submission path of jobs/tasks.py for the row as it is now (on its new cluster)."""
-    from jobs.tasks import _identity_on, _submission
-
     profile = Profile.objects.get(user_id=job.owner_id)
     uid, gid = _identity_on(job.cluster, profile)
     protocol.prepare_job_directory(job, uid, gid)
