@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
 from accounts import lifecycle
-from accounts.models import Profile
+from accounts.models import ClusterAccount, Profile
 from plans.catalog import plan_for
 from plans.models import Plan, Subscription
 
@@ -100,3 +100,16 @@ class PortalUserAdmin(_NamesTheActor, UserAdmin):
     def reactivate_accounts(self, request, queryset):
         done = sum(lifecycle.reactivate(user, actor=request.user, reason="admin action") for user in queryset)
         self.message_user(request, f"{done} account(s) reactivated.")
+
+
+@admin.register(ClusterAccount)
+class ClusterAccountAdmin(admin.ModelAdmin):
+    """Users' accounts on further clusters (docs/clusters.md): read here, made by the portal."""
+
+    list_display = ("profile", "cluster", "uid", "provisioned_at", "error")
+    list_filter = ("cluster",)
+    search_fields = ("profile__cluster_username", "profile__user__username")
+    readonly_fields = ("profile", "cluster", "uid", "gid", "provisioned_at", "error")
+
+    def has_add_permission(self, request):
+        return False
