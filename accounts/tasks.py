@@ -5,9 +5,10 @@ from celery import shared_task
 from django.conf import settings
 
 from accounts import actions
-from accounts.models import Profile
+from accounts.models import ClusterAccount, Profile
 from cluster.errors import SlurmError, SlurmTransientError
 from cluster.provisioning import provisioning_backend
+from cluster.registry import all_clusters
 from cluster.services import slurm_cli
 
 
@@ -62,4 +63,14 @@ def lock_cluster_user(self, cluster_user: str) -> str:
 
 
 def _lock(cluster_user: str) -> None:
+    """Locked on the portal's own cluster, and on every further cluster that takes jobs where the
+    user exists (the portal made an account there at a first job: docs/clusters.md)."""
     provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(), settings.SLURM_ACCOUNT).remove_user(cluster_user)
+    for cluster in all_clusters():
+        if cluster.primary or not cluster.takes_jobs:
+            continue
+        backend = provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(cluster.name), settings.SLURM_ACCOUNT)
+        if backend.user_exists(cluster_user):
+            backend.remove_user(cluster_user)
+    # Made again there by the next job after a reactivation (provision_on_cluster).
+    ClusterAccount.objects.filter(profile__cluster_username=cluster_user).update(provisioned_at=None)

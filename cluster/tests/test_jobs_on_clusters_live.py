@@ -31,7 +31,7 @@ def site_b(settings, other_generation):
 
 
 def test_any_cluster_runs_where_it_starts_first_and_says_why(
-    alice, provision, site_b, own_a100s_held, api_client_for, settings
+    alice, provision, site_b, own_a100s_held, api_client_for, settings, eager_tasks
 ):
     profile = provision(alice)
     client = api_client_for(alice)
@@ -73,6 +73,16 @@ def test_any_cluster_runs_where_it_starts_first_and_says_why(
         assert record.user_id == alice.pk and record.gpu_type == "a100" and record.seconds >= 3
         assert record.gpu_seconds == record.seconds and record.charged_at is not None and record.plan == "pro"
         assert not UsageRecord.objects.filter(cluster=settings.SLURM_CLUSTER_NAME, job=job).exists()
+
+        # Deactivated: locked on site-b too (no association, no shell), made again by a next job there.
+        from accounts import lifecycle
+
+        lifecycle.deactivate(alice, actor=None, reason="left the lab")
+        other_cli = slurm_cli(OTHER)
+        assert other_cli.show_association(profile.cluster_username).stdout.strip() == ""
+        shell = other_cli.run("getent", "passwd", profile.cluster_username).stdout.strip().split(":")[-1]
+        assert shell == "/usr/sbin/nologin"
+        assert profile.cluster_accounts.get(cluster=OTHER).provisioned_at is None
     finally:
         remove_cluster_user(profile.cluster_username, cluster=OTHER)
 
