@@ -283,7 +283,7 @@ JOB_MOVE_MARGIN_MINUTES = env_int("JOB_MOVE_MARGIN_MINUTES", 15, minimum=1)
 JOB_MOVE_AFTER_SECONDS = env_int("JOB_MOVE_AFTER_SECONDS", 120, minimum=0)
 JOB_MOVES_PER_PASS = env_int("JOB_MOVES_PER_PASS", 10, minimum=1)
 CELERY_BEAT_SCHEDULE = {
-    "move-waiting-jobs": {"task": "jobs.tasks.move_waiting_jobs", "schedule": 60.0, "options": {"expires": 60.0}},
+    "move-waiting-jobs": {"task": "jobs.moves.move_waiting_jobs", "schedule": 60.0, "options": {"expires": 60.0}},
     "mirror-cluster": {
         "task": "jobs.tasks.sync_cluster",
         "schedule": CLUSTER_SYNC_INTERVAL_SECONDS,
@@ -375,7 +375,7 @@ CELERY_BEAT_SCHEDULE = {
 # One beat sends, however many are started (a second stands by): gpupool/beat.py.
 CELERY_BEAT_SCHEDULER = "gpupool.beat:SingleBeatScheduler"
 # Task modules other than the apps' tasks.py, which Celery finds by itself.
-CELERY_IMPORTS = ("billing.invoices.closing",)
+CELERY_IMPORTS = ("billing.invoices.closing", "jobs.moves")
 # How long after a month ends its invoices wait for slurmdbd's late records before issue.
 BILLING_CLOSE_GRACE = timedelta(hours=env_int("BILLING_CLOSE_GRACE_HOURS", 2, minimum=0))
 CHANNEL_LAYERS = {

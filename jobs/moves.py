@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -33,10 +34,11 @@ from cluster.placement import JobShape, StartEstimate, estimate_everywhere
 from cluster.queries import clusters_not_answering
 from cluster.registry import all_clusters
 from cluster.services import rest_client, slurm_cli
+from cluster.sync import single_flight
 from jobs import protocol
 from jobs.live.events import publish_job_update
 from jobs.models import Job, JobState
-from jobs.tasks import CLAIM_SECONDS, _identity_on, _submission
+from jobs.tasks import CLAIM_SECONDS, identity_on, submission_for
 
 log = logging.getLogger(__name__)
 
@@ -190,9 +192,9 @@ def move(job: Job, target: StartEstimate, expected: datetime, now: datetime) -> 
 def _submit_there(job: Job) -> int:
     """The submission path of jobs/tasks.py for the row as it is now (on its new cluster)."""
     profile = Profile.objects.get(user_id=job.owner_id)
-    uid, gid = _identity_on(job.cluster, profile)
+    uid, gid = identity_on(job.cluster, profile)
     protocol.prepare_job_directory(job, uid, gid)
-    return rest_client(job.cluster_user, cluster=job.cluster).submit_job(_submission(job))
+    return rest_client(job.cluster_user, cluster=job.cluster).submit_job(submission_for(job))
 
 
 def _cancel_a_lost_submission(job: Job, cluster: str) -> None:
@@ -203,3 +205,20 @@ def _cancel_a_lost_submission(job: Job, cluster: str) -> None:
             client.cancel_job(found.job_id)
     except SlurmError as exc:
         log.warning("job %s: could not look for a submission on %s after a failed move: %s", job.pk, cluster, exc)
+
+
+@shared_task(ignore_result=True)
+def move_waiting_jobs() -> dict:
+    """Beat: jobs placed by the portal that still wait, a few a pass in random order (those that
+    stay are looked at again later), each moved once where it would start sooner. Registered
+    through CELERY_IMPORTS: jobs.tasks, which this module builds on, never imports it."""
+    if not any(not cluster.primary and cluster.takes_jobs for cluster in all_clusters()):
+        return {}
+    outcomes: dict[str, int] = {}
+    with single_flight("move_waiting_jobs", timeout=600) as acquired:
+        if not acquired:
+            return outcomes
+        for job_pk in waiting_to_move().order_by("?").values_list("pk", flat=True)[: settings.JOB_MOVES_PER_PASS]:
+            outcome = consider(job_pk).outcome
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return outcomes

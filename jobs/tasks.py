@@ -68,7 +68,7 @@ def _claim(job_pk: int) -> bool:
     )
 
 
-def _submission(job: Job, *, prefer: str = "") -> JobSubmission:
+def submission_for(job: Job, *, prefer: str = "") -> JobSubmission:
     directory = protocol.job_directory(job)
     common = {
         "name": job.name,
@@ -154,7 +154,7 @@ def _submit_held(job: Job, profile: Profile, *, timeout: float | None, inline: b
             if existing is not None:
                 return _record_accepted(job, existing.job_id, client)
         try:
-            uid, gid = _identity_on(job.cluster, profile)
+            uid, gid = identity_on(job.cluster, profile)
         except SlurmTransientError:
             raise
         except (SlurmError, OSError, ValueError) as exc:
@@ -182,7 +182,7 @@ def _submit_held(job: Job, profile: Profile, *, timeout: float | None, inline: b
         return "failed"
 
 
-def _identity_on(cluster: str, profile: Profile) -> tuple[int | None, int | None]:
+def identity_on(cluster: str, profile: Profile) -> tuple[int | None, int | None]:
     """The user's uid and gid on the job's cluster: the profile's on the portal's own, the
     further cluster's account otherwise (made there on the user's first job)."""
     if cluster == primary_cluster_name():
@@ -201,17 +201,17 @@ def _submit_with_datasets(job: Job, client) -> int:
     (its features were reset by a restart) is dropped, and the node features put back."""
     mounts = list(job.datasets.select_related("version"))
     if not mounts:
-        return client.submit_job(_submission(job))
+        return client.submit_job(submission_for(job))
     node_cache.write_grant(job.uuid, job.cluster_user, [(mount.version, mount.name) for mount in mounts])
     prefer = node_cache.prefer_for(mount.version_id for mount in mounts) if settings.DATASET_PLACEMENT else ""
     try:
-        return client.submit_job(_submission(job, prefer=prefer))
+        return client.submit_job(submission_for(job, prefer=prefer))
     except SlurmError as exc:
         if not prefer or _UNKNOWN_PREFERENCE not in exc.message.lower():
             raise
     log.info("job %s: Slurm knows no node with %s; submitted without the preference", job.pk, prefer)
     sync_all_node_features.delay()
-    return client.submit_job(_submission(job))
+    return client.submit_job(submission_for(job))
 
 
 @shared_task(bind=True, max_retries=None, acks_late=True)
@@ -383,24 +383,6 @@ def sync_further_clusters() -> dict:
             if acquired:
                 outcome[cluster] = run_further_sync(cluster)
     return outcome
-
-
-@shared_task(ignore_result=True)
-def move_waiting_jobs() -> dict:
-    """Beat: jobs placed by the portal that still wait, a few a pass in random order (those that
-    stay are looked at again later), each moved once where it would start sooner (jobs/moves.py)."""
-    from jobs import moves
-
-    if not any(not cluster.primary and cluster.takes_jobs for cluster in all_clusters()):
-        return {}
-    outcomes: dict[str, int] = {}
-    with single_flight("move_waiting_jobs", timeout=600) as acquired:
-        if not acquired:
-            return outcomes
-        for job_pk in moves.waiting_to_move().order_by("?").values_list("pk", flat=True)[: settings.JOB_MOVES_PER_PASS]:
-            outcome = moves.consider(job_pk).outcome
-            outcomes[outcome] = outcomes.get(outcome, 0) + 1
-    return outcomes
 
 
 @shared_task(ignore_result=True)

@@ -8,7 +8,7 @@ from console.pinned_jobs import submit_pinned_job
 from jobs import actions, protocol
 from jobs.mirror.passes import mirror_jobs
 from jobs.models import Job, JobState
-from jobs.tasks import _submission, submit_claimed
+from jobs.tasks import submission_for, submit_claimed
 from testing.slurm import wait_for_state
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
@@ -35,7 +35,7 @@ def test_the_mirror_seeing_it_first_attaches_it_once(alice, provision, slurm):
     )
     # The worker's submission reached Slurm, and the mirror ran before it recorded the id.
     protocol.prepare_job_directory(job, profile.cluster_uid, profile.cluster_gid)
-    slurm_job_id = slurm.as_user(job.cluster_user).submit_job(_submission(job))
+    slurm_job_id = slurm.as_user(job.cluster_user).submit_job(submission_for(job))
     mirror_jobs(rest_client())
     job.refresh_from_db()
     assert job.slurm_job_id == slurm_job_id and job.state != JobState.SUBMITTING

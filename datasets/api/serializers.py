@@ -3,6 +3,7 @@ a client that sends a string where a number belongs hears it rather than has it 
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -15,6 +16,11 @@ MAX_LISTED_FILES = 1000
 
 class StrictCharField(serializers.CharField):
     default_error_messages = {"invalid": "Must be a string."}
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        # DRF refuses NUL characters; the schema says so too (a pattern), so clients know.
+        self.validators.append(RegexValidator(r"^[^\x00]*$", "Null characters are not allowed."))
 
     def to_internal_value(self, data):
         if not isinstance(data, str):

@@ -48,11 +48,11 @@ def test_a_lost_answer_is_found_in_slurm_instead_of_submitting_again(alice, prov
     provision(alice)
     job = actions.submit(alice, _spec(alice, command="sleep 1"))
     # A first try reached Slurm, then its worker died before recording the answer.
-    from jobs.tasks import _submission
+    from jobs.tasks import submission_for
 
     client = slurm.as_user(job.cluster_user)
     protocol.prepare_job_directory(job, alice.profile.cluster_uid, alice.profile.cluster_gid)
-    first_id = client.submit_job(_submission(job))
+    first_id = client.submit_job(submission_for(job))
     Job.objects.filter(pk=job.pk).update(submit_attempts=1)
 
     assert submit_to_slurm.run(job.pk) == "submitted"
