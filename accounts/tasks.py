@@ -8,7 +8,7 @@ from accounts import actions
 from accounts.models import ClusterAccount, Profile
 from cluster.errors import SlurmError, SlurmTransientError
 from cluster.provisioning import provisioning_backend
-from cluster.registry import all_clusters
+from cluster.registry import further_clusters_taking_jobs
 from cluster.services import slurm_cli
 
 
@@ -66,9 +66,7 @@ def _lock(cluster_user: str) -> None:
     """Locked on the portal's own cluster, and on every further cluster that takes jobs where the
     user exists (the portal made an account there at a first job: docs/clusters.md)."""
     provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(), settings.SLURM_ACCOUNT).remove_user(cluster_user)
-    for cluster in all_clusters():
-        if cluster.primary or not cluster.takes_jobs:
-            continue
+    for cluster in further_clusters_taking_jobs():
         backend = provisioning_backend(settings.PROVISIONING_BACKEND, slurm_cli(cluster.name), settings.SLURM_ACCOUNT)
         if backend.user_exists(cluster_user):
             backend.remove_user(cluster_user)

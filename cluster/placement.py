@@ -22,7 +22,9 @@ from django.utils import timezone
 
 from cluster.cli import SlurmCli
 from cluster.errors import SlurmError
+from cluster.queries import clusters_not_answering
 from cluster.registry import ClusterConfig
+from cluster.services import slurm_cli
 
 log = logging.getLogger(__name__)
 
@@ -128,15 +130,25 @@ def estimate_everywhere(
             estimates.append(answers[cluster.name])
         else:
             since = not_answering[cluster.name]
-            when = f" since {timezone.localtime(since, ZoneInfo('UTC')):%H:%M} UTC" if since else ""
+            when = f" since {utc_clock(since)}" if since else ""
             estimates.append(StartEstimate(cluster.name, error=f"{cluster.name} is not answering{when}"))
     return estimates
 
 
+def utc_clock(moment: datetime) -> str:
+    """ "14:02 UTC": how a reason or a banner names a moment."""
+    return f"{timezone.localtime(moment, ZoneInfo('UTC')):%H:%M} UTC"
+
+
+def estimate_where_answering(clusters: Iterable[ClusterConfig], shape: JobShape) -> list[StartEstimate]:
+    """estimate_everywhere through each cluster's own CLI, the clusters the probes see not
+    answering left out (cluster/probing.py)."""
+    silent = {view.name: view.stale_since for view in clusters_not_answering()}
+    return estimate_everywhere(clusters, shape, slurm_cli, not_answering=silent)
+
+
 def _at(moment: datetime, now: datetime) -> str:
-    if moment <= now + SAME_START:
-        return "now"
-    return f"at {timezone.localtime(moment, ZoneInfo('UTC')):%H:%M} UTC"
+    return "now" if moment <= now + SAME_START else f"at {utc_clock(moment)}"
 
 
 def choose(estimates: Iterable[StartEstimate], own: str, now: datetime | None = None) -> Placement:

@@ -66,6 +66,10 @@ class ClusterConfig:
     def takes_jobs(self) -> bool:
         return self.job_root is not None and self.job_root_local is not None
 
+    def offers(self, gpu_type: str) -> bool:
+        """Takes portal jobs of this GPU type (no `gpu_types`: whatever its nodes have)."""
+        return self.takes_jobs and (not self.gpu_types or gpu_type in self.gpu_types)
+
 
 def _entry(raw, position: int, known_gpu_types) -> ClusterConfig:
     where = f"cluster {position + 1}"
@@ -178,6 +182,11 @@ def all_clusters() -> tuple[ClusterConfig, ...]:
     from django.conf import settings
 
     return (primary_cluster(), *settings.EXTRA_CLUSTERS)
+
+
+def further_clusters_taking_jobs() -> tuple[ClusterConfig, ...]:
+    """The clusters besides the portal's own that take its jobs (those with job roots)."""
+    return tuple(cluster for cluster in all_clusters() if not cluster.primary and cluster.takes_jobs)
 
 
 def cluster_named(name: str) -> ClusterConfig:

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from cluster import further_nodes
 from cluster.models import Node
-from cluster.registry import all_clusters, primary_cluster_name
+from cluster.registry import further_clusters_taking_jobs, primary_cluster_name
 from jobs.models import Job
 from telemetry.models import GpuLatest
 
@@ -103,9 +103,8 @@ def build_shared_heatmap() -> dict:
                 "g": gpus,
             }
         )
-    for cluster in all_clusters():
-        if not cluster.primary and cluster.takes_jobs:
-            nodes += _further_nodes(cluster.name, slots)
+    for cluster in further_clusters_taking_jobs():
+        nodes += _further_nodes(cluster.name, slots)
     return {"generated": now.isoformat(), "own": own, "sources": sorted(sources), "nodes": nodes, "jobs": slots.jobs}
 
 

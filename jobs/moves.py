@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
 
 from celery import shared_task
 from django.conf import settings
@@ -30,9 +29,8 @@ from django.utils import timezone
 from accounts.models import Profile
 from audit.log import record as audit
 from cluster.errors import SlurmError
-from cluster.placement import JobShape, StartEstimate, estimate_everywhere
-from cluster.queries import clusters_not_answering
-from cluster.registry import all_clusters
+from cluster.placement import JobShape, StartEstimate, estimate_where_answering, utc_clock
+from cluster.registry import all_clusters, further_clusters_taking_jobs
 from cluster.services import rest_client, slurm_cli
 from cluster.sync import single_flight
 from jobs import protocol
@@ -61,25 +59,14 @@ def waiting_to_move(now: datetime | None = None):
     ).order_by("created_at")
 
 
-def _utc(moment: datetime) -> str:
-    return f"{timezone.localtime(moment, ZoneInfo('UTC')):%H:%M} UTC"
-
-
 def better_elsewhere(job: Job, expected: datetime, now: datetime) -> StartEstimate | None:
     """The other cluster with the earliest estimate, if it beats the job's `expected` start on
     its own cluster by the margin; None otherwise."""
-    others = [
-        cluster
-        for cluster in all_clusters()
-        if cluster.name != job.cluster
-        and cluster.takes_jobs
-        and (not cluster.gpu_types or job.gpu_type in cluster.gpu_types)
-    ]
+    others = [cluster for cluster in all_clusters() if cluster.name != job.cluster and cluster.offers(job.gpu_type)]
     if not others:
         return None
     shape = JobShape(job.partition, job.tres_per_node, job.time_limit_minutes or 1)
-    silent = {view.name: view.stale_since for view in clusters_not_answering()}
-    timed = [e for e in estimate_everywhere(others, shape, slurm_cli, not_answering=silent) if e.start is not None]
+    timed = [estimate for estimate in estimate_where_answering(others, shape) if estimate.start is not None]
     if not timed:
         return None
     best = min(timed, key=lambda estimate: estimate.start)
@@ -135,8 +122,9 @@ def move(job: Job, target: StartEstimate, expected: datetime, now: datetime) -> 
         return MoveOutcome("started", still.state)
 
     reason = (
-        f"Moved from {source} at {_utc(now)}: {target.cluster} expected to start it "
-        f"{'now' if target.start <= now else 'at ' + _utc(target.start)}, {source} at {_utc(max(expected, now))}."
+        f"Moved from {source} at {utc_clock(now)}: {target.cluster} expected to start it "
+        f"{'now' if target.start <= now else 'at ' + utc_clock(target.start)}, {source} at "
+        f"{utc_clock(max(expected, now))}."
     )[:500]
     handed = Job.objects.filter(pk=job.pk, cluster=source, slurm_job_id=old_id, state=JobState.PENDING).update(
         cluster=target.cluster,
@@ -212,7 +200,7 @@ def move_waiting_jobs() -> dict:
     """Beat: jobs placed by the portal that still wait, a few a pass in random order (those that
     stay are looked at again later), each moved once where it would start sooner. Registered
     through CELERY_IMPORTS: jobs.tasks, which this module builds on, never imports it."""
-    if not any(not cluster.primary and cluster.takes_jobs for cluster in all_clusters()):
+    if not further_clusters_taking_jobs():
         return {}
     outcomes: dict[str, int] = {}
     with single_flight("move_waiting_jobs", timeout=600) as acquired:

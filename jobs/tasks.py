@@ -17,7 +17,7 @@ from accounts.models import Profile
 from cluster import further_nodes
 from cluster.errors import SlurmError, SlurmTransientError
 from cluster.models import ClusterStatus
-from cluster.registry import all_clusters, primary_cluster_name
+from cluster.registry import further_clusters_taking_jobs, primary_cluster_name
 from cluster.services import rest_client, slurm_cli
 from cluster.sync import record_run, single_flight, sync_nodes_if_due
 from cluster.types import JobSubmission
@@ -348,7 +348,7 @@ _FURTHER_MEMOS: dict[str, ListingMemo] = {}
 def further_clusters_to_mirror() -> list[str]:
     """The further clusters that take portal jobs and answer: one not answering is left to its
     probe (cluster/probing.py), which says when it is back; its pass then catches up."""
-    further = [cluster.name for cluster in all_clusters() if not cluster.primary and cluster.takes_jobs]
+    further = [cluster.name for cluster in further_clusters_taking_jobs()]
     if not further:
         return []
     silent = set(ClusterStatus.objects.filter(answering=False, checked_at__isnull=False).values_list("name", flat=True))

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from cluster.placement import JobShape, choose, estimate_everywhere
-from cluster.queries import clusters_not_answering
-from cluster.registry import ClusterConfig, all_clusters, primary_cluster_name
-from cluster.services import slurm_cli
+from cluster.placement import JobShape, choose, estimate_where_answering
+from cluster.registry import all_clusters, primary_cluster_name
 from jobs.submission.spec import JobSpec, SpecError
 
 ANY = "any"
@@ -41,10 +39,6 @@ def home_only_reason(spec: JobSpec, *, reserved: bool, group, capped_plan: bool)
     return ""
 
 
-def _offers(cluster: ClusterConfig, gpu_type: str) -> bool:
-    return cluster.takes_jobs and (not cluster.gpu_types or gpu_type in cluster.gpu_types)
-
-
 def choose_cluster(requested, spec: JobSpec, *, partition: str, home_only: str) -> ClusterChoice:
     """The cluster for this job, or SpecError on `cluster`. Asking each cluster for its estimate
     (`any`) runs its CLI: call this outside any transaction."""
@@ -63,17 +57,15 @@ def choose_cluster(requested, spec: JobSpec, *, partition: str, home_only: str) 
         raise SpecError({"cluster": [f"No cluster is named {requested[:40]!r}; /api/v1/clusters/ lists them."]})
     if home_only:
         raise SpecError({"cluster": [f"This job runs on {own}: {home_only}."]})
-    if not _offers(cluster, spec.gpu.gpu_type):
+    if not cluster.offers(spec.gpu.gpu_type):
         raise SpecError({"cluster": [f"{requested} takes no {spec.gpu.gpu_type} jobs from the portal."]})
     return ClusterChoice(requested, f"You chose {requested}.")
 
 
 def _earliest(spec: JobSpec, partition: str) -> ClusterChoice:
-    candidates = [cluster for cluster in all_clusters() if _offers(cluster, spec.gpu.gpu_type)]
+    candidates = [cluster for cluster in all_clusters() if cluster.offers(spec.gpu.gpu_type)]
     shape = JobShape(partition, spec.gpu.tres_per_node(), spec.time_limit_minutes)
-    silent = {view.name: view.stale_since for view in clusters_not_answering()}
-    estimates = estimate_everywhere(candidates, shape, slurm_cli, not_answering=silent)
-    placement = choose(estimates, own=primary_cluster_name())
+    placement = choose(estimate_where_answering(candidates, shape), own=primary_cluster_name())
     if placement.cluster is None:
         raise SpecError({"cluster": [placement.reason]})
     return ClusterChoice(placement.cluster, placement.reason[:500])  # Job.placement
