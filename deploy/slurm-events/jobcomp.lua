@@ -6,10 +6,11 @@
 -- at once cost slurmctld next to nothing. It leaves one empty file in the spool that
 -- gpupool-slurm-event also writes to, named for the event,
 --
---     <job id>.<STATE>.jobcomp.<when the job ended, epoch seconds>[.<array job id>_<task index>]
+--     <job id>.<STATE>.jobcomp.<when the job ended, epoch seconds>[.<array job id>_<task index>].u<uid>
 --
--- (the last part for an array's task with a record of its own, so the portal can write the
--- task's end at once, as it does a job's),
+-- (the array part for an array's task with a record of its own, so the portal can write the
+-- task's end at once, as it does a job's; the owner's uid so the forwarder can keep one user's
+-- mass change from holding everyone else's events),
 -- and gpupool-event-forwarder sends it to the portal. A full or missing spool loses the event,
 -- never the job: the portal's polling mirror catches up. Always returns success: a failing
 -- completion script must not be Slurm's problem.
@@ -38,6 +39,10 @@ function slurm_jobcomp_log_record(job)
         local task = tonumber(job.array_task_id)
         if array_job and array_job > 0 and array_job < 1e19 and task and task >= 0 and task < 4294967294 then
             name = name .. string.format(".%d_%d", array_job, task)
+        end
+        local uid = tonumber(job.user_id)
+        if uid and uid >= 0 and uid < 4294967295 then
+            name = name .. string.format(".u%d", uid)
         end
         local file = io.open(name, "w")
         if file then

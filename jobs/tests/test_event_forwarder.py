@@ -1,7 +1,8 @@
 """The event forwarder (deploy/slurm-events/gpupool-event-forwarder) as a program: run with the
 host's Perl against a receiver in this process that checks every batch with the portal's own
 verification (jobs/live/slurm_events.py) and answers as told. What it must do: post several
-batches at once (a batch the portal is still writing never holds a later event), put a refused
+batches at once (a batch the portal is still writing never holds a later event), keep one
+user's mass change from holding another user's events (the express lane), put a refused
 batch back in the spool and send it again, and send what a killed forwarder left mid-batch.
 The forwarder inside the dev cluster's root, posting to a real Daphne, is in test_slurm_events.py."""
 
@@ -35,6 +36,9 @@ class Receiver(ThreadingHTTPServer):
         self.open_requests = 0
         self.holding = False
         self.hold_next = False
+        # Every batch with a job id in this set waits for `release` (a mass change's batches).
+        self.hold_jobs: set[int] = set()
+        self.held = 0
         self.refuse_next = False
         self.release = threading.Event()
         self.lock = threading.Lock()
@@ -62,7 +66,9 @@ class _Handler(BaseHTTPRequestHandler):
             server.events += events
             server.open_requests += 1
             hold, server.hold_next = server.hold_next, False
+            hold = hold or bool(server.hold_jobs.intersection(server.batches[-1]))
             refuse, server.refuse_next = server.refuse_next, False
+            server.held += hold
         try:
             if hold:
                 server.holding = True
@@ -116,8 +122,8 @@ def forwarder_for(tmp_path):
         process.wait(timeout=10)
 
 
-def _event(spool: Path, job_id: int, state="CANCELLED", ended=1764547199):
-    (spool / f"{job_id}.{state}.jobcomp.{ended}").touch()
+def _event(spool: Path, job_id: int, state="CANCELLED", ended=1764547199, uid: int | None = None):
+    (spool / f"{job_id}.{state}.jobcomp.{ended}{'' if uid is None else f'.u{uid}'}").touch()
 
 
 def _spool_empty(spool: Path) -> bool:
@@ -137,6 +143,41 @@ def test_a_batch_being_written_never_holds_the_next_event(receiver, forwarder_fo
     receiver.release.set()
     wait_for(lambda: _spool_empty(spool), timeout=10, interval=0.05, what="every batch answered and deleted")
     assert receiver.jobs_taken() == set(range(100, 400)) | {9001}
+
+
+def test_one_users_mass_change_never_holds_another_users_event(receiver, forwarder_for):
+    """Every bulk slot taken by batches of one user's 3,000 cancels that the portal is still
+    writing: another user's cancel goes at once, in a batch of its own (the express lane)."""
+    mass = set(range(10_000, 13_000))
+    receiver.hold_jobs = mass
+    spool = forwarder_for(receiver.url)
+    for job_id in mass:
+        _event(spool, job_id, uid=1000)
+    wait_for(lambda: receiver.held >= 3, timeout=10, interval=0.02, what="three bulk batches, held")
+    time.sleep(0.1)
+    assert receiver.held == 3, "more than three of one user's batches in flight"
+    left = mass - receiver.jobs_taken()
+    assert left, "the whole mass change went in the held batches"
+    _event(spool, 9001, uid=1001)
+    wait_for(lambda: 9001 in receiver.jobs_taken(), timeout=5, interval=0.02, what="the other user's event")
+    with receiver.lock:
+        assert [batch for batch in receiver.batches if 9001 in batch] == [[9001]]
+        assert receiver.held == 3
+    receiver.release.set()
+    receiver.hold_jobs = set()
+    wait_for(lambda: _spool_empty(spool), timeout=20, interval=0.05, what="every batch answered and deleted")
+    assert receiver.jobs_taken() == mass | {9001}
+
+
+def test_events_without_an_owner_still_go(receiver, forwarder_for):
+    """Hooks of earlier versions name no owner: their events go in the bulk lane."""
+    spool = forwarder_for(receiver.url)
+    _event(spool, 301)
+    _event(spool, 302, uid=1000)
+    (spool / "303.CANCELLED.jobcomp.1764547199.ux").touch()  # not an event's name: never sent
+    wait_for(lambda: receiver.jobs_taken() == {301, 302}, timeout=10, interval=0.05, what="both sent")
+    time.sleep(0.2)
+    assert receiver.jobs_taken() == {301, 302}
 
 
 def test_a_refused_batch_goes_back_to_the_spool_and_is_sent_again(receiver, forwarder_for):

@@ -380,13 +380,14 @@ def test_the_hook_and_the_forwarder_in_the_slurm_root_reach_the_portal(held_job)
                 "JOBID": job_id,
                 "JOBSTATE": "CANCELLED",
                 "END": "1764547199",
+                "UID": "1001",
                 "GPUPOOL_EVENTS_SPOOL": f"/tmp/{spool.name}",
             }
             ran = subprocess.run(
                 _in_root("/bin/sh", f"/tmp/{name}.hook", env=hook_env), capture_output=True, timeout=10
             )
             assert ran.returncode == 0, ran.stderr
-            assert [path.name for path in spool.iterdir()] == [f"{job_id}.CANCELLED.jobcomp.1764547199"]
+            assert [path.name for path in spool.iterdir()] == [f"{job_id}.CANCELLED.jobcomp.1764547199.u1001"]
             # What no event is: nothing is left (a job id with a shell in it).
             bad = subprocess.run(
                 _in_root("/bin/sh", f"/tmp/{name}.hook", env={**hook_env, "JOBID": "1;reboot"}), timeout=10
