@@ -27,7 +27,10 @@ def _role(environment, *args, timeout=120) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+# SQLite's locking is the subject, not Slurm's answers: the first release alone (the mirror's
+# reading of both releases is checked on each by its own tests).
 @pytest.mark.slurm
+@pytest.mark.first_release
 def test_mirror_emulator_and_submissions_share_the_sqlite_file(tmp_path, slurm):
     environment = {
         **os.environ,
