@@ -28,12 +28,12 @@ SMALL_BATCH = 8
 _one_large_batch_at_a_time = threading.Lock()
 
 
-def _written_alone(function, events_or_taken, large: bool):
+def _written_alone(function, argument, large: bool):
     """`function(argument)` in this (worker) thread; for a large batch's, one at a time."""
     if not large:
-        return in_thread(function, events_or_taken)
+        return in_thread(function, argument)
     with _one_large_batch_at_a_time:
-        return in_thread(function, events_or_taken)
+        return in_thread(function, argument)
 
 
 async def events_app(scope, receive, send):
