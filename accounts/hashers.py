@@ -17,6 +17,8 @@ _turns = threading.BoundedSemaphore(settings.PASSWORD_HASHES_AT_ONCE)
 class GatedPBKDF2PasswordHasher(PBKDF2PasswordHasher):
     """Django's PBKDF2-SHA256 hasher (same algorithm name, same hashes), taking turns."""
 
+    iterations = settings.PASSWORD_PBKDF2_ITERATIONS
+
     def encode(self, password, salt, iterations=None):
         with _turns:
             return super().encode(password, salt, iterations)

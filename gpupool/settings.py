@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import dj_database_url
 from celery.schedules import crontab
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.core.exceptions import ImproperlyConfigured
 
 from cluster.registry import ClusterConfigError, load_clusters_file
@@ -160,6 +161,15 @@ PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.ScryptPasswordHasher",
 ]
 PASSWORD_HASHES_AT_ONCE = env_int("PASSWORD_HASHES_AT_ONCE", 1, minimum=1)
+# PBKDF2's rounds: Django's own count unless lowered for a test run (testing/pytest_env.py), which
+# only DEBUG allows. The suite creates and signs in thousands of users, and at Django's count each
+# hash is half a second of CPU: most of the suite's time went to hashing test passwords.
+PASSWORD_PBKDF2_ITERATIONS = env_int("PASSWORD_PBKDF2_ITERATIONS", PBKDF2PasswordHasher.iterations, minimum=1)
+if PASSWORD_PBKDF2_ITERATIONS < PBKDF2PasswordHasher.iterations and not DEBUG:
+    raise ImproperlyConfigured(
+        f"PASSWORD_PBKDF2_ITERATIONS={PASSWORD_PBKDF2_ITERATIONS} is below Django's {PBKDF2PasswordHasher.iterations}:"
+        " only a test run (DEBUG on) may lower it"
+    )
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
     "allauth.account.auth_backends.AuthenticationBackend",

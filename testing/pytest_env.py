@@ -17,3 +17,6 @@ os.environ.setdefault("CLUSTER_SYNC_INTERVAL_SECONDS", "1")
 # Datasets' uploads never go to the dev cluster's tree from a test (the default DATASET_STORE);
 # datasets' own tests give each test a directory of its own.
 os.environ.setdefault("DATASET_STORE", os.path.join(tempfile.gettempdir(), f"gpupool-test-datasets-{os.getuid()}"))
+# Test users' passwords hashed in 1,000 rounds, not Django's million (gpupool/settings.py, DEBUG
+# only): half a second of CPU per user created or signed in was most of the suite's time.
+os.environ.setdefault("PASSWORD_PBKDF2_ITERATIONS", "1000")

@@ -57,6 +57,18 @@ def test_a_secret_key_is_required_without_debug(tmp_path):
     assert result.returncode != 0 and "SECRET_KEY" in result.stderr
 
 
+def test_only_a_test_run_may_hash_passwords_in_fewer_rounds_than_djangos(tmp_path):
+    env = {"SECRET_KEY": secrets.token_urlsafe(60), "GPUPOOL_VAR_DIR": str(tmp_path / "var")}
+    code = "from django.contrib.auth.hashers import make_password; print(make_password('pw').split('$')[1])"
+    fewer = {"PASSWORD_PBKDF2_ITERATIONS": "1000"}
+    refused = _run(["shell", "--verbosity", "0", "-c", code], {**env, "DEBUG": "0", **fewer})
+    assert refused.returncode != 0 and "PASSWORD_PBKDF2_ITERATIONS=1000 is below Django's" in refused.stderr
+    production = _run(["shell", "--verbosity", "0", "-c", code], {**env, "DEBUG": "0"})
+    assert int(production.stdout) >= 1_000_000, production.stderr
+    lowered = _run(["shell", "--verbosity", "0", "-c", code], {**env, "DEBUG": "1", **fewer})
+    assert lowered.stdout.split() == ["1000"], lowered.stderr
+
+
 def test_a_killed_workers_task_comes_back_within_minutes_but_never_twice_while_it_waits():
     """The broker hands an unacknowledged task out again after the visibility timeout: short
     enough that a killed worker's task is not lost for an hour, longer than any retry countdown
