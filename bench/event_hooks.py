@@ -54,9 +54,12 @@ def bystanders_during_mass_cancel(mass: int, bystanders: int, user, other, spool
 
     slurm = rest_client(user.profile.cluster_username)
     theirs = rest_client(other.profile.cluster_username)
-    wait_for_slurm_room(mass + bystanders)
+    wait_for_slurm_room(mass + bystanders + 1)
     ids = submit_held(slurm, mass)
-    their_ids = submit_held(theirs, bystanders)
+    their_ids = submit_held(theirs, bystanders + 1)
+    # One cancel before the mass one: a portal that has been up a while has taken events (its
+    # threads and their database connections exist); each run's portal here is new.
+    first_event_job = their_ids.pop(0)
     with portal_stack(worker=True, beat=True, port=8000):
         deadline = time.monotonic() + 120
         while Job.objects.filter(slurm_job_id__any_of=ids + their_ids, state="PENDING").count() < mass + bystanders:
@@ -65,6 +68,11 @@ def bystanders_during_mass_cancel(mass: int, bystanders: int, user, other, spool
             mirror_jobs(rest_client())
             time.sleep(0.5)
         wait_for_empty_spool(spool)
+        theirs.cancel_job(first_event_job)
+        while not Job.objects.filter(slurm_job_id=first_event_job, state="CANCELLED").exists():
+            if time.monotonic() > deadline:
+                raise SystemExit("the first event's cancel never showed")
+            time.sleep(0.05)
         shown: dict[int, float] = {}
         sent: dict[int, float] = {}
         returned: dict[int, float] = {}

@@ -3,6 +3,7 @@ every other HTTP request through Django's synchronous handler, each on a thread 
 (gpupool/asgi_http.py: why not Django's ASGI handler)."""
 
 import os
+import sys
 
 from django.core.wsgi import get_wsgi_application
 
@@ -23,6 +24,12 @@ from interactive.proxy import session_proxy  # noqa: E402
 from interactive.routing import SessionHosts  # noqa: E402
 from jobs.live.asgi_events import events_app  # noqa: E402
 from telemetry.asgi_ingest import ingest_app  # noqa: E402
+
+# A thread waiting for the GIL gets it within WEB_GIL_SWITCH_SECONDS, not CPython's 5 ms: a web
+# process writes a mass change's batch (jobs/live/asgi_events.py) or renders a page beside
+# requests that are mostly round trips to PostgreSQL and Redis, and each round trip's return
+# waited up to a whole interval behind it.
+sys.setswitchinterval(settings.WEB_GIL_SWITCH_SECONDS)
 
 django_http_app = DjangoHttp(django_wsgi_app, threads=settings.HTTP_THREADS)
 

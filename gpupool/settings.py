@@ -161,6 +161,10 @@ PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.ScryptPasswordHasher",
 ]
 PASSWORD_HASHES_AT_ONCE = env_int("PASSWORD_HASHES_AT_ONCE", 1, minimum=1)
+# How soon a web process's thread waiting for the GIL gets it (gpupool/asgi.py; CPython's is 0.005).
+WEB_GIL_SWITCH_SECONDS = env_float("WEB_GIL_SWITCH_SECONDS", 0.001)
+if not 0 < WEB_GIL_SWITCH_SECONDS <= 1:
+    raise ImproperlyConfigured(f"WEB_GIL_SWITCH_SECONDS={WEB_GIL_SWITCH_SECONDS} is not within (0, 1]")
 # PBKDF2's rounds: Django's own count unless lowered for a test run (testing/pytest_env.py), which
 # only DEBUG allows. The suite creates and signs in thousands of users, and at Django's count each
 # hash is half a second of CPU: most of the suite's time went to hashing test passwords.

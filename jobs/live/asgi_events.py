@@ -6,34 +6,33 @@ unread. Answers 202 once the events are taken (what a completion tells is writte
 other jobs marked), then reads those from Slurm (or leaves them to the request draining
 already; jobs/live/slurm_events.py).
 
-A large batch (a mass change's: more than SMALL_BATCH events) is written by one thread of the
-process at a time, a small one (another user's few events, from the forwarder's express lane)
-at once beside it: with three of a mass change's batches written side by side, the small one's
-dozen round trips each waited for the GIL behind them, 450 ms in all on the 2-core dev machine
-while slurmctld cancelled 2,000 jobs (bench/event_hooks.py)."""
+A large batch (a mass change's: more than SMALL_BATCH events) is written on one thread of its
+own, one batch after another; a small one (another user's few events, from the forwarder's
+express lane) on a pool of its own beside it. With three of a mass change's batches written side
+by side, the small one's dozen round trips each waited for the GIL behind them, 450 ms in all on
+the 2-core dev machine while slurmctld cancelled 2,000 jobs (bench/event_hooks.py); and large
+batches waiting their turn on the shared pool's threads left a small one none to run on."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import threading
 import time
-
-from asgiref.sync import sync_to_async
+from concurrent.futures import ThreadPoolExecutor
 
 from foundation.asgi_json import ClientGone, in_thread, read_body, request_header, respond_json
 from jobs.live.slurm_events import EventRefused, after_taken, mark, read_batch, verify, verify_batch
 
 log = logging.getLogger(__name__)
 SMALL_BATCH = 8
-_one_large_batch_at_a_time = threading.Lock()
+_LARGE_BATCHES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="slurm-events-large")
+_SMALL_BATCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="slurm-events-small")
 
 
-def _written_alone(function, argument, large: bool):
-    """`function(argument)` in this (worker) thread; for a large batch's, one at a time."""
-    if not large:
-        return in_thread(function, argument)
-    with _one_large_batch_at_a_time:
-        return in_thread(function, argument)
+async def _in_lane(function, argument, large: bool):
+    """`function(argument)` on the large batches' one thread or on the small batches' pool."""
+    executor = _LARGE_BATCHES if large else _SMALL_BATCHES
+    return await asyncio.get_running_loop().run_in_executor(executor, in_thread, function, argument)
 
 
 async def events_app(scope, receive, send):
@@ -53,7 +52,7 @@ async def events_app(scope, receive, send):
     started = time.monotonic()
     large = len(events) > SMALL_BATCH
     try:
-        taken = await sync_to_async(_written_alone, thread_sensitive=False)(mark, events, large)
+        taken = await _in_lane(mark, events, large)
     except Exception:
         # Redis or the database is down: the polling mirror still sees the change.
         log.exception("could not take %d Slurm events (job %s first)", len(events), events[0].job_id)
@@ -64,7 +63,7 @@ async def events_app(scope, receive, send):
     took_ms = 1000 * (time.monotonic() - started)
     answered = time.monotonic()
     try:
-        written = await sync_to_async(_written_alone, thread_sensitive=False)(after_taken, taken, large)
+        written = await _in_lane(after_taken, taken, large)
     except Exception:
         log.exception("could not write what %d Slurm events changed; the mirror will", len(events))
         return

@@ -2,11 +2,13 @@
 from the listing, and the real hook and forwarder (deploy/slurm-events/, run inside the dev
 cluster's root) posting to a real Daphne."""
 
+import asyncio
 import hashlib
 import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from contextlib import contextmanager
 from datetime import timedelta
@@ -19,7 +21,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from cluster.services import rest_client, slurm_cli
-from jobs.live import slurm_events
+from jobs.live import asgi_events, slurm_events
 from jobs.live.asgi_events import events_app
 from jobs.mirror.passes import PASS_TOOK_KEY, mirror_jobs, note_pass_took
 from jobs.models import Job
@@ -267,6 +269,50 @@ def test_the_endpoint_refuses_bodies_and_bad_signatures_before_doing_anything(ev
     assert [event.job_id for event in taken] == [7]
     batch = async_to_sync(_post)([*signed, (b"content-length", str(len(body)).encode())], body)
     assert batch["status"] == 202 and [event.job_id for event in taken] == [7, 8, 9]
+
+
+def test_a_small_batch_is_answered_while_large_ones_are_written_one_at_a_time(events_on, monkeypatch):
+    release = threading.Event()
+    running, most, order = [0], [0], []
+    lock = threading.Lock()
+
+    def mark(events):
+        large = len(events) > asgi_events.SMALL_BATCH
+        with lock:
+            running[0] += large
+            most[0] = max(most[0], running[0])
+        if large:
+            release.wait(10)  # a mass change's batch, long in the writing
+        with lock:
+            running[0] -= large
+            order.append(events[0].job_id)
+        return slurm_events.Taken([], set())
+
+    monkeypatch.setattr("jobs.live.asgi_events.mark", mark)
+    monkeypatch.setattr("jobs.live.asgi_events.after_taken", lambda taken: 0)
+
+    def posted(first_job, count):
+        header, signature, body = _batch([f"job={first_job + n};state=CANCELLED;hook=jobcomp" for n in range(count)])
+        headers = [
+            (b"x-gpupool-events", header.encode()),
+            (b"x-gpupool-signature", signature.encode()),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        return _post(headers, body)
+
+    async def scenario():
+        # More large batches waiting than any shared thread pool has threads (32 at most).
+        firsts = range(1000, 41000, 1000)
+        large = [asyncio.create_task(posted(first, asgi_events.SMALL_BATCH + 1)) for first in firsts]
+        await asyncio.sleep(0.3)
+        small = await asyncio.wait_for(posted(9, 1), 5)  # answered while every large one waits
+        assert small["status"] == 202 and order == [9]
+        release.set()
+        return [response["status"] for response in await asyncio.gather(*large)], list(firsts)
+
+    statuses, firsts = async_to_sync(scenario)()
+    assert statuses == [202] * len(firsts)
+    assert most[0] == 1 and sorted(order[1:]) == firsts
 
 
 @pytest.fixture
