@@ -40,6 +40,7 @@
   }
 
   let timer = null;
+  let emptyReadsAfterEnd = 0;
   async function refresh() {
     try {
       const response = await fetch(url, {credentials: "same-origin"});
@@ -48,7 +49,12 @@
       setLog(stdout, data.stdout);
       setLog(stderr, data.stderr);
       renderDiagnosis(data.diagnosis);
-      if (FINAL.has(data.job.state)) clearInterval(timer);
+      // A job's files can show a moment after Slurm says it ended (a shared filesystem's cache,
+      // a further cluster's nodes): with nothing read yet, look a few more times before stopping.
+      if (FINAL.has(data.job.state)) {
+        const nothingYet = !data.stdout_size && !data.stderr_size;
+        if (!nothingYet || ++emptyReadsAfterEnd >= 5) clearInterval(timer);
+      }
     } catch (e) { /* try again next tick */ }
   }
 
