@@ -18,7 +18,7 @@ test: system-deps venv
 	for release in $$(tr , ' ' <<<"$(SLURM_RELEASES)"); do SLURM_RELEASE=$$release $(CLUSTER) up || exit 1; done
 	scripts/test.sh
 
-# Tests that need only the database: no dev cluster, no browser (seconds to start, ~2 min).
+# Tests that need only the database: no dev cluster, no browser (seconds to start, ~9 min on 2 cores).
 test-fast: system-deps venv
 	scripts/services.sh --postgres
 	SLURM_RELEASES=24.11 scripts/test.sh -m "not slurm and not browser"
