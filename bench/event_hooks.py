@@ -51,6 +51,7 @@ def bystanders_during_mass_cancel(mass: int, bystanders: int, user, other, spool
     from jobs.mirror.passes import mirror_jobs
     from jobs.models import Job
     from testing.servers import portal_stack
+    from testing.slurm import wait_for
 
     slurm = rest_client(user.profile.cluster_username)
     theirs = rest_client(other.profile.cluster_username)
@@ -69,10 +70,12 @@ def bystanders_during_mass_cancel(mass: int, bystanders: int, user, other, spool
             time.sleep(0.5)
         wait_for_empty_spool(spool)
         theirs.cancel_job(first_event_job)
-        while not Job.objects.filter(slurm_job_id=first_event_job, state="CANCELLED").exists():
-            if time.monotonic() > deadline:
-                raise SystemExit("the first event's cancel never showed")
-            time.sleep(0.05)
+        wait_for(
+            Job.objects.filter(slurm_job_id=first_event_job, state="CANCELLED").exists,
+            timeout=60,
+            interval=0.05,
+            what="the first event's cancel shown",
+        )
         shown: dict[int, float] = {}
         sent: dict[int, float] = {}
         returned: dict[int, float] = {}
