@@ -135,7 +135,7 @@ def check_budget(user_id: int, now: datetime | None = None) -> int | None:
     return warn_once(budget, month_to_date_charges(user_id, period), period, _send)
 
 
-def hold_at_limit_check(user, plan: PlanSnapshot, group=None) -> None:
+def hold_at_limit_check(user, plan: PlanSnapshot, group=None, work=None) -> None:
     """A submission check (jobs.submission.checks): refuse while a held budget is spent. A job
     a group pays for is held by the group's budget instead (billing.group_money)."""
     if group is not None and group_pays(group.pk):

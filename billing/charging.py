@@ -48,6 +48,7 @@ included, and a run beyond the cap (slurmdbd late, or Slurm's own limit rounding
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from decimal import Decimal
 
 from django.conf import settings
@@ -55,10 +56,11 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from billing.charge_split import RunShape, Terms, credits_wanted, split, spot_note
 from billing.invoices.drafts import open_draft
 from billing.models import UsageRecord
-from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates, divide
-from billing.spot import is_spot, spot_amounts
+from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates
+from billing.spot import is_spot, spot_seconds, unbilled_grace_seconds
 from credits import actions as credit_actions
 from credits import ledger
 from credits.weights import NoBurnWeight
@@ -116,18 +118,26 @@ def _included_left(invoice_id: int, gpu_type: str, included_hours: int) -> int:
     return max(0, included_hours * SECONDS_PER_HOUR - used)
 
 
-def _shard_equivalent_seconds(record: UsageRecord) -> int:
+def run_shape(record: UsageRecord) -> RunShape:
+    """The shape the charge split prices: a metered run as slurmdbd and telemetry saw it, and for
+    a spot run the seconds it is billed for, by window."""
     shards_per_gpu = int(settings.GPU_TYPES.get(record.gpu_type, {}).get("shards_per_gpu") or 0)
-    if shards_per_gpu <= 0:
-        return 0
-    return record.shards * record.seconds // shards_per_gpu
-
-
-def _share(amount_times_whole: Decimal, part: int, whole: int) -> Decimal:
-    """amount x part / whole: exact when part == whole, else one division to 12 places."""
-    if part == whole:
-        return amount_times_whole
-    return divide(amount_times_whole * part, whole)
+    spot, grace = None, 0
+    if is_spot(record):
+        grace = unbilled_grace_seconds(record)
+        spot = spot_seconds(record.run_start, record.seconds - grace)
+    return RunShape(
+        gpu_type=record.gpu_type,
+        seconds=record.seconds,
+        gpu_count=record.gpu_count,
+        shards=record.shards,
+        shards_per_gpu=shards_per_gpu,
+        gpu_memory_gb_seconds=record.gpu_memory_gb_seconds,
+        nvme_gb=record.nvme_gb,
+        spot_seconds=spot,
+        unbilled_seconds=grace,
+        held_gpu_seconds=None if record.gpu_seconds == record.gpu_count * record.seconds else record.gpu_seconds,
+    )
 
 
 class PriceBook:
@@ -145,6 +155,17 @@ class PriceBook:
         """The plan `user` held at `moment` (a run's start)."""
         return self._plans.at(user.pk, moment)
 
+    def plans_of_run(self, record: UsageRecord) -> list[PlanSnapshot]:
+        """The plans a run of the user's may be priced by: the plan held when the portal took
+        the job and the plan held at the run's start. A run started under the QOS of the plan it
+        was queued under, so a switch while it waited never makes it cheaper."""
+        at_start = self.plan(record.user, record.run_start)
+        submitted = record.job.created_at if record.job_id else None
+        if submitted is None or submitted >= record.run_start:
+            return [at_start]
+        at_submission = self.plan(record.user, submitted)
+        return [at_start] if at_submission.code == at_start.code else [at_start, at_submission]
+
     def group_plan(self, group_id: int | None, moment) -> PlanSnapshot | None:
         """The plan the group held at `moment`, or None: then the member pays."""
         return self._group_plans.at(group_id, moment) if group_id else None
@@ -152,6 +173,28 @@ class PriceBook:
     def rates(self, plan: PlanSnapshot, moment) -> tuple[Rates, RateCard]:
         """The card the plan pays in force at `moment`."""
         return self._cards.for_plan(plan, moment)
+
+
+def _terms(plan: PlanSnapshot, run: RunShape, invoice_id: int) -> Terms:
+    hours = int(plan.included_gpu_hours.get(run.gpu_type, 0))
+    return Terms(
+        capped=plan.included_hours_are_a_cap,
+        included_nvme_gb=plan.included_nvme_gb,
+        included_left=_included_left(invoice_id, run.gpu_type, hours),
+    )
+
+
+def _dearest(plans, run: RunShape, moment, prices: PriceBook, invoice_id: int):
+    """(plan, rates, card): of the plans a run may be priced by, the one under which it comes to
+    the most before credits (the first on a tie). Raises NoRateCard or PricingError, before any
+    credit is spent, when that plan's card cannot price the run."""
+    best = None
+    for plan in plans:
+        rates, card = prices.rates(plan, moment)
+        amount = split(run, rates, _terms(plan, run, invoice_id)).amount
+        if best is None or amount > best[0]:
+            best = (amount, plan, rates, card)
+    return best[1:]
 
 
 def _write_charge(record_pk: int, *, invoice, plan: PlanSnapshot, card, rates: Rates, gpu_price, **amounts) -> bool:
@@ -192,79 +235,34 @@ def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
         record = UsageRecord.objects.select_for_update(of=("self",)).select_related("user", "job").get(pk=record_id)
         if record.invoice_id is not None:
             return False
-        plan = group_plan or prices.plan(record.user, record.run_start)
+        run = run_shape(record)
+        plans = [group_plan] if group_plan else prices.plans_of_run(record)
         try:
-            rates, card = prices.rates(plan, record.run_start)
-            shard_run = record.gpu_count == 0 and record.shards > 0
-            gpu_price = (
-                rates.gpu_memory_gb_second
-                if shard_run
-                else (rates.gpu_price(record.gpu_type) if record.gpu_seconds else ZERO)
-            )
+            plan, rates, card = _dearest(plans, run, record.run_start, prices, invoice.pk)
         except (NoRateCard, PricingError) as exc:
             raise ChargeError(str(exc)) from exc
-
-        if is_spot(record) and not plan.included_hours_are_a_cap:
-            try:
-                spot = spot_amounts(record, rates, included_nvme_gb=plan.included_nvme_gb)
-            except PricingError as exc:
-                raise ChargeError(str(exc)) from exc
-            amounts = {
-                "amount_gpu": spot.amount_gpu,
-                "amount_memory": spot.amount_memory,
-                "amount_nvme": spot.amount_nvme,
-            }
-            return _write_charge(
-                record.pk,
-                invoice=invoice,
-                plan=plan,
-                card=card,
-                rates=rates,
-                gpu_price=gpu_price,
-                billable_gpu_seconds=spot.billable_gpu_seconds,
-                unbilled_grace_gpu_seconds=spot.unbilled_grace_gpu_seconds,
-                amount=sum(amounts.values(), ZERO),
-                note=spot.note,
-                **amounts,
-            )
-
-        to_cover = _shard_equivalent_seconds(record) if shard_run else record.gpu_seconds
         included_hours = int(plan.included_gpu_hours.get(record.gpu_type, 0))
+        terms = _terms(plan, run, invoice.pk)
+        # Credits are spent for what the split would ask of them, then the split is made with
+        # what the spend took (at most the balance).
+        credited, credit_entry = apply_credits(
+            record.user_id,
+            record.gpu_type,
+            credits_wanted(run, terms),
+            f"usage-record:{record.pk}",
+            job_uuid=record.job.uuid if record.job_id else None,
+            group_id=paying_group,
+        )
+        try:
+            result = split(run, rates, replace(terms, credits=credited))
+        except PricingError as exc:
+            raise ChargeError(str(exc)) from exc
         note = ""
-        if plan.included_hours_are_a_cap:
-            left = _included_left(invoice.pk, record.gpu_type, included_hours)
-            included, credited, credit_entry = to_cover, 0, None
-            if to_cover > left:
-                note = f"beyond the {plan.name} plan's {included_hours} included hours: not billed (free plan)"
-        else:
-            included = min(to_cover, _included_left(invoice.pk, record.gpu_type, included_hours))
-            credited, credit_entry = 0, None
-            if not shard_run:
-                credited, credit_entry = apply_credits(
-                    record.user_id,
-                    record.gpu_type,
-                    to_cover - included,
-                    f"usage-record:{record.pk}",
-                    job_uuid=record.job.uuid if record.job_id else None,
-                    group_id=paying_group,
-                )
-        billable = to_cover - included - credited
-
-        if plan.included_hours_are_a_cap:
-            amount_gpu = amount_memory = amount_nvme = ZERO
-        else:
-            amount_gpu = ZERO if shard_run else billable * gpu_price
-            memory = record.gpu_memory_gb_seconds * rates.gpu_memory_gb_second
-            nvme_gb = max(0, record.nvme_gb - plan.included_nvme_gb)
-            nvme_numerator = nvme_gb * record.seconds * rates.nvme_gb_hour
-            if to_cover:
-                amount_memory = _share(memory, billable, to_cover)
-                amount_nvme = divide(nvme_numerator * billable, SECONDS_PER_HOUR * to_cover)
-            else:  # no GPU time to share out (an NVMe-only run, a very short shard run)
-                amount_memory = memory
-                amount_nvme = divide(nvme_numerator, SECONDS_PER_HOUR)
-        no_telemetry = record.gpu_memory_source == UsageRecord.MemorySource.NONE
-        if record.gpu_seconds and no_telemetry and not plan.included_hours_are_a_cap:
+        if run.is_spot and not terms.capped:
+            note = spot_note(result, run.unbilled_seconds)
+        elif terms.capped and run.to_cover > terms.included_left:
+            note = f"beyond the {plan.name} plan's {included_hours} included hours: not billed (free plan)"
+        elif record.gpu_seconds and record.gpu_memory_source == UsageRecord.MemorySource.NONE and not terms.capped:
             note = "no GPU telemetry for this run: GPU-seconds only"
 
         return _write_charge(
@@ -273,14 +271,15 @@ def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
             plan=plan,
             card=card,
             rates=rates,
-            gpu_price=gpu_price,
-            included_gpu_seconds=included,
-            credit_gpu_seconds=credited,
+            gpu_price=result.unit_price,
+            included_gpu_seconds=result.included,
+            credit_gpu_seconds=result.credited,
             credit_entry_id=credit_entry,
-            billable_gpu_seconds=0 if shard_run else billable,
-            amount_gpu=amount_gpu,
-            amount_memory=amount_memory,
-            amount_nvme=amount_nvme,
-            amount=amount_gpu + amount_memory + amount_nvme,
+            billable_gpu_seconds=result.billable,
+            unbilled_grace_gpu_seconds=result.unbilled_grace,
+            amount_gpu=result.amount_gpu,
+            amount_memory=result.amount_memory,
+            amount_nvme=result.amount_nvme,
+            amount=result.amount,
             note=note[:200],
         )

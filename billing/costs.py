@@ -37,19 +37,22 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
-from decimal import ROUND_HALF_UP, Decimal, localcontext
+from decimal import Decimal
 
 from django.conf import settings
 from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
+from billing.charge_split import RunShape, Terms, credits_wanted, split
 from billing.invoices.drafts import month_of
 from billing.models import Invoice, UsageRecord
-from billing.pricing import DIVISION_QUANTUM, SECONDS_PER_HOUR, PricingError, Rates
-from billing.spot import PREEMPTED, weighted_seconds
+from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates
+from billing.spot import PREEMPTED, spot_seconds
 from cluster.gres import parse_gres
+from credits import ledger
+from credits.weights import NoBurnWeight, burn, weight_for
 from foundation.gpu_types import gpu_types_from_mapping
 from groups.group_plans import GroupPlansHeld
 from jobs.costs import CostDetail, JobCost
@@ -84,15 +87,6 @@ class _Sums:
     plan: str = ""
     preempted: int = 0
     preempted_gpu_seconds: int = 0
-
-
-def _share(amount: Decimal, part: int, whole: int) -> Decimal:
-    """amount x part / whole to 12 places, half-up (the pricing core's division rule)."""
-    if part == whole:
-        return amount
-    with localcontext() as context:
-        context.prec = 60
-        return (amount * part / whole).quantize(DIVISION_QUANTUM, rounding=ROUND_HALF_UP)
 
 
 def included_seconds_used(user_ids, period: date, group_ids=()) -> dict[tuple[tuple[str, int], str], int]:
@@ -195,7 +189,7 @@ def _detail(sums: _Sums, basis: str, note: str = "") -> CostDetail:
     )
 
 
-def _held(job: Job) -> tuple[str, int, int, int]:
+def held_by(job: Job) -> tuple[str, int, int, int]:
     """(GPU type, whole GPUs, shards, NVMe GB) the job holds, from its TRES."""
     items = parse_gres(",".join(part.strip().removeprefix("gres/") for part in (job.tres_per_node or "").split(",")))
     gpu_type, shards, nvme = job.gpu_type, 0, 0
@@ -211,7 +205,7 @@ def _held(job: Job) -> tuple[str, int, int, int]:
 
 
 def _priced(job: Job) -> bool:
-    gpu_type, whole, shards, _nvme = _held(job)
+    gpu_type, whole, shards, _nvme = held_by(job)
     return bool(gpu_type and (whole or shards))
 
 
@@ -228,15 +222,23 @@ class _Estimator:
         self.gpu_types = gpu_types_from_mapping(settings.GPU_TYPES)
         # Each run is priced at its plan's card in force at its start, as charging will.
         self.cards = CardBook()
+        self.credits_left: dict[tuple[str, int], int] = {}
+        self.weights: dict[str, Decimal] = {}
 
-    def _payer(self, job: Job) -> tuple[tuple[str, int], PlanSnapshot]:
-        """Who pays for the run and under which plan, as charging will decide: the job's group
-        when it held a plan at the run's start, else the owner, by the plan held then."""
+    def _payer(self, job: Job) -> tuple[tuple[str, int], list[PlanSnapshot]]:
+        """Who pays for the run and the plans it may be priced by, as charging will decide: the
+        job's group when it held a plan at the run's start, else the owner, by the plans held
+        when the portal took the job and at the run's start (billing/charging.py)."""
         if job.group_id:
             group_plan = self.group_plans.at(job.group_id, job.start_time)
             if group_plan is not None:
-                return ("group", job.group_id), group_plan
-        return ("user", job.owner_id), self.plans_held.at(job.owner_id, job.start_time)
+                return ("group", job.group_id), [group_plan]
+        plans = [self.plans_held.at(job.owner_id, job.start_time)]
+        if job.created_at and job.created_at < job.start_time:
+            at_submission = self.plans_held.at(job.owner_id, job.created_at)
+            if at_submission.code != plans[0].code:
+                plans.append(at_submission)
+        return ("user", job.owner_id), plans
 
     def _rates(self, plan: PlanSnapshot, start: datetime) -> Rates | None:
         try:
@@ -244,69 +246,75 @@ class _Estimator:
         except NoRateCard:
             return None
 
-    def _spot_estimate(self, job, plan, gpu_type, whole, shards, nvme, seconds, info) -> _Sums | None:
-        """As billing/spot.py charges a finished spot run (its notice is not known yet: all billed)."""
-        rates = self._rates(plan, job.start_time)
-        if rates is None:
-            return None
+    def _credits_left(self, payer: tuple[str, int]) -> int:
+        """The payer's spendable credits, read once; what earlier runs take is taken off."""
+        if payer not in self.credits_left:
+            kind, pk = payer
+            owner = {"group_id": pk} if kind == "group" else {}
+            self.credits_left[payer] = ledger.spendable_balance(None if kind == "group" else pk, **owner)
+        return self.credits_left[payer]
+
+    def _credit_gpu_seconds(self, payer, gpu_type: str, wanted: int) -> int:
+        """GPU-seconds of `gpu_type` the payer's credits would cover of `wanted`, as a spend
+        would take them (credits.weights.burn), and taken off what is left for later runs."""
+        available = self._credits_left(payer) if wanted else 0
+        if not available:
+            return 0
         try:
-            weighted, _windows = weighted_seconds(rates, gpu_type, job.start_time, seconds)
-            amount_gpu = whole * weighted * rates.gpu_price(gpu_type) if whole else ZERO
-        except PricingError:
-            return None
-        memory = Decimal(shards * info.shard_gb) * weighted * rates.gpu_memory_gb_second
-        nvme_exact = Decimal(max(0, nvme - plan.included_nvme_gb) * seconds) * rates.nvme_gb_hour
-        amount_nvme = _share(nvme_exact, 1, SECONDS_PER_HOUR)
-        return _Sums(
-            gpu_seconds=whole * seconds,
-            billable=whole * seconds,
-            amount_gpu=amount_gpu,
-            amount_memory=memory,
-            amount_nvme=amount_nvme,
-            amount=amount_gpu + memory + amount_nvme,
-            plan=plan.code,
-        )
+            weight = self.weights.setdefault(gpu_type, weight_for(gpu_type, self.now))
+        except NoBurnWeight:
+            return 0
+        taken = burn(wanted, weight, available)
+        self.credits_left[payer] = available - taken.credits
+        return taken.covered_gpu_seconds
 
     def estimate(self, job: Job) -> _Sums | None:
-        payer, plan = self._payer(job)
-        gpu_type, whole, shards, nvme = _held(job)
+        """The run in progress priced by the charge split as if it ended now, under the plan
+        charging would choose (the dearer of the plan at submission and at the start)."""
+        payer, plans = self._payer(job)
+        gpu_type, whole, shards, nvme = held_by(job)
         info = self.gpu_types.get(gpu_type)
         if info is None or not (whole or shards):
             return None
         seconds = max(0, int((self.now - job.start_time).total_seconds()))
-        gpu_seconds = whole * seconds
-        to_cover = gpu_seconds if whole else shards * seconds // info.shards_per_gpu
+        spot = settings.SPOT_QOS and job.qos == settings.SPOT_QOS
+        run = RunShape(
+            gpu_type=gpu_type,
+            seconds=seconds,
+            gpu_count=whole,
+            shards=shards,
+            shards_per_gpu=info.shards_per_gpu,
+            gpu_memory_gb_seconds=shards * info.shard_gb * seconds,
+            nvme_gb=nvme,
+            spot_seconds=spot_seconds(job.start_time, seconds) if spot else None,
+        )
         key = (payer, gpu_type)
-        left = max(0, plan.included_gpu_hours.get(gpu_type, 0) * SECONDS_PER_HOUR - self.included_used.get(key, 0))
-        if settings.SPOT_QOS and job.qos == settings.SPOT_QOS and not plan.included_hours_are_a_cap:
-            return self._spot_estimate(job, plan, gpu_type, whole, shards, nvme, seconds, info)
-        if plan.included_hours_are_a_cap:
-            return _Sums(gpu_seconds=gpu_seconds, included=to_cover, plan=plan.code)
-        rates = self._rates(plan, job.start_time)
-        if rates is None:
-            return None
-        included = min(left, to_cover)
-        self.included_used[key] = self.included_used.get(key, 0) + included
-        billable = to_cover - included
-        try:
-            amount_gpu = billable * rates.gpu_price(gpu_type) if whole else ZERO
-        except PricingError:
-            return None
-        memory = Decimal(shards * info.shard_gb * seconds) * rates.gpu_memory_gb_second
-        nvme_exact = Decimal(max(0, nvme - plan.included_nvme_gb) * seconds) * rates.nvme_gb_hour
-        if to_cover:
-            amount_memory = _share(memory, billable, to_cover)
-            amount_nvme = _share(nvme_exact, billable, to_cover * SECONDS_PER_HOUR)
-        else:
-            amount_memory, amount_nvme = memory, _share(nvme_exact, 1, SECONDS_PER_HOUR)
+        best = None
+        for plan in plans:
+            rates = self._rates(plan, job.start_time)
+            if rates is None:
+                return None
+            hours_left = plan.included_gpu_hours.get(gpu_type, 0) * SECONDS_PER_HOUR - self.included_used.get(key, 0)
+            terms = Terms(plan.included_hours_are_a_cap, plan.included_nvme_gb, max(0, hours_left))
+            try:
+                amount = split(run, rates, terms).amount
+            except PricingError:
+                return None
+            if best is None or amount > best[0]:
+                best = (amount, plan, rates, terms)
+        _amount, plan, rates, terms = best
+        terms = replace(terms, credits=self._credit_gpu_seconds(payer, gpu_type, credits_wanted(run, terms)))
+        result = split(run, rates, terms)
+        self.included_used[key] = self.included_used.get(key, 0) + result.included
         return _Sums(
-            gpu_seconds=gpu_seconds,
-            included=included,
-            billable=billable if whole else 0,
-            amount_gpu=amount_gpu,
-            amount_memory=amount_memory,
-            amount_nvme=amount_nvme,
-            amount=amount_gpu + amount_memory + amount_nvme,
+            gpu_seconds=run.gpu_seconds,
+            included=result.included,
+            credit=result.credited,
+            billable=result.billable,
+            amount_gpu=result.amount_gpu,
+            amount_memory=result.amount_memory,
+            amount_nvme=result.amount_nvme,
+            amount=result.amount,
             plan=plan.code,
         )
 

@@ -5,7 +5,12 @@
 2. the plan bills afterwards (PAY_AFTERWARDS_PLANS: Enterprise, priced by the second and
    invoiced after the month) and no admin approved a credit limit for the account;
 3. what the account owes reaches that limit: this month's charges (the exact amounts charged
-   to its open drafts) plus its issued invoices' totals less the payments against them.
+   to its open drafts) plus its issued invoices' totals less the payments against them;
+4. the work asked (a job, a sweep's tasks, a session; each its whole time limit, by the one
+   quote, billing/quotes.py) costs more than the limit leaves after what is owed and the
+   account's work not charged yet: running jobs at their estimate so far (billing/costs.py)
+   and queued ones (sweep tasks included) at their quote for their time limit. Work charged to
+   a group that pays is the group's, not counted here.
 
 Each refusal says why and what to do; reaching the limit also e-mails the user once a month
 (claimed by a conditional UPDATE of `warned_for`, so of two requests only one sends). The check
@@ -22,21 +27,27 @@ from decimal import Decimal
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from django.utils import timezone
 
 from audit.log import record
+from billing.costs import held_by, job_costs
 from billing.invoices.drafts import month_of
 from billing.invoices.payments import paid_so_far
 from billing.models import CreditLimit, Invoice, Payment, UsageRecord
-from billing.pricing import to_cents
-from groups.group_plans import group_pays
+from billing.pricing import PricingError, to_cents
+from billing.quotes import quote_job, shards_for
+from foundation.money import usd
+from groups.group_plans import group_pays, paying_groups
 from groups.queries import owned_by
+from jobs.models import Job, JobState
 from jobs.submission.checks import SubmissionRefused
 from plans.catalog import PlanSnapshot
+from plans.rates import NoRateCard
 
 log = logging.getLogger(__name__)
 ZERO = Decimal(0)
+QUEUED_OR_RUNNING = (JobState.SUBMITTING, JobState.PENDING, JobState.RUNNING)
 
 
 def owed(user_id: int) -> Decimal:
@@ -60,7 +71,66 @@ def overdue_invoice(user_id: int | None = None, *, group_id: int | None = None) 
     return None
 
 
-def credit_limit_check(user, plan: PlanSnapshot, group=None) -> None:
+def outstanding_work(user) -> Decimal:
+    """Exact: the user's own work not charged yet (rule 4 of the module): running jobs at their
+    estimate so far, queued ones at their quote for the whole time limit (one quote per shape)."""
+    unfinished = Job.objects.filter(owner=user, state__in=QUEUED_OR_RUNNING).exclude(group__in=paying_groups())
+    running = list(unfinished.filter(state=JobState.RUNNING))
+    total = sum((cost.cost_so_far or ZERO for cost in job_costs(running).values()), ZERO)
+    shapes = (
+        unfinished.exclude(state=JobState.RUNNING)
+        .values("gpu_type", "tres_per_node", "time_limit_minutes", "qos")
+        .annotate(runs=Count("pk"))
+        .order_by()
+    )
+    for shape in shapes:
+        quoted = _quote_shape(user, shape)
+        total += quoted if quoted is not None else ZERO
+    return total
+
+
+def _quote_shape(user, shape: dict) -> Decimal | None:
+    gpu_type, whole, shards, nvme = held_by(Job(gpu_type=shape["gpu_type"], tres_per_node=shape["tres_per_node"]))
+    if not gpu_type or not (whole or shards) or not shape["time_limit_minutes"]:
+        return None
+    _shards, _per_gpu, shard_gb = shards_for(gpu_type, 1)
+    try:
+        quoted = quote_job(
+            user,
+            gpu_type=gpu_type,
+            gpu_count=whole,
+            gpu_memory_gb=shards * shard_gb,
+            nvme_gb=nvme,
+            seconds=shape["time_limit_minutes"] * 60,
+            spot=bool(settings.SPOT_QOS) and shape["qos"] == settings.SPOT_QOS,
+            runs=shape["runs"],
+        )
+    except (NoRateCard, PricingError):
+        return None
+    return quoted.payable
+
+
+def _quote_work(user, work, group) -> Decimal | None:
+    """What the work asked would cost the user at most (None: it cannot be priced)."""
+    spec = work.spec
+    try:
+        quoted = quote_job(
+            user,
+            gpu_type=spec.gpu.gpu_type,
+            gpu_count=spec.gpu.count,
+            gpu_memory_gb=0 if spec.gpu.count else spec.gpu.memory_gb,
+            nvme_gb=spec.gpu.nvme_gb + spec.gpu.dataset_gb,
+            seconds=spec.time_limit_minutes * 60,
+            spot=spec.spot,
+            group=group,
+            runs=work.runs,
+        )
+    except (NoRateCard, PricingError):
+        return None
+    return quoted.payable
+
+
+def credit_limit_check(user, plan: PlanSnapshot, group=None, work=None) -> None:
     """A submission check (jobs.submission.checks): see the module. A job a group pays for is
     held by the group's unpaid invoices instead (billing.group_money)."""
     if group is not None and group_pays(group.pk):
@@ -85,6 +155,21 @@ def credit_limit_check(user, plan: PlanSnapshot, group=None) -> None:
         raise SubmissionRefused(
             f"Your account owes ${to_cents(now_owed)}, which reaches its credit limit of ${limit.amount}: new jobs "
             "are held until a payment is recorded or an admin raises the limit. Running jobs are not affected."
+        )
+    if work is None:
+        return
+    asked = _quote_work(user, work, group)
+    if not asked:
+        return
+    unfinished = outstanding_work(user)
+    left = limit.amount - now_owed - unfinished
+    if asked > left:
+        what = f"These {work.runs} tasks" if work.runs > 1 else "This job"
+        raise SubmissionRefused(
+            f"{what} could cost up to {usd(to_cents(asked))} (every run its whole time limit). Your account owes "
+            f"{usd(to_cents(now_owed))} and has {usd(to_cents(unfinished))} of running and queued work, so its credit "
+            f"limit of {usd(limit.amount)} leaves {usd(to_cents(max(left, ZERO)))}. Shorten the time limit or run "
+            "fewer tasks, or ask an admin to raise the limit."
         )
 
 

@@ -107,7 +107,7 @@ def pool_key(group_id: int, submission_key: str) -> str:
     return f"group-pool:{group_id}:{submission_key}"
 
 
-def group_hold_check(user, plan: PlanSnapshot, group=None) -> None:
+def group_hold_check(user, plan: PlanSnapshot, group=None, work=None) -> None:
     """A submission check: refuse a job charged to a paying group whose invoice is overdue or
     whose held budget is spent."""
     if group is None or not group_pays(group.pk):

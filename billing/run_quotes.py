@@ -1,42 +1,58 @@
 """Quotes of runs not yet started, for the layers below billing (jobs.costs.quote_runs): a
-sweep's tasks before it is submitted. The same prices and the same split as the quote API
-(billing/api/views.py): the plan's rate card, included hours then credits, the rest billed."""
+sweep's tasks before it is submitted. The one quote (billing/quotes.py): the plan that would pay,
+its rate card now, the payer's plan hours and credits, split as charging splits a run."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
-from billing.api.views import coverage, payable
-from billing.pricing import PricingError, quote, to_cents
+from billing.pricing import PricingError, to_cents
+from billing.quotes import quote_job
 from jobs.costs import RunQuote
-from plans.catalog import plan_for
-from plans.rates import NoRateCard, rates_for_plan
+from plans.rates import NoRateCard
 
 
 def quote_runs(
-    user, *, gpu_type: str, gpu_count: int, gpu_memory_gb: int, nvme_gb: int, seconds: int, runs: int
+    user,
+    *,
+    gpu_type: str,
+    gpu_count: int,
+    gpu_memory_gb: int,
+    nvme_gb: int,
+    seconds: int,
+    runs: int,
+    spot: bool = False,
+    group=None,
 ) -> RunQuote | None:
-    """`runs` runs of `seconds` each, all at once: one run's lines times `runs` (exact: every line
-    is a quantity times a price, and the NVMe division is exact to 12 places per run, then
-    multiplied), each line rounded to the cent as an invoice rounds it."""
-    plan = plan_for(user)
+    """`runs` runs of `seconds` each, all at once, priced as one run of their seconds together
+    (every line is a quantity times a price, so that is the runs' sum)."""
     try:
-        one = quote(gpu_type, gpu_count, seconds, gpu_memory_gb, nvme_gb, rates=rates_for_plan(plan))
+        result = quote_job(
+            user,
+            gpu_type=gpu_type,
+            gpu_count=gpu_count,
+            gpu_memory_gb=gpu_memory_gb,
+            nvme_gb=nvme_gb,
+            seconds=seconds,
+            runs=runs,
+            spot=spot,
+            group=group,
+        )
     except (NoRateCard, PricingError):
         return None
-    total = sum((to_cents(line.amount * runs) for line in one.lines), Decimal(0))
-    gpu_seconds = gpu_count * seconds * runs
-    cover = coverage(user, plan, gpu_type, gpu_seconds)
-    values = {"nvme_gb": nvme_gb, "seconds": seconds * runs}
-    whole = quote(gpu_type, gpu_count, seconds * runs, gpu_memory_gb, nvme_gb, rates=one.rates)
-    note = "" if gpu_count else "GPU memory jobs pay for their memory; plan hours and credits cover whole GPUs."
-    if plan.included_hours_are_a_cap:
-        note = f"The {plan.name} plan bills nothing; its tasks count against its monthly hours."
+    covered = result.covered
+    note = ""
+    if result.plan.included_hours_are_a_cap:
+        note = f"The {result.plan.name} plan bills nothing; its tasks count against its monthly hours."
+    elif result.run.is_spot:
+        note = "Spot tasks pay each time window's share of the price; plan hours and credits do not cover them."
+    elif result.run.is_shard_run:
+        note = "GPU memory tasks take plan hours as GPU-second equivalents; credits cover whole GPUs only."
     return RunQuote(
         runs=runs,
-        gpu_seconds=gpu_seconds,
-        total=total,
-        covered_gpu_seconds=cover["covered_gpu_seconds"],
-        payable=to_cents(payable(whole, plan, cover, values)),
+        gpu_seconds=covered.to_cover,
+        total=sum((to_cents(line.amount) for line in result.lines), Decimal(0)),
+        covered_gpu_seconds=covered.included + covered.credited,
+        payable=to_cents(covered.amount),
         note=note,
     )

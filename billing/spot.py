@@ -1,4 +1,4 @@
-"""Pricing a spot run (billing/charging.py calls `spot_amounts` for a record of the spot QOS).
+"""What a spot run is billed for (billing/charging.py asks this for a record of the spot QOS).
 
 A spot run pays, second by second, its GPU type's price on the rate card in force at its start
 times that card's share for the window the second fell in (plans/spot.py: night 22:00-06:00 or
@@ -12,43 +12,29 @@ a job of the owner's outside the spot QOS that started on the run's nodes from t
 its notice to a minute after its end voids the waiver, so nobody earns free GPU time by
 preempting themselves.
 
-Money: exact Decimal products; the memory share is one division carried to 12 places (as
-every share in charging.py), and invoices round once (billing/pricing.py rule 2).
+Money: the charge split (billing/charge_split.py) prices the billed seconds this module finds;
+nothing here computes an amount.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
-from decimal import Decimal
 
 from django.conf import settings
 
 from billing.models import UsageRecord
-from billing.pricing import SECONDS_PER_HOUR, Rates, divide
 from cluster.hostlist import HostlistError, expand_hostlist
 from jobs.models import Job
 from plans.spot import seconds_by_window
 
 # Slurm's state of a run that preemption ended (sacct; seen on 24.11 with PreemptMode=REQUEUE).
 PREEMPTED = "PREEMPTED"
-ZERO = Decimal(0)
 # How long after a preempted run ended its preemptor may have started (Slurm's scheduling pass).
 PREEMPTOR_SLACK = timedelta(minutes=1)
 
 
 def is_spot(record: UsageRecord) -> bool:
     return bool(settings.SPOT_QOS) and record.qos == settings.SPOT_QOS
-
-
-@dataclass(frozen=True)
-class SpotAmounts:
-    billable_gpu_seconds: int
-    unbilled_grace_gpu_seconds: int
-    amount_gpu: Decimal
-    amount_memory: Decimal
-    amount_nvme: Decimal
-    note: str
 
 
 def _nodes(text: str) -> set[str] | None:
@@ -86,41 +72,7 @@ def unbilled_grace_seconds(record: UsageRecord) -> int:
     return 0 if grace == 0 or self_preempted(record, grace) else grace
 
 
-def weighted_seconds(rates: Rates, gpu_type: str, start, seconds: int) -> tuple[Decimal, dict[str, int]]:
-    """The sum of seconds x share over the windows `seconds` from `start` fell in (what a spot
-    run pays of one GPU's price is this x the price), and the seconds per window."""
-    windows = seconds_by_window(start, start + timedelta(seconds=seconds))
-    weighted = sum(
-        (Decimal(count) * rates.spot_multiplier(gpu_type, window) for window, count in windows.items()), ZERO
-    )
-    return weighted, windows
-
-
-def spot_amounts(record: UsageRecord, rates: Rates, *, included_nvme_gb: int) -> SpotAmounts:
-    """Raises PricingError (no price for the GPU type) like any pricing."""
-    grace = unbilled_grace_seconds(record)
-    billed_seconds = record.seconds - grace
-    weighted, windows = weighted_seconds(rates, record.gpu_type, record.run_start, billed_seconds)
-    amount_gpu = ZERO
-    if record.gpu_count:
-        amount_gpu = record.gpu_count * weighted * rates.gpu_price(record.gpu_type)
-    memory = record.gpu_memory_gb_seconds * rates.gpu_memory_gb_second
-    amount_memory = divide(memory * weighted, record.seconds) if record.seconds else ZERO
-    nvme_gb = max(0, record.nvme_gb - included_nvme_gb)
-    amount_nvme = divide(Decimal(nvme_gb * billed_seconds) * rates.nvme_gb_hour, SECONDS_PER_HOUR)
-    shares = ", ".join(
-        f"{window} x{rates.spot_multiplier(record.gpu_type, window)} for {seconds} s"
-        for window, seconds in windows.items()
-        if seconds
-    )
-    note = f"spot: {shares or 'no billed time'}" + (
-        f"; last {grace} s (notice before preemption) not billed" if grace else ""
-    )
-    return SpotAmounts(
-        billable_gpu_seconds=record.gpu_count * billed_seconds,
-        unbilled_grace_gpu_seconds=record.gpu_count * grace,
-        amount_gpu=amount_gpu,
-        amount_memory=amount_memory,
-        amount_nvme=amount_nvme,
-        note=note[:200],
-    )
+def spot_seconds(start, billed_seconds: int) -> dict[str, int]:
+    """The billed seconds of a spot run from `start`, per window ({"night": s, "day": s}): the
+    charge split (billing/charge_split.py) prices each window's seconds at its share."""
+    return seconds_by_window(start, start + timedelta(seconds=billed_seconds))

@@ -48,6 +48,11 @@ def group_pays(group_id: int) -> bool:
     return GroupPlan.objects.filter(group_id=group_id, ended_at__isnull=True).exists()
 
 
+def paying_groups():
+    """The ids of the groups that hold a plan now (a subquery)."""
+    return GroupPlan.objects.filter(ended_at__isnull=True).values("group_id")
+
+
 class GroupPlansHeld:
     """`plan_at` for many groups and moments (a metering pass), each history read once."""
 

@@ -21,7 +21,7 @@ from jobs.live.events import publish_job_update
 from jobs.mirror.arrays import refresh_array
 from jobs.mirror.rows import apply_slurm_job
 from jobs.models import FINAL_STATES, Job, JobDataset, JobState
-from jobs.submission.checks import run_submission_checks
+from jobs.submission.checks import WorkAsked, run_submission_checks
 from jobs.submission.clusters import ClusterChoice, choose_cluster, home_only_reason
 from jobs.submission.datasets import Mount, lock_mounted_versions
 from jobs.submission.quota import QuotaExceeded, check_quota
@@ -132,7 +132,7 @@ def submit(
             check_quota(user, plan, spec.gpu.gpu_type, spec.gpu.count, shares)
             quota = spec.gpu.count
         # Higher layers' checks (a held budget: billing.budgets), registered in their ready().
-        run_submission_checks(user, plan, group)
+        run_submission_checks(user, plan, group, WorkAsked(spec))
         job = Job.objects.create(
             owner=user,
             cluster=choice.name,

@@ -142,9 +142,19 @@ def register_quote_provider(provider: QuoteProvider) -> None:
 
 
 def quote_runs(
-    user, *, gpu_type: str, gpu_count: int, gpu_memory_gb: int, nvme_gb: int, seconds: int, runs: int
+    user,
+    *,
+    gpu_type: str,
+    gpu_count: int,
+    gpu_memory_gb: int,
+    nvme_gb: int,
+    seconds: int,
+    runs: int,
+    spot: bool = False,
+    group=None,
 ) -> RunQuote | None:
-    """None without a provider, or when there are no prices to quote with."""
+    """None without a provider, or when there are no prices to quote with. `group`: the group
+    the runs are charged to (its plan pays when it holds one)."""
     if _quote_provider is None or runs <= 0:
         return None
     return _quote_provider(
@@ -155,4 +165,6 @@ def quote_runs(
         nvme_gb=nvme_gb,
         seconds=seconds,
         runs=runs,
+        spot=spot,
+        group=group,
     )

@@ -1,33 +1,26 @@
 """POST /api/v1/billing/quote: what a job would cost, line by line, at the prices in force."""
 
-from decimal import Decimal
+import math
 
-from django.utils import timezone
+from django.db import transaction
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from billing.api.serializers import QuoteInputSerializer, QuoteSerializer
-from billing.invoices.drafts import month_of
-from billing.pricing import (
-    SECONDS_PER_HOUR,
-    PricingError,
-    divide,
-    format_amount,
-    format_quantity,
-    quote,
-    to_cents,
-)
-from billing.usage.usage_page import invoice_month
-from credits import ledger
-from credits.weights import NoBurnWeight, weight_for
+from billing.pricing import PricingError, format_amount, format_quantity, to_cents
+from billing.quotes import JobQuote, quote_job
+from datasets.models import DatasetVersion
+from datasets.queries import own_datasets
 from foundation.api.errors import error_responses
-from plans.catalog import plan_by_code, plan_for
+from groups.queries import GroupError, default_group, group_to_charge
+from jobs.submission.datasets import BYTES_PER_GB
+from plans.catalog import plan_by_code
 from plans.models import Plan
-from plans.rates import NoRateCard, rates_for_plan
+from plans.rates import NoRateCard
 
 ERROR_DESCRIPTIONS = {
-    400: "Bad input: `errors` names each field and what is wrong with it",
+    400: "Bad input: `errors` names each field and what is wrong with it (an unknown field, a group not yours)",
     401: "No credentials, or an unknown or revoked token",
     403: "With the session cookie: no CSRF token",
     404: "No plan with that code (`errors.plan`)",
@@ -37,13 +30,18 @@ ERROR_DESCRIPTIONS = {
 }
 
 
-def _quote_body(result, plan_code: str, gpu_count: int, seconds: int) -> dict:
+def _quote_body(result: JobQuote, gpu_count: int) -> dict:
     rates = result.rates
-    return {
-        "gpu_type": result.gpu_type,
+    covered = result.covered
+    body = {
+        "gpu_type": result.run.gpu_type,
         "gpu_count": gpu_count,
-        "seconds": seconds,
-        "plan": plan_code,
+        "shards": result.run.shards,
+        "seconds": result.run.seconds,
+        "runs": result.runs,
+        "spot": result.run.is_spot,
+        "plan": result.plan.code,
+        "payer": f"group {result.group_id}" if result.group_id else "you",
         "currency": "USD",
         "lines": [
             {
@@ -63,12 +61,65 @@ def _quote_body(result, plan_code: str, gpu_count: int, seconds: int) -> dict:
             "card": rates.card,
             "name": rates.name,
             "effective_from": rates.effective_from,
-            "gpu_price_per_second": format_quantity(rates.gpu_price(result.gpu_type)),
-            "gpu_price_from": rates.gpu_price_source(result.gpu_type),
+            "gpu_price_per_second": format_quantity(rates.gpu_price(result.run.gpu_type)),
+            "gpu_price_from": rates.gpu_price_source(result.run.gpu_type),
             "gpu_memory_price_per_gb_second": format_quantity(rates.gpu_memory_gb_second),
             "nvme_price_per_gb_hour": format_quantity(rates.nvme_gb_hour),
         },
+        "coverage": None,
     }
+    if covered is not None:
+        body["coverage"] = {
+            "gpu_seconds": covered.to_cover,
+            "plan_gpu_seconds_left": result.plan_gpu_seconds_left,
+            "credit_gpu_seconds": result.credit_gpu_seconds,
+            "covered_gpu_seconds": covered.included + covered.credited,
+            "included_gpu_seconds": covered.included,
+            "credited_gpu_seconds": covered.credited,
+            "payable": format_amount(to_cents(covered.amount)),
+            "payable_exact": format_amount(covered.amount),
+        }
+    return body
+
+
+def _flat(errors: dict) -> dict[str, list[str]]:
+    """DRF's errors with a list's items' errors ({"0": [...]}) as sentences of the field's own."""
+    flat = {}
+    for name, found in errors.items():
+        if isinstance(found, dict):
+            flat[name] = [f"item {index}: {message}" for index, messages in found.items() for message in messages]
+        else:
+            flat[name] = [str(message) for message in found]
+    return flat
+
+
+def _refused(field_name: str, message: str, status: int = 400) -> Response:
+    return Response({"detail": message, "errors": {field_name: [message]}}, status=status)
+
+
+def _group_of(user, values):
+    """The group the job would be charged to: the one named, the user's default when the field
+    is absent, none when it is null. GroupError when the user may not charge it."""
+    if "group" not in values:
+        return default_group(user)
+    if values["group"] is None:
+        return None
+    with transaction.atomic():
+        return group_to_charge(user, values["group"])
+
+
+def _datasets_gb(user, ids) -> int:
+    """The GB the job's datasets take of its NVMe, as a submission counts them. ValueError
+    names a version the user may not mount."""
+    if not ids:
+        return 0
+    sizes = dict(
+        DatasetVersion.objects.filter(pk__in=ids, dataset__in=own_datasets(user)).values_list("pk", "size_bytes")
+    )
+    missing = [version for version in ids if version not in sizes]
+    if missing:
+        raise ValueError(f"No dataset version {missing[0]} that you may use.")
+    return math.ceil(sum(sizes.values()) / BYTES_PER_GB)
 
 
 @extend_schema(
@@ -76,10 +127,14 @@ def _quote_body(result, plan_code: str, gpu_count: int, seconds: int) -> dict:
     summary="What a job would cost: lines and total as decimal strings, at the prices in force now",
     description=(
         "Charge = GPU-seconds x GPU price + GPU-memory GB-seconds x memory price + NVMe GB-hours x NVMe price. "
+        "Takes a whole job as POST /api/v1/jobs/ does (spot, group, cluster, datasets; the fields that change no "
+        "price are accepted, unknown ones refused), or `seconds` and `runs` (a sweep's tasks). The plan: the one "
+        "that would pay (the group's when the job is charged to a group that holds one). "
         "Amounts are exact; `amount_rounded` and `total_rounded` round each line half-up to the cent, as an "
-        "invoice does. Prices: the rate card the plan pays (`list`; Enterprise: `enterprise`) in force now. "
-        "`coverage` says how much of it your included plan hours and credits "
-        "would cover now (the amounts are before them)."
+        "invoice does. Prices: the rate card the plan pays (`list`; Enterprise: `enterprise`) in force now; a spot "
+        "job pays each time window's share from now. `total` is the price with nothing covered; `coverage` says "
+        "what the payer's included plan hours and credits would cover now and what is left to pay (`payable`), "
+        "split by the same rule that charges a finished run."
     ),
     request=QuoteInputSerializer,
     responses={200: QuoteSerializer, **error_responses(ERROR_DESCRIPTIONS, 400, 401, 403, 404, 409, 413, 415)},
@@ -101,77 +156,42 @@ def _quote_body(result, plan_code: str, gpu_count: int, seconds: int) -> dict:
 )
 @api_view(["POST"])
 def billing_quote(request):
+    if not isinstance(request.data, dict):
+        return Response({"detail": "The quote's input is a JSON object."}, status=400)
     data = QuoteInputSerializer(data=request.data)
     if not data.is_valid():
-        return Response({"detail": "The quote's input is invalid.", "errors": data.errors}, status=400)
+        return Response({"detail": "The quote's input is invalid.", "errors": _flat(data.errors)}, status=400)
     values = data.validated_data
+    plan = None
     code = values.get("plan")
     if code:
         try:
             plan = plan_by_code(code)
         except Plan.DoesNotExist:
-            return Response(
-                {"detail": f"There is no plan {code!r}.", "errors": {"plan": ["no plan with this code"]}}, status=404
-            )
-    else:
-        plan = plan_for(request.user)
+            return _refused("plan", f"There is no plan {code!r}.", 404)
     try:
-        rates = rates_for_plan(plan)
-        result = quote(
-            values["gpu_type"],
-            values["gpu_count"],
-            values["seconds"],
-            values["gpu_memory_gb"],
-            values["nvme_gb"],
-            rates=rates,
+        group = _group_of(request.user, data.initial_data)
+    except GroupError as exc:
+        return _refused(exc.field, exc.message, exc.status)
+    try:
+        nvme_gb = values["nvme_gb"] + _datasets_gb(request.user, values.get("datasets") or [])
+    except ValueError as exc:
+        return _refused("datasets", str(exc))
+    try:
+        result = quote_job(
+            request.user,
+            gpu_type=values["gpu_type"],
+            gpu_count=values["gpu_count"],
+            gpu_memory_gb=values["gpu_memory_gb"],
+            nvme_gb=nvme_gb,
+            seconds=values["seconds"],
+            spot=bool(values.get("spot")),
+            group=group,
+            plan=plan,
+            runs=values["runs"],
         )
     except NoRateCard as exc:
         return Response({"detail": f"Prices are not set: {exc}."}, status=409)
     except PricingError as exc:
         return Response({"detail": str(exc), "errors": {exc.field: [exc.message]}}, status=409)
-    body = _quote_body(result, plan.code, values["gpu_count"], values["seconds"])
-    own = plan_for(request.user)
-    if own.code == plan.code:
-        cover = coverage(request.user, own, values["gpu_type"], values["gpu_count"] * values["seconds"])
-        cover["payable"] = format_amount(to_cents(payable(result, own, cover, values)))
-        body["coverage"] = cover
-    else:
-        body["coverage"] = None
-    return Response(QuoteSerializer(body).data)
-
-
-def payable(result, plan, cover: dict, values: dict) -> Decimal:
-    """What the caller would pay of the quote, by charging's own split (billing/charging.py):
-    a free plan's capped hours bill nothing; the GPU line is billed for the GPU-seconds that
-    neither plan hours nor credits cover; GPU memory and the NVMe cache beyond the plan's
-    included NVMe are billed for the same uncovered share. Exact; the caller rounds."""
-    if plan.included_hours_are_a_cap:
-        return Decimal(0)
-    lines = {line.kind: line for line in result.lines}
-    to_cover = cover["gpu_seconds"]
-    billable = to_cover - cover["covered_gpu_seconds"]
-    nvme_beyond = max(0, values["nvme_gb"] - plan.included_nvme_gb)
-    nvme = divide(Decimal(nvme_beyond * values["seconds"]) * result.rates.nvme_gb_hour, SECONDS_PER_HOUR)
-    if not to_cover:  # a shard job: memory and NVMe, nothing covered (charging: credits skip shards)
-        return lines["gpu_memory"].amount + nvme
-    gpu = billable * lines["gpu"].unit_price
-    return gpu + divide((lines["gpu_memory"].amount + nvme) * billable, to_cover)
-
-
-def coverage(user, plan, gpu_type: str, gpu_seconds: int) -> dict:
-    """What the caller's included hours and credits would cover of `gpu_seconds`, as charging
-    would take them now (billing/charging.py: plan hours first, then credits)."""
-    _charges, included_used = invoice_month(user.pk, month_of(timezone.now()))
-    hours = plan.included_gpu_hours.get(gpu_type, 0)
-    plan_left = max(0, hours * SECONDS_PER_HOUR - included_used.get(gpu_type, 0))
-    try:
-        weight = weight_for(gpu_type)
-        credit = int(ledger.spendable_balance(user.pk) / weight) if weight > 0 else 0
-    except NoBurnWeight:
-        credit = 0
-    return {
-        "gpu_seconds": gpu_seconds,
-        "plan_gpu_seconds_left": plan_left,
-        "credit_gpu_seconds": credit,
-        "covered_gpu_seconds": min(gpu_seconds, plan_left + credit),
-    }
+    return Response(QuoteSerializer(_quote_body(result, values["gpu_count"])).data)

@@ -162,7 +162,10 @@ def test_the_quote_says_what_the_callers_plan_hours_and_credits_would_cover(api_
         "plan_gpu_seconds_left": 99 * 3600,
         "credit_gpu_seconds": 0,
         "covered_gpu_seconds": 7200,
+        "included_gpu_seconds": 7200,
+        "credited_gpu_seconds": 0,
         "payable": "0.00",  # all of it in the plan's hours: GPU memory and Pro's 500 GB NVMe too
+        "payable_exact": "0.00",
     }
     # RTX 4090 hours are not in Pro: credits only (1 credit = 1 RTX 4090 GPU-second).
     ledger.grant(alice.pk, 1000, key="quote-test", grant_kind="signup", campaign_id=None)

@@ -126,7 +126,7 @@ class SweepSerializer(serializers.Serializer):
 
 
 def _quote(sweep: Sweep) -> dict | None:
-    quote = queries.quote_sweep(sweep.owner, job_spec_from_dict(sweep.spec), sweep.point_count)
+    quote = queries.quote_sweep(sweep.owner, job_spec_from_dict(sweep.spec), sweep.point_count, sweep.group)
     if quote is None:
         return None
     return {

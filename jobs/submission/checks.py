@@ -11,8 +11,10 @@ as `detail`, like any quota refusal); anything else it raises is a bug and propa
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from jobs.submission.quota import QuotaExceeded
+from jobs.submission.spec import JobSpec
 from plans.catalog import PlanSnapshot
 
 
@@ -20,18 +22,28 @@ class SubmissionRefused(QuotaExceeded):
     """A refusal with a message the user may read."""
 
 
-# check(user, plan, group): `group` is the group the job is charged to, or None.
-SubmissionCheck = Callable[[object, PlanSnapshot, object], None]
+@dataclass(frozen=True)
+class WorkAsked:
+    """What a submission asks to run: `runs` runs of `spec` (a sweep's tasks, or one job), each
+    up to its time limit. A check that prices work (billing's credit limit) quotes this."""
+
+    spec: JobSpec
+    runs: int = 1
+
+
+# check(user, plan, group, work): `group` is the group the job is charged to, or None; `work`
+# what is asked (None where a caller has nothing to price).
+SubmissionCheck = Callable[[object, PlanSnapshot, object, WorkAsked | None], None]
 
 _checks: dict[str, SubmissionCheck] = {}
 
 
 def register_submission_check(name: str, check: SubmissionCheck) -> None:
-    """`check(user, plan, group)` raises SubmissionRefused to refuse. Registering a name again
+    """`check(user, plan, group, work)` raises SubmissionRefused to refuse. Registering a name again
     replaces the earlier check (ready() may run more than once in tests)."""
     _checks[name] = check
 
 
-def run_submission_checks(user, plan: PlanSnapshot, group=None) -> None:
+def run_submission_checks(user, plan: PlanSnapshot, group=None, work: WorkAsked | None = None) -> None:
     for check in list(_checks.values()):
-        check(user, plan, group)
+        check(user, plan, group, work)

@@ -19,7 +19,7 @@ from cluster.services import rest_client, slurm_cli
 from jobs.actions import DEFAULT_GROUP, charged_group, check_allocation, locked_profile, partition_for
 from jobs.mirror.arrays import refresh_array
 from jobs.models import FINAL_STATES, Job, JobArray, JobState, Sweep
-from jobs.submission.checks import run_submission_checks
+from jobs.submission.checks import WorkAsked, run_submission_checks
 from jobs.submission.quota import QuotaExceeded, check_quota
 from jobs.submission.spec import JobSpec, SpecError, SpecPolicy, job_spec_from_dict, parse_job_spec
 from jobs.sweeps.parameters import Grid
@@ -127,7 +127,7 @@ def create_sweep(
         group = charged_group(user, group_id)
         if group is not None:
             check_allocation(group, spec, len(grid))
-        run_submission_checks(user, plan, group)
+        run_submission_checks(user, plan, group, WorkAsked(spec, len(grid)))
         sweep = Sweep.objects.create(
             owner=user,
             group=group,
@@ -260,7 +260,7 @@ def rerun_tasks(user, sweep: Sweep, indexes: list[int] | None = None) -> list[in
         group = sweep.group
         if group is not None:
             check_allocation(group, spec, len(chosen))
-        run_submission_checks(user, plan, group)
+        run_submission_checks(user, plan, group, WorkAsked(spec, len(chosen)))
         Job.objects.filter(pk__in=[pk for pk, _index in chosen]).update(sweep_current=False)
         chosen_indexes = sorted(index for _pk, index in chosen)
         _add_arrays(sweep, profile, chosen_indexes, _template(sweep, profile, spec, plan, group), chained=False)

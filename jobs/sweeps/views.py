@@ -78,7 +78,7 @@ def sweep_detail(request, pk: int):
         "filters": filters,
         "counts": sorted(queries.state_counts(sweep).items()),
         "cost": queries.sweep_cost(sweep),
-        "quote": queries.quote_sweep(sweep.owner, spec, sweep.point_count),
+        "quote": queries.quote_sweep(sweep.owner, spec, sweep.point_count, sweep.group),
         "best": queries.best_task(sweep),
         "arrays": list(sweep.arrays.all()),
         "failed": sum(1 for row in rows if row["state"] in actions.FAILED_STATES),
