@@ -75,4 +75,7 @@ def unbilled_grace_seconds(record: UsageRecord) -> int:
 def spot_seconds(start, billed_seconds: int) -> dict[str, int]:
     """The billed seconds of a spot run from `start`, per window ({"night": s, "day": s}): the
     charge split (billing/charge_split.py) prices each window's seconds at its share."""
+    # Whole seconds from a whole second (slurmdbd's are): a fraction at a window's boundary would
+    # be lost in each window's count, and the windows would not add up to the billed seconds.
+    start = start.replace(microsecond=0)
     return seconds_by_window(start, start + timedelta(seconds=billed_seconds))
