@@ -1,15 +1,16 @@
 // The job form: what the job costs at most for its time limit, from POST /api/v1/billing/quote
-// (the prices in force and the caller's plan), before it is submitted. The upper bound takes
-// every GPU's whole memory for the whole time limit, and a GPU-memory request rounded up to
-// whole shards, since that is the most metering can charge. The quote's `coverage` says how
-// many of its GPU-seconds the caller's included plan hours and credits would cover.
+// (the one quote: the plan that would pay, the group's when the job is charged to a group that
+// holds one; spot at each window's share), before it is submitted. The upper bound takes every
+// GPU's whole memory for the whole time limit; the quote rounds a GPU-memory request up to whole
+// shards, as Slurm holds it. The quote's `coverage` says what the payer's plan hours and credits
+// would cover and what is left to pay, split as a finished run is charged.
 (function () {
   "use strict";
   const out = document.querySelector("[data-job-quote]");
   const form = out && out.closest("form");
   if (!form) return;
   const field = (name) => form.querySelector(`[name="${name}"]`);
-  const watched = ["gpu_type", "gpu_count", "gpu_memory_gb", "time_limit_minutes", "nvme_gb"];
+  const watched = ["gpu_type", "gpu_count", "gpu_memory_gb", "time_limit_minutes", "nvme_gb", "spot", "group"];
   let timer = null;
   let inFlight = null;
 
@@ -26,7 +27,6 @@
     if (!select || !minutes) return null;
     const option = select.selectedOptions[0] || {};
     const memoryGb = parseInt((option.dataset || {}).memoryGb, 10) || 0;
-    const shardGb = parseInt((option.dataset || {}).shardGb, 10) || 0;
     const count = wholeNumber("gpu_count");
     const memory = wholeNumber("gpu_memory_gb");
     const body = { gpu_type: select.value, seconds: minutes * 60, nvme_gb: wholeNumber("nvme_gb") || 0 };
@@ -35,10 +35,17 @@
       body.gpu_memory_gb = count * memoryGb;
     } else if (memory) {
       body.gpu_count = 0;
-      body.gpu_memory_gb = shardGb ? Math.ceil(memory / shardGb) * shardGb : memory;
+      body.gpu_memory_gb = memory;
     } else {
       return null;
     }
+    const spot = field("spot");
+    if (spot && spot.checked) body.spot = true;
+    const group = field("group");
+    if (group && !body.spot) body.group = /^\d+$/.test(group.value) ? parseInt(group.value, 10) : null;
+    const datasets = Array.from(form.querySelectorAll('[name="datasets"]:checked'))
+      .map((box) => parseInt(box.value, 10)).filter((id) => id > 0);
+    if (datasets.length) body.datasets = datasets;
     return body;
   }
 
@@ -50,13 +57,12 @@
   function describe(quote) {
     const minutes = quote.seconds / 60;
     const parts = quote.lines
-      .filter((line) => line.amount !== "0.00")
-      .map((line) => `${line.description} $${line.amount}`);
-    // Below a cent the rounded total says $0.00; the exact one says more.
-    const total = quote.total_rounded === "0.00" ? quote.total : quote.total_rounded;
-    return `At most $${total} for the time limit (${minutes} min) at ${quote.plan} plan prices` +
-      (parts.length ? ` (${parts.join(" + ")})` : "") + ", before included hours and credits." +
-      window.quoteCoverage(quote.coverage);
+      .filter((line) => line.amount !== "0.00" && line.amount !== "0")
+      .map((line) => `${line.description} ${window.quoteMoney(line.amount)}`);
+    const payer = quote.payer === "you" ? "" : ", charged to the group";
+    return `At most ${window.quoteMoney(quote.total)} for the time limit (${minutes} min) at the ` +
+      `${quote.plan} plan's prices${payer}` + (parts.length ? ` (${parts.join(" + ")})` : "") +
+      ", before included hours and credits." + window.quoteCoverage(quote.coverage);
   }
 
 
@@ -93,5 +99,6 @@
       input.addEventListener("change", schedule);
     }
   });
+  form.querySelectorAll('[name="datasets"]').forEach((box) => box.addEventListener("change", schedule));
   refresh();
 })();

@@ -122,7 +122,7 @@
         method: "POST",
         credentials: "same-origin",
         headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
-        body: JSON.stringify({ gpu_type: gpuType, gpu_count: count, seconds: minutes * 60 }),
+        body: JSON.stringify({ gpu_type: gpuType, gpu_count: count, seconds: minutes * 60, group: null }),
       });
       if (!response.ok) throw new Error(String(response.status));
       const answer = await response.json();
