@@ -161,5 +161,25 @@ def provision(profile_id: int, preferred_name: str | None = None, *, adopt_exist
         provisioned_at=timezone.now(), provisioning_error="", cluster_uid=identity.uid, cluster_gid=identity.gid
     )
     profile.refresh_from_db()
+    reprovision_further_clusters(profile)
     cluster_identity_changed.send(sender=Profile, user_id=profile.user_id)
     return profile
+
+
+def reprovision_further_clusters(profile: Profile) -> list[str]:
+    """The plan's QOS and limits written again on every further cluster where the portal made the
+    user's account (a plan or role change is the user's on every cluster, not only the portal's
+    own: a further cluster's association kept the old plan's QOS, with no cap). Raises what the
+    backend raises, recorded on that account's row; the caller's task retries the whole."""
+    done = []
+    for account in ClusterAccount.objects.filter(profile=profile, provisioned_at__isnull=False).order_by("cluster"):
+        cli = slurm_cli(account.cluster)
+        backend = provisioning_backend(settings.PROVISIONING_BACKEND, cli, settings.SLURM_ACCOUNT)
+        try:
+            _ensure_user(backend, profile, profile.cluster_username, account.uid, lambda identity: None)
+        except Exception as exc:
+            ClusterAccount.objects.filter(pk=account.pk).update(error=str(exc)[:2000])
+            raise
+        ClusterAccount.objects.filter(pk=account.pk).update(error="")
+        done.append(account.cluster)
+    return done

@@ -15,9 +15,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from accounts.left_plan import is_downgrade
 from accounts.models import Profile
 from accounts.signals import account_deactivated
-from accounts.tasks import lock_cluster_account, lock_cluster_user, provision_user
+from accounts.tasks import cancel_work_of_left_plan, lock_cluster_account, lock_cluster_user, provision_user
 from audit.log import record
 from plans import subscriptions
 from plans.models import Plan, Subscription
@@ -133,6 +134,10 @@ def change_plan(user, plan_code: str, *, actor=None, status: str = Subscription.
             reason=reason,
         )
         _reprovision_on_commit(Profile.objects.get(user=user).pk)
+        if ended and ended.plan.qos != plan.qos and is_downgrade(ended.plan, plan, status):
+            transaction.on_commit(
+                lambda: _enqueue(cancel_work_of_left_plan, user.pk, ended.plan.qos, ended.plan.name, plan.name)
+            )
     return changed.started
 
 

@@ -19,9 +19,10 @@ GRANT_FIELDS = ("signup_gpu_seconds", "tutorial_gpu_seconds", "referral_gpu_seco
 
 def terms_errors(values: dict) -> dict[str, str]:
     """What is wrong with a new campaign's terms, by field ({} when nothing is). Every campaign
-    a marketer makes has a budget and a per-referrer cap, and no grant above
-    CAMPAIGN_GRANT_MAX_GPU_SECONDS: a typo cannot hand out credit without bound (the standing
-    welcome campaign, made by the code, is the one without a budget)."""
+    a marketer makes has a budget and a per-referrer cap, each bounded (CAMPAIGN_BUDGET_MAX_GPU_SECONDS,
+    CAMPAIGN_REFERRER_CAP_MAX), and no grant above CAMPAIGN_GRANT_MAX_GPU_SECONDS: a typo cannot
+    hand out credit without bound (the standing welcome campaign, made by the code, is the one
+    without a budget)."""
     errors = {}
     most = settings.CAMPAIGN_GRANT_MAX_GPU_SECONDS
     for name in GRANT_FIELDS:
@@ -29,8 +30,12 @@ def terms_errors(values: dict) -> dict[str, str]:
             errors[name] = f"at most {most:,} credits a grant"
     if not values.get("budget_gpu_seconds"):
         errors["budget_gpu_seconds"] = "a campaign needs a budget (credits it may grant in all)"
+    elif values["budget_gpu_seconds"] > settings.CAMPAIGN_BUDGET_MAX_GPU_SECONDS:
+        errors["budget_gpu_seconds"] = f"at most {settings.CAMPAIGN_BUDGET_MAX_GPU_SECONDS:,} credits a campaign"
     if not values.get("per_referrer_cap"):
         errors["per_referrer_cap"] = "a campaign needs a cap on the referral grants one referrer receives"
+    elif values["per_referrer_cap"] > settings.CAMPAIGN_REFERRER_CAP_MAX:
+        errors["per_referrer_cap"] = f"at most {settings.CAMPAIGN_REFERRER_CAP_MAX:,} referral grants a referrer"
     return errors
 
 

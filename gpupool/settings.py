@@ -627,6 +627,10 @@ MAX_JOB_TEMPLATES_PER_USER = env_int("MAX_JOB_TEMPLATES_PER_USER", 50, minimum=1
 # Granted credit expires this many days after its grant (ledger entries written by a beat task).
 # The most credits one grant of a campaign may give (credits/campaigns.py); 50,000 is ~14 h of RTX 4090.
 CAMPAIGN_GRANT_MAX_GPU_SECONDS = env_int("CAMPAIGN_GRANT_MAX_GPU_SECONDS", 50_000, minimum=1)
+# The most credits a campaign may grant in all (100,000,000 is ~27,800 h of RTX 4090) and the most
+# referral grants one referrer may receive in it: a typo of a few zeros is refused, not a liability.
+CAMPAIGN_BUDGET_MAX_GPU_SECONDS = env_int("CAMPAIGN_BUDGET_MAX_GPU_SECONDS", 100_000_000, minimum=1)
+CAMPAIGN_REFERRER_CAP_MAX = env_int("CAMPAIGN_REFERRER_CAP_MAX", 1_000, minimum=1)
 CREDIT_EXPIRY_DAYS = env_int("CREDIT_EXPIRY_DAYS", 90, minimum=1)
 # An invitee seen from the referrer's address or browser within this many days waits for review.
 REFERRAL_SHARED_PLACE_DAYS = env_int("REFERRAL_SHARED_PLACE_DAYS", 30, minimum=1)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from cluster.errors import SlurmTransientError
 from cluster.services import slurm_cli
 from plans import enforcement
-from plans.models import MonthlyUsageReset
+from plans.models import MonthlyUsageReset, billing_zone
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +33,12 @@ def reset_monthly_usage(self) -> str:
 
     Slurm's own PriorityUsageResetPeriod=MONTHLY does the same on a configured cluster; this
     is the portal's guarantee for clusters configured otherwise. It runs only on the first
-    day of the month (UTC) and records the month, so a repeat or a second worker does
-    nothing; a reset found missing later in the month is logged for admins, not done then,
-    because it would hand free users a second budget."""
-    now = timezone.now()
+    day of the month in the billing zone (plans.models.billing_zone: the zone invoices close
+    their months in, so a free plan's hours begin again when its month does) and records the
+    month, so a repeat or a second worker does nothing; a reset found missing later in the
+    month is logged for admins, not done then, because it would hand free users a second
+    budget."""
+    now = timezone.now().astimezone(billing_zone())
     month = now.date().replace(day=1)
     if MonthlyUsageReset.objects.filter(month=month).exists():
         return "done already"

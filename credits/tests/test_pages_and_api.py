@@ -186,6 +186,8 @@ def test_the_job_credit_use_include_lists_the_jobs_spends(alice):
         ({"per_referrer_cap": ""}, "per_referrer_cap"),
         ({"signup_gpu_seconds": 50_001}, "signup_gpu_seconds"),
         ({"referral_gpu_seconds": 10_000_000}, "referral_gpu_seconds"),
+        ({"budget_gpu_seconds": 10**15}, "budget_gpu_seconds"),  # accepted once: no upper bound
+        ({"per_referrer_cap": 1_000_000}, "per_referrer_cap"),
     ],
 )
 def test_a_campaign_without_a_budget_or_cap_or_with_a_huge_grant_is_refused(marketer, change, field):
