@@ -15,10 +15,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from accounts.left_plan import is_downgrade
 from accounts.models import Profile
-from accounts.signals import account_deactivated
-from accounts.tasks import cancel_work_of_left_plan, lock_cluster_account, lock_cluster_user, provision_user
+from accounts.signals import account_deactivated, plan_changed
+from accounts.tasks import lock_cluster_account, lock_cluster_user, provision_user
 from audit.log import record
 from plans import subscriptions
 from plans.models import Plan, Subscription
@@ -134,10 +133,10 @@ def change_plan(user, plan_code: str, *, actor=None, status: str = Subscription.
             reason=reason,
         )
         _reprovision_on_commit(Profile.objects.get(user=user).pk)
-        if ended and ended.plan.qos != plan.qos and is_downgrade(ended.plan, plan, status):
-            transaction.on_commit(
-                lambda: _enqueue(cancel_work_of_left_plan, user.pk, ended.plan.qos, ended.plan.name, plan.name)
-            )
+        before = ended.plan.code if ended else None
+        transaction.on_commit(
+            lambda: plan_changed.send(sender=Profile, user_id=user.pk, before=before, after=plan.code, status=status)
+        )
     return changed.started
 
 

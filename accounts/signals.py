@@ -10,3 +10,8 @@ account_deactivated = Signal()
 # re-provisioning the QOS), kwargs: user_id. Groups re-write the user's associations in their
 # accounts (groups/receivers.py).
 cluster_identity_changed = Signal()
+
+# Sent after the transaction that changed a user's subscription commits (kwargs: user_id,
+# before: the plan code left or None, after: the plan code now, status). Jobs end the work that
+# still waits under a plan left for a lesser one (jobs/left_plan.py).
+plan_changed = Signal()

@@ -12,21 +12,6 @@ from cluster.registry import further_clusters_taking_jobs
 from cluster.services import slurm_cli
 
 
-@shared_task(bind=True, max_retries=12)
-def cancel_work_of_left_plan(self, user_id: int, left_qos: str, left_name: str, new_name: str) -> str:
-    """accounts.left_plan: the user's work still waiting under a plan they left for a lesser one."""
-    from django.contrib.auth import get_user_model
-
-    from accounts import left_plan
-
-    try:
-        cancelled, refused = left_plan.cancel_waiting_work(user_id, left_qos, left_name, new_name)
-    except SlurmTransientError as exc:
-        raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
-    left_plan.tell_owner(get_user_model().objects.get(pk=user_id), cancelled, left_name, new_name)
-    return f"cancelled {len(cancelled)}" + (f", left {len(refused)}: {'; '.join(refused)[:500]}" if refused else "")
-
-
 def _backoff(retries: int) -> int:
     return min(600, 15 * 2**retries)
 

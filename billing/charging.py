@@ -59,6 +59,7 @@ from django.utils import timezone
 from billing.charge_split import RunShape, Terms, credits_wanted, split, spot_note
 from billing.invoices.drafts import open_draft
 from billing.models import UsageRecord
+from billing.models.usage import RESERVATION_CLUSTER
 from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates
 from billing.spot import is_spot, spot_seconds, unbilled_grace_seconds
 from credits import actions as credit_actions
@@ -68,6 +69,7 @@ from groups.group_plans import GroupPlansHeld
 from plans.catalog import PlansHeld, PlanSnapshot
 from plans.models import RateCard
 from plans.rates import CardBook, NoRateCard
+from reservations.models import ReservationEvent, State
 
 log = logging.getLogger(__name__)
 ZERO = Decimal(0)
@@ -157,10 +159,12 @@ class PriceBook:
 
     def plans_of_run(self, record: UsageRecord) -> list[PlanSnapshot]:
         """The plans a run of the user's may be priced by: the plan held when the portal took
-        the job and the plan held at the run's start. A run started under the QOS of the plan it
-        was queued under, so a switch while it waited never makes it cheaper."""
+        the job (for a reservation's unused time: when an admin approved it) and the plan held at
+        the run's start. A run started under the QOS of the plan it was queued under, and a
+        reservation was granted to the plan that asked, so a switch while it waited never makes
+        it cheaper."""
         at_start = self.plan(record.user, record.run_start)
-        submitted = record.job.created_at if record.job_id else None
+        submitted = record.job.created_at if record.job_id else _reservation_approved(record)
         if submitted is None or submitted >= record.run_start:
             return [at_start]
         at_submission = self.plan(record.user, submitted)
@@ -173,6 +177,18 @@ class PriceBook:
     def rates(self, plan: PlanSnapshot, moment) -> tuple[Rates, RateCard]:
         """The card the plan pays in force at `moment`."""
         return self._cards.for_plan(plan, moment)
+
+
+def _reservation_approved(record: UsageRecord):
+    """When the reservation whose unused time `record` is was approved (None for other runs)."""
+    if record.cluster != RESERVATION_CLUSTER:
+        return None
+    return (
+        ReservationEvent.objects.filter(reservation_id=record.slurm_job_id, to_state=State.APPROVED)
+        .order_by("created_at")
+        .values_list("created_at", flat=True)
+        .first()
+    )
 
 
 def _terms(plan: PlanSnapshot, run: RunShape, invoice_id: int) -> Terms:

@@ -389,7 +389,7 @@ CELERY_BEAT_SCHEDULE = {
 # One beat sends, however many are started (a second stands by): gpupool/beat.py.
 CELERY_BEAT_SCHEDULER = "gpupool.beat:SingleBeatScheduler"
 # Task modules other than the apps' tasks.py, which Celery finds by itself.
-CELERY_IMPORTS = ("billing.invoices.closing", "jobs.moves")
+CELERY_IMPORTS = ("billing.invoices.closing", "jobs.moves", "jobs.left_plan")
 # How long after a month ends its invoices wait for slurmdbd's late records before issue.
 BILLING_CLOSE_GRACE = timedelta(hours=env_int("BILLING_CLOSE_GRACE_HOURS", 2, minimum=0))
 CHANNEL_LAYERS = {

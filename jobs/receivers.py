@@ -6,8 +6,8 @@ from django.conf import settings
 from django.db import transaction
 from django.dispatch import receiver
 
-from accounts.signals import account_deactivated
-from jobs import protocol
+from accounts.signals import account_deactivated, plan_changed
+from jobs import left_plan, protocol
 from jobs.live.events import close_user_sockets
 from jobs.models import FINAL_STATES, Job, JobState
 from jobs.signals import job_changed
@@ -24,6 +24,12 @@ def stop_jobs_of_deactivated_account(sender, user_id: int, **kwargs):
     for job_pk in list(waiting):
         protocol.fail_submission(job_pk, DEACTIVATED_MESSAGE)
     transaction.on_commit(lambda: close_user_sockets(user_id))
+
+
+@receiver(plan_changed)
+def end_work_of_a_left_plan(sender, user_id: int, before, after, status, **kwargs):
+    """Leaving a plan for a lesser one cancels the work still waiting under it (jobs/left_plan.py)."""
+    left_plan.on_plan_change(user_id, before, after, status)
 
 
 @receiver(job_changed)

@@ -31,6 +31,9 @@ from django.db.models import Q
 # Exact money on records: 12 places (pricing rule 2), up to $10^8.
 EXACT_MONEY = {"max_digits": 20, "decimal_places": 12, "default": Decimal(0)}
 UNIT_PRICE = {"max_digits": 14, "decimal_places": 8, "default": Decimal(0)}
+# The `cluster` of a reservation's unused-time record (billing/usage/reserved_time.py), whose
+# `slurm_job_id` is the reservation's id.
+RESERVATION_CLUSTER = "reservation"
 
 
 class UsageRecord(models.Model):

@@ -56,3 +56,21 @@ def test_not_before_it_ends_and_never_when_it_was_cancelled_or_rejected(bob):
     _reservation(bob, start=now - timedelta(hours=1, minutes=5), state=State.FINISHED)  # within the grace
     assert meter_reservations() == 0
     assert not UsageRecord.objects.filter(cluster=RESERVATION_CLUSTER).exists()
+
+
+def test_a_reservation_approved_on_a_paid_plan_is_paid_at_it_when_its_owner_leaves_before_the_window(bob):
+    """The dodge: reserve on Enterprise, be on Free when the window starts: the held node was free."""
+    import time_machine
+
+    from reservations.models import ReservationEvent
+
+    now = timezone.now()
+    subscribe(bob, "enterprise")
+    held = _reservation(bob, start=now + timedelta(minutes=10), hours=1, count=1)
+    ReservationEvent.objects.create(reservation=held, from_state=State.REQUESTED, to_state=State.APPROVED)
+    with time_machine.travel(now + timedelta(minutes=5), tick=False):
+        subscribe(bob, "free")
+    with time_machine.travel(now + timedelta(hours=2), tick=False):
+        assert meter_reservations() == 1
+    record = UsageRecord.objects.get(cluster=RESERVATION_CLUSTER, slurm_job_id=held.pk)
+    assert record.plan == "enterprise" and record.amount == 3600 * Decimal("0.0025")

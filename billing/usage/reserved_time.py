@@ -5,8 +5,10 @@ whether or not its jobs use them, so the window is billed in full, once:
 - jobs run inside it are metered and charged as any job (billing/usage/metering.py);
 - what they leave unused, GPUs x the window's seconds minus the GPU-seconds of its jobs inside
   the window, is one usage record of its own (cluster "reservation", the reservation's id),
-  charged like GPU time by the plan held at the reservation's start: the plan's included hours
-  first, then credits, then the plan's GPU price (billing/charging.py);
+  charged like GPU time by the dearer of the plan held when an admin approved it and the plan
+  held at its start (a reservation granted to a plan is paid at that plan's terms even when its
+  owner leaves the plan before the window): the plan's included hours first, then credits, then
+  the plan's GPU price (billing/charging.py; the record's `plan` says which);
 - a reservation cancelled, rejected or failed before its start costs nothing.
 Why this rule: the pool cannot sell held GPUs to anyone else, and billing only the jobs would
 make a reservation a free way to keep GPUs from others; billing the window on top of its jobs
@@ -27,11 +29,11 @@ from django.utils import timezone
 
 from billing import charging
 from billing.models import UsageRecord
+from billing.models.usage import RESERVATION_CLUSTER
 from jobs.models import Job
 from reservations.models import Reservation, State
 
 log = logging.getLogger(__name__)
-RESERVATION_CLUSTER = "reservation"
 UNUSED_NOTE = "reserved GPU time its jobs did not use"
 RESERVATION_METERING_GRACE = timedelta(minutes=10)
 

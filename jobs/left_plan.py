@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import logging
 
+from celery import shared_task
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
 
+from cluster.errors import SlurmTransientError
 from groups.group_plans import paying_groups
 from jobs import actions as job_actions
 from jobs.models import Job, JobState
+from plans.catalog import plan_by_code
 
 log = logging.getLogger(__name__)
 WAITING = (JobState.SUBMITTING, JobState.PENDING)
@@ -29,8 +33,8 @@ WAITING = (JobState.SUBMITTING, JobState.PENDING)
 
 def is_downgrade(before, after, status: str = "active") -> bool:
     """`after` ranks below `before` (a lower QOS priority), or the subscription is no longer
-    active (paused, cancelled)."""
-    return after.priority < before.priority or status != "active"
+    active (paused, cancelled); the same QOS is no change to the work waiting under it."""
+    return before.qos != after.qos and (after.priority < before.priority or status != "active")
 
 
 def waiting_under(user_id: int, qos: str):
@@ -83,3 +87,25 @@ def tell_owner(user, job_ids: list[int], left_name: str, new_name: str) -> None:
             log.exception("the plan change e-mail to user %s failed", user.pk)
 
     transaction.on_commit(send)
+
+
+def on_plan_change(user_id: int, before: str | None, after: str, status: str) -> None:
+    """The receiver's work (jobs/receivers.py): a downgrade's waiting work, on a worker."""
+    if before is None:
+        return
+    left, now = plan_by_code(before), plan_by_code(after)
+    if is_downgrade(left, now, status):
+        cancel_work_of_left_plan.delay(user_id, left.qos, left.name, now.name)
+
+
+# Here, not in jobs.tasks (this module imports jobs.actions, which imports jobs.tasks): registered
+# through CELERY_IMPORTS (gpupool/settings.py).
+@shared_task(bind=True, max_retries=12)
+def cancel_work_of_left_plan(self, user_id: int, left_qos: str, left_name: str, new_name: str) -> str:
+    """The user's work still waiting under a plan they left for a lesser one (see the module)."""
+    try:
+        cancelled, refused = cancel_waiting_work(user_id, left_qos, left_name, new_name)
+    except SlurmTransientError as exc:
+        raise self.retry(exc=exc, countdown=min(600, 15 * 2**self.request.retries)) from exc
+    tell_owner(get_user_model().objects.get(pk=user_id), cancelled, left_name, new_name)
+    return f"cancelled {len(cancelled)}" + (f", left {len(refused)}: {'; '.join(refused)[:500]}" if refused else "")
