@@ -19,6 +19,7 @@ from accounts.models import Profile
 from accounts.signals import account_deactivated, plan_changed
 from accounts.tasks import lock_cluster_account, lock_cluster_user, provision_user
 from audit.log import record
+from foundation.enqueue import delay_or_run
 from plans import subscriptions
 from plans.models import Plan, Subscription
 
@@ -59,7 +60,7 @@ def after_deactivation(user_id: int, actor, reason: str = "") -> None:
     account_deactivated.send(sender=Profile, user_id=user_id)
     if profile.cluster_username:
         profile_id = profile.pk
-        transaction.on_commit(lambda: _enqueue(lock_cluster_account, profile_id))
+        transaction.on_commit(lambda: delay_or_run(lock_cluster_account, profile_id))
 
 
 def after_reactivation(user_id: int, actor, reason: str = "") -> None:
@@ -75,7 +76,7 @@ def after_reactivation(user_id: int, actor, reason: str = "") -> None:
     if profile.cluster_username:
         profile_id = profile.pk
         # Provisioning again unlocks the Unix account and restores the association.
-        transaction.on_commit(lambda: _enqueue(provision_user, profile_id))
+        transaction.on_commit(lambda: delay_or_run(provision_user, profile_id))
 
 
 def before_deletion(user, actor=None) -> None:
@@ -94,7 +95,7 @@ def before_deletion(user, actor=None) -> None:
     if user.is_active:
         account_deactivated.send(sender=Profile, user_id=user.pk)
     if cluster_user:
-        transaction.on_commit(lambda: _enqueue(lock_cluster_user, cluster_user))
+        transaction.on_commit(lambda: delay_or_run(lock_cluster_user, cluster_user))
 
 
 def after_profile_change(profile: Profile, before: dict, actor=None) -> None:
@@ -143,15 +144,4 @@ def change_plan(user, plan_code: str, *, actor=None, status: str = Subscription.
 def _reprovision_on_commit(profile_id: int) -> None:
     profile = Profile.objects.select_related("user").get(pk=profile_id)
     if profile.cluster_username and profile.user.is_active:
-        transaction.on_commit(lambda: _enqueue(provision_user, profile_id))
-
-
-def _enqueue(task, *args) -> None:
-    try:
-        task.delay(*args)
-    except Exception as exc:  # the broker is down: do it here rather than lose it
-        log.warning("could not enqueue %s%s (running it now): %s", task.name, args, exc)
-        try:
-            task.apply(args=args)
-        except Exception:
-            log.exception("%s%s failed", task.name, args)
+        transaction.on_commit(lambda: delay_or_run(provision_user, profile_id))

@@ -22,6 +22,7 @@ from django.core.mail import send_mail
 from django.db import transaction
 
 from cluster.errors import SlurmTransientError
+from foundation.enqueue import delay_or_run
 from groups.group_plans import paying_groups
 from jobs import actions as job_actions
 from jobs.models import Job, JobState
@@ -95,7 +96,7 @@ def on_plan_change(user_id: int, before: str | None, after: str, status: str) ->
         return
     left, now = plan_by_code(before), plan_by_code(after)
     if is_downgrade(left, now, status):
-        cancel_work_of_left_plan.delay(user_id, left.qos, left.name, now.name)
+        delay_or_run(cancel_work_of_left_plan, user_id, left.qos, left.name, now.name)
 
 
 # Here, not in jobs.tasks (this module imports jobs.actions, which imports jobs.tasks): registered

@@ -246,6 +246,37 @@ def cancel(reservation_id: int, user) -> Reservation:
     return _move(reservation_id, user, CANCELLABLE, State.CANCELLED, "", "reservation.cancel")
 
 
+def withdraw_beyond_plan(user_id: int) -> list[int]:
+    """The user's reservations that have not started and that their plan now does not allow
+    (no reservations, or not this long): cancelled, each saying why (the owner gets the usual
+    e-mail). One approved under a plan the owner has left would hold GPUs for a plan that no
+    longer includes them, at that plan's price (billing prices its unused time by the plan at
+    approval). Raises StateError when Slurm does not release an approved one (retried)."""
+    plan = plan_for(get_user_model().objects.get(pk=user_id))
+    withdrawn = []
+    for reservation in Reservation.objects.filter(user_id=user_id, state__in=CANCELLABLE, start__gt=timezone.now()):
+        if 0 < reservation.duration_minutes <= plan.max_reservation_minutes:
+            continue
+        if reservation.state == State.APPROVED:
+            try:
+                reservation_gateway().delete_reservation(reservation.slurm_name)
+            except SlurmError as exc:
+                if "not found" not in exc.message and "invalid" not in exc.message.lower():
+                    raise StateError(f"Slurm did not release the GPUs: {exc.public_message}") from exc
+        allowed = (
+            f"reservations of at most {plan.max_reservation_minutes} min"
+            if plan.max_reservation_minutes
+            else "no reservations"
+        )
+        reason = f"Your plan is now {plan.name}, which includes {allowed}; reserve again under a plan that does."
+        try:
+            _move(reservation.pk, None, CANCELLABLE, State.CANCELLED, reason, "reservation.withdraw")
+        except StateError:
+            continue  # moved meanwhile (approved, started, cancelled by its owner)
+        withdrawn.append(reservation.pk)
+    return withdrawn
+
+
 def _move(reservation_id, actor, from_states, to_state, reason, action) -> Reservation:
     with transaction.atomic():
         reservation = Reservation.objects.select_for_update().get(pk=reservation_id)

@@ -30,3 +30,12 @@ def check_reservations() -> int | None:
         else:
             record_run("reservations", started, summary="portal and Slurm agree")
         return len(drift)
+
+
+@shared_task(bind=True, max_retries=8)
+def withdraw_reservations_beyond_plan(self, user_id: int) -> int:
+    """After a plan change: the user's reservations their plan no longer allows, cancelled."""
+    try:
+        return len(actions.withdraw_beyond_plan(user_id))
+    except actions.StateError as exc:
+        raise self.retry(exc=exc, countdown=min(600, 15 * 2**self.request.retries)) from exc
