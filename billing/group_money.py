@@ -29,6 +29,7 @@ from django.utils import timezone
 from accounts.access import is_admin
 from billing.budgets import check_pending, release, warn_once
 from billing.credit_limits import overdue_invoice
+from billing.invoices import invoicing
 from billing.invoices.drafts import month_of, month_records
 from billing.pricing import to_cents
 from credits import ledger
@@ -75,6 +76,12 @@ class MoneySeen:
     spent: Decimal | None
     pool: int | None
     shares: list[dict]
+    fee: Decimal | None = None  # the plan fee the group's invoice bills this month (pro rata)
+
+    @property
+    def invoiced_so_far(self) -> Decimal | None:
+        """Usage to the cent plus the plan fee: what the group's invoice says so far."""
+        return None if self.spent is None else to_cents(self.spent) + (self.fee or ZERO)
 
     @property
     def shown_total(self) -> Decimal:
@@ -92,7 +99,15 @@ def money_seen_by(user, group, month: date) -> MoneySeen:
         spent=month_to_date_charges(group.pk, month) if everyone else None,
         pool=ledger.balance(None, group_id=group.pk) if everyone else None,
         shares=member_shares(group.pk, month, member_id=None if everyone else user.pk),
+        fee=group_month_fee(group.pk, month) if everyone else None,
     )
+
+
+def group_month_fee(group_id: int, period: date) -> Decimal:
+    """The plan fee the group's invoice of `period` bills, as its fee lines do (the days the group
+    held its plan, pro rata)."""
+    stretches = invoicing.day_stretches(invoicing.month_group_plans(period, [group_id]), period)
+    return sum((line.amount for line in invoicing.fee_lines(stretches, period)), ZERO)
 
 
 def require_pool_admin(actor, group_id: int) -> None:

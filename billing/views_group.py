@@ -68,6 +68,8 @@ def group_money_page(request, pk: int):
         else [],
         "budget": seen.budget,
         "spent": seen.spent,
+        "fee": seen.fee,
+        "invoiced_so_far": seen.invoiced_so_far,
         "pool": seen.pool,
         "shares": seen.shares,
         "shown_total": seen.shown_total,

@@ -47,7 +47,13 @@ class GroupMoneySerializer(serializers.Serializer):
         allow_null=True, help_text="The plan the group pays its group jobs under; null: members pay"
     )
     budget = BudgetSerializer(allow_null=True)
-    spent = serializers.CharField(allow_null=True, help_text="The group's charges this month (PI and managers), USD")
+    spent = serializers.CharField(
+        allow_null=True, help_text="The group's usage charges this month (PI and managers), USD, exact"
+    )
+    plan_fee = serializers.CharField(
+        allow_null=True,
+        help_text="The plan fee the group's invoice bills this month, pro rata for the days held (PI and managers)",
+    )
     credit_pool = serializers.IntegerField(allow_null=True, help_text="Credits in the group's pool (PI and managers)")
     shares = ShareSerializer(many=True, help_text="By member and GPU type; a member sees their own")
     total = serializers.CharField(help_text="The sum of the shares shown, rounded to the cent")
@@ -87,6 +93,7 @@ class GroupMoneyView(GroupAPIView):
             "plan": seen.held.plan.code if seen.held else None,
             "budget": seen.budget,
             "spent": format_amount(seen.spent) if seen.spent is not None else None,
+            "plan_fee": format_amount(seen.fee) if seen.fee is not None else None,
             "credit_pool": seen.pool,
             "shares": [{**row, "amount": format_amount(row["amount"] or Decimal(0))} for row in seen.shares],
             "total": f"{seen.shown_total:.2f}",

@@ -281,26 +281,24 @@ def _per_unit(amount: Decimal, price: Decimal) -> Decimal:
 
 def usage_lines(groups, plans: dict[str, PlanFacts]) -> list[DraftLine]:
     lines: list[DraftLine] = []
+    # One included line per member, GPU type and plan: the hours are one allowance, whatever
+    # prices the runs were recorded at (a card changed mid-month, shard runs at the memory price).
+    included: dict[tuple, int] = {}
+    for group in groups:
+        key = (group.member, group.gpu_type, group.plan)
+        included[key] = included.get(key, 0) + group.included_gpu_seconds
     for group in sorted(
         groups, key=lambda g: (g.member, g.gpu_type, g.plan, g.gpu_price, g.memory_price, g.nvme_price)
     ):
         facts = plans.get(group.plan) or PlanFacts(group.plan or "no plan", ZERO, {})
         label = group.label
         common = {"gpu_type": group.gpu_type, "plan": group.plan, "member_id": group.member_id}
-        if group.included_gpu_seconds:
+        seconds = included.pop((group.member, group.gpu_type, group.plan), 0)
+        if seconds:
             allowance = facts.included_hours.get(group.gpu_type)
             of = f" of {allowance} h included in {facts.name}" if allowance else f" included in {facts.name}"
-            lines.append(
-                DraftLine(
-                    Kind.INCLUDED,
-                    f"{label}: {_hours(group.included_gpu_seconds)}{of}",
-                    Decimal(group.included_gpu_seconds),
-                    "GPU-s",
-                    ZERO,
-                    ZERO,
-                    **common,
-                )
-            )
+            description = f"{label}: {_hours(seconds)}{of}"
+            lines.append(DraftLine(Kind.INCLUDED, description, Decimal(seconds), "GPU-s", ZERO, ZERO, **common))
         gpu_seconds = group.billable_gpu_seconds + group.credit_gpu_seconds
         if gpu_seconds or group.amount_gpu:
             overage = facts.monthly_price > 0

@@ -457,3 +457,21 @@ def test_the_members_usage_page_counts_only_what_they_pay_for(lab, bob, admin_us
     charges, _included = invoice_month(bob.pk, june)
     assert charges == own_run.amount != group_run.amount
     assert sum(row.runs for row in by_day(bob.pk, june)) == 1
+
+
+def test_the_money_page_counts_the_plan_fee_its_invoice_bills(lab, alice, bob, admin_user):
+    """It said "Charged to the group: $0.00" above the group's own invoice of a plan fee."""
+    from billing.invoices.drafts import month_of
+    from billing.pricing import to_cents
+    from foundation.money import usd
+
+    pays_since(lab, "pro", admin_user, timezone.now() - timedelta(days=40))  # the whole month held
+    seen = group_money.money_seen_by(alice, lab, month_of(timezone.now()))
+    assert seen.fee == Decimal("299.00") and seen.invoiced_so_far == to_cents(seen.spent) + Decimal("299.00")
+    page = Client()
+    page.force_login(alice)
+    body = page.get(f"/billing/groups/{lab.pk}/").content.decode()
+    assert f"{usd(seen.fee)} plan fee" in body
+    assert "data-invoiced" in body and usd(seen.invoiced_so_far) in body
+    page.force_login(bob)  # a member sees their share, not the group's bill
+    assert "data-invoiced" not in page.get(f"/billing/groups/{lab.pk}/").content.decode()

@@ -56,8 +56,10 @@ def test_the_month_by_day_and_gpu_type_with_hours_left_and_the_projection(alice,
     ]
     assert month.charges == Decimal("6.00")
     assert [(row.gpu_type, row.hours, row.left_hours) for row in month.included] == [("a100", 100, Decimal("90.00"))]
-    # 6.00 / 15 days x 31 days = 12.40 of usage, plus Pro's 299.00.
-    assert month.projected_usage == Decimal("12.40") and month.projected_total == Decimal("311.40")
+    # 6.00 / 15 days x 31 days = 12.40 of usage, plus Pro's fee as the invoice bills it: alice
+    # took Pro today, the 15th, so 17 of 31 days (163.97), not the whole 299.00.
+    assert month.projected_usage == Decimal("12.40") and month.plan_fee == Decimal("163.97")
+    assert month.projected_total == Decimal("176.37")
     chart = _page(client, alice).context["chart"]
     assert len(chart["days"]) == 15 and chart["days"][0] == "2026-05-01"
     a100 = next(trace for trace in chart["traces"] if trace["name"] == "a100")
@@ -81,7 +83,9 @@ def test_the_free_plan_shows_its_capped_hours(alice, client):
     record(alice, datetime(2026, 5, 3, 10, tzinfo=UTC), seconds=9000, gpu_type="rtx4090", included=9000, plan="free")
     month = _page(client, alice).context["month"]
     assert [(row.gpu_type, row.left_hours) for row in month.included] == [("rtx4090", Decimal("7.50"))]
-    assert month.projected_total == Decimal("0.00")
+    # Pro this morning, Free since: the day of a switch pays both plans (1/31 of Pro's fee), as
+    # the invoice bills it; Free itself bills nothing.
+    assert month.projected_usage == Decimal("0.00") and month.projected_total == Decimal("9.65")
 
 
 def _bulk_records(user, count):
@@ -154,3 +158,24 @@ def test_the_charges_tile_agrees_with_the_invoice_to_the_cent(alice, client):
     page = client.get("/billing/usage/")
     assert page.context["month"].charges == sum(usage_lines) == Decimal("2.00")
     assert "$2.00" in page.content.decode() and "$2.01" not in page.content.decode()
+
+
+def test_the_projection_bills_the_fee_as_the_invoice_does(db, client):
+    """Pro taken on the 6th of a 31-day month: the invoice bills 26/31 of $299 ($250.77); the
+    page projected the whole $299."""
+    from billing.invoices import invoicing
+    from billing.models import Invoice
+    from billing.tests.invoice_support import charge
+    from billing.usage.usage_page import month_usage
+    from conftest import _person
+
+    with time_machine.travel(datetime(2026, 7, 6, 9, tzinfo=UTC), tick=False):
+        carol = _person("carol", plan="pro")
+        month = month_usage(carol)
+        assert month.plan_fee == Decimal("250.77") and month.projected_total == month.projected_usage + month.plan_fee
+        charge(carol, datetime(2026, 7, 6, 8, 30, tzinfo=UTC), plan="pro", billable=1, gpu_price=Decimal("1"))
+        draft = Invoice.objects.get(user=carol, status=Invoice.Status.DRAFT)
+        fee = [line.amount for line in invoicing.lines_for(draft) if line.kind == "plan_fee"]
+        assert fee == [month.plan_fee]
+        client.force_login(carol)
+        assert "$250.77 plan fee" in client.get("/billing/usage/").content.decode()

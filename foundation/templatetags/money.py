@@ -1,19 +1,52 @@
-"""`{{ amount|usd }}`: the one way a page prints money (a builtin of every template).
+"""The one way a page prints money (builtins of every template):
 
-Exact: an amount is never rounded for display, so a page and the invoice it summarises agree
-to the last digit shown; trailing zeros are dropped but two places always stay ("$299.00",
-"$2.70", "$0.864", "$0.0025"); thousands are grouped ("$12,000.00"); a negative amount reads
-"-$5.00". Rounding to cents happens once, where money is charged (billing.pricing.to_cents),
-never here. A value already formatted by the API's rule (a string) takes the same form; None
-and "" print as a dash."""
+- `{{ amount|usd }}`: to the cent, half-up, as an invoice rounds; an amount under half a cent
+  reads "< $0.01". Where the rounding hides digits the exact figure is on hover (the `title`) and
+  in `data-exact` ("$8.56" over "$8.564"), so a page and the invoice it summarises agree to the
+  cent and nothing is lost. None and "" print as a dash.
+- `{{ price|unit_price }}`: a price per unit, exact with its currency ("$0.0025"): a unit price
+  rounded to the cent would be $0.00.
+- `{{ quantity|quantity }}`: a quantity to sensible places: whole numbers grouped ("1,800"),
+  fractions to at most three places ("250", "0.839"), the exact figure on hover."""
+
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from django import template
+from django.utils.html import format_html
 
 from foundation import money
 
 register = template.Library()
+QUANTITY_PLACES = Decimal("0.001")
 
 
 @register.filter
-def usd(amount) -> str:
-    return money.usd(amount)
+def usd(amount):
+    shown = money.usd(amount)
+    exact = money.usd_exact(amount)
+    if shown == exact or shown == "—":
+        return shown
+    return format_html('<span title="{} exactly" data-exact="{}">{}</span>', exact, exact, shown)
+
+
+@register.filter
+def unit_price(amount) -> str:
+    return money.usd_exact(amount)
+
+
+@register.filter
+def quantity(value):
+    if value is None or value == "":
+        return "—"
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        return str(value)
+    if not number.is_finite():
+        return str(value)
+    if number == number.to_integral_value():
+        return f"{int(number):,}"
+    shown = number.quantize(QUANTITY_PLACES, rounding=ROUND_HALF_UP).normalize()
+    text = f"{shown:,f}"
+    exact = format(number.normalize(), "f")
+    return text if text.replace(",", "") == exact else format_html('<span title="{}">{}</span>', exact, text)
