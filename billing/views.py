@@ -36,7 +36,9 @@ admin_required = role_required(Role.ADMIN)
 def _own(request, pk) -> Invoice:
     # Another user's invoice is a 404: its existence is not theirs to learn. A group's invoice
     # is its PI's and managers' (billing.invoice_access).
-    return get_object_or_404(invoices_seen_by(request.user).select_related("user", "group"), pk=pk)
+    return invoicing.up_to_date(
+        get_object_or_404(invoices_seen_by(request.user).select_related("user", "group"), pk=pk)
+    )
 
 
 def _invoice_context(request, invoice: Invoice) -> dict:

@@ -17,7 +17,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.renderers import JSONRenderer
 
 from billing.invoice_access import group_invoices, invoices_seen_by
-from billing.invoices import documents
+from billing.invoices import documents, invoicing
 from billing.models import Invoice, InvoiceLine
 from billing.pricing import format_quantity
 from foundation.api.errors import error_responses
@@ -180,7 +180,13 @@ class InvoiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         return InvoiceSerializer if self.action == "retrieve" else InvoiceSummarySerializer
 
     def _own(self, pk) -> Invoice:
-        return get_object_or_404(invoices_seen_by(self.request.user).select_related("user", "group"), pk=pk)
+        return invoicing.up_to_date(
+            get_object_or_404(invoices_seen_by(self.request.user).select_related("user", "group"), pk=pk)
+        )
+
+    def get_object(self):
+        # A draft is shown as its records and plans make it now (billing.invoices.invoicing.up_to_date).
+        return invoicing.up_to_date(super().get_object())
 
     @extend_schema(
         operation_id="invoices_pdf",

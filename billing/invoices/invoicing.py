@@ -648,6 +648,34 @@ def refresh_draft(invoice_id: int) -> Invoice:
         return invoice
 
 
+def is_stale(invoice: Invoice) -> bool:
+    """A draft whose lines were built before the latest charge on it or the latest change of the
+    plan its payer held this month (two queries at most)."""
+    if invoice.status != Invoice.Status.DRAFT:
+        return False
+    if invoice.refreshed_at is None:
+        return True
+    since = invoice.refreshed_at
+    held = (
+        GroupPlan.objects.filter(group_id=invoice.group_id)
+        if invoice.group_id
+        else Subscription.objects.filter(user_id=invoice.user_id)
+    )
+    changed = held.filter(Q(started_at__gt=since) | Q(ended_at__gt=since))
+    return UsageRecord.objects.filter(invoice=invoice, charged_at__gt=since).exists() or changed.exists()
+
+
+def up_to_date(invoice: Invoice) -> Invoice:
+    """The invoice as a page or the API should show it: a draft is rebuilt first when it is stale
+    (is_stale), so its lines agree with the usage page and the job costs at the same moment
+    instead of waiting for the beat's next refresh."""
+    if not is_stale(invoice):
+        return invoice
+    refresh_draft(invoice.pk)
+    invoice.refresh_from_db()
+    return invoice
+
+
 def next_number(year: int) -> str:
     """The year's next invoice number, gapless: the counter row is locked until the caller's
     transaction ends, so a rolled-back issue gives its number back."""

@@ -36,11 +36,11 @@ def runs(draw, spot=None):
     shard_run = draw(st.booleans())
     gpu_count = 0 if shard_run else draw(st.integers(0, 8))
     shards = draw(st.integers(1, 16)) if shard_run else 0
-    memory = (
-        shards * 5 * seconds
-        if shard_run
-        else draw(st.decimals(0, 80 * 8 * seconds or 1, places=3, allow_nan=False, allow_infinity=False))
-    )
+    memory = Decimal(0)  # a run of no time held no memory for any time
+    if shard_run:
+        memory = shards * 5 * seconds
+    elif seconds:
+        memory = draw(st.decimals(0, 80 * 8 * seconds, places=3, allow_nan=False, allow_infinity=False))
     is_spot = draw(st.booleans()) if spot is None else spot
     unbilled = draw(st.integers(0, min(seconds, 300))) if is_spot else 0
     windows = None

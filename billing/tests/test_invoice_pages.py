@@ -107,3 +107,35 @@ def test_an_admin_records_a_payment_once_and_voids_with_a_reason(client, admin_u
         "invoice.payment",
         "invoice.void",
     }
+
+
+def test_a_draft_shows_a_charge_made_since_its_last_rebuild_at_once(alice, client, api_client_for):
+    """The draft lagged the usage page by the beat's ten minutes."""
+    import time_machine
+    from django.utils import timezone
+
+    from conftest import subscribe
+
+    subscribe(alice, "enterprise")
+    now = timezone.now()
+    charge(alice, now, billable=3600)  # $9.00
+    draft = Invoice.objects.get(user=alice, status=Invoice.Status.DRAFT)
+    invoicing.refresh_draft(draft.pk)
+    before = Invoice.objects.get(pk=draft.pk).subtotal  # $9.00 and the day's plan fees
+    assert not invoicing.is_stale(Invoice.objects.get(pk=draft.pk))
+    with time_machine.travel(now + timedelta_seconds(5), tick=False):
+        charge(alice, now, billable=7200)  # $18.00 more, after the rebuild
+    assert invoicing.is_stale(Invoice.objects.get(pk=draft.pk))
+    client.force_login(alice)
+    assert "$27.00" in client.get(f"/billing/invoices/{draft.pk}/").content.decode()  # the A100 line
+    assert Invoice.objects.get(pk=draft.pk).subtotal == before + Decimal("18.00")
+    with time_machine.travel(now + timedelta_seconds(10), tick=False):
+        charge(alice, now, billable=400)  # $1.00 more
+    body = api_client_for(alice).get(f"/api/v1/invoices/{draft.pk}/").json()
+    assert Decimal(body["subtotal"]) == before + Decimal("19.00")
+
+
+def timedelta_seconds(seconds):
+    from datetime import timedelta
+
+    return timedelta(seconds=seconds)
