@@ -1,6 +1,7 @@
 from django.conf import settings
 from rest_framework import serializers
 
+from cluster.registry import all_clusters
 from plans.rate_cards import SLUG
 
 # Bounds that keep a quote's arithmetic small; far beyond any job the pool can run.
@@ -92,8 +93,11 @@ class QuoteInputSerializer(serializers.Serializer):
         help_text="The group it is charged to (one of yours): quoted under the group's plan when it holds one; "
         "absent: your default group, if you set one; null: yourself",
     )
-    cluster = serializers.CharField(
-        required=False, allow_null=True, max_length=32, help_text="As a job's: every cluster prices alike"
+    cluster = StrictCharField(
+        r"^[A-Za-z0-9_.-]{1,32}$",
+        required=False,
+        allow_null=True,
+        help_text="As a job's: a cluster's name (GET /api/v1/clusters/) or any; every cluster prices alike",
     )
     datasets = serializers.ListField(
         child=StrictIntegerField(min_value=1, max_value=2**53 - 1),
@@ -130,6 +134,9 @@ class QuoteInputSerializer(serializers.Serializer):
             errors["gpu_count"] = ["Give gpu_count, or gpu_memory_gb for a GPU-memory job."]
         if attrs.get("spot") and attrs.get("group"):
             errors["spot"] = ["A spot job is not charged to a group."]
+        cluster = attrs.get("cluster")
+        if cluster not in (None, "any") and cluster not in {known.name for known in all_clusters()}:
+            errors["cluster"] = [f"No cluster is named {cluster!r}; /api/v1/clusters/ lists them."]
         if errors:
             raise serializers.ValidationError(errors)
         attrs["seconds"] = attrs.get("seconds", (attrs.get("time_limit_minutes") or 0) * 60)

@@ -29,11 +29,13 @@ pytestmark = pytest.mark.django_db
 # of a year, a refusal without a note, a token that names no invitation. Datasets: a name that
 # could not be a mount point. Sweeps: a base job as above, and parameters the schema cannot
 # describe (a value the shell could misread, a grid of more points than allowed). Sessions: a job's
-# body as above, and an image that does not ship the app.
+# body as above, and an image that does not ship the app. A quote: a job's body as above (a dataset
+# version, a group or a cluster that is not the caller's to use).
 SUBMISSIONS = [
     "jobs_create", "jobs_submit", "jobs_clone", "reservations_create", "reservations_reject", "plan_change",
     "groups_create", "groups_invite", "groups_member_role", "groups_invitation_accept", "groups_allocation_request",
     "groups_allocation_decide", "datasets_create", "sweeps_create", "sweeps_clone", "sessions_create",
+    "billing_quote",
 ]  # fmt: skip
 # tus answers a missing or other Tus-Resumable with 412 Precondition Failed, as the protocol says.
 TUS_OPERATIONS = ["datasets_upload_create", "datasets_upload_patch"]
