@@ -34,6 +34,7 @@ def test_invoices_and_credits_through_a_generated_client(alice, bob, client_pack
                 ("invoices", "invoices_retrieve"),
                 ("invoices", "invoices_pdf"),
                 ("credits_", "credits_list"),  # "credits" is a builtin: the generator adds "_"
+                ("billing", "billing_quote"),
             ]
         }
         client = client_module.AuthenticatedClient(base_url=base_url, token=key, raise_on_unexpected_status=True)
@@ -50,4 +51,14 @@ def test_invoices_and_credits_through_a_generated_client(alice, bob, client_pack
         assert theirs.status_code == 404
         credits = api["credits_list"].sync(client=client)
         assert credits.balance == 5000 and [entry.amount for entry in credits.entries] == [5000]
+        # One quote for any job: a spot run pays each window's share, below the plan's price.
+        models = importlib.import_module(f"{PACKAGE}.models")
+
+        def quote(**fields):
+            body = models.QuoteInput(gpu_type=models.GpuTypeEnum("a100"), gpu_count=2, seconds=7200, **fields)
+            return api["billing_quote"].sync(client=client, body=body)
+
+        plain, spot = quote(), quote(spot=True)
+        assert Decimal(spot.total) < Decimal(plain.total) and spot.spot and not plain.spot
+        assert spot.coverage.covered_gpu_seconds == 0 and plain.payer == "you"
     assert get_user_model().objects.count() == 2
