@@ -59,7 +59,24 @@ def portal_state(state: str) -> str:
     return state if state in JobState.values else JobState.UNKNOWN
 
 
+# Slurm says RUNNING, flagged CONFIGURING, while the job's nodes boot (a powered-down node being
+# resumed: up to its ResumeTimeout): nothing of the job runs yet, and its start time is provisional.
+BOOTING_REASON = "starting: node booting"
+
+
+def _booting(job: SlurmJob) -> bool:
+    return job.state == JobState.RUNNING and "CONFIGURING" in job.states
+
+
 def _fields_from_slurm(job: SlurmJob) -> dict:
+    if _booting(job):
+        # Shown as waiting, its start as the expected one: RUNNING (and a cost ticking) only once
+        # Slurm has started it. The state signature keeps the flag, so the start is a change.
+        return {**_slurm_fields(job), "state": JobState.PENDING, "state_reason": BOOTING_REASON}
+    return _slurm_fields(job)
+
+
+def _slurm_fields(job: SlurmJob) -> dict:
     return {
         "name": job.name[:200],
         "cluster_user": job.user_name,
