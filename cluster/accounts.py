@@ -235,15 +235,16 @@ class SlurmAccounts:
     def remove_member(self, account: str, user: str) -> None:
         """Take the user out of the account. Slurm refuses to delete an association while the
         user has unfinished jobs in it, so first no new job may be submitted through it and its
-        pending jobs are cancelled; running ones end on their own, and the caller tries the
-        delete again later (SlurmCommandError until then)."""
+        jobs are cancelled, running ones too (the account pays for them: its holder decided the
+        user is out); the caller tries the delete again once they have left (SlurmCommandError
+        until then)."""
         check_account_name(account)
         hold = self.cli.run(
             "sacctmgr", "-i", "modify", "user", "where", f"name={user}", f"account={account}", "set",
             "MaxSubmitJobs=0", check=False,
         )  # fmt: skip
         if hold.returncode == 0:
-            self.cli.run("scancel", f"--user={user}", f"--account={account}", "--state=PENDING", check=False)
+            self.cli.run("scancel", f"--user={user}", f"--account={account}", check=False)
         result = self.cli.delete_association(user, account)
         output = result.stdout + result.stderr
         if result.returncode != 0 and "Nothing deleted" not in output and "does not exist" not in output:

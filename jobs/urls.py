@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.job_list, name="list"),
     path("new/", views.job_new, name="new"),
     path("group/<int:group_id>/", views.group_jobs, name="group"),
+    path("group/<int:group_id>/<int:pk>/cancel", views.group_job_cancel, name="group_cancel"),
     path("group/<int:group_id>/<int:pk>/logs/", views.shared_logs, name="shared_logs"),
     path("status.json", views.job_status, name="status"),
     path("<int:pk>/", views.job_detail, name="detail"),

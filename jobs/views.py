@@ -8,10 +8,11 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from audit.log import record
 from cluster.queries import job_clusters
 from datasets.queries import mountable_versions
 from foundation.ratelimit import hit
-from groups.queries import GroupError, default_group, groups_of, sees_everyone, visible_group
+from groups.queries import GroupError, default_group, groups_of, membership, sees_everyone, visible_group
 from jobs import actions
 from jobs.costs import cost_for
 from jobs.diagnosis.reasons import explain_reason
@@ -57,13 +58,35 @@ def group_jobs(request, group_id: int):
     jobs = Job.objects.filter(group=group).select_related("owner")
     if not sees_everyone(request.user, group):
         jobs = jobs.filter(owner=request.user)
+    mine = membership(request.user, group.pk)
     context = {
         "group": group,
         "jobs": list(jobs.order_by("-created_at", "-id")[:200]),
         "show_owner": True,
         "reads_shared_logs": sees_everyone(request.user, group),
+        "manages": bool(mine and mine.may_manage),
     }
     return render(request, "jobs/group_list.html", context)
+
+
+@login_required
+@require_POST
+def group_job_cancel(request, group_id: int, pk: int):
+    """The group's PI or a manager cancels a member's group job: the group pays for it, so they
+    may stop it (a member who left, a run that went wrong). Anyone else: a 404, as for a job that
+    does not exist."""
+    mine = membership(request.user, group_id)
+    if mine is None or not mine.may_manage:
+        raise Http404("No such job.")
+    job = get_object_or_404(Job, pk=pk, group_id=group_id)
+    try:
+        actions.cancel(job)
+    except actions.CancelRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        record(request.user, "job.cancel_for_group", f"job:{job.pk}", after={"group": group_id, "owner": job.owner_id})
+        messages.success(request, f"Job {job.slurm_job_id or job.name} of {job.owner} cancelled.")
+    return redirect("jobs:group", group_id=group_id)
 
 
 @login_required

@@ -154,8 +154,8 @@ def test_a_group_is_an_account_with_shares_members_and_the_limits_of_its_allocat
     assert "AssocGrpGRESMinutes" in str(by_slurm.value) or "QOS policy" in str(by_slurm.value)
 
     # Removing a member with a pending job in the group: no new job may be submitted through
-    # the association, the pending one is cancelled, the association goes (once any running
-    # job of theirs has ended: the sync tries again until then).
+    # the association, their group jobs are cancelled (running ones too: the group pays for
+    # them), the association goes once they have left (the sync tries again until then).
     pending = rest_client(member.cluster_username).submit_job(
         submission("sleep 1", account=group.slurm_account, qos="pro", name="held-in-group")
     )
