@@ -13,7 +13,13 @@
    a group that pays is the group's, not counted here.
 
 Each refusal says why and what to do; reaching the limit also e-mails the user once a month
-(claimed by a conditional UPDATE of `warned_for`, so of two requests only one sends). The check
+(claimed by a conditional UPDATE of `warned_for`, so of two requests only one sends).
+
+Work already accepted is held too (`hold_work_at_limits`, on beat): once what the account owes
+plus its running work's estimate so far reaches the limit, no more of its waiting jobs may start
+(sweep tasks included: Slurm's MaxJobs=0 on the user's own association on every cluster where
+the portal made it), running ones go on, and the owner and the admins get one e-mail; a payment
+recorded or a limit raised lifts it at the next pass. Group-paid work is the group's: untouched. The check
 runs inside every submission's profile lock (jobs.submission.checks), so raising the limit or
 recording a payment lets the next submission through at once.
 """
@@ -25,11 +31,13 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
+from accounts.models import ClusterAccount, Role
 from audit.log import record
 from billing.costs import held_by, job_costs
 from billing.invoices.drafts import month_of
@@ -37,6 +45,8 @@ from billing.invoices.payments import paid_so_far
 from billing.models import CreditLimit, Invoice, Payment, UsageRecord
 from billing.pricing import PricingError, to_cents
 from billing.quotes import quote_job, shards_for
+from cluster.errors import SlurmCommandError
+from cluster.services import slurm_cli
 from foundation.money import usd
 from groups.group_plans import group_pays, paying_groups
 from groups.queries import owned_by
@@ -75,8 +85,7 @@ def outstanding_work(user) -> Decimal:
     """Exact: the user's own work not charged yet (rule 4 of the module): running jobs at their
     estimate so far, queued ones at their quote for the whole time limit (one quote per shape)."""
     unfinished = Job.objects.filter(owner=user, state__in=QUEUED_OR_RUNNING).exclude(group__in=paying_groups())
-    running = list(unfinished.filter(state=JobState.RUNNING))
-    total = sum((cost.cost_so_far or ZERO for cost in job_costs(running).values()), ZERO)
+    total = _running_estimate(user)
     shapes = (
         unfinished.exclude(state=JobState.RUNNING)
         .values("gpu_type", "tres_per_node", "time_limit_minutes", "qos")
@@ -171,6 +180,63 @@ def credit_limit_check(user, plan: PlanSnapshot, group=None, work=None) -> None:
             f"limit of {usd(limit.amount)} leaves {usd(to_cents(max(left, ZERO)))}. Shorten the time limit or run "
             "fewer tasks, or ask an admin to raise the limit."
         )
+
+
+def _running_estimate(user) -> Decimal:
+    running = list(Job.objects.filter(owner=user, state=JobState.RUNNING).exclude(group__in=paying_groups()))
+    return sum((cost.cost_so_far or ZERO for cost in job_costs(running).values()), ZERO)
+
+
+def _set_start_hold(user, held: bool) -> None:
+    """MaxJobs on the user's own association on the portal's cluster and every further cluster
+    where the portal made their account. Raises SlurmError (the beat's next pass tries again)."""
+    name = user.profile.cluster_username
+    if not name:
+        return
+    clusters = [None, *ClusterAccount.objects.filter(profile__user=user, provisioned_at__isnull=False)
+                .values_list("cluster", flat=True)]  # fmt: skip
+    for cluster in clusters:
+        result = slurm_cli(cluster).hold_user_starts(name, settings.SLURM_ACCOUNT, held)
+        if result.returncode != 0 and "Nothing modified" not in (result.stdout + result.stderr):
+            raise SlurmCommandError(f"sacctmgr did not {'hold' if held else 'release'} {name}: {result.stderr[:300]}")
+
+
+def hold_work_at_limits() -> dict[str, int]:
+    """Beat: hold the waiting work of every account whose debt and running work reached its
+    approved limit, release those back under it (see the module). Idempotent."""
+    held = released = 0
+    for limit in CreditLimit.objects.filter(approved_at__isnull=False).select_related("user__profile"):
+        user = limit.user
+        at_limit = owed(user.pk) + _running_estimate(user) >= limit.amount
+        if at_limit and limit.work_held_at is None:
+            _set_start_hold(user, True)
+            if CreditLimit.objects.filter(pk=limit.pk, work_held_at__isnull=True).update(work_held_at=timezone.now()):
+                _tell_held(user, limit)
+                held += 1
+        elif not at_limit and limit.work_held_at is not None:
+            _set_start_hold(user, False)
+            CreditLimit.objects.filter(pk=limit.pk).update(work_held_at=None)
+            released += 1
+    return {"held": held, "released": released}
+
+
+def _tell_held(user, limit: CreditLimit) -> None:
+    admins = list(
+        get_user_model()
+        .objects.filter(is_active=True, profile__role=Role.ADMIN)
+        .exclude(email="")
+        .values_list("email", flat=True)
+    )
+    body = (
+        f"The account {user.get_username()} owes ${to_cents(owed(user.pk))} with its running work, which reaches its "
+        f"credit limit of ${limit.amount}. Its waiting jobs (sweep tasks included) are held and start once a payment "
+        "is recorded or an admin raises the limit; running jobs go on.\n"
+    )
+    for to in ([user.email] if user.email else []) + admins:
+        try:
+            send_mail("GPU pool: credit limit reached, waiting jobs held", body, settings.DEFAULT_FROM_EMAIL, [to])
+        except Exception:
+            log.exception("the credit limit hold e-mail to %s failed", to)
 
 
 def _warn_once(user, limit: CreditLimit, now_owed: Decimal) -> None:

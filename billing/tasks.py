@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from billing import budgets, group_money
+from billing import budgets, credit_limits, group_money
 from billing.invoices import closing
 from billing.usage import reserved_time
 from billing.usage.metering import run_metering
@@ -51,3 +51,9 @@ def refresh_drafts() -> int:
 def meter_reservations() -> int:
     """Beat: meter every ended reservation's unused time (billing/usage/reserved_time.py)."""
     return reserved_time.meter_reservations()
+
+
+@shared_task(ignore_result=True)
+def hold_work_at_credit_limits() -> dict:
+    """billing/credit_limits.py: waiting work held at a pay-afterwards account's limit, released below it."""
+    return credit_limits.hold_work_at_limits()

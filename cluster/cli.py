@@ -20,6 +20,7 @@ from typing import Literal
 from cluster.errors import SlurmCommandError, SlurmTransientError
 from cluster.limits import (
     ASSOCIATION_FORMAT,
+    CLEAR,
     QOS_FORMAT,
     AssociationLimits,
     QosLimits,
@@ -148,6 +149,15 @@ class SlurmCli:
     def show_all_association_limits(self, account: str) -> dict[tuple[str, str], AssociationLimits]:
         shown = self.run("sacctmgr", "-n", "-P", "show", "assoc", f"accounts={account}", ASSOCIATION_FORMAT)
         return parse_association_lines(shown.stdout)
+
+    def hold_user_starts(self, user: str, account: str, held: bool) -> CommandResult:
+        """No job of the user's association may start (MaxJobs=0: pending ones wait, with reason
+        AssocMaxJobsLimit, running ones go on), or that hold lifted (MaxJobs=-1). Not part of the
+        plan's limits (AssociationLimits leaves MaxJobs alone), so a plan sync never lifts it."""
+        return self.run(
+            "sacctmgr", "-i", "modify", "user", "where", f"name={user}", f"account={account}", "set",
+            f"MaxJobs={0 if held else CLEAR}", check=False,
+        )  # fmt: skip
 
     def reset_user_usage(self, user: str, account: str) -> CommandResult:
         """Zero the association's recorded usage (the monthly GPU-minute budget starts again).

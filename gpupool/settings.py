@@ -545,6 +545,13 @@ CELERY_BEAT_SCHEDULE["billing-meter-reservations"] = {
     "schedule": 300.0,
     "options": {"expires": 300.0},
 }
+# Every 5 minutes: a pay-afterwards account whose debt and running work reached its approved limit
+# has its waiting jobs held in Slurm (released once under it again): billing/credit_limits.py.
+CELERY_BEAT_SCHEDULE["billing-hold-at-credit-limits"] = {
+    "task": "billing.tasks.hold_work_at_credit_limits",
+    "schedule": 300.0,
+    "options": {"expires": 300.0},
+}
 CELERY_BEAT_SCHEDULE["billing-check-budgets"] = {
     "task": "billing.tasks.check_budgets",
     "schedule": 300.0,

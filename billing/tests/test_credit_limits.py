@@ -83,3 +83,36 @@ def test_admins_approve_limits_in_the_admin_audited_but_never_their_own(admin_us
     CreditLimit.objects.filter(user=admin_user).delete()
     own = client.post("/django-admin/billing/creditlimit/add/", {**form, "user": admin_user.pk})
     assert own.status_code == 403 and not CreditLimit.objects.filter(user=admin_user).exists()
+
+
+@pytest.mark.slurm
+def test_at_the_limit_waiting_work_is_held_in_slurm_and_released_under_it(bob, admin_user, provision):
+    """Accepted work kept starting after the limit was passed (owed 8x the limit)."""
+    from billing.credit_limits import hold_work_at_limits
+    from cluster.services import slurm_cli
+
+    profile = provision(bob)
+    subscribe(bob, "enterprise")
+    limit = approve_credit_limit(bob, Decimal("10.00"), actor=None, reason="trial")
+
+    def max_jobs() -> str:
+        shown = slurm_cli().run(
+            "sacctmgr", "-n", "-P", "show", "assoc", f"users={profile.cluster_username}", "format=Account,MaxJobs"
+        )  # fmt: skip
+        return dict(line.split("|") for line in shown.stdout.splitlines() if line)["portal"]
+
+    assert hold_work_at_limits() == {"held": 0, "released": 0} and max_jobs() == ""
+    _charge(bob, "10.00")
+    assert hold_work_at_limits() == {"held": 1, "released": 0}
+    assert max_jobs() == "0" and CreditLimit.objects.get(pk=limit.pk).work_held_at is not None
+    assert sorted(message.to[0] for message in mail.outbox) == sorted([bob.email, admin_user.email])
+    assert hold_work_at_limits() == {"held": 0, "released": 0} and len(mail.outbox) == 2  # once
+    approve_credit_limit(bob, Decimal("50.00"), actor=None, reason="raised")
+    assert hold_work_at_limits() == {"held": 0, "released": 1} and max_jobs() == ""
+    # A plan sync (the association's plan limits written again) leaves a hold where it is.
+    _charge(bob, "45.00")
+    hold_work_at_limits()
+    from plans import enforcement
+
+    enforcement.sync()
+    assert max_jobs() == "0"
