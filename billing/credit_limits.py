@@ -261,6 +261,19 @@ def _warn_once(user, limit: CreditLimit, now_owed: Decimal) -> None:
     transaction.on_commit(send)
 
 
+def dataset_quota_gate(user, plan) -> str:
+    """datasets.quota's gate: a plan billed afterwards stores nothing before an admin approved
+    the account's credit limit (its storage is paid afterwards, like its GPU time)."""
+    if plan.code not in settings.PAY_AFTERWARDS_PLANS:
+        return ""
+    if CreditLimit.objects.filter(user=user, approved_at__isnull=False).exists():
+        return ""
+    return (
+        f"The {plan.name} plan's dataset storage is billed afterwards, so it needs a credit limit approved by an "
+        "admin first. Ask an admin, or choose a plan that includes storage."
+    )
+
+
 def approve_credit_limit(user, amount: Decimal, *, actor, reason: str) -> CreditLimit:
     """Set (or change) what `user` may owe, approved by `actor` now; audited."""
     with transaction.atomic():

@@ -22,7 +22,7 @@ from datasets.manifest import manifest_sha256
 from datasets.models import NAME, Dataset, DatasetFile, DatasetVersion, NodeCopy, NodePin, Upload, VersionState
 from datasets.paths import PathError, clashes, clean_relative_path
 from datasets.queries import DatasetError, may_write
-from datasets.quota import describe, quota_bytes, used_bytes
+from datasets.quota import describe, quota_bytes, quota_refusal, used_bytes
 from datasets.signals import version_committed
 from groups.models import Group
 from groups.queries import membership
@@ -136,9 +136,11 @@ def create_upload(
             _check_clash(locked, path)
         allowed, used = quota_bytes(dataset), used_bytes(dataset)
         if used + length > allowed:
+            why = quota_refusal(dataset)
             raise DatasetError(
                 "quota",
-                f"Over the NVMe quota: {describe(allowed)} allowed, {describe(used)} used or reserved, "
+                why
+                or f"Over the NVMe quota: {describe(allowed)} allowed, {describe(used)} used or reserved, "
                 f"and this file is {describe(length)}. Remove a dataset or upgrade the plan.",
                 413,
             )
@@ -385,7 +387,8 @@ def reserve_import(version_id: int, size: int, file_count: int) -> None:
         if others + size > allowed:
             raise DatasetError(
                 "path",
-                f"Over the NVMe quota: {describe(allowed)} allowed, {describe(others)} used or reserved, and this "
+                quota_refusal(version.dataset)
+                or f"Over the NVMe quota: {describe(allowed)} allowed, {describe(others)} used or reserved, and this "
                 f"directory holds {describe(size)}.",
                 413,
             )

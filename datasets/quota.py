@@ -2,9 +2,15 @@
 for a user their own plan, for a group the plan it holds (groups.group_plans; a group without
 one has none). Counted against it: every ready version of the owner's datasets, every byte
 declared by uploads into versions still open, and versions being registered from shared
-storage. GB are 10^9 bytes, as drives are sold."""
+storage. GB are 10^9 bytes, as drives are sold.
+
+A higher layer may withhold a user's quota (`register_quota_gate`): billing withholds it from a
+plan billed afterwards until an admin approves the account's credit limit, so a plan without a
+fee is not 2 TB of storage for anyone who signs up. `quota_refusal` says why, for the refusal."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from django.db.models import Q, Sum
 
@@ -15,11 +21,34 @@ from plans.catalog import plan_for
 
 GB = 10**9
 
+# gate(user, plan) -> why the user's plan's quota is withheld, or "" (registered from above).
+QuotaGate = Callable[[object, object], str]
+_gates: dict[str, QuotaGate] = {}
+
+
+def register_quota_gate(name: str, gate: QuotaGate) -> None:
+    """Registering a name again replaces the earlier gate (ready() may run more than once)."""
+    _gates[name] = gate
+
+
+def quota_refusal(dataset: Dataset) -> str:
+    """Why the owner's quota is withheld ("" when it is not): a user's, never a group's."""
+    if dataset.group_id is not None:
+        return ""
+    plan = plan_for(dataset.user)
+    for gate in list(_gates.values()):
+        reason = gate(dataset.user, plan)
+        if reason:
+            return reason
+    return ""
+
 
 def quota_bytes(dataset: Dataset) -> int:
     if dataset.group_id is not None:
         held = group_plans.current(dataset.group_id)
         return (held.plan.dataset_quota_gb if held else 0) * GB
+    if quota_refusal(dataset):
+        return 0
     return plan_for(dataset.user).dataset_quota_gb * GB
 
 

@@ -17,7 +17,7 @@ from datasets import actions
 from datasets.forms import DatasetForm
 from datasets.models import DatasetVersion, VersionState
 from datasets.queries import DatasetError, may_write, own_datasets, readable_dataset
-from datasets.quota import describe, quota_bytes, used_bytes
+from datasets.quota import describe, quota_bytes, quota_refusal, used_bytes
 
 
 def _with_versions(rows):
@@ -68,6 +68,8 @@ def dataset_detail(request, pk: int):
         "import_roots": settings.DATASET_IMPORT_ROOTS,
         "quota_label": describe(quota_bytes(dataset)),
         "used_label": describe(used_bytes(dataset)),
+        "quota_refusal": quota_refusal(dataset),
+        "over_quota": used_bytes(dataset) > quota_bytes(dataset),
     }
     return render(request, "datasets/detail.html", context)
 

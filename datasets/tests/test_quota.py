@@ -48,14 +48,24 @@ def test_the_free_plan_has_no_nvme_cache(bob, tus_for):
 
 
 def test_a_pay_per_use_plan_stores_datasets_though_it_includes_no_nvme(bob, tus_for):
-    """Enterprise includes no free NVMe GB (its jobs pay for all they mount) yet stores 2 TB."""
+    """Enterprise includes no free NVMe GB (its jobs pay for all they mount) yet stores 2 TB, once an
+    admin approved the account's credit limit: before, any sign-up choosing Enterprise (no fee)
+    had 2 TB of the shared store."""
+    from decimal import Decimal
+
+    from billing.credit_limits import approve_credit_limit
+    from billing.models import CreditLimit
     from conftest import subscribe
     from datasets import actions
 
     subscribe(bob, "enterprise")
+    CreditLimit.objects.filter(user=bob).delete()
     assert Plan.objects.get(code="enterprise").included_nvme_gb == 0
     dataset = actions.create_dataset(bob, name="enterprise-data")
     tus = tus_for(bob, dataset)
+    refused = tus.create("a.bin", 1)
+    assert refused.status_code == 413 and "credit limit approved by an admin" in refused.json()["detail"]
+    approve_credit_limit(bob, Decimal("100"), actor=None, reason="contract")
     assert tus.create("a.bin", 2000 * GB).status_code == 201
     _refused_for_quota(tus.create("b.bin", 1))
 
