@@ -49,8 +49,8 @@ def _finished_run(user, group=None, gpu_type="a100"):
     return job, record
 
 
-def _quoted(page, base_url, expected: str, group_label=None, gpu_type="a100") -> str:
-    page.goto(f"{base_url}/jobs/new/")
+def _quoted(page, base_url, expected: str, group_label=None, gpu_type="a100", form="/jobs/new/") -> str:
+    page.goto(f"{base_url}{form}")
     page.select_option("#id_gpu_type", gpu_type)
     page.fill("#id_gpu_count", "1")
     page.fill("#id_time_limit_minutes", str(SECONDS // 60))
@@ -73,6 +73,8 @@ def test_the_quote_the_job_the_usage_page_and_the_invoice_say_one_figure(width, 
         page.on("pageerror", lambda error: errors.append(error))
         log_in(page, base_url, "erin", "pw-erin")
         assert "enterprise plan's prices" in _quoted(page, base_url, f"You would pay at most {shown}.")
+        # A notebook is a job: its form quotes the same.
+        _quoted(page, base_url, f"You would pay at most {shown}.", form="/sessions/new/")
         page.goto(f"{base_url}/jobs/{job.pk}/")
         expect(page.locator("[data-field=cost]")).to_have_text(shown)
         page.goto(f"{base_url}/billing/usage/")
