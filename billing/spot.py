@@ -7,10 +7,12 @@ neither the plan's included hours nor credits: those are for the plan's own jobs
 price, and spot is already cheaper.
 
 A preempted run (slurmdbd state PREEMPTED) was given SPOT_GRACE_SECONDS of notice at its end to
-checkpoint: those last seconds are not billed. Unless the preempting job was the owner's own:
-a job of the owner's outside the spot QOS that started on the run's nodes from the start of
-its notice to a minute after its end voids the waiver, so nobody earns free GPU time by
-preempting themselves.
+checkpoint. Those last seconds are not billed when the pool itself took the GPUs back (a
+reservation's or a maintenance window's start, a node drained); when a job took them, anyone's
+job outside the spot QOS that started on the run's nodes from the start of its notice to a minute
+after its end, the notice is billed like any second. The portal cannot tell a user's second
+account from a stranger, so a waiver for "somebody else's" job was free GPU time for anyone with
+two accounts.
 
 Money: the charge split (billing/charge_split.py) prices the billed seconds this module finds;
 nothing here computes an amount.
@@ -45,18 +47,17 @@ def _nodes(text: str) -> set[str] | None:
         return None
 
 
-def self_preempted(record: UsageRecord, grace: int) -> bool:
-    """A job of the owner's, not spot, started on the run's nodes while its notice ran."""
+def preempted_by_a_job(record: UsageRecord, grace: int) -> bool:
+    """A job that is not spot, anyone's, started on the run's nodes while its notice ran: the
+    run gave its GPUs to another job, not to the pool itself."""
     if not record.job_id:
         return True  # a run the portal cannot place: no waiver rather than a guess
     # The job's nodes now (empty again once it is requeued and waits): where not known, any job
-    # of the owner's started in the notice counts.
+    # started in the notice counts.
     nodes = _nodes(Job.objects.filter(pk=record.job_id).values_list("nodes", flat=True).first() or "")
     starts = record.run_end - timedelta(seconds=grace)
     candidates = (
-        Job.objects.filter(
-            owner_id=record.user_id, start_time__gte=starts, start_time__lte=record.run_end + PREEMPTOR_SLACK
-        )
+        Job.objects.filter(start_time__gte=starts, start_time__lte=record.run_end + PREEMPTOR_SLACK)
         .exclude(qos=settings.SPOT_QOS)
         .exclude(pk=record.job_id)
         .values_list("nodes", flat=True)
@@ -69,7 +70,7 @@ def unbilled_grace_seconds(record: UsageRecord) -> int:
     if record.state != PREEMPTED:
         return 0
     grace = min(settings.SPOT_GRACE_SECONDS, record.seconds)
-    return 0 if grace == 0 or self_preempted(record, grace) else grace
+    return 0 if grace == 0 or preempted_by_a_job(record, grace) else grace
 
 
 def spot_seconds(start, billed_seconds: int) -> dict[str, int]:

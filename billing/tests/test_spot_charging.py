@@ -74,35 +74,36 @@ def test_a_spot_run_pays_each_windows_share_of_the_price_and_no_included_hours(a
     assert plain.amount_gpu == plain.billable_gpu_seconds * rates.gpu_price("a100")
 
 
-def test_a_preempted_runs_notice_is_not_billed(alice, bob, settings):
+def test_a_preempted_runs_notice_is_not_billed_when_the_pool_took_the_gpus_back(alice, settings):
     settings.SPOT_GRACE_SECONDS = 120
     rates, day, _night = _shares(alice, datetime(2026, 6, 15, 12, 0, tzinfo=UTC))
     noon = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
     record = _run(alice, start=noon, seconds=600, state="PREEMPTED")
-    # bob's job took the node: somebody else's preemption.
-    Job.objects.create(owner=bob, qos="pro", nodes="gpu-a100-01", start_time=noon + timedelta(seconds=600))
+    # No job started on its node: a reservation's or a maintenance window's start took it back.
     record = _charged(record)
     assert (record.billable_gpu_seconds, record.unbilled_grace_gpu_seconds) == (2 * 480, 2 * 120)
     assert record.amount_gpu == 2 * 480 * day * rates.gpu_price("a100")
     assert "not billed" in record.note
 
 
-def test_preempting_ones_own_spot_run_earns_no_free_notice(alice, settings):
+def test_a_job_that_took_the_gpus_voids_the_free_notice_whoever_owns_it(alice, bob, settings):
+    """The waiver went void only for the owner's own preempting job: a second account earned it."""
     settings.SPOT_GRACE_SECONDS = 120
     noon = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
-    record = _run(alice, start=noon, seconds=600, state="PREEMPTED")
-    # alice's own plan job started on that node during the notice: the preemptor was alice.
-    Job.objects.create(owner=alice, qos="pro", nodes="gpu-a100-01", start_time=noon + timedelta(seconds=560))
-    record = _charged(record)
-    assert (record.billable_gpu_seconds, record.unbilled_grace_gpu_seconds) == (2 * 600, 0)
-    # On another node it was not hers that preempted it: the waiver holds.
-    other = _run(alice, start=noon + timedelta(hours=1), seconds=600, state="PREEMPTED", nodes="gpu-a100-02")
-    Job.objects.create(owner=alice, qos="pro", nodes="gpu-a100-01", start_time=noon + timedelta(hours=1, seconds=590))
+    for hour, owner in enumerate((alice, bob)):
+        start = noon + timedelta(hours=hour)
+        record = _run(alice, start=start, seconds=600, state="PREEMPTED")
+        Job.objects.create(owner=owner, qos="pro", nodes="gpu-a100-01", start_time=start + timedelta(seconds=560))
+        record = _charged(record)
+        assert (record.billable_gpu_seconds, record.unbilled_grace_gpu_seconds) == (2 * 600, 0), owner
+    # A job on another node took nothing of this run's: the waiver holds.
+    other = _run(alice, start=noon + timedelta(hours=3), seconds=600, state="PREEMPTED", nodes="gpu-a100-02")
+    Job.objects.create(owner=bob, qos="pro", nodes="gpu-a100-01", start_time=noon + timedelta(hours=3, seconds=590))
     assert _charged(other).unbilled_grace_gpu_seconds == 2 * 120
-    # Its own job on a node range that holds the run's node: Slurm's compressed host list.
-    ranged = _run(alice, start=noon + timedelta(hours=2), seconds=600, state="PREEMPTED", nodes="gpu-a100-02")
+    # A job on a node range that holds the run's node: Slurm's compressed host list.
+    ranged = _run(alice, start=noon + timedelta(hours=4), seconds=600, state="PREEMPTED", nodes="gpu-a100-02")
     Job.objects.create(
-        owner=alice, qos="pro", nodes="gpu-a100-[01-02]", start_time=noon + timedelta(hours=2, seconds=590)
+        owner=bob, qos="pro", nodes="gpu-a100-[01-02]", start_time=noon + timedelta(hours=4, seconds=590)
     )
     assert _charged(ranged).unbilled_grace_gpu_seconds == 0
 
