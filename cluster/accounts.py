@@ -216,9 +216,14 @@ class SlurmAccounts:
             *spec.set_arguments(shown), check=False,
         )  # fmt: skip
 
-    def add_member(self, account: str, user: str, qos: list[str], default_qos: str, *, held: bool = False) -> None:
+    def add_member(
+        self, account: str, user: str, qos: list[str], default_qos: str, *, held: bool = False,
+        gpu_minutes: int | None = None,
+    ) -> None:  # fmt: skip
         """The user's association in the account, with `qos`; `held`: no new job may be
-        submitted through it (MaxSubmitJobs=0, e.g. a paused plan), jobs already in run on."""
+        submitted through it (MaxSubmitJobs=0, e.g. a paused plan), jobs already in run on;
+        `gpu_minutes`: the GPU-minutes its jobs may use until the usage is reset (GrpTRESMins
+        gres/gpu, a capped plan's budget where the user, not the account, pays), None: none."""
         result = self.cli.add_association(user, check_account_name(account), qos, default_qos)
         # An association that exists already: sacctmgr says "Nothing added" (24.11, 26.05).
         if result.returncode != 0 and "Nothing added" not in (result.stdout + result.stderr):
@@ -228,7 +233,8 @@ class SlurmAccounts:
             self.cli.run(
                 "sacctmgr", "-i", "modify", "user", "where", f"name={user}", f"account={account}", "set",
                 f"QOS={','.join(sorted(qos))}", f"DefaultQOS={default_qos}",
-                f"MaxSubmitJobs={0 if held else CLEAR}", check=False,
+                f"MaxSubmitJobs={0 if held else CLEAR}",
+                f"GrpTRESMins=gres/gpu={CLEAR if gpu_minutes is None else gpu_minutes}", check=False,
             )
         )  # fmt: skip
 

@@ -19,6 +19,7 @@ from cluster.accounts import SlurmAccounts
 from cluster.errors import SlurmCommandError, SlurmError, SlurmTransientError
 from cluster.services import slurm_cli
 from cluster.sync import single_flight
+from groups.group_plans import group_pays
 from groups.models import MANAGING_ROLES, Allocation, Group, Membership
 from groups.slurm_terms import account_spec, allocated_minutes
 from groups.usage import as_gpu_minutes
@@ -194,12 +195,18 @@ def write_group(group: Group, now: datetime | None = None) -> list[str]:
         changes += accounts.ensure(spec, organization=group.organization)
         wanted = _active_members(group)
         present = shown.users if shown else frozenset()
+        # Where the group holds no plan, its members pay for their group jobs under their own
+        # plans: a capped plan's budget binds here too, or a Free member's group jobs ran past it.
+        members_pay = not group_pays(group.pk)
         for name, membership in sorted(wanted.items()):
             terms = _member_terms(membership)
             try:
                 # A paused plan holds the member's new jobs here too, not only in their own account.
                 held = terms.max_submit_jobs == 0
-                accounts.add_member(group.slurm_account, name, terms.qos, terms.default_qos, held=held)
+                budget = terms.gpu_minutes if members_pay else None
+                accounts.add_member(
+                    group.slurm_account, name, terms.qos, terms.default_qos, held=held, gpu_minutes=budget
+                )
             except SlurmError as exc:
                 failures.append(f"{name} not added: {exc}")
                 continue

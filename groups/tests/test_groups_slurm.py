@@ -183,3 +183,36 @@ def test_a_group_is_an_account_with_shares_members_and_the_limits_of_its_allocat
 
     wait_for(account_gone, timeout=90, interval=2, what="the closed group's account to leave Slurm")
     assert Group.objects.get(pk=group.pk).slurm_state == Group.SlurmState.SYNCED
+
+
+def test_a_free_members_budget_binds_in_a_group_that_holds_no_plan(alice, bob, admin_user, provision, group_accounts,
+                                                                     settings):  # fmt: skip
+    """A Free member of a group without a plan ran group jobs past Free's 10 GPU-hours at $0: the
+    association in the group's account had the plan's QOS but not its budget."""
+    from conftest import subscribe
+    from groups.models import GroupPlan
+
+    subscribe(bob, "free")
+    provision(_verified(alice))
+    member = provision(_verified(bob))
+    slug = f"cap{timezone.now():%H%M%S%f}"[:20]
+    settings.GROUP_DEFAULT_ORGANIZATION = f"uni{slug[-6:]}"
+    group = actions.create_group(alice, name="Capped lab", slug=slug)
+    group_accounts.append(group)
+    _invitation, token = actions.invite(group.pk, alice, email=bob.email)
+    actions.accept_invitation(token, bob)
+    _sync(group)
+
+    def budget() -> str:
+        shown = slurm_cli().run(
+            "sacctmgr", "-n", "-P", "show", "assoc", f"users={member.cluster_username}",
+            f"accounts={group.slurm_account}", "format=User,GrpTRESMins",
+        )  # fmt: skip
+        return shown.stdout.strip()
+
+    assert budget() == f"{member.cluster_username}|gres/gpu={plan_for(bob).monthly_gpu_minutes_cap}"
+    # A group that pays for its jobs under its own plan: the member's own budget is not its limit.
+    actions.set_group_plan(group.pk, admin_user, "pro")
+    assert GroupPlan.objects.filter(group=group, ended_at__isnull=True).exists()
+    _sync(group)
+    assert budget() == f"{member.cluster_username}|"
