@@ -80,3 +80,8 @@ def decide_held_grant(held_id: int, *, approve: bool, actor, note: str = "") -> 
 def create_campaign(actor, values: dict) -> Campaign:
     """A new campaign from already valid terms (campaigns.terms_errors); audited."""
     return campaigns.create_campaign(actor, values)
+
+
+def approve_campaign(campaign_id: int, actor) -> Campaign:
+    """A second marketer's approval of a large campaign budget (campaigns.approve); audited."""
+    return campaigns.approve(campaign_id, actor)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from audit.log import record
 from credits.models import Campaign
@@ -40,10 +41,14 @@ def terms_errors(values: dict) -> dict[str, str]:
 
 
 def create_campaign(actor, values: dict) -> Campaign:
-    """`values` are already valid (a form's or a serializer's cleaned data); audited."""
+    """`values` are already valid (a form's or a serializer's cleaned data); audited. A budget
+    above CAMPAIGN_APPROVAL_GPU_SECONDS waits for a second marketer's approval (`approve`)."""
+    budget = values.get("budget_gpu_seconds") or 0
     with transaction.atomic():
         campaign = Campaign.objects.create(
-            created_by=actor, **{name: values[name] for name in FIELDS if name in values}
+            created_by=actor,
+            needs_approval=budget > settings.CAMPAIGN_APPROVAL_GPU_SECONDS,
+            **{name: values[name] for name in FIELDS if name in values},
         )
         record(
             actor,
@@ -51,4 +56,28 @@ def create_campaign(actor, values: dict) -> Campaign:
             f"campaign {campaign.code}",
             after={name: str(getattr(campaign, name)) for name in FIELDS},
         )
+    return campaign
+
+
+class ApprovalRefused(Exception):
+    pass
+
+
+def approve(campaign_id: int, actor) -> Campaign:
+    """A second marketer approves a campaign whose budget needs it: never its creator (four eyes
+    on a large liability), once (a conditional UPDATE); audited. ApprovalRefused says why not."""
+    campaign = Campaign.objects.get(pk=campaign_id)
+    if not campaign.needs_approval or campaign.approved_at is not None:
+        raise ApprovalRefused("This campaign needs no approval, or has it already.")
+    if campaign.created_by_id == getattr(actor, "pk", None):
+        raise ApprovalRefused("A campaign's budget is approved by another marketer than the one who made it.")
+    with transaction.atomic():
+        done = Campaign.objects.filter(pk=campaign.pk, approved_at__isnull=True).update(
+            approved_by=actor, approved_at=timezone.now()
+        )
+        if not done:
+            raise ApprovalRefused("This campaign was approved a moment ago.")
+        record(actor, "credits.campaign.approve", f"campaign {campaign.code}",
+               after={"budget_gpu_seconds": campaign.budget_gpu_seconds})  # fmt: skip
+    campaign.refresh_from_db()
     return campaign

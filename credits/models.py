@@ -190,6 +190,13 @@ class Campaign(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # A budget above CAMPAIGN_APPROVAL_GPU_SECONDS grants nothing until a second marketer (not its
+    # creator) approves it (credits/campaigns.py).
+    needs_approval = models.BooleanField(default=False)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-start", "-id"]
@@ -206,6 +213,8 @@ class Campaign(models.Model):
     def closed_reason(self, moment=None) -> str:
         """Why the campaign grants nothing now, or "" while it does."""
         moment = moment or timezone.now()
+        if self.needs_approval and self.approved_at is None:
+            return "This campaign waits for a second marketer's approval of its budget; it grants nothing yet."
         if moment < self.start:
             return f"This campaign starts on {self.start:%Y-%m-%d %H:%M %Z}."
         if self.end is not None and moment >= self.end:

@@ -10,6 +10,11 @@ urlpatterns = [
     path("marketing/campaigns/", views_marketing.campaigns, name="marketing_campaigns"),
     path("marketing/campaigns/<int:pk>/", views_marketing.campaign_detail, name="marketing_campaign"),
     path(
+        "marketing/campaigns/<int:pk>/approve",
+        views_marketing.campaign_approve,
+        name="marketing_campaign_approve",
+    ),
+    path(
         "marketing/campaigns/<int:pk>/<slug:table>.csv",
         views_marketing.campaign_detail,
         name="marketing_campaign_csv",

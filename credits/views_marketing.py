@@ -17,7 +17,7 @@ from accounts.models import Role
 from credits import actions as credit_actions
 from credits import grants
 from credits import marketing_figures as figures
-from credits.campaigns import FIELDS, terms_errors
+from credits.campaigns import FIELDS, ApprovalRefused, terms_errors
 from credits.models import Campaign, HeldGrant
 
 marketing_only = role_required(Role.MARKETING)
@@ -191,6 +191,19 @@ def campaign_detail(request, pk: int, table: str = ""):
             "members": members,
         },
     )
+
+
+@require_POST
+@marketing_only
+def campaign_approve(request, pk: int):
+    campaign = get_object_or_404(Campaign, pk=pk)
+    try:
+        credit_actions.approve_campaign(campaign.pk, request.user)
+    except ApprovalRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{campaign.name}'s budget is approved; it grants credits now.")
+    return redirect("credits:marketing_campaign", pk=campaign.pk)
 
 
 @marketing_only

@@ -638,6 +638,9 @@ CAMPAIGN_GRANT_MAX_GPU_SECONDS = env_int("CAMPAIGN_GRANT_MAX_GPU_SECONDS", 50_00
 # referral grants one referrer may receive in it: a typo of a few zeros is refused, not a liability.
 CAMPAIGN_BUDGET_MAX_GPU_SECONDS = env_int("CAMPAIGN_BUDGET_MAX_GPU_SECONDS", 100_000_000, minimum=1)
 CAMPAIGN_REFERRER_CAP_MAX = env_int("CAMPAIGN_REFERRER_CAP_MAX", 1_000, minimum=1)
+# A campaign budget above this many credits (5,000,000: ~1,400 h of RTX 4090) grants nothing until
+# a second marketer, not its creator, approves it.
+CAMPAIGN_APPROVAL_GPU_SECONDS = env_int("CAMPAIGN_APPROVAL_GPU_SECONDS", 5_000_000, minimum=1)
 CREDIT_EXPIRY_DAYS = env_int("CREDIT_EXPIRY_DAYS", 90, minimum=1)
 # An invitee seen from the referrer's address or browser within this many days waits for review.
 REFERRAL_SHARED_PLACE_DAYS = env_int("REFERRAL_SHARED_PLACE_DAYS", 30, minimum=1)

@@ -24,8 +24,9 @@ class CampaignSerializer(serializers.ModelSerializer):
         fields = [
             "id", "name", "code", "start", "end", "budget_gpu_seconds", "signup_gpu_seconds", "tutorial_gpu_seconds",
             "referral_gpu_seconds", "per_referrer_cap", "granted_gpu_seconds", "link", "closed_reason",
+            "needs_approval", "approved_at",
         ]  # fmt: skip
-        read_only_fields = ["id", "granted_gpu_seconds", "link", "closed_reason"]
+        read_only_fields = ["id", "granted_gpu_seconds", "link", "closed_reason", "needs_approval", "approved_at"]
 
     def get_link(self, campaign) -> str:
         request = self.context.get("request")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from credits import actions, ledger
 from credits.api.serializers import CampaignSerializer, EntrySerializer
+from credits.campaigns import ApprovalRefused
 from credits.models import Campaign, LedgerEntry
 from foundation.api.errors import error_responses
 from foundation.api.pagination import StrictCursorPagination
@@ -18,7 +20,8 @@ ERROR_DESCRIPTIONS = {
     400: "Bad input: `errors` names each field and what is wrong with it",
     401: "No credentials, or an unknown or revoked token",
     403: "Not a marketing account (or, with the session cookie, no CSRF token)",
-    404: "A cursor that is not one of ours",
+    404: "A cursor that is not one of ours, or no such campaign",
+    409: "The campaign needs no approval, has it already, or the caller made it (`detail` says which)",
     413: "The body is larger than the API accepts",
     415: "The body is not JSON",
 }
@@ -122,3 +125,19 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, viewsets.G
         body.is_valid(raise_exception=True)
         campaign = actions.create_campaign(request.user, body.validated_data)
         return Response(self.get_serializer(campaign).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        operation_id="campaigns_approve",
+        summary="Approve a campaign's large budget (marketing only; never the campaign's own creator)",
+        request=None,
+        responses={200: CampaignSerializer, **error_responses(ERROR_DESCRIPTIONS, 401, 403, 404, 409)},
+        tags=["campaigns"],
+    )
+    @action(detail=True, methods=["post"])
+    def approve(self, request, pk=None):
+        campaign = self.get_object()
+        try:
+            campaign = actions.approve_campaign(campaign.pk, request.user)
+        except ApprovalRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(self.get_serializer(campaign).data)

@@ -220,3 +220,39 @@ def test_the_credits_page_stops_offering_a_paid_tutorial_and_shows_held_grants(a
     assert "data-tutorial-paid" in page and "Run the <a" not in page
     assert "5,000 credits (invitee referral) wait for a review" in page
     assert "same browser" not in page  # the reason for the hold is marketing's, not shown
+
+
+def test_a_large_budget_grants_nothing_until_a_second_marketer_approves_it(marketer, django_user_model, settings):
+    from accounts.models import Role
+    from credits import grants
+
+    settings.CAMPAIGN_APPROVAL_GPU_SECONDS = 1_000_000
+    body = {
+        "name": "Big", "code": "big", "start": "2026-01-01T00:00:00Z", "budget_gpu_seconds": 2_000_000,
+        "per_referrer_cap": 3,
+    }  # fmt: skip
+    made = _client(marketer).post("/api/v1/campaigns/", body, content_type="application/json")
+    assert made.status_code == 201 and made.json()["needs_approval"] and made.json()["approved_at"] is None
+    campaign = Campaign.objects.get(code="big")
+    assert "second marketer's approval" in campaign.closed_reason()
+    # Nothing is granted meanwhile: a sign-up into it gets no credits, and says why.
+    refused = grants._campaign_grant(marketer.pk, campaign.pk, "signup", 5000, "signup:test-big")
+    assert refused.status == "refused" and "approval" in refused.detail
+    own = _client(marketer).post(f"/api/v1/campaigns/{campaign.pk}/approve", content_type="application/json")
+    assert own.status_code == 409 and "another marketer" in own.json()["detail"]
+    second = django_user_model.objects.create_user("mara", "mara@x.org", "pw-mara")
+    second.profile.role = Role.MARKETING
+    second.profile.save()
+    page = _client(second).get(f"/marketing/campaigns/{campaign.pk}/").content.decode()
+    assert "data-approve-campaign" in page and "starts granting at once" in page
+    approved = _client(second).post(f"/api/v1/campaigns/{campaign.pk}/approve", content_type="application/json")
+    assert approved.status_code == 200 and approved.json()["approved_at"]
+    campaign.refresh_from_db()
+    assert campaign.closed_reason() == "" and campaign.approved_by == second
+    assert AuditLog.objects.filter(action="credits.campaign.approve", actor=second).exists()
+    again = _client(second).post(f"/api/v1/campaigns/{campaign.pk}/approve", content_type="application/json")
+    assert again.status_code == 409
+    # A small budget needs nobody.
+    small = _client(marketer).post("/api/v1/campaigns/", {**body, "code": "small", "budget_gpu_seconds": 10_000},
+                                   content_type="application/json")  # fmt: skip
+    assert small.status_code == 201 and not small.json()["needs_approval"]
