@@ -31,6 +31,9 @@ class Dataset(models.Model):
     description = models.TextField(max_length=2000, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    # Since when its owner stores more than their plan allows (a downgrade, a group's plan ended):
+    # frozen, and listed for deletion DATASET_OVER_QUOTA_GRACE_DAYS later (datasets/over_quota.py).
+    over_quota_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name", "id"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from datasets import actions, importing, node_cache, storage
+from datasets import actions, importing, node_cache, over_quota, storage
 from datasets.models import DatasetVersion, Upload, VersionState
 from datasets.queries import DatasetError
 
@@ -70,3 +70,9 @@ def sync_node_features(node: str) -> bool:
 @shared_task(ignore_result=True)
 def sync_all_node_features() -> int:
     return node_cache.sync_all_node_features()
+
+
+@shared_task(ignore_result=True)
+def mark_over_quota() -> dict:
+    """datasets/over_quota.py: owners over their quota marked and told once; cleared under it."""
+    return over_quota.mark_over_quota()

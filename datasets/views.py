@@ -10,10 +10,12 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Prefetch
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from accounts.access import is_admin
-from datasets import actions
+from accounts.access import is_admin, role_required
+from accounts.models import Role
+from datasets import actions, over_quota
 from datasets.forms import DatasetForm
 from datasets.models import DatasetVersion, VersionState
 from datasets.queries import DatasetError, may_write, own_datasets, readable_dataset
@@ -63,6 +65,10 @@ def dataset_detail(request, pk: int):
         "versions": versions,
         "open_version": open_version,
         "writable": may_write(request.user, dataset),
+        # An admin deletes versions of a dataset listed for deletion (datasets/over_quota.py).
+        "deletable": may_write(request.user, dataset)
+        or (is_admin(request.user) and over_quota.is_listed_for_deletion(dataset)),
+        "deletion_listed_on": dataset.over_quota_since + over_quota.grace() if dataset.over_quota_since else None,
         "can_register": is_admin(request.user) and bool(settings.DATASET_IMPORT_ROOTS),
         "can_pin": is_admin(request.user),
         "import_roots": settings.DATASET_IMPORT_ROOTS,
@@ -72,6 +78,28 @@ def dataset_detail(request, pk: int):
         "over_quota": used_bytes(dataset) > quota_bytes(dataset),
     }
     return render(request, "datasets/detail.html", context)
+
+
+@login_required
+@role_required(Role.ADMIN)
+def over_quota_page(request):
+    """The admins' list: datasets whose owner stores more than the plan allows, in their grace
+    period and past it (listed for deletion)."""
+    now = timezone.now()
+
+    def rows(datasets):
+        return [
+            {
+                "dataset": dataset,
+                "used": describe(used_bytes(dataset)),
+                "quota": describe(quota_bytes(dataset)),
+                "listed_on": dataset.over_quota_since + over_quota.grace(),
+            }
+            for dataset in datasets.order_by("over_quota_since", "pk")[:500]
+        ]
+
+    context = {"listed": rows(over_quota.listed_for_deletion(now)), "grace": rows(over_quota.in_grace(now))}
+    return render(request, "datasets/over_quota.html", context)
 
 
 @login_required

@@ -362,6 +362,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
         "options": {"expires": 300.0},
     },
+    # Hourly: owners storing more than their plan allows are marked (and told once); their data is
+    # listed for the admins' deletion DATASET_OVER_QUOTA_GRACE_DAYS later (datasets/over_quota.py).
+    "datasets-over-quota": {
+        "task": "datasets.tasks.mark_over_quota",
+        "schedule": 3600.0,
+        "options": {"expires": 3600.0},
+    },
     # Hourly; acts once, on the 1st of the month (plans/tasks.py).
     "plans-monthly-usage-reset": {"task": "plans.tasks.reset_monthly_usage", "schedule": 3600.0},
     # Credit past CREDIT_EXPIRY_DAYS becomes expiry entries; missed grants are repaired.
@@ -637,6 +644,7 @@ CAMPAIGN_GRANT_MAX_GPU_SECONDS = env_int("CAMPAIGN_GRANT_MAX_GPU_SECONDS", 50_00
 # The most credits a campaign may grant in all (100,000,000 is ~27,800 h of RTX 4090) and the most
 # referral grants one referrer may receive in it: a typo of a few zeros is refused, not a liability.
 CAMPAIGN_BUDGET_MAX_GPU_SECONDS = env_int("CAMPAIGN_BUDGET_MAX_GPU_SECONDS", 100_000_000, minimum=1)
+DATASET_OVER_QUOTA_GRACE_DAYS = env_int("DATASET_OVER_QUOTA_GRACE_DAYS", 30, minimum=1)
 CAMPAIGN_REFERRER_CAP_MAX = env_int("CAMPAIGN_REFERRER_CAP_MAX", 1_000, minimum=1)
 # A campaign budget above this many credits (5,000,000: ~1,400 h of RTX 4090) grants nothing until
 # a second marketer, not its creator, approves it.
