@@ -27,8 +27,8 @@ The split, in this order:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from billing.pricing import SECONDS_PER_HOUR, Rates, divide
@@ -186,6 +186,15 @@ def split(run: RunShape, rates: Rates, terms: Terms = NOTHING_COVERED) -> Split:
         amount_memory=amount_memory,
         amount_nvme=amount_nvme,
     )
+
+
+def dearest(run: RunShape, offers: Sequence[tuple[Rates, Terms]]) -> int:
+    """Which of `offers` (the rates and terms of each plan a run may be priced by) prices the run
+    highest before credits: its index, the first on a tie. A run queued under one plan and
+    started under another is never priced below either (billing/charging.py). PricingError when
+    a card cannot price the run."""
+    amounts = [split(run, rates, replace(terms, credits=0)).amount for rates, terms in offers]
+    return amounts.index(max(amounts))
 
 
 def spot_note(result: Split, grace_seconds: int) -> str:

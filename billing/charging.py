@@ -56,7 +56,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from billing.charge_split import RunShape, Terms, credits_wanted, split, spot_note
+from billing.charge_split import RunShape, Terms, credits_wanted, dearest, split, spot_note
 from billing.invoices.drafts import open_draft
 from billing.models import UsageRecord
 from billing.models.usage import RESERVATION_CLUSTER
@@ -66,7 +66,7 @@ from credits import actions as credit_actions
 from credits import ledger
 from credits.weights import NoBurnWeight
 from groups.group_plans import GroupPlansHeld
-from plans.catalog import PlansHeld, PlanSnapshot
+from plans.catalog import PlansHeld, PlanSnapshot, plans_to_price
 from plans.models import RateCard
 from plans.rates import CardBook, NoRateCard
 from reservations.models import ReservationEvent, State
@@ -163,12 +163,8 @@ class PriceBook:
         the run's start. A run started under the QOS of the plan it was queued under, and a
         reservation was granted to the plan that asked, so a switch while it waited never makes
         it cheaper."""
-        at_start = self.plan(record.user, record.run_start)
-        submitted = record.job.created_at if record.job_id else _reservation_approved(record)
-        if submitted is None or submitted >= record.run_start:
-            return [at_start]
-        at_submission = self.plan(record.user, submitted)
-        return [at_start] if at_submission.code == at_start.code else [at_start, at_submission]
+        queued = record.job.created_at if record.job_id else _reservation_approved(record)
+        return plans_to_price(self._plans, record.user_id, queued, record.run_start)
 
     def group_plan(self, group_id: int | None, moment) -> PlanSnapshot | None:
         """The plan the group held at `moment`, or None: then the member pays."""
@@ -204,13 +200,9 @@ def _dearest(plans, run: RunShape, moment, prices: PriceBook, invoice_id: int):
     """(plan, rates, card): of the plans a run may be priced by, the one under which it comes to
     the most before credits (the first on a tie). Raises NoRateCard or PricingError, before any
     credit is spent, when that plan's card cannot price the run."""
-    best = None
-    for plan in plans:
-        rates, card = prices.rates(plan, moment)
-        amount = split(run, rates, _terms(plan, run, invoice_id)).amount
-        if best is None or amount > best[0]:
-            best = (amount, plan, rates, card)
-    return best[1:]
+    offers = [(plan, *prices.rates(plan, moment)) for plan in plans]
+    chosen = dearest(run, [(rates, _terms(plan, run, invoice_id)) for plan, rates, _card in offers])
+    return offers[chosen]
 
 
 def _write_charge(record_pk: int, *, invoice, plan: PlanSnapshot, card, rates: Rates, gpu_price, **amounts) -> bool:

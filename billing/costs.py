@@ -45,7 +45,7 @@ from django.conf import settings
 from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
-from billing.charge_split import RunShape, Terms, credits_wanted, split
+from billing.charge_split import RunShape, Terms, credits_wanted, dearest, split
 from billing.invoices.drafts import month_of
 from billing.models import Invoice, UsageRecord
 from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates
@@ -57,7 +57,7 @@ from foundation.gpu_types import gpu_types_from_mapping
 from groups.group_plans import GroupPlansHeld
 from jobs.costs import CostDetail, JobCost
 from jobs.models import Job, JobState
-from plans.catalog import PlansHeld, PlanSnapshot
+from plans.catalog import PlansHeld, PlanSnapshot, plans_to_price
 from plans.rates import CardBook, NoRateCard
 
 ZERO = Decimal(0)
@@ -233,12 +233,7 @@ class _Estimator:
             group_plan = self.group_plans.at(job.group_id, job.start_time)
             if group_plan is not None:
                 return ("group", job.group_id), [group_plan]
-        plans = [self.plans_held.at(job.owner_id, job.start_time)]
-        if job.created_at and job.created_at < job.start_time:
-            at_submission = self.plans_held.at(job.owner_id, job.created_at)
-            if at_submission.code != plans[0].code:
-                plans.append(at_submission)
-        return ("user", job.owner_id), plans
+        return ("user", job.owner_id), plans_to_price(self.plans_held, job.owner_id, job.created_at, job.start_time)
 
     def _rates(self, plan: PlanSnapshot, start: datetime) -> Rates | None:
         try:
@@ -289,20 +284,18 @@ class _Estimator:
             spot_seconds=spot_seconds(job.start_time, seconds) if spot else None,
         )
         key = (payer, gpu_type)
-        best = None
+        offers = []
         for plan in plans:
             rates = self._rates(plan, job.start_time)
             if rates is None:
                 return None
             hours_left = plan.included_gpu_hours.get(gpu_type, 0) * SECONDS_PER_HOUR - self.included_used.get(key, 0)
             terms = Terms(plan.included_hours_are_a_cap, plan.included_nvme_gb, max(0, hours_left))
-            try:
-                amount = split(run, rates, terms).amount
-            except PricingError:
-                return None
-            if best is None or amount > best[0]:
-                best = (amount, plan, rates, terms)
-        _amount, plan, rates, terms = best
+            offers.append((plan, rates, terms))
+        try:
+            plan, rates, terms = offers[dearest(run, [(rates, terms) for _plan, rates, terms in offers])]
+        except PricingError:
+            return None
         terms = replace(terms, credits=self._credit_gpu_seconds(payer, gpu_type, credits_wanted(run, terms)))
         result = split(run, rates, terms)
         self.included_used[key] = self.included_used.get(key, 0) + result.included

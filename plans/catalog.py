@@ -139,6 +139,17 @@ class PlansHeld:
         return plan_held_at(user_id, moment, self._histories[user_id])
 
 
+def plans_to_price(held: PlansHeld, user_id: int, queued_at, started_at) -> list[PlanSnapshot]:
+    """The plans a run of the user's may be priced by: the plan held at its start and, when it
+    waited from an earlier moment (the portal took the job, an admin approved the reservation),
+    the plan held then. Billing prices by the dearer (billing/charge_split.py, `dearest`)."""
+    at_start = held.at(user_id, started_at)
+    if queued_at is None or queued_at >= started_at:
+        return [at_start]
+    queued = held.at(user_id, queued_at)
+    return [at_start] if queued.code == at_start.code else [at_start, queued]
+
+
 def monthly_price_for(code: str, period) -> Decimal:
     """The plan's fee for the billing month starting `period` (PlanPrice: a change is billed
     from the month after it was made)."""
