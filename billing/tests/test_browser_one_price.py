@@ -110,3 +110,22 @@ def test_a_group_member_on_free_is_quoted_what_the_group_pays(admin_user):
         expect(page.locator("[data-job-quote]")).to_contain_text("You would pay at most $0.00", timeout=15000)
         page.goto(f"{base_url}/jobs/{job.pk}/")
         expect(page.locator("[data-field=cost]")).to_have_text(shown)
+
+
+@pytest.mark.parametrize("plan, gpu_type", [("pro", "a100"), ("free", "rtx4090")])
+def test_a_plan_with_included_hours_is_quoted_and_billed_nothing_for_them(plan, gpu_type):
+    """Pro's A100 hours and Free's capped 4090 hours: the form says $0.00 and so does the run,
+    on its page and on the usage page (the hours it took are on the invoice, at $0)."""
+    user = _person(f"{plan}-user", plan=plan)
+    job, record = _finished_run(user, gpu_type=gpu_type)
+    assert record.amount == 0 and record.included_gpu_seconds == SECONDS
+    with chromium_page(playwright_api, width=390, height=844) as page, portal_stack() as base_url:
+        log_in(page, base_url, f"{plan}-user", f"pw-{plan}-user")
+        text = _quoted(page, base_url, "You would pay at most $0.00.", gpu_type=gpu_type)
+        assert "by your plan's included hours" in text
+        page.goto(f"{base_url}/jobs/{job.pk}/")
+        expect(page.locator("[data-field=cost]")).to_have_text("$0.00")
+        page.goto(f"{base_url}/billing/usage/")
+        expect(page.locator(".tile-figure").first).to_have_text("$0.00")
+        page.goto(f"{base_url}/billing/invoices/{record.invoice_id}/")
+        expect(page.locator("main")).to_contain_text("0.50 h")  # the half hour the plan's hours took
