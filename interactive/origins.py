@@ -51,8 +51,16 @@ def host_key_of(host_header: str) -> str | None:
 
 
 def safe_next(path) -> str:
-    """A path on the session's origin to land on; anything else (another host, `//x`) is /lab."""
-    if isinstance(path, str) and path.startswith("/") and not path.startswith("//") and "\\" not in path:
+    """A path on the session's origin to land on; anything else (another host, `//x`) is /lab.
+    Control characters and spaces are refused too: browsers drop a tab or a newline from a URL,
+    so "/<TAB>/evil.example" lands on //evil.example, another host."""
+    if (
+        isinstance(path, str)
+        and path.startswith("/")
+        and not path.startswith("//")
+        and "\\" not in path
+        and not any(ord(char) <= 0x20 or ord(char) == 0x7F for char in path)
+    ):
         return path[:2000]
     return "/lab"
 

@@ -267,6 +267,9 @@ def test_host_names_other_than_a_sessions_stay_with_the_portal(settings):
     assert origins.safe_next("//evil.example/") == "/lab"
     assert origins.safe_next("https://evil.example/") == "/lab"
     assert origins.safe_next("/lab/tree/a.ipynb") == "/lab/tree/a.ipynb"
+    # A browser drops a tab or a newline from a URL: "/<TAB>/evil.example" would be //evil.example.
+    for sneaky in ("/\t/evil.example/", "/\n/evil.example", "/\r\n/evil.example", "/ /evil.example", "/\x7f/x"):
+        assert origins.safe_next(sneaky) == "/lab", repr(sneaky)
     assert timedelta(seconds=origins.TICKET_SECONDS) < timedelta(minutes=5)
 
 
