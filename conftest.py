@@ -144,8 +144,14 @@ def _fresh_caches(request):
     from django.conf import settings
 
     from console.heatmap import CACHE_KEY
+    from foundation.redis_client import redis_client
 
     caches[settings.HEATMAP_CACHE].delete(CACHE_KEY)
+    # A group's usage rows are shared by the processes for a minute (groups/usage.py): another
+    # test's group of the same id must not see them.
+    stale = list(redis_client().scan_iter(match="*groups:usage:*", count=1000))
+    if stale:
+        redis_client().delete(*stale)
 
 
 @pytest.fixture(scope="session")

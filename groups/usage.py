@@ -3,17 +3,20 @@ counts as much as a portal job)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import caches
 
 from cluster.accounts import SlurmAccounts
 from cluster.services import slurm_cli
 from groups.models import Group
 from groups.queries import sees_everyone
+
+log = logging.getLogger(__name__)
 
 
 def as_gpu_minutes(tres: str, minutes) -> tuple[str, Decimal] | None:
@@ -48,16 +51,35 @@ def gpu_hours_by_member(group: Group, since: datetime, until: datetime) -> list[
     ]
 
 
+USAGE_CACHE_SECONDS = 60
+
+
+def _cached(key: str):
+    try:
+        return caches["shared"].get(key)
+    except Exception as exc:  # Redis down: read Slurm instead
+        log.warning("group usage cache unreadable: %s", exc)
+        return None
+
+
+def _remember(key: str, rows) -> None:
+    try:
+        caches["shared"].set(key, rows, USAGE_CACHE_SECONDS)
+    except Exception as exc:
+        log.warning("group usage cache unwritable: %s", exc)
+
+
 def month_usage_seen_by(user, group: Group, now: datetime) -> tuple[datetime, list[dict]]:
     """(the month's start, its rows) as `user` may see them: every member's for the group's PI,
     managers and admins, their own for a member. Slurm is asked at most once a minute per group
-    (cached); SlurmError when it does not answer."""
+    by all the portal's processes together (the shared cache; with Redis down, each asks for
+    itself rather than fail); SlurmError when it does not answer."""
     since = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     key = f"groups:usage:{group.pk}:{since:%Y-%m}"
-    rows = cache.get(key)
+    rows = _cached(key)
     if rows is None:
         rows = gpu_hours_by_member(group, since, now)
-        cache.set(key, rows, 60)
+        _remember(key, rows)
     if not sees_everyone(user, group):
         own = getattr(user.profile, "cluster_username", None)
         rows = [row for row in rows if row["user"] == own]

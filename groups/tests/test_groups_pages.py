@@ -131,3 +131,19 @@ def _verified_user(name):
     from django.contrib.auth import get_user_model
 
     return get_user_model().objects.create_user(name, f"{name}@x.org", "pw")
+
+
+def test_slurms_accounting_is_read_once_a_minute_for_all_processes_and_without_redis_still_read(
+    client, lab, alice, accounting
+):
+    """Each process kept its own minute: 16 clients on two web processes asked sacct per request."""
+    from django.core.cache import caches
+
+    client.force_login(alice)
+    assert client.get(f"/api/v1/groups/{lab.pk}/usage").status_code == 200
+    caches["default"].clear()  # another process: nothing of this one's memory
+    assert client.get(f"/api/v1/groups/{lab.pk}/usage").status_code == 200
+    assert accounting.call_count == 1
+    with mock.patch.object(caches["shared"], "get", side_effect=ConnectionError("redis down")):
+        assert client.get(f"/api/v1/groups/{lab.pk}/usage").status_code == 200
+    assert accounting.call_count == 2
