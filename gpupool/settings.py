@@ -289,6 +289,10 @@ SUBMIT_INLINE = env_bool("SUBMIT_INLINE", True)
 # Sweeps (jobs/sweeps/): the most points one may have, and the cluster's MaxArraySize (Slurm's
 # default 1001: task ids 0-1000). A larger sweep is split into arrays of this many tasks.
 SWEEP_MAX_POINTS = env_int("SWEEP_MAX_POINTS", 10_000, minimum=1)
+# The most sweep tasks a user may have waiting, per GPU their plan may hold at once (Free's one:
+# 2,500; Pro's four: one sweep of SWEEP_MAX_POINTS): each is a row in every mirror pass and a job in
+# slurmctld's queue.
+SWEEP_WAITING_TASKS_PER_GPU = env_int("SWEEP_WAITING_TASKS_PER_GPU", 2_500, minimum=1)
 SLURM_MAX_ARRAY_SIZE = env_int("SLURM_MAX_ARRAY_SIZE", 1001, minimum=2)
 SUBMIT_INLINE_TIMEOUT_SECONDS = env_float("SUBMIT_INLINE_TIMEOUT_SECONDS", 2.0)
 # A job placed by the portal (`any`) that has waited JOB_MOVE_AFTER_SECONDS moves once to a

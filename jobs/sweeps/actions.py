@@ -40,6 +40,21 @@ def _check_plan(user, plan: PlanSnapshot, spec: JobSpec) -> None:
     check_quota(user, plan, spec.gpu.gpu_type, spec.gpu.count, shares)
 
 
+def _check_waiting_tasks(user, plan: PlanSnapshot, adding: int) -> None:
+    """A user's waiting sweep tasks are bounded by their plan's size (SWEEP_WAITING_TASKS_PER_GPU
+    per GPU it may hold at once): five sweeps of 10,000 a minute were each a line in every
+    mirror pass and slurmctld's queue."""
+    most = settings.SWEEP_WAITING_TASKS_PER_GPU * max(1, sum(plan.gpu_quota.values()))
+    waiting = Job.objects.filter(
+        owner=user, sweep__isnull=False, state__in=(JobState.SUBMITTING, JobState.PENDING)
+    ).count()
+    if waiting + adding > most:
+        raise QuotaExceeded(
+            f"Your {plan.name} plan may have {most:,} sweep tasks waiting at once; {waiting:,} wait now and this "
+            f"adds {adding:,}. Wait for some to start, or cancel a sweep's waiting tasks."
+        )
+
+
 def _task_rows(sweep: Sweep, array: JobArray, profile: Profile, indexes: Iterable[int], template: dict) -> list[Job]:
     rows = []
     for index in indexes:
@@ -124,6 +139,7 @@ def create_sweep(
         profile = locked_profile(user)
         plan = plan if plan is not None else plan_for(user)
         _check_plan(user, plan, spec)
+        _check_waiting_tasks(user, plan, len(grid))
         group = charged_group(user, group_id)
         if group is not None:
             check_allocation(group, spec, len(grid))
@@ -257,6 +273,7 @@ def rerun_tasks(user, sweep: Sweep, indexes: list[int] | None = None) -> list[in
             chosen = list(current.filter(sweep_index__in=wanted).values_list("pk", "sweep_index"))
         plan = plan_for(user)
         _check_plan(user, plan, spec)
+        _check_waiting_tasks(user, plan, len(chosen))
         group = sweep.group
         if group is not None:
             check_allocation(group, spec, len(chosen))

@@ -509,3 +509,19 @@ def test_an_array_gone_from_slurmctld_is_finished_from_slurmdbd_and_not_asked_ev
     states = dict(Job.objects.filter(sweep=sweep).values_list("array_task_id", "state"))
     assert states[1] == "FAILED" and states[5] == "CANCELLED" and states[0] == "COMPLETED"
     assert mirror_arrays(slurmdbd, []) == 0 and slurmdbd.asked == 2  # every task ended: nothing to ask
+
+
+@pytest.mark.django_db
+def test_waiting_sweep_tasks_are_bounded_by_the_plans_size(provisioned, settings, api_client_for):
+    """Five sweeps of 10,000 a minute were each a line in every mirror pass."""
+    from jobs.submission.quota import QuotaExceeded
+
+    settings.SWEEP_WAITING_TASKS_PER_GPU = 2  # Pro holds 4 GPUs at once: 8 tasks may wait
+    first = make_sweep(provisioned, points=6)
+    with pytest.raises(QuotaExceeded, match="may have 8 sweep tasks waiting at once; 6 wait now and this adds 6"):
+        make_sweep(provisioned, points=6)
+    body = {**GOOD_SPEC, "gpu_type": "rtx4090", "parameters": {"lr": [1, 2, 3]}}
+    refused = api_client_for(provisioned).post("/api/v1/sweeps/", body, format="json")
+    assert refused.status_code == 403 and "sweep tasks waiting" in refused.json()["detail"]
+    Job.objects.filter(sweep=first).update(state="COMPLETED")  # ran: no longer waiting
+    assert make_sweep(provisioned, points=6).point_count == 6
