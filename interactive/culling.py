@@ -5,7 +5,10 @@ unless it was used in between; using it clears the warning.
 
 Activity is what the server says of its kernels (`GET /api/kernels`: each one's last message and
 whether it is busy now) and what telemetry says of the job's GPUs (a sample at or over the
-threshold: a kernel's background thread training counts). A server that does not answer says
+threshold: a kernel's background thread training counts). The server runs in the user's job, so
+its word is the user's: a kernel it calls busy counts only while the session's GPUs moved at all
+in the idle window (a sample of any compute or memory traffic); a server that says "busy" for
+ever over still GPUs no longer keeps the GPUs held. A server that does not answer says
 nothing: its session is judged by its GPUs alone, so a crashed server does not bill for ever.
 """
 
@@ -35,8 +38,9 @@ log = logging.getLogger(__name__)
 KERNELS_PATH = "/api/kernels"
 
 
-def kernel_activity(session: InteractiveSession, now: datetime) -> datetime | None:
-    """The newest kernel activity (`now` while one is busy); None when the server does not say."""
+def kernel_activity(session: InteractiveSession, now: datetime, *, gpus_moved: bool = True) -> datetime | None:
+    """The newest kernel activity (`now` while one is busy and `gpus_moved`); None when the
+    server does not say."""
     answer = ask_server(session.address, session.port, session.token, KERNELS_PATH)
     if answer is None or answer[0] != 200:
         return None
@@ -48,7 +52,7 @@ def kernel_activity(session: InteractiveSession, now: datetime) -> datetime | No
     for kernel in kernels if isinstance(kernels, list) else ():
         if not isinstance(kernel, dict):
             continue
-        if kernel.get("execution_state") == "busy":
+        if kernel.get("execution_state") == "busy" and gpus_moved:
             return now
         seen = parse_datetime(str(kernel.get("last_activity") or ""))
         if seen is not None and (newest is None or seen > newest):
@@ -65,6 +69,19 @@ def gpu_busy_at(session: InteractiveSession, since: datetime, now: datetime) -> 
         GpuSampleRaw.objects.filter(held, time__gte=since, time__lte=now)
         .filter(compute_util__gte=settings.SESSION_IDLE_GPU_PERCENT)
         .aggregate(newest=Max("time"))["newest"]
+    )
+
+
+def gpus_moved(session: InteractiveSession, since: datetime, now: datetime) -> bool:
+    """Whether a GPU of the session's job did anything at all since `since` (any compute or memory
+    traffic in a sample): what a kernel the server calls busy must show."""
+    held = Q(pk__in=[])
+    for node, indexes in (session.job.gpu_allocation or {}).items():
+        held |= Q(node=node, index__in=list(indexes))
+    return (
+        GpuSampleRaw.objects.filter(held, time__gte=since, time__lte=now)
+        .filter(Q(compute_util__gt=0) | Q(memory_util__gt=0))
+        .exists()
     )
 
 
@@ -90,7 +107,7 @@ def cull_idle_sessions(now: datetime | None = None) -> dict:
         if session.owner_id not in idle_minutes:
             idle_minutes[session.owner_id] = plan_for(session.owner).session_idle_minutes
         limit = timedelta(minutes=idle_minutes[session.owner_id])
-        kernels = kernel_activity(session, now)
+        kernels = kernel_activity(session, now, gpus_moved=gpus_moved(session, now - limit, now))
         moments = [session.ready_at, session.last_activity_at, kernels]
         moments.append(gpu_busy_at(session, now - limit - warning, now))
         last = max(moment for moment in moments if moment is not None)

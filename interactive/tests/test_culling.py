@@ -66,6 +66,11 @@ def test_a_busy_kernel_or_a_busy_gpu_is_activity(alice):
         session = _ready_session(alice, port, start)
         late = start + timedelta(hours=2)
         server.kernels = [_kernel(start, state="busy")]  # a long cell still running
+        # ... on its GPU (a little traffic, under the idle threshold: the cell is busy with it).
+        GpuSampleRaw.objects.create(
+            time=late - timedelta(minutes=10), node="gpu-4090-01", index=1, compute_util=2, memory_util=1,
+            memory_used_mb=100, memory_total_mb=24000, temperature_c=40, power_w=60,
+        )  # fmt: skip
         assert cull_idle_sessions(now=late)["warned"] == 0
         # Kernels quiet, but the GPU computed 10 minutes ago (a background thread training).
         server.kernels = [_kernel(start)]
@@ -121,3 +126,18 @@ def test_the_emulator_draws_a_sessions_gpus_idle_while_its_kernels_are(alice):
     InteractiveSession.objects.filter(pk=busy.pk).update(kernel_activity_at=now - timedelta(seconds=30))
     InteractiveSession.objects.filter(pk=quiet.pk).update(kernel_activity_at=now - timedelta(minutes=10))
     assert emulated_idle_sessions(now) == {quiet.job_id}
+
+
+def test_a_server_that_calls_its_kernel_busy_over_still_gpus_is_idle(alice):
+    """The server runs in the user's job: "busy" for ever kept GPUs held that did nothing."""
+    start = timezone.now()
+    with upstream_server() as (port, _ws, server):
+        session = _ready_session(alice, port, start)
+        server.kernels = [_kernel(start, state="busy")]
+        GpuSampleRaw.objects.create(
+            time=start + timedelta(minutes=20), node="gpu-4090-01", index=1, compute_util=0, memory_util=0,
+            memory_used_mb=100, memory_total_mb=24000, temperature_c=35, power_w=20,
+        )  # fmt: skip
+        assert cull_idle_sessions(now=start + timedelta(minutes=31))["warned"] == 1
+        session.refresh_from_db()
+        assert session.idle_warned_at is not None
