@@ -109,7 +109,7 @@ def test_a_session_saved_as_a_template_starts_the_next_one_and_stays_off_the_job
     JobTemplate.objects.create(owner=alice, name="a-job", spec={"command": "x"})
     client.force_login(alice)
     form = client.get("/sessions/new/").content.decode()
-    assert "two-gpus" in form and "a-job" not in form
+    assert "the template two-gpus" in form and "the template a-job" not in form
     assert "two-gpus" not in client.get("/jobs/new/").content.decode()
     filled = client.get(f"/sessions/new/?template={template.pk}").content.decode()
     assert 'name="gpu_count" inputmode="numeric" value="2"' in filled
