@@ -21,7 +21,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from foundation.asgi_json import ClientGone, in_thread, read_body, request_header, respond_json
-from jobs.live.slurm_events import EventRefused, after_taken, mark, read_batch, verify, verify_batch
+from jobs.live.slurm_events import (
+    EventRefused,
+    after_taken,
+    first_time,
+    forget,
+    mark,
+    read_batch,
+    verify,
+    verify_batch,
+)
 
 log = logging.getLogger(__name__)
 SMALL_BATCH = 8
@@ -51,11 +60,20 @@ async def events_app(scope, receive, send):
         return
     started = time.monotonic()
     large = len(events) > SMALL_BATCH
+    signature = request_header(scope, b"x-gpupool-signature")
     try:
+        if not await _in_lane(first_time, signature, large):
+            # A replay (or a retry of a line already taken): answered, nothing done.
+            await respond_json(send, 202, {"job_id": events[0].job_id, "events": 0, "replay": True})
+            return
         taken = await _in_lane(mark, events, large)
     except Exception:
         # Redis or the database is down: the polling mirror still sees the change.
         log.exception("could not take %d Slurm events (job %s first)", len(events), events[0].job_id)
+        try:
+            await _in_lane(forget, signature, large)
+        except Exception:
+            pass  # Redis itself is down: nothing was remembered either
         await respond_json(send, 503, {"detail": "Not taken now; the mirror will catch up."})
         return
     # Taken: the sender may go on with its next batch while this request writes them.

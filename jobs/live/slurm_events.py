@@ -19,8 +19,9 @@ first sender posted, is still taken. A completion's state and end are written at
 (jobs.mirror.rows.apply_told_endings): a pending job cancelled is then settled, with nothing
 to read, so the 2,000 ends of one scancel are a few UPDATEs and another user's cancel beside
 them shows as soon as its event is here; any other ending is read from slurmrestd next, which
-has the last word. The spool is SlurmUser's alone and the batch is signed; a replayed event
-can at most make the portal look again.
+has the last word. The spool is SlurmUser's alone and the batch is signed; a signed line is
+taken once (`first_time`: its signature is remembered in Redis for the freshness window), so a
+line caught on the wire and sent again within its window is answered and does nothing.
 
 Every other event adds its job to a Redis set of "dirty" jobs; one request at a time drains it (the
 others return at once). A few jobs are read by id. A burst is read from the state listing
@@ -159,6 +160,22 @@ def _check_signature(line: str | None, signature: str | None, header: str) -> No
 def _check_fresh(sent_at: int, now: float | None) -> None:
     if abs((now or time.time()) - sent_at) > MAX_SKEW_SECONDS:
         raise EventRefused(401, "Stale event.")
+
+
+SEEN_KEY = "gpupool:jobs:events-seen:"
+
+
+def first_time(signature: str) -> bool:
+    """Claim a signed line's signature for the freshness window (both sides of it, and a
+    minute): True the first time, False for a replay. A line is its signature's (HMAC), so the
+    same signature is the same line; a sender's retry after a lost answer is a replay too, and
+    the first one took its events."""
+    return bool(redis_client().set(SEEN_KEY + signature, 1, nx=True, ex=2 * MAX_SKEW_SECONDS + 60))
+
+
+def forget(signature: str) -> None:
+    """A claimed line whose events could not be taken: its sender's retry is taken then."""
+    redis_client().delete(SEEN_KEY + signature)
 
 
 def verify(line: str | None, signature: str | None, *, now: float | None = None) -> SlurmEvent:

@@ -4,6 +4,7 @@ cluster's root) posting to a real Daphne."""
 
 import asyncio
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -37,7 +38,7 @@ FORWARDER = EVENTS_DIR / "gpupool-event-forwarder"
 def _forget_bursts():
     client = slurm_events.redis_client()
     client.delete(slurm_events.BURST_KEY, slurm_events.PASS_GATE, PASS_TOOK_KEY)
-    for pattern in (slurm_events.RATE_KEY, slurm_events.OWNER_RATE_KEY):
+    for pattern in (slurm_events.RATE_KEY, slurm_events.OWNER_RATE_KEY, slurm_events.SEEN_KEY):
         for key in client.scan_iter(f"{pattern}*"):
             client.delete(key)
 
@@ -245,6 +246,7 @@ def test_the_endpoint_refuses_bodies_and_bad_signatures_before_doing_anything(ev
     )
     monkeypatch.setattr("jobs.live.asgi_events.after_taken", lambda taken: 0)
     line, signature = _signed(7)
+    signature_one = signature.encode()
     with_body = async_to_sync(_post)(
         [(b"x-gpupool-event", line.encode()), (b"x-gpupool-signature", signature.encode()), (b"content-length", b"5")],
         b"hello",
@@ -269,6 +271,11 @@ def test_the_endpoint_refuses_bodies_and_bad_signatures_before_doing_anything(ev
     assert [event.job_id for event in taken] == [7]
     batch = async_to_sync(_post)([*signed, (b"content-length", str(len(body)).encode())], body)
     assert batch["status"] == 202 and [event.job_id for event in taken] == [7, 8, 9]
+    # The same signed lines sent again within their window (caught on the wire): answered, not taken.
+    again = async_to_sync(_post)([*signed, (b"content-length", str(len(body)).encode())], body)
+    single = async_to_sync(_post)([(b"x-gpupool-event", line.encode()), (b"x-gpupool-signature", signature_one)])
+    assert again["status"] == single["status"] == 202 and [event.job_id for event in taken] == [7, 8, 9]
+    assert json.loads(again["body"])["replay"] is True
 
 
 def test_a_small_batch_is_answered_while_large_ones_are_written_one_at_a_time(events_on, monkeypatch):
@@ -531,3 +538,22 @@ def test_slurmctlds_own_hooks_move_the_row_without_a_mirror_pass(held_job):
         wait_until_requeued(client, job_id)
         client.cancel_job(job_id)
         assert shows("CANCELLED").end_time is not None
+
+
+def test_a_line_not_taken_is_taken_on_its_senders_retry(events_on, monkeypatch):
+    """The replay guard remembers a line only once its events were taken."""
+    taken, failing = [], [True]
+
+    def mark(events):
+        if failing.pop() if failing else False:
+            raise ConnectionError("the database went away")
+        taken.extend(events)
+        return slurm_events.Taken([], set())
+
+    monkeypatch.setattr("jobs.live.asgi_events.mark", mark)
+    monkeypatch.setattr("jobs.live.asgi_events.after_taken", lambda taken: 0)
+    line, signature = _signed(11)
+    headers = [(b"x-gpupool-event", line.encode()), (b"x-gpupool-signature", signature.encode())]
+    assert async_to_sync(_post)(headers)["status"] == 503 and taken == []
+    assert async_to_sync(_post)(headers)["status"] == 202 and [event.job_id for event in taken] == [11]
+    assert json.loads(async_to_sync(_post)(headers)["body"])["replay"] is True and len(taken) == 1
