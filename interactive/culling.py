@@ -60,13 +60,18 @@ def kernel_activity(session: InteractiveSession, now: datetime, *, gpus_moved: b
     return newest
 
 
-def gpu_busy_at(session: InteractiveSession, since: datetime, now: datetime) -> datetime | None:
-    """The newest moment since `since` a GPU of the session's job computed at or over the threshold."""
+def _samples_of(session: InteractiveSession, since: datetime, now: datetime):
+    """Telemetry's samples of the GPUs the session's job holds, from `since` to `now`."""
     held = Q(pk__in=[])
     for node, indexes in (session.job.gpu_allocation or {}).items():
         held |= Q(node=node, index__in=list(indexes))
+    return GpuSampleRaw.objects.filter(held, time__gte=since, time__lte=now)
+
+
+def gpu_busy_at(session: InteractiveSession, since: datetime, now: datetime) -> datetime | None:
+    """The newest moment since `since` a GPU of the session's job computed at or over the threshold."""
     return (
-        GpuSampleRaw.objects.filter(held, time__gte=since, time__lte=now)
+        _samples_of(session, since, now)
         .filter(compute_util__gte=settings.SESSION_IDLE_GPU_PERCENT)
         .aggregate(newest=Max("time"))["newest"]
     )
@@ -75,14 +80,7 @@ def gpu_busy_at(session: InteractiveSession, since: datetime, now: datetime) -> 
 def gpus_moved(session: InteractiveSession, since: datetime, now: datetime) -> bool:
     """Whether a GPU of the session's job did anything at all since `since` (any compute or memory
     traffic in a sample): what a kernel the server calls busy must show."""
-    held = Q(pk__in=[])
-    for node, indexes in (session.job.gpu_allocation or {}).items():
-        held |= Q(node=node, index__in=list(indexes))
-    return (
-        GpuSampleRaw.objects.filter(held, time__gte=since, time__lte=now)
-        .filter(Q(compute_util__gt=0) | Q(memory_util__gt=0))
-        .exists()
-    )
+    return _samples_of(session, since, now).filter(Q(compute_util__gt=0) | Q(memory_util__gt=0)).exists()
 
 
 def cull_idle_sessions(now: datetime | None = None) -> dict:
