@@ -26,7 +26,7 @@ from django.utils import timezone
 from billing.charge_split import RunShape, Split, Terms, credits_wanted, split
 from billing.costs import included_seconds_used
 from billing.invoices.drafts import month_of
-from billing.pricing import SECONDS_PER_HOUR, Rates, divide, to_cents
+from billing.pricing import SECONDS_PER_HOUR, Line, Rates, divide
 from billing.spot import spot_seconds
 from credits import ledger
 from credits.weights import NoBurnWeight, burn, weight_for
@@ -37,27 +37,13 @@ from plans.rates import rates_for_plan
 
 
 @dataclass(frozen=True)
-class QuoteLine:
-    kind: str  # "gpu", "gpu_memory", "nvme"
-    description: str
-    quantity: Decimal
-    unit: str
-    unit_price: Decimal
-    amount: Decimal
-
-    @property
-    def amount_rounded(self) -> Decimal:
-        return to_cents(self.amount)
-
-
-@dataclass(frozen=True)
 class JobQuote:
     plan: PlanSnapshot
     rates: Rates
     run: RunShape
     runs: int
     gross: Split  # nothing covered: the price
-    lines: tuple[QuoteLine, ...]
+    lines: tuple[Line, ...]
     group_id: int | None  # the paying group, or None: the caller pays
     plan_gpu_seconds_left: int | None  # None: no cover asked (another plan's quote)
     credit_gpu_seconds: int | None
@@ -107,7 +93,7 @@ def run_to_quote(
     )
 
 
-def _lines(run: RunShape, rates: Rates, gross: Split) -> tuple[QuoteLine, ...]:
+def _lines(run: RunShape, rates: Rates, gross: Split) -> tuple[Line, ...]:
     gpu_price = rates.gpu_price(run.gpu_type)
     gpu_description = f"{run.gpu_type} GPU-seconds"
     if gross.spot_shares:
@@ -115,8 +101,8 @@ def _lines(run: RunShape, rates: Rates, gross: Split) -> tuple[QuoteLine, ...]:
         gpu_description += f" (spot: {shares})"
     memory_gb_seconds = Decimal(run.gpu_memory_gb_seconds)
     return (
-        QuoteLine("gpu", gpu_description, Decimal(run.gpu_seconds), "GPU-s", gpu_price, gross.amount_gpu),
-        QuoteLine(
+        Line("gpu", gpu_description, Decimal(run.gpu_seconds), "GPU-s", gpu_price, gross.amount_gpu),
+        Line(
             "gpu_memory",
             "GPU memory GB-seconds",
             memory_gb_seconds,
@@ -124,7 +110,7 @@ def _lines(run: RunShape, rates: Rates, gross: Split) -> tuple[QuoteLine, ...]:
             rates.gpu_memory_gb_second,
             gross.amount_memory,
         ),
-        QuoteLine(
+        Line(
             "nvme",
             "NVMe cache GB-hours",
             divide(Decimal(run.nvme_gb * run.seconds), SECONDS_PER_HOUR),

@@ -238,12 +238,17 @@ def cancel(reservation_id: int, user) -> Reservation:
     if reservation.state not in CANCELLABLE or reservation.start <= timezone.now():
         raise StateError("Only a reservation that has not started can be cancelled.")
     if reservation.state == State.APPROVED:
-        try:
-            reservation_gateway().delete_reservation(reservation.slurm_name)
-        except SlurmError as exc:
-            if "not found" not in exc.message and "invalid" not in exc.message.lower():
-                raise StateError(f"Slurm did not release the GPUs: {exc.public_message}") from exc
+        _release_in_slurm(reservation)
     return _move(reservation_id, user, CANCELLABLE, State.CANCELLED, "", "reservation.cancel")
+
+
+def _release_in_slurm(reservation: Reservation) -> None:
+    """An approved reservation leaves Slurm (already gone is fine); StateError when Slurm refuses."""
+    try:
+        reservation_gateway().delete_reservation(reservation.slurm_name)
+    except SlurmError as exc:
+        if "not found" not in exc.message and "invalid" not in exc.message.lower():
+            raise StateError(f"Slurm did not release the GPUs: {exc.public_message}") from exc
 
 
 def withdraw_beyond_plan(user_id: int) -> list[int]:
@@ -258,11 +263,7 @@ def withdraw_beyond_plan(user_id: int) -> list[int]:
         if 0 < reservation.duration_minutes <= plan.max_reservation_minutes:
             continue
         if reservation.state == State.APPROVED:
-            try:
-                reservation_gateway().delete_reservation(reservation.slurm_name)
-            except SlurmError as exc:
-                if "not found" not in exc.message and "invalid" not in exc.message.lower():
-                    raise StateError(f"Slurm did not release the GPUs: {exc.public_message}") from exc
+            _release_in_slurm(reservation)
         allowed = (
             f"reservations of at most {plan.max_reservation_minutes} min"
             if plan.max_reservation_minutes
