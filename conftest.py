@@ -106,11 +106,12 @@ def _product_plans(request):
     if not uses_database:
         return
     request.getfixturevalue("_django_db_helper")
-    from plans.models import Plan, PlanGpuType, RateCard, RateCardDiscount, RateCardGpuPrice
-    from plans.seed import seed_product_plans, seed_rate_cards
+    from plans.models import Plan, PlanGpuType, RateCard, RateCardDiscount, RateCardGpuPrice, RateCardSpotMultiplier
+    from plans.seed import seed_product_plans, seed_rate_cards, seed_spot_shares
 
     seed_product_plans(Plan, PlanGpuType)
     seed_rate_cards(RateCard, RateCardGpuPrice, RateCardDiscount)
+    seed_spot_shares(RateCard, RateCardSpotMultiplier)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -85,6 +85,25 @@ def seed_rate_cards(card_model, price_model, discount_model=None) -> int:
     return created_count
 
 
+# The spot shares plans migration 0007 gave every card then (docs/billing.md, spot).
+SEED_SPOT_SHARES = {"night": Decimal("0.4000"), "day": Decimal("0.7000")}
+
+
+def seed_spot_shares(card_model, multiplier_model) -> int:
+    """The seeded cards' spot shares where a card has none (a transactional test's flush empties
+    them with the cards): each GPU price of the card, both windows."""
+    rows = [
+        multiplier_model(card=card, gpu_type=price.gpu_type, window=window, multiplier=share)
+        for card in card_model.objects.filter(effective_from=SEED_EFFECTIVE_FROM, spot_multipliers__isnull=True)
+        .prefetch_related("gpu_prices")
+        .distinct()
+        for price in card.gpu_prices.all()
+        for window, share in SEED_SPOT_SHARES.items()
+    ]
+    multiplier_model.objects.bulk_create(rows)
+    return len(rows)
+
+
 def seed_product_plans(plan_model, gpu_type_model) -> int:
     """Create the plans that do not exist yet (an admin's edits to existing ones are kept);
     the models are parameters so the migration can pass its historical ones."""
