@@ -11,22 +11,23 @@ draft of the month the run ended in (billing.invoices.drafts.open_draft: a month
 it to the next open month), then the record, and sets the plan, the rate card, the prices,
 the split and the amounts once.
 
-Prices: the plan the user held when the run started (plans.catalog.plan_held_at: a plan
-changed while the run ran never makes it cheaper) and the rate card that plan pays
-(`Plan.rate_card`: "list", or "enterprise" for Enterprise) in force at the run's start
-(plans.rates.rates_for_plan). The record keeps the card and its prices, so a later card
-never reprices it.
+Prices: the dearer of the plan the user held when the portal took the job (for a reservation's
+unused time: when it was approved) and the plan held when the run started (plans.catalog.
+plans_to_price, billing/charge_split.py `dearest`: a plan changed while the run waited or ran
+never makes it cheaper), and the rate card that plan pays (`Plan.rate_card`: "list", or
+"enterprise" for Enterprise) in force at the run's start (plans.rates.rates_for_plan). The
+record keeps the card and its prices, so a later card never reprices it.
 
 What covers a run, in this order (its "GPU-seconds to cover": whole GPUs x seconds):
 1. the plan's included hours of the run's GPU type this month: hours x 3600 minus what the
    records already charged to this draft took of them (the draft's lock orders this);
 2. credits (`apply_credits`, the seam to credits.actions.spend; idempotency key per record);
 3. the rest is billable.
-Amounts (exact Decimal, billing/pricing.py rule 2): GPU = billable GPU-seconds x the GPU
-price; GPU memory = the memory GB-seconds of the billable share (GB-s x billable / covered
-total) x the memory price; NVMe = the GB above the plan's included NVMe (`included_nvme_gb`,
-a cache size, not a monthly pool) x seconds, of the billable share, x the NVMe price per
-GB-hour / 3600. A share is one division carried to 12 places half-up; a run with nothing
+The split and the amounts are billing/charge_split.py's, the one rule every path prices by: GPU
+= billable GPU-seconds x the GPU price; GPU memory = the memory GB-seconds of the billable share
+(GB-s x billable / covered total) x the memory price; NVMe = the GB above the plan's included
+NVMe (`included_nvme_gb`, a cache size, not a monthly pool) x seconds, of the billable share, x
+the NVMe price per GB-hour / 3600. A share is one division carried to 12 places half-up; a run with nothing
 covered has no division (its amounts are pricing.quote's lines exactly: the article's run
 comes to $8.564).
 
@@ -37,8 +38,9 @@ equivalents (shards / shards per GPU x seconds, rounded down): a Pro user's 3-sh
 of an hour takes 1,080 s of the 100 A100-hours, and what the hours do not cover is billed as
 memory. Credits are whole GPU-seconds and are not spent on shard runs.
 
-Spot runs (the spot QOS): priced by billing/spot.py (a share of the GPU price by time window,
-no included hours or credits, a preempted run's notice not billed).
+Spot runs (the spot QOS): a share of the GPU price by time window, no included hours or credits;
+billing/spot.py says which seconds are billed (a preempted run's notice, when the pool took the
+GPUs back) and how they fall in the windows.
 
 Free plan (included hours are a cap): nothing is billed, ever; the whole run is recorded as
 included, and a run beyond the cap (slurmdbd late, or Slurm's own limit rounding) says so in
@@ -49,7 +51,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
@@ -72,7 +73,6 @@ from plans.rates import CardBook, NoRateCard
 from reservations.models import ReservationEvent, State
 
 log = logging.getLogger(__name__)
-ZERO = Decimal(0)
 
 
 class ChargeError(Exception):
@@ -197,12 +197,12 @@ def _terms(plan: PlanSnapshot, run: RunShape, invoice_id: int) -> Terms:
 
 
 def _dearest(plans, run: RunShape, moment, prices: PriceBook, invoice_id: int):
-    """(plan, rates, card): of the plans a run may be priced by, the one under which it comes to
-    the most before credits (the first on a tie). Raises NoRateCard or PricingError, before any
-    credit is spent, when that plan's card cannot price the run."""
-    offers = [(plan, *prices.rates(plan, moment)) for plan in plans]
-    chosen = dearest(run, [(rates, _terms(plan, run, invoice_id)) for plan, rates, _card in offers])
-    return offers[chosen]
+    """(plan, rates, card, terms): of the plans a run may be priced by, the one under which it
+    comes to the most before credits (the first on a tie), with what covers it under that plan.
+    Raises NoRateCard or PricingError, before any credit is spent, when that plan's card cannot
+    price the run."""
+    offers = [(plan, *prices.rates(plan, moment), _terms(plan, run, invoice_id)) for plan in plans]
+    return offers[dearest(run, [(rates, terms) for _plan, rates, _card, terms in offers])]
 
 
 def _write_charge(record_pk: int, *, invoice, plan: PlanSnapshot, card, rates: Rates, gpu_price, **amounts) -> bool:
@@ -246,11 +246,10 @@ def charge(record_id: int, *, prices: PriceBook | None = None) -> bool:
         run = run_shape(record)
         plans = [group_plan] if group_plan else prices.plans_of_run(record)
         try:
-            plan, rates, card = _dearest(plans, run, record.run_start, prices, invoice.pk)
+            plan, rates, card, terms = _dearest(plans, run, record.run_start, prices, invoice.pk)
         except (NoRateCard, PricingError) as exc:
             raise ChargeError(str(exc)) from exc
         included_hours = int(plan.included_gpu_hours.get(record.gpu_type, 0))
-        terms = _terms(plan, run, invoice.pk)
         # Credits are spent for what the split would ask of them, then the split is made with
         # what the spend took (at most the balance).
         credited, credit_entry = apply_credits(

@@ -52,7 +52,7 @@ from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates
 from billing.spot import PREEMPTED, spot_seconds
 from cluster.gres import parse_gres
 from credits import ledger
-from credits.weights import NoBurnWeight, burn, weight_for
+from credits.weights import Burn, NoBurnWeight, burn, weight_for
 from foundation.gpu_types import gpu_types_from_mapping
 from groups.group_plans import GroupPlansHeld
 from jobs.costs import CostDetail, JobCost
@@ -106,6 +106,29 @@ def included_seconds_used(user_ids, period: date, group_ids=()) -> dict[tuple[tu
         for row in rows:
             used[((kind, row[f"invoice__{kind}_id"]), row["gpu_type"])] = int(row["seconds"] or 0)
     return used
+
+
+def payer_credits(payer: tuple[str, int], now=None) -> int:
+    """The spendable credits of a payer, ("user", id) or ("group", id): the account or the pool."""
+    kind, pk = payer
+    if kind == "group":
+        return ledger.spendable_balance(None, now, group_id=pk)
+    return ledger.spendable_balance(pk, now)
+
+
+def covered_by_credits(gpu_type: str, wanted: int, available: int, now, weights=None) -> Burn | None:
+    """What `available` credits would cover of `wanted` GPU-seconds of `gpu_type`, as a spend
+    takes them (credits.weights.burn); None when they cover nothing or do not pay for the type.
+    `weights`: a {GPU type: weight} the caller keeps across calls."""
+    if not wanted or available <= 0:
+        return None
+    try:
+        weight = weights[gpu_type] if weights and gpu_type in weights else weight_for(gpu_type, now)
+    except NoBurnWeight:
+        return None
+    if weights is not None:
+        weights[gpu_type] = weight
+    return burn(wanted, weight, available)
 
 
 def _record_sums(jobs: Sequence[Job]) -> dict[int, dict[datetime, _Sums]]:
@@ -241,26 +264,17 @@ class _Estimator:
         except NoRateCard:
             return None
 
-    def _credits_left(self, payer: tuple[str, int]) -> int:
-        """The payer's spendable credits, read once; what earlier runs take is taken off."""
-        if payer not in self.credits_left:
-            kind, pk = payer
-            owner = {"group_id": pk} if kind == "group" else {}
-            self.credits_left[payer] = ledger.spendable_balance(None if kind == "group" else pk, **owner)
-        return self.credits_left[payer]
-
     def _credit_gpu_seconds(self, payer, gpu_type: str, wanted: int) -> int:
-        """GPU-seconds of `gpu_type` the payer's credits would cover of `wanted`, as a spend
-        would take them (credits.weights.burn), and taken off what is left for later runs."""
-        available = self._credits_left(payer) if wanted else 0
-        if not available:
+        """GPU-seconds of `gpu_type` the payer's credits would cover of `wanted`, read once a
+        payer and taken off what is left for later runs."""
+        if not wanted:
             return 0
-        try:
-            weight = self.weights.setdefault(gpu_type, weight_for(gpu_type, self.now))
-        except NoBurnWeight:
+        if payer not in self.credits_left:
+            self.credits_left[payer] = payer_credits(payer, self.now)
+        taken = covered_by_credits(gpu_type, wanted, self.credits_left[payer], self.now, self.weights)
+        if taken is None:
             return 0
-        taken = burn(wanted, weight, available)
-        self.credits_left[payer] = available - taken.credits
+        self.credits_left[payer] -= taken.credits
         return taken.covered_gpu_seconds
 
     def estimate(self, job: Job) -> _Sums | None:

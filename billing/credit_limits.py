@@ -44,7 +44,7 @@ from billing.invoices.drafts import month_of
 from billing.invoices.payments import paid_so_far
 from billing.models import CreditLimit, Invoice, Payment, UsageRecord
 from billing.pricing import PricingError, to_cents
-from billing.quotes import quote_job, shards_for
+from billing.quotes import quote_job, quote_spec, shards_for
 from cluster.errors import SlurmCommandError
 from cluster.services import slurm_cli
 from foundation.money import usd
@@ -121,22 +121,10 @@ def _quote_shape(user, shape: dict) -> Decimal | None:
 
 def _quote_work(user, work, group) -> Decimal | None:
     """What the work asked would cost the user at most (None: it cannot be priced)."""
-    spec = work.spec
     try:
-        quoted = quote_job(
-            user,
-            gpu_type=spec.gpu.gpu_type,
-            gpu_count=spec.gpu.count,
-            gpu_memory_gb=0 if spec.gpu.count else spec.gpu.memory_gb,
-            nvme_gb=spec.gpu.nvme_gb + spec.gpu.dataset_gb,
-            seconds=spec.time_limit_minutes * 60,
-            spot=spec.spot,
-            group=group,
-            runs=work.runs,
-        )
+        return quote_spec(user, work.spec, runs=work.runs, group=group).payable
     except (NoRateCard, PricingError):
         return None
-    return quoted.payable
 
 
 def credit_limit_check(user, plan: PlanSnapshot, group=None, work=None) -> None:
@@ -207,11 +195,12 @@ def hold_work_at_limits() -> dict[str, int]:
     held = released = 0
     for limit in CreditLimit.objects.filter(approved_at__isnull=False).select_related("user__profile"):
         user = limit.user
-        at_limit = owed(user.pk) + _running_estimate(user) >= limit.amount
+        owing = owed(user.pk) + _running_estimate(user)
+        at_limit = owing >= limit.amount
         if at_limit and limit.work_held_at is None:
             _set_start_hold(user, True)
             if CreditLimit.objects.filter(pk=limit.pk, work_held_at__isnull=True).update(work_held_at=timezone.now()):
-                _tell_held(user, limit)
+                _tell_held(user, limit, owing)
                 held += 1
         elif not at_limit and limit.work_held_at is not None:
             _set_start_hold(user, False)
@@ -220,7 +209,7 @@ def hold_work_at_limits() -> dict[str, int]:
     return {"held": held, "released": released}
 
 
-def _tell_held(user, limit: CreditLimit) -> None:
+def _tell_held(user, limit: CreditLimit, owing: Decimal) -> None:
     admins = list(
         get_user_model()
         .objects.filter(is_active=True, profile__role=Role.ADMIN)
@@ -228,7 +217,7 @@ def _tell_held(user, limit: CreditLimit) -> None:
         .values_list("email", flat=True)
     )
     body = (
-        f"The account {user.get_username()} owes ${to_cents(owed(user.pk))} with its running work, which reaches its "
+        f"The account {user.get_username()} owes ${to_cents(owing)} with its running work, which reaches its "
         f"credit limit of ${limit.amount}. Its waiting jobs (sweep tasks included) are held and start once a payment "
         "is recorded or an admin raises the limit; running jobs go on.\n"
     )

@@ -99,15 +99,8 @@ def money_seen_by(user, group, month: date) -> MoneySeen:
         spent=month_to_date_charges(group.pk, month) if everyone else None,
         pool=ledger.balance(None, group_id=group.pk) if everyone else None,
         shares=member_shares(group.pk, month, member_id=None if everyone else user.pk),
-        fee=group_month_fee(group.pk, month) if everyone else None,
+        fee=invoicing.month_fee(month, group_id=group.pk) if everyone else None,
     )
-
-
-def group_month_fee(group_id: int, period: date) -> Decimal:
-    """The plan fee the group's invoice of `period` bills, as its fee lines do (the days the group
-    held its plan, pro rata)."""
-    stretches = invoicing.day_stretches(invoicing.month_group_plans(period, [group_id]), period)
-    return sum((line.amount for line in invoicing.fee_lines(stretches, period)), ZERO)
 
 
 def require_pool_admin(actor, group_id: int) -> None:

@@ -24,12 +24,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from billing.charge_split import RunShape, Split, Terms, credits_wanted, split
-from billing.costs import included_seconds_used
+from billing.costs import covered_by_credits, included_seconds_used, payer_credits
 from billing.invoices.drafts import month_of
 from billing.pricing import SECONDS_PER_HOUR, Line, Rates, divide
 from billing.spot import spot_seconds
-from credits import ledger
-from credits.weights import NoBurnWeight, burn, weight_for
 from foundation.gpu_types import gpu_types_from_mapping
 from groups.group_plans import plan_at
 from plans.catalog import PlanSnapshot, plan_for
@@ -130,21 +128,6 @@ def paying_plan(user, group=None, moment=None) -> tuple[PlanSnapshot, int | None
     return plan_for(user), None
 
 
-def _credit_seconds(user_id: int, group_id: int | None, gpu_type: str, wanted: int, now) -> int:
-    """What the payer's spendable credits would cover of `wanted` GPU-seconds of `gpu_type`."""
-    if not wanted:
-        return 0
-    available = (
-        ledger.spendable_balance(None, now, group_id=group_id) if group_id else ledger.spendable_balance(user_id, now)
-    )
-    if available <= 0:
-        return 0
-    try:
-        return burn(wanted, weight_for(gpu_type, now), available).covered_gpu_seconds
-    except NoBurnWeight:
-        return 0
-
-
 def quote_job(
     user,
     *,
@@ -179,8 +162,9 @@ def quote_job(
     run = one
     if runs > 1:
         windows = {window: count * runs for window, count in one.spot_seconds.items()} if one.is_spot else None
-        run = replace(one, seconds=seconds * runs, gpu_memory_gb_seconds=one.gpu_memory_gb_seconds * runs)
-        run = replace(run, spot_seconds=windows)
+        run = replace(
+            one, seconds=seconds * runs, gpu_memory_gb_seconds=one.gpu_memory_gb_seconds * runs, spot_seconds=windows
+        )
     gross = split(run, rates)
     lines = _lines(run, rates, gross)
     if asked_for_another:
@@ -193,6 +177,25 @@ def quote_job(
         included_nvme_gb=plan.included_nvme_gb,
         included_left=max(0, hours * SECONDS_PER_HOUR - used.get((payer, gpu_type), 0)),
     )
-    credit = _credit_seconds(user.pk, group_id, gpu_type, credits_wanted(run, terms), now)
+    wanted = credits_wanted(run, terms)
+    taken = covered_by_credits(gpu_type, wanted, payer_credits(payer, now) if wanted else 0, now)
+    credit = taken.covered_gpu_seconds if taken else 0
     covered = split(run, rates, replace(terms, credits=credit))
     return JobQuote(plan, rates, run, runs, gross, lines, group_id, terms.included_left, credit, covered)
+
+
+def quote_spec(user, spec, *, runs: int = 1, group=None) -> JobQuote:
+    """The quote of `runs` runs of a job spec (jobs.submission.spec.JobSpec), each its whole time
+    limit: its GPUs or GPU memory, its NVMe with its datasets' GB, spot or not, charged to
+    `group` (its plan pays when it holds one) or to `user`. Raises NoRateCard or PricingError."""
+    return quote_job(
+        user,
+        gpu_type=spec.gpu.gpu_type,
+        gpu_count=spec.gpu.count,
+        gpu_memory_gb=0 if spec.gpu.count else spec.gpu.memory_gb,
+        nvme_gb=spec.gpu.nvme_gb + spec.gpu.dataset_gb,
+        seconds=spec.time_limit_minutes * 60,
+        spot=spec.spot,
+        group=group,
+        runs=runs,
+    )

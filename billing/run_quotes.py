@@ -7,37 +7,16 @@ from __future__ import annotations
 from decimal import Decimal
 
 from billing.pricing import PricingError, to_cents
-from billing.quotes import quote_job
+from billing.quotes import quote_spec
 from jobs.costs import RunQuote
 from plans.rates import NoRateCard
 
 
-def quote_runs(
-    user,
-    *,
-    gpu_type: str,
-    gpu_count: int,
-    gpu_memory_gb: int,
-    nvme_gb: int,
-    seconds: int,
-    runs: int,
-    spot: bool = False,
-    group=None,
-) -> RunQuote | None:
-    """`runs` runs of `seconds` each, all at once, priced as one run of their seconds together
-    (every line is a quantity times a price, so that is the runs' sum)."""
+def quote_runs(user, spec, *, runs: int, group=None) -> RunQuote | None:
+    """`runs` runs of `spec`, each its whole time limit, all at once, priced as one run of their
+    seconds together (every line is a quantity times a price, so that is the runs' sum)."""
     try:
-        result = quote_job(
-            user,
-            gpu_type=gpu_type,
-            gpu_count=gpu_count,
-            gpu_memory_gb=gpu_memory_gb,
-            nvme_gb=nvme_gb,
-            seconds=seconds,
-            runs=runs,
-            spot=spot,
-            group=group,
-        )
+        result = quote_spec(user, spec, runs=runs, group=group)
     except (NoRateCard, PricingError):
         return None
     covered = result.covered

@@ -20,7 +20,7 @@ from audit.log import record
 from datasets import importing, storage
 from datasets.manifest import manifest_sha256
 from datasets.models import NAME, Dataset, DatasetFile, DatasetVersion, NodeCopy, NodePin, Upload, VersionState
-from datasets.over_quota import is_listed_for_deletion
+from datasets.over_quota import may_delete_versions
 from datasets.paths import PathError, clashes, clean_relative_path
 from datasets.queries import DatasetError, may_write
 from datasets.quota import describe, quota_bytes, quota_refusal, used_bytes
@@ -315,7 +315,7 @@ def delete_version(version: DatasetVersion, actor) -> DatasetVersion:
     queued or running job mounts it, or while it is pinned to nodes. Copies in nodes' caches
     are forgotten here (their `ds_<id>` features go with the next feature sync) and are the
     first their node's tool evicts, since no job asks for them again."""
-    if not may_write(actor, version.dataset) and not (is_admin(actor) and is_listed_for_deletion(version.dataset)):
+    if not may_delete_versions(actor, version.dataset):
         raise DatasetError("dataset", "Only the dataset's owner or its group's members delete its versions.", 403)
     with transaction.atomic():
         locked = DatasetVersion.objects.select_for_update().get(pk=version.pk)

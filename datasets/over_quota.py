@@ -20,7 +20,9 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from accounts.access import is_admin
 from datasets.models import Dataset
+from datasets.queries import may_write
 from datasets.quota import describe, quota_bytes, used_bytes
 from groups.models import MANAGING_ROLES
 from groups.queries import owned_by
@@ -61,10 +63,20 @@ def listed_for_deletion(now: datetime | None = None) -> QuerySet[Dataset]:
     return Dataset.objects.filter(over_quota_since__lte=now - grace()).select_related("user", "group")
 
 
+def listed_on(dataset: Dataset) -> datetime | None:
+    """When the dataset is (or was) listed for deletion; None while its owner is within quota."""
+    return dataset.over_quota_since + grace() if dataset.over_quota_since else None
+
+
 def is_listed_for_deletion(dataset: Dataset, now: datetime | None = None) -> bool:
     """An admin may delete its versions, as its owner could (see the module)."""
-    since = dataset.over_quota_since
-    return since is not None and since <= (now or timezone.now()) - grace()
+    listed = listed_on(dataset)
+    return listed is not None and listed <= (now or timezone.now())
+
+
+def may_delete_versions(user, dataset: Dataset) -> bool:
+    """Its writers, and an admin once it is listed for deletion."""
+    return may_write(user, dataset) or (is_admin(user) and is_listed_for_deletion(dataset))
 
 
 def in_grace(now: datetime | None = None) -> QuerySet[Dataset]:

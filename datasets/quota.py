@@ -31,25 +31,27 @@ def register_quota_gate(name: str, gate: QuotaGate) -> None:
     _gates[name] = gate
 
 
+def _withheld(user, plan) -> str:
+    for gate in list(_gates.values()):
+        reason = gate(user, plan)
+        if reason:
+            return reason
+    return ""
+
+
 def quota_refusal(dataset: Dataset) -> str:
     """Why the owner's quota is withheld ("" when it is not): a user's, never a group's."""
     if dataset.group_id is not None:
         return ""
-    plan = plan_for(dataset.user)
-    for gate in list(_gates.values()):
-        reason = gate(dataset.user, plan)
-        if reason:
-            return reason
-    return ""
+    return _withheld(dataset.user, plan_for(dataset.user))
 
 
 def quota_bytes(dataset: Dataset) -> int:
     if dataset.group_id is not None:
         held = group_plans.current(dataset.group_id)
         return (held.plan.dataset_quota_gb if held else 0) * GB
-    if quota_refusal(dataset):
-        return 0
-    return plan_for(dataset.user).dataset_quota_gb * GB
+    plan = plan_for(dataset.user)
+    return 0 if _withheld(dataset.user, plan) else plan.dataset_quota_gb * GB
 
 
 def used_bytes(dataset: Dataset) -> int:

@@ -58,6 +58,7 @@ def dataset_detail(request, pk: int):
     versions = list(dataset.versions.order_by("-number")[:200])
     open_version = next((v for v in versions if v.state == VersionState.UPLOADING), None)
     latest_ready = next((v for v in versions if v.state == VersionState.READY), None)
+    allowed, used = quota_bytes(dataset), used_bytes(dataset)
     context = {
         "latest_ready": latest_ready,
         "latest_files": list(latest_ready.files.all()[:FILES_LISTED]) if latest_ready else [],
@@ -66,16 +67,15 @@ def dataset_detail(request, pk: int):
         "open_version": open_version,
         "writable": may_write(request.user, dataset),
         # An admin deletes versions of a dataset listed for deletion (datasets/over_quota.py).
-        "deletable": may_write(request.user, dataset)
-        or (is_admin(request.user) and over_quota.is_listed_for_deletion(dataset)),
-        "deletion_listed_on": dataset.over_quota_since + over_quota.grace() if dataset.over_quota_since else None,
+        "deletable": over_quota.may_delete_versions(request.user, dataset),
+        "deletion_listed_on": over_quota.listed_on(dataset),
         "can_register": is_admin(request.user) and bool(settings.DATASET_IMPORT_ROOTS),
         "can_pin": is_admin(request.user),
         "import_roots": settings.DATASET_IMPORT_ROOTS,
-        "quota_label": describe(quota_bytes(dataset)),
-        "used_label": describe(used_bytes(dataset)),
+        "quota_label": describe(allowed),
+        "used_label": describe(used),
         "quota_refusal": quota_refusal(dataset),
-        "over_quota": used_bytes(dataset) > quota_bytes(dataset),
+        "over_quota": used > allowed,
     }
     return render(request, "datasets/detail.html", context)
 
@@ -93,7 +93,7 @@ def over_quota_page(request):
                 "dataset": dataset,
                 "used": describe(used_bytes(dataset)),
                 "quota": describe(quota_bytes(dataset)),
-                "listed_on": dataset.over_quota_since + over_quota.grace(),
+                "listed_on": over_quota.listed_on(dataset),
             }
             for dataset in datasets.order_by("over_quota_since", "pk")[:500]
         ]

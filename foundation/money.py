@@ -24,7 +24,7 @@ def format_amount(amount: Decimal) -> str:
     return f"{whole}.{places.ljust(2, '0')}"
 
 
-def _decimal(amount) -> Decimal | None:
+def as_decimal(amount) -> Decimal | None:
     """`amount` (a Decimal, an int, or the API's text form) as a finite Decimal; None otherwise."""
     if isinstance(amount, float):
         raise TypeError("money is a Decimal, not a float")
@@ -43,7 +43,7 @@ def usd_exact(amount) -> str:
     else as it is."""
     if amount is None or amount == "":
         return "—"
-    value = _decimal(amount)
+    value = as_decimal(amount)
     if value is None:
         return str(amount)
     sign = "-" if value < 0 else ""
@@ -58,7 +58,7 @@ def usd(amount) -> str:
     (the page filter puts it on hover; the API has it). None and "" print as a dash."""
     if amount is None or amount == "":
         return "—"
-    value = _decimal(amount)
+    value = as_decimal(amount)
     if value is None:
         return str(amount)
     if value and abs(value) < CENT / 2:

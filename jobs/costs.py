@@ -20,6 +20,7 @@ from foundation.money import format_amount
 
 if TYPE_CHECKING:
     from jobs.models import Job
+    from jobs.submission.spec import JobSpec
 
 
 def money(amount: Decimal | None) -> str | None:
@@ -141,30 +142,10 @@ def register_quote_provider(provider: QuoteProvider) -> None:
     _quote_provider = provider
 
 
-def quote_runs(
-    user,
-    *,
-    gpu_type: str,
-    gpu_count: int,
-    gpu_memory_gb: int,
-    nvme_gb: int,
-    seconds: int,
-    runs: int,
-    spot: bool = False,
-    group=None,
-) -> RunQuote | None:
-    """None without a provider, or when there are no prices to quote with. `group`: the group
-    the runs are charged to (its plan pays when it holds one)."""
+def quote_runs(user, spec: JobSpec, *, runs: int, group=None) -> RunQuote | None:
+    """What `runs` runs of `spec` would cost at most, each its whole time limit, charged to
+    `group` (its plan pays when it holds one) or to `user`. None without a provider, or when there
+    are no prices to quote with."""
     if _quote_provider is None or runs <= 0:
         return None
-    return _quote_provider(
-        user,
-        gpu_type=gpu_type,
-        gpu_count=gpu_count,
-        gpu_memory_gb=gpu_memory_gb,
-        nvme_gb=nvme_gb,
-        seconds=seconds,
-        runs=runs,
-        spot=spot,
-        group=group,
-    )
+    return _quote_provider(user, spec, runs=runs, group=group)

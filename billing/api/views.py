@@ -1,7 +1,5 @@
 """POST /api/v1/billing/quote: what a job would cost, line by line, at the prices in force."""
 
-import math
-
 from django.db import transaction
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.decorators import api_view
@@ -10,11 +8,10 @@ from rest_framework.response import Response
 from billing.api.serializers import QuoteInputSerializer, QuoteSerializer
 from billing.pricing import PricingError, format_amount, format_quantity, to_cents
 from billing.quotes import JobQuote, quote_job
-from datasets.models import DatasetVersion
-from datasets.queries import own_datasets
 from foundation.api.errors import error_responses
 from groups.queries import GroupError, default_group, group_to_charge
-from jobs.submission.datasets import BYTES_PER_GB
+from jobs.submission.datasets import dataset_gb, mounts_of
+from jobs.submission.spec import SpecError
 from plans.catalog import plan_by_code
 from plans.models import Plan
 from plans.rates import NoRateCard
@@ -108,20 +105,6 @@ def _group_of(user, values):
         return group_to_charge(user, values["group"])
 
 
-def _datasets_gb(user, ids) -> int:
-    """The GB the job's datasets take of its NVMe, as a submission counts them. ValueError
-    names a version the user may not mount."""
-    if not ids:
-        return 0
-    sizes = dict(
-        DatasetVersion.objects.filter(pk__in=ids, dataset__in=own_datasets(user)).values_list("pk", "size_bytes")
-    )
-    missing = [version for version in ids if version not in sizes]
-    if missing:
-        raise ValueError(f"No dataset version {missing[0]} that you may use.")
-    return math.ceil(sum(sizes.values()) / BYTES_PER_GB)
-
-
 @extend_schema(
     operation_id="billing_quote",
     summary="What a job would cost: lines and total as decimal strings, at the prices in force now",
@@ -174,9 +157,9 @@ def billing_quote(request):
     except GroupError as exc:
         return _refused(exc.field, exc.message, exc.status)
     try:
-        nvme_gb = values["nvme_gb"] + _datasets_gb(request.user, values.get("datasets") or [])
-    except ValueError as exc:
-        return _refused("datasets", str(exc))
+        nvme_gb = values["nvme_gb"] + dataset_gb(mounts_of(request.user, values.get("datasets") or []))
+    except SpecError as exc:
+        return Response({"detail": exc.summary(), "errors": exc.errors}, status=400)
     try:
         result = quote_job(
             request.user,

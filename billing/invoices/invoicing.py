@@ -580,16 +580,26 @@ def plan_facts(codes, period: date) -> dict[str, PlanFacts]:
     return facts
 
 
+def payer_stretches(period: date, *, user_id: int | None = None, group_id: int | None = None) -> list[Stretch]:
+    """The month's stretches of the plan a payer held: a group's plan rows, or a user's
+    subscriptions."""
+    held = month_group_plans(period, [group_id]) if group_id is not None else month_subscriptions(period, [user_id])
+    return day_stretches(held, period)
+
+
+def month_fee(period: date, *, user_id: int | None = None, group_id: int | None = None) -> Decimal:
+    """The plan fee a payer's invoice of `period` bills, as its fee lines do (each plan for the
+    days it was held, pro rata; paused days not at all), the plan held now assumed to the month's
+    end."""
+    stretches = payer_stretches(period, user_id=user_id, group_id=group_id)
+    return sum((line.amount for line in fee_lines(stretches, period)), ZERO)
+
+
 def lines_for(invoice: Invoice) -> list[DraftLine]:
     """The lines the invoice's records and the month's plans give now (no writes). A group's
     invoice: the group's plan rows pay the fee, and usage is summed per member."""
     by_member = invoice.group_id is not None
-    held = (
-        month_group_plans(invoice.period, [invoice.group_id])
-        if by_member
-        else month_subscriptions(invoice.period, [invoice.user_id])
-    )
-    stretches = day_stretches(held, invoice.period)
+    stretches = payer_stretches(invoice.period, user_id=invoice.user_id, group_id=invoice.group_id)
     groups = usage_groups(invoice.pk, by_member=by_member)
     plans = plan_facts([group.plan for group in groups] + [stretch.plan_code for stretch in stretches], invoice.period)
     return build_lines(invoice.period, stretches, groups, plans, credit_entries(invoice.pk, by_member=by_member))

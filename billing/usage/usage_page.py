@@ -199,22 +199,14 @@ def month_usage(user, now: datetime | None = None) -> MonthUsage:
         days_in_month=days_in_month(period.year, period.month),
         days_so_far=today.day,
         plan=plan,
-        plan_fee=month_fee(user.pk, period),
+        # The fee as the invoice bills it (a plan taken on the 6th of a 31-day month: 26/31 of it).
+        plan_fee=invoicing.month_fee(period, user_id=user.pk),
         days=by_day(user.pk, period),
         included=included,
         charges_exact=charges,
         budget=Budget.objects.filter(user=user).first(),
         invoiced_usage=invoiced_usage(user.pk, period),
     )
-
-
-def month_fee(user_id: int, period: date) -> Decimal:
-    """The plan fee the month's invoice bills, as its fee lines do (each plan for the days it was
-    held, pro rata; paused days not at all), the plan held now assumed to the month's end: the
-    projection bills the fee as the invoice does (a plan taken on the 6th of a 31-day month is
-    26/31 of its fee, not the whole)."""
-    stretches = invoicing.day_stretches(invoicing.month_subscriptions(period, [user_id]), period)
-    return sum((line.amount for line in invoicing.fee_lines(stretches, period)), Decimal(0))
 
 
 # What the invoice bills that is not usage: the plan fee and the volume discount on the whole month.

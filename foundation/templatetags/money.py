@@ -9,7 +9,7 @@
 - `{{ quantity|quantity }}`: a quantity to sensible places: whole numbers grouped ("1,800"),
   fractions to at most three places ("250", "0.839"), the exact figure on hover."""
 
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal
 
 from django import template
 from django.utils.html import format_html
@@ -38,11 +38,8 @@ def unit_price(amount) -> str:
 def quantity(value):
     if value is None or value == "":
         return "—"
-    try:
-        number = Decimal(str(value))
-    except InvalidOperation:
-        return str(value)
-    if not number.is_finite():
+    number = money.as_decimal(value)
+    if number is None:
         return str(value)
     if number == number.to_integral_value():
         return f"{int(number):,}"

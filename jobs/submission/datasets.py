@@ -34,18 +34,24 @@ class Mount:
 
 def resolve_mounts(user, spec: JobSpec) -> list[Mount]:
     """The spec's versions as mounts, in the order asked; SpecError on `datasets` otherwise."""
-    if not spec.datasets:
+    return mounts_of(user, spec.datasets)
+
+
+def mounts_of(user, version_ids) -> list[Mount]:
+    """Dataset versions as mounts, in the order asked: the user's to mount, ready, one a name;
+    SpecError on `datasets` otherwise (a submission and a quote alike)."""
+    if not version_ids:
         return []
     found = {
         version.pk: version
         for version in DatasetVersion.objects.select_related("dataset").filter(
-            pk__in=spec.datasets, dataset__in=own_datasets(user)
+            pk__in=version_ids, dataset__in=own_datasets(user)
         )
     }
     problems: list[str] = []
     mounts: list[Mount] = []
     names: dict[str, int] = {}
-    for version_id in spec.datasets:
+    for version_id in version_ids:
         version = found.get(version_id)
         if version is None:
             problems.append(f"No dataset version {version_id} that you may use.")

@@ -117,17 +117,7 @@ def metric_series(sweep: Sweep) -> dict[str, list[tuple[Value, float, int]]]:
 def quote_sweep(user, spec: JobSpec, points: int, group=None) -> RunQuote | None:
     """The most the sweep can cost: every point running its whole time limit, charged to
     `group` (its plan pays when it holds one) or to `user`."""
-    return quote_runs(
-        user,
-        gpu_type=spec.gpu.gpu_type,
-        gpu_count=spec.gpu.count,
-        gpu_memory_gb=spec.gpu.memory_gb if not spec.gpu.count else 0,
-        nvme_gb=spec.gpu.nvme_gb + spec.gpu.dataset_gb,
-        seconds=spec.time_limit_minutes * 60,
-        runs=points,
-        spot=spec.spot,
-        group=group,
-    )
+    return quote_runs(user, spec, runs=points, group=group)
 
 
 def sort_key(row: dict, key: str):
