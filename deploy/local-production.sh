@@ -139,8 +139,7 @@ start_postgres() {
 
 start_web() {  # start_web <n>
   local port=${WEB_PORTS[$1 - 1]}
-  supervised "web$1" "$PY" -m daphne -b 127.0.0.1 -p "$port" --ping-interval 20 --application-close-timeout 10 \
-    gpupool.asgi:application
+  supervised "web$1" "$PY" -m gpupool.serve --host 127.0.0.1 --port "$port"
   wait_for 60 "web$1" curl -fsS "http://127.0.0.1:$port/readyz"
 }
 

@@ -1,4 +1,4 @@
-"""The one ASGI application Daphne serves: WebSockets (Channels), two bare ingest paths, and
+"""The one ASGI application a web process serves (gpupool/serve.py): WebSockets (Channels), two bare ingest paths, and
 every other HTTP request through Django's synchronous handler, each on a thread of its own
 (gpupool/asgi_http.py: why not Django's ASGI handler)."""
 
@@ -18,10 +18,11 @@ from django.conf import settings  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
 from gpupool.asgi_http import DjangoHttp  # noqa: E402
+from gpupool.body_limit import BodyLimit  # noqa: E402
 from gpupool.health import health_app  # noqa: E402
 from gpupool.routing import websocket_urlpatterns  # noqa: E402
 from interactive.proxy import session_proxy  # noqa: E402
-from interactive.routing import SessionHosts  # noqa: E402
+from interactive.routing import SessionHosts, is_session_host  # noqa: E402
 from jobs.live.asgi_events import events_app  # noqa: E402
 from telemetry.asgi_ingest import ingest_app  # noqa: E402
 
@@ -53,4 +54,8 @@ portal_application = ProtocolTypeRouter(
 
 # Interactive sessions' own host names (s-<key>.SESSIONS_DOMAIN) go to their proxy, before the
 # portal's host and origin checks (interactive/routing.py); everything else is the portal.
-application = SessionHosts(session_proxy, portal_application)
+# Bodies over the host's limit are refused before they are read (gpupool/body_limit.py).
+application = BodyLimit(
+    SessionHosts(session_proxy, portal_application),
+    lambda scope: settings.SESSION_MAX_BODY_BYTES if is_session_host(scope) else settings.MAX_REQUEST_BODY_BYTES,
+)

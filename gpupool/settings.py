@@ -54,7 +54,6 @@ X_FRAME_OPTIONS = "DENY"
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -280,6 +279,16 @@ CLUSTER_SYNC_INTERVAL_SECONDS = env_float("CLUSTER_SYNC_INTERVAL_SECONDS", 2.0)
 # thread of its own with its own database connection: keep processes x threads below
 # PostgreSQL's max_connections.
 HTTP_THREADS = env_int("HTTP_THREADS", 16, minimum=1)
+# The web server (gpupool/serve.py): connections one process holds at once (pages' sockets
+# included; beyond them a 503 at once), and how long an idle keep-alive connection stays.
+WEB_MAX_CONNECTIONS = env_int("WEB_MAX_CONNECTIONS", 4000, minimum=16)
+WEB_KEEPALIVE_SECONDS = env_int("WEB_KEEPALIVE_SECONDS", 20, minimum=1)
+WEB_ACCESS_LOG = env_bool("WEB_ACCESS_LOG", False)
+# Request bodies above these are refused (413) before they are read (gpupool/body_limit.py):
+# the portal's largest are a dataset upload's 8 MiB chunk and a telemetry batch of 8 MiB; a
+# session's, a file JupyterLab sends whole (under 15 MB, base64 in JSON). nginx has the same.
+MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 9 * 1024 * 1024, minimum=65536)
+SESSION_MAX_BODY_BYTES = env_int("SESSION_MAX_BODY_BYTES", 32 * 1024 * 1024, minimum=65536)
 # Changed jobs the mirror fetches from slurmrestd at once (each by id; jobs/mirror/passes.py).
 MIRROR_FETCH_CONCURRENCY = env_int("MIRROR_FETCH_CONCURRENCY", 8, minimum=1)
 # Submit to Slurm from the web request itself once the job is recorded (a worker takes over on

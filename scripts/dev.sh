@@ -49,6 +49,6 @@ pids+=($!)
 pids+=($!)
 echo "worker log: var/log/worker.log, beat log: var/log/beat.log"
 echo "portal on http://127.0.0.1:$PORT (passwords: var/demo-passwords.txt)"
-$PY -m daphne -b 127.0.0.1 -p "$PORT" gpupool.asgi:application &
+$PY -m gpupool.serve --host 127.0.0.1 --port "$PORT" &
 pids+=($!)
 wait "${pids[-1]}"

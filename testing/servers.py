@@ -1,4 +1,4 @@
-"""A real ASGI server (Daphne: HTTP and WebSocket) on the test database, for browser tests."""
+"""A real ASGI server (gpupool/serve.py: HTTP and WebSocket) on the test database, for browser tests."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def _stop(processes) -> None:
 
 @contextmanager
 def portal_stack(*, worker: bool = False, beat: bool = False, extra_env: dict | None = None, port: int | None = None):
-    """Daphne (HTTP + WebSocket), and optionally a Celery worker and beat, all on the test
+    """The web process (gpupool/serve.py: HTTP + WebSocket), and optionally a Celery worker and beat, all on the test
     database and the test Redis: the portal as `make dev` runs it. Yields the base URL.
     `port`: a fixed one (the dev cluster's job events go to the dev portal's port)."""
     port = port or _free_port()
@@ -71,7 +71,7 @@ def portal_stack(*, worker: bool = False, beat: bool = False, extra_env: dict | 
     }
     log_dir = BASE_DIR / "var" / "test-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    commands = {"web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gpupool.asgi:application"]}
+    commands = {"web": [sys.executable, "-m", "gpupool.serve", "--host", "127.0.0.1", "--port", str(port)]}
     celery = [sys.executable, "-m", "celery", "-A", "gpupool"]
     if worker:
         commands["worker"] = [
