@@ -28,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from tempfile import SpooledTemporaryFile
 
 from asgiref.wsgi import WsgiToAsgiInstance
+from django.conf import settings
+from django.db import connections
 
 from foundation.asgi_json import request_header
 
@@ -61,6 +63,7 @@ class Lanes:
         self.size = size
         self._idle: queue.SimpleQueue[ThreadPoolExecutor] = queue.SimpleQueue()
         self._created = 0
+        self._replaced = 0
         self._creating = threading.Lock()
         self._waiter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="http-lane-wait")
 
@@ -87,11 +90,40 @@ class Lanes:
     def give_back(self, lane: ThreadPoolExecutor) -> None:
         self._idle.put(lane)
 
+    def replace(self) -> None:
+        """The caller keeps its lane for good (a streamed answer that may take hours at a slow
+        client's pace): a fresh lane takes its place in the set, so the set's size is kept for
+        everybody else. The caller retires its own lane when done (`retire`)."""
+        with self._creating:
+            self._replaced += 1
+            number = self._replaced
+        # Into the idle queue, where a request waiting for a lane finds it.
+        self._idle.put(ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"http-r{number}"))
+
+
+def retire(lane: ThreadPoolExecutor) -> None:
+    """A lane taken out of the set: its database connections closed in its thread, then the
+    thread ends."""
+    lane.submit(connections.close_all)
+    lane.shutdown(wait=False)
+
 
 async def _in_lane(lane: ThreadPoolExecutor, function, *args):
     """`function(*args)` in the lane's thread, with the caller's context variables."""
     context = contextvars.copy_context()
     return await asyncio.get_running_loop().run_in_executor(lane, context.run, function, *args)
+
+
+class StalledReader(Exception):
+    """The client took nothing of a streamed answer for HTTP_STREAM_STALL_SECONDS."""
+
+
+async def _send_or_give_up(send, message) -> None:
+    try:
+        await asyncio.wait_for(send(message), settings.HTTP_STREAM_STALL_SECONDS)
+    except TimeoutError as exc:
+        # Raised to the server, which closes the connection: the answer is cut short.
+        raise StalledReader from exc
 
 
 class DjangoHttp:
@@ -101,6 +133,7 @@ class DjangoHttp:
         self.wsgi_application = wsgi_application
         self.lanes = Lanes(threads)
         self._memory_slots = threading.BoundedSemaphore(MEMORY_BODIES)
+        self._stream_slots = threading.BoundedSemaphore(settings.HTTP_STREAMS)
 
     async def __call__(self, scope, receive, send):
         # A body of known, bounded length (a dataset upload's 8 MiB chunk) is held in memory
@@ -135,6 +168,7 @@ class DjangoHttp:
             body.write(b"".join(pieces))
             body.seek(0)
             lane = await self.lanes.take()
+            kept = False
             try:
                 outcome = await _in_lane(lane, self._respond, scope, body)
                 start, content, response, chunks = outcome
@@ -142,15 +176,28 @@ class DjangoHttp:
                 if response is None:
                     await send({"type": "http.response.body", "body": content})
                     return
-                try:  # streaming: a chunk a hop, closed in the thread whatever happens to the client
+                # A streamed answer goes at its client's pace (the server's flow control): it
+                # keeps its lane's thread (its chunks may read the lane's database connection)
+                # but leaves the set, so slow readers never leave the others without lanes. At
+                # most HTTP_STREAMS of them at once; past that a stream holds a lane as any request.
+                kept = self._stream_slots.acquire(blocking=False)
+                if kept:
+                    self.lanes.replace()
+                try:  # a chunk a hop, closed in the thread whatever happens to the client
                     while (chunk := await _in_lane(lane, next, chunks, _END)) is not _END:
                         if chunk:
-                            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                            await _send_or_give_up(
+                                send, {"type": "http.response.body", "body": chunk, "more_body": True}
+                            )
                     await send({"type": "http.response.body", "body": b""})
                 finally:
                     await _in_lane(lane, response.close)
             finally:
-                self.lanes.give_back(lane)
+                if kept:
+                    retire(lane)
+                    self._stream_slots.release()
+                else:
+                    self.lanes.give_back(lane)
 
     def _respond(self, scope, body):
         """In the thread: the response's start message, and its whole content (closed) or,

@@ -279,6 +279,11 @@ CLUSTER_SYNC_INTERVAL_SECONDS = env_float("CLUSTER_SYNC_INTERVAL_SECONDS", 2.0)
 # thread of its own with its own database connection: keep processes x threads below
 # PostgreSQL's max_connections.
 HTTP_THREADS = env_int("HTTP_THREADS", 16, minimum=1)
+# Streamed answers (a dataset file, a log) go at their client's pace on threads of their own
+# beside the HTTP_THREADS, at most this many per process; one whose client takes nothing for
+# HTTP_STREAM_STALL_SECONDS is cut off.
+HTTP_STREAMS = env_int("HTTP_STREAMS", 64, minimum=1)
+HTTP_STREAM_STALL_SECONDS = env_float("HTTP_STREAM_STALL_SECONDS", 120.0)
 # The web server (gpupool/serve.py): connections one process holds at once (pages' sockets
 # included; beyond them a 503 at once), and how long an idle keep-alive connection stays.
 WEB_MAX_CONNECTIONS = env_int("WEB_MAX_CONNECTIONS", 4000, minimum=16)

@@ -58,9 +58,16 @@ def _stop(processes) -> None:
 
 @contextmanager
 def portal_stack(*, worker: bool = False, beat: bool = False, extra_env: dict | None = None, port: int | None = None):
-    """The web process (gpupool/serve.py: HTTP + WebSocket), and optionally a Celery worker and beat, all on the test
-    database and the test Redis: the portal as `make dev` runs it. Yields the base URL.
-    `port`: a fixed one (the dev cluster's job events go to the dev portal's port)."""
+    """The web process (gpupool/serve.py: HTTP + WebSocket), and optionally a Celery worker and
+    beat, all on the test database and the test Redis: the portal as `make dev` runs it. Yields
+    the base URL. `port`: a fixed one (the dev cluster's job events go to the dev portal's port)."""
+    with portal_processes(worker=worker, beat=beat, extra_env=extra_env, port=port) as (base_url, _web_pid):
+        yield base_url
+
+
+@contextmanager
+def portal_processes(*, worker=False, beat=False, extra_env: dict | None = None, port: int | None = None):
+    """`portal_stack`, yielding (base URL, the web process's pid): for what measures the process."""
     port = port or _free_port()
     env = {
         **os.environ,
@@ -91,7 +98,7 @@ def portal_stack(*, worker: bool = False, beat: bool = False, extra_env: dict | 
             logs.append(log)
             processes.append(subprocess.Popen(command, cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT))
         _wait_listening(processes[0], port, logs[0].name)
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", processes[0].pid
     finally:
         _stop(processes)
         for log in logs:

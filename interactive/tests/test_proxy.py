@@ -8,28 +8,16 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import HttpCommunicator, WebsocketCommunicator
-from django.utils import timezone
 
 from accounts.models import ApiToken
 from gpupool.asgi import application
 from interactive import origins
 from interactive.models import InteractiveSession
+from interactive.tests.upstream import session_on as _session
 from interactive.tests.upstream import upstream_server
-from jobs.models import Job, JobState
+from jobs.models import JobState
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _session(owner, *, port: int, state=JobState.RUNNING, ready=True) -> InteractiveSession:
-    job = Job.objects.create(owner=owner, state=state, name="lab", nodes="gpu-4090-01")
-    return InteractiveSession.objects.create(
-        job=job,
-        owner=owner,
-        kind="jupyterlab",
-        address="127.0.0.1",
-        port=port,
-        ready_at=timezone.now() if ready else None,
-    )
 
 
 def _host(session) -> bytes:

@@ -9,7 +9,11 @@ import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from django.utils import timezone
 from websockets.sync.server import serve
+
+from interactive.models import InteractiveSession
+from jobs.models import Job, JobState
 
 PAGE = b"<!doctype html><html><head><title>lab</title></head><body>notebook</body></html>"
 # What JupyterLab writes into its page (its server's token): the proxy must take it out.
@@ -23,6 +27,8 @@ class _Echo(BaseHTTPRequestHandler):
     def _answer(self):
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
+        if self.path.startswith("/endless"):
+            return self._endless()
         if self.path.startswith("/api/kernels") and self.server.kernels == "huge":
             # A job's own server may say anything: 8 MiB of a list that never ends.
             payload, kind = b"[" + b'{"execution_state": "busy"},' * (8 * 1024 * 1024 // 28), "application/json"
@@ -50,6 +56,19 @@ class _Echo(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
+    def _endless(self):
+        """A notebook's answer that never ends (a file served as it grows, or a hostile job)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        piece = b"x" * (1024 * 1024)
+        try:
+            while True:
+                self.wfile.write(piece)
+        except OSError:
+            pass  # the proxy went away
+
     do_GET = do_POST = do_PUT = _answer
 
 
@@ -74,3 +93,16 @@ def upstream_server():
     finally:
         http.shutdown()
         websocket.shutdown()
+
+
+def session_on(owner, *, port: int, state=JobState.RUNNING, ready=True) -> InteractiveSession:
+    """A session of `owner` whose server listens on 127.0.0.1:`port` (ready unless told)."""
+    job = Job.objects.create(owner=owner, state=state, name="lab", nodes="gpu-4090-01")
+    return InteractiveSession.objects.create(
+        job=job,
+        owner=owner,
+        kind="jupyterlab",
+        address="127.0.0.1",
+        port=port,
+        ready_at=timezone.now() if ready else None,
+    )
