@@ -88,3 +88,25 @@ def post_body(port: int, path: str, *, host: str, size: int, chunked: bool = Fal
     parts = answer.split(b" ", 2)
     status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
     return status, sent
+
+
+def large_dataset_file(user, size: int, name: str = "big") -> str:
+    """A ready dataset of `user` holding one file of `size` bytes; returns its download path."""
+    import io
+
+    from datasets import actions
+    from datasets.models import VersionState
+    from datasets.tasks import verify_version
+
+    version = actions.open_version(actions.create_dataset(user, name=name), user)
+    upload = actions.create_upload(version, user, path="weights.bin", length=size)
+    offset = 0
+    while offset < size:
+        piece = min(8 * PIECE, size - offset)
+        offset = actions.receive_chunk(upload, user, offset=offset, stream=io.BytesIO(b"w" * piece))
+    actions.commit_version(version, user)
+    verify_version(version.pk)
+    version.refresh_from_db()
+    if version.state != VersionState.READY:
+        raise RuntimeError(f"the dataset did not become ready: {version.error}")
+    return f"/api/v1/datasets/{version.dataset_id}/versions/{version.number}/files/weights.bin"

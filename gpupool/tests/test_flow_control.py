@@ -1,17 +1,13 @@
 """A real web process (gpupool/serve.py) against clients that take nothing or send too much: its
 memory stays where it was (bench/flow_control.py has the figures with larger sizes)."""
 
-import io
 import time
 
 import pytest
 
-from datasets import actions
-from datasets.models import VersionState
-from datasets.tasks import verify_version
 from interactive import origins
 from interactive.tests.upstream import session_on, upstream_server
-from testing.attacks import peak_rss_mb, post_body, rss_mb, stalled_readers
+from testing.attacks import large_dataset_file, peak_rss_mb, post_body, rss_mb, stalled_readers
 from testing.servers import portal_processes
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,25 +21,11 @@ def _settle(pid: int) -> float:
     return rss_mb(pid)
 
 
-def _ready_file(user, size: int):
-    version = actions.open_version(actions.create_dataset(user, name="big"), user)
-    upload = actions.create_upload(version, user, path="weights.bin", length=size)
-    offset = 0
-    while offset < size:
-        piece = min(8 * MB, size - offset)
-        offset = actions.receive_chunk(upload, user, offset=offset, stream=io.BytesIO(b"w" * piece))
-    actions.commit_version(version, user)
-    verify_version(version.pk)
-    version.refresh_from_db()
-    assert version.state == VersionState.READY, version.error
-    return f"/api/v1/datasets/{version.dataset_id}/versions/{version.number}/files/weights.bin"
-
-
 def test_stalled_readers_of_an_endless_notebook_answer_and_a_large_file_hold_no_memory(alice, settings, tmp_path):
     from accounts.models import ApiToken
 
     _token, key = ApiToken.issue(alice, "downloads")
-    file_path = _ready_file(alice, 160 * MB)
+    file_path = large_dataset_file(alice, 160 * MB)
     with upstream_server() as (http_port, _ws, _server):
         session = session_on(alice, port=http_port)
         cookie = f"{origins.SESSION_COOKIE}={origins.cookie_value(session.pk, alice)}"
