@@ -11,7 +11,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpupool.settings")
 # Django must be set up before importing anything that touches models.
 django_wsgi_app = get_wsgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
@@ -21,6 +20,7 @@ from gpupool.asgi_http import DjangoHttp  # noqa: E402
 from gpupool.body_limit import BodyLimit  # noqa: E402
 from gpupool.health import health_app  # noqa: E402
 from gpupool.routing import websocket_urlpatterns  # noqa: E402
+from gpupool.socket_auth import SignedInSockets  # noqa: E402
 from interactive.proxy import session_proxy  # noqa: E402
 from interactive.routing import SessionHosts, is_session_host  # noqa: E402
 from jobs.live.asgi_events import events_app  # noqa: E402
@@ -48,7 +48,7 @@ portal_application = ProtocolTypeRouter(
                 re_path(r"", django_http_app),
             ]
         ),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(SignedInSockets(URLRouter(websocket_urlpatterns))),
     }
 )
 

@@ -22,11 +22,13 @@ import os
 
 
 def config(host: str, port: int):
+    # Imported here: loading the application sets Django up, which `--help` need not wait for.
     import uvicorn
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpupool.settings")
     from django.conf import settings
 
+    # The application after DJANGO_SETTINGS_MODULE is set (it sets Django up).
     from gpupool.asgi import application
 
     return uvicorn.Config(
@@ -56,6 +58,7 @@ def config(host: str, port: int):
 
 
 def main(argv: list[str] | None = None) -> None:
+    # As in config(): nothing heavy before the arguments are read.
     import uvicorn
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

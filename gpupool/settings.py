@@ -283,6 +283,16 @@ HTTP_THREADS = env_int("HTTP_THREADS", 16, minimum=1)
 # beside the HTTP_THREADS, at most this many per process; one whose client takes nothing for
 # HTTP_STREAM_STALL_SECONDS is cut off.
 HTTP_STREAMS = env_int("HTTP_STREAMS", 64, minimum=1)
+# Database threads of the asynchronous side (foundation/async_db.py), each with its connection:
+# the session proxy's decisions, and the job-status WebSocket's sign-in and connect.
+PROXY_DB_THREADS = env_int("PROXY_DB_THREADS", 4, minimum=1)
+SOCKETS_DB_THREADS = env_int("SOCKETS_DB_THREADS", 4, minimum=1)
+# The session proxy (interactive/proxy.py): a decision (who may reach which server) is reused
+# this long for the same host, cookie and token; requests per second per user, and the burst
+# above it (a JupyterLab page load is ~150 requests at once), past which the answer is 429.
+SESSION_PROXY_DECISION_SECONDS = env_float("SESSION_PROXY_DECISION_SECONDS", 2.0)
+SESSION_PROXY_REQUESTS_PER_SECOND = env_float("SESSION_PROXY_REQUESTS_PER_SECOND", 100.0)
+SESSION_PROXY_BURST = env_int("SESSION_PROXY_BURST", 300, minimum=1)
 HTTP_STREAM_STALL_SECONDS = env_float("HTTP_STREAM_STALL_SECONDS", 120.0)
 # The web server (gpupool/serve.py): connections one process holds at once (pages' sockets
 # included; beyond them a 503 at once), and how long an idle keep-alive connection stays.

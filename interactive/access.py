@@ -32,6 +32,8 @@ class Decision:
     # Signed in by this origin's cookie (a browser), not an API token: what it sends that changes
     # anything must come from this origin (interactive/proxy.py checks Origin).
     by_cookie: bool = False
+    # The caller, once known (the proxy paces each user: interactive/proxy_decisions.py).
+    user_id: int | None = None
 
 
 NOT_FOUND = Decision("not_found")
@@ -81,13 +83,14 @@ def decide(host_key: str, *, cookie: str | None, bearer: str | None) -> Decision
             token=session.token,
             state=state,
             by_cookie=not bearer,
+            user_id=user.pk,
         )
     if state in (SessionState.QUEUED, SessionState.STARTING):
-        return Decision("not_ready", session_id=session.pk, state=state)
+        return Decision("not_ready", session_id=session.pk, state=state, user_id=user.pk)
     message = session.error or session.job.error
     if session.stop_reason == InteractiveSession.StopReason.IDLE:
         message = "It was stopped after being idle."
-    return Decision("stopped", session_id=session.pk, state=state, message=message)
+    return Decision("stopped", session_id=session.pk, state=state, message=message, user_id=user.pk)
 
 
 def owner_for_ticket(ticket: str) -> tuple[InteractiveSession, object] | None:

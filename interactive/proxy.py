@@ -4,7 +4,8 @@
 HTTP goes through one shared httpx.AsyncClient, streamed both ways (a large notebook upload or
 download is never held whole); WebSockets (kernels) are bridged to the server with the
 `websockets` client, message for message, with the subprotocol the server chose. Every request
-is decided from the database (interactive/access.py) and forwarded to the address and port the
+is decided from the database (interactive/access.py; the decision reused for a moment and each
+user paced: interactive/proxy_decisions.py) and forwarded to the address and port the
 session's row holds, with the session's token added; the browser's cookies for this origin and
 its Authorization header stay here. None of it runs on Django's request threads: a slow notebook
 holds nothing another request needs.
@@ -23,15 +24,16 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils.html import escape
 from websockets.asyncio.client import connect as websocket_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
+from foundation.async_db import PROXY_DB
 from interactive import access, origins
 from interactive.events import session_payload
 from interactive.models import InteractiveSession
+from interactive.proxy_decisions import DecisionCache, RequestBudget
 
 log = logging.getLogger(__name__)
 
@@ -127,10 +129,22 @@ async def _decide(scope) -> tuple[str, access.Decision]:
     # Only a Bearer header is the portal's API token; JupyterLab's own ("token ...") is not ours.
     authorization = _header(scope, b"authorization") or ""
     bearer = authorization if authorization[:7].lower() == "bearer " else None
-    decision = await database_sync_to_async(access.decide)(
-        host_key, cookie=_cookies(scope).get(origins.SESSION_COOKIE), bearer=bearer
+    cookie = _cookies(scope).get(origins.SESSION_COOKIE)
+    decision = await _decisions.get(
+        (host_key, cookie, bearer), lambda: _decide_in_database(host_key, cookie=cookie, bearer=bearer)
     )
     return host_key, decision
+
+
+_decide_in_database = PROXY_DB(access.decide)
+_decisions = DecisionCache(lambda: settings.SESSION_PROXY_DECISION_SECONDS)
+_paces = RequestBudget(lambda: settings.SESSION_PROXY_REQUESTS_PER_SECOND, lambda: settings.SESSION_PROXY_BURST)
+
+
+def _over_pace(host_key: str, decision: access.Decision) -> float | None:
+    """Seconds until the caller may send again, if it has used its budget (else None)."""
+    key = ("user", decision.user_id) if decision.user_id is not None else ("host", host_key)
+    return None if _paces.take(key) else _paces.seconds_until_next(key)
 
 
 class SessionProxy:
@@ -147,6 +161,12 @@ class SessionProxy:
         if path == "/_gpupool/open":
             return await self._open(scope, send)
         host_key, decision = await _decide(scope)
+        wait = _over_pace(host_key, decision)
+        if wait is not None:
+            retry = str(max(1, round(wait))).encode()
+            return await _respond(
+                send, 429, b"Too many requests: slow down.\n", "text/plain", [(b"retry-after", retry)]
+            )
         if path == "/_gpupool/notice.js":
             return await _respond(send, 200, NOTICE_SCRIPT.read_bytes(), "text/javascript; charset=utf-8")
         if path == "/_gpupool/status" and decision.session_id is not None and decision.outcome != "sign_in":
@@ -181,7 +201,7 @@ class SessionProxy:
         ticket = (query.get("ticket") or [""])[0]
         host_key = origins.host_key_of(_header(scope, b"host") or "")
         try:
-            taken = await database_sync_to_async(access.owner_for_ticket)(ticket) if ticket and host_key else None
+            taken = await PROXY_DB(access.owner_for_ticket)(ticket) if ticket and host_key else None
         except origins.TicketsUnavailable:
             return await _page(
                 send, 503, "Sessions cannot be opened right now", "The portal's Redis is not answering; try again soon."
@@ -189,7 +209,7 @@ class SessionProxy:
         if taken is None or taken[0].host_key != host_key:
             return await _page(send, 404, "This link has expired", "Open the session again from the portal.")
         session, user = taken
-        value = await database_sync_to_async(origins.cookie_value)(session.pk, user)
+        value = await PROXY_DB(origins.cookie_value)(session.pk, user)
         secure = "; Secure" if settings.SESSIONS_SCHEME == "https" else ""
         cookie = (
             f"{origins.SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Lax;"
@@ -292,7 +312,10 @@ class SessionProxy:
         message = await receive()
         if message["type"] != "websocket.connect":
             return
-        _host_key, decision = await _decide(scope)
+        host_key, decision = await _decide(scope)
+        if _over_pace(host_key, decision) is not None:
+            await send({"type": "websocket.close", "code": 4429})
+            return
         if decision.outcome == "proxy" and decision.by_cookie and not _from_this_origin(scope):
             log.warning(
                 "session %s: a socket from another origin refused (Origin %s, Host %s)",
@@ -422,7 +445,7 @@ async def _page(send, status: int, title: str, text: str, *, session_id: int | N
     await _respond(send, status, body.encode(), "text/html; charset=utf-8")
 
 
-@database_sync_to_async
+@PROXY_DB
 def _session_status(session_id: int) -> dict:
     session = InteractiveSession.objects.select_related("job").get(pk=session_id)
     payload = session_payload(session)

@@ -94,6 +94,7 @@ def large_dataset_file(user, size: int, name: str = "big") -> str:
     """A ready dataset of `user` holding one file of `size` bytes; returns its download path."""
     import io
 
+    # Here, not at the top: the raw clients above need no Django.
     from datasets import actions
     from datasets.models import VersionState
     from datasets.tasks import verify_version

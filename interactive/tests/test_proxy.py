@@ -2,6 +2,7 @@
 In-process ASGI against the application Daphne serves (gpupool/asgi.py), on the test database."""
 
 import json
+from contextlib import contextmanager
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -18,6 +19,24 @@ from interactive.tests.upstream import upstream_server
 from jobs.models import JobState
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@contextmanager
+def patch_decide():
+    """Records each host key the proxy decides from the database."""
+    from interactive import proxy
+
+    decided, real = [], proxy._decide_in_database
+
+    async def recording(host_key, **kwargs):
+        decided.append(host_key)
+        return await real(host_key, **kwargs)
+
+    proxy._decide_in_database = recording
+    try:
+        yield decided
+    finally:
+        proxy._decide_in_database = real
 
 
 def _host(session) -> bytes:
@@ -230,14 +249,47 @@ def test_websockets_are_bridged_with_the_servers_subprotocol_and_refused_to_othe
         assert async_to_sync(from_elsewhere)() is False
 
 
-def test_a_cookie_ends_with_a_password_change(alice):
+def test_a_cookie_ends_with_a_password_change_once_the_decision_is_old(alice, settings):
+    import time
+
+    settings.SESSION_PROXY_DECISION_SECONDS = 0.5
     with upstream_server() as (http_port, _ws, _server):
         session = _session(alice, port=http_port)
         cookie = _cookie_for(session, alice)
         assert _get(session, headers=[(b"cookie", cookie)])["status"] == 200
         alice.set_password("a-new-password-entirely")
         alice.save()
+        # The proxy reuses its decision for SESSION_PROXY_DECISION_SECONDS, no longer.
+        assert _get(session, headers=[(b"cookie", cookie)])["status"] == 200
+        time.sleep(0.6)
         assert _get(session, headers=[(b"cookie", cookie)])["status"] == 302
+
+
+def test_a_flood_of_one_user_is_decided_once_and_paced(alice, settings):
+    import asyncio
+
+    settings.SESSION_PROXY_BURST = 20
+    settings.SESSION_PROXY_REQUESTS_PER_SECOND = 1
+    with upstream_server() as (http_port, _ws, _server):
+        session = _session(alice, port=http_port)
+        cookie = _cookie_for(session, alice)
+
+        async def flood():
+            async def one():
+                communicator = HttpCommunicator(
+                    application, "GET", "/api/echo", headers=[(b"host", _host(session)), (b"cookie", cookie)]
+                )
+                return (await communicator.get_response(timeout=10))["status"]
+
+            return await asyncio.gather(*(one() for _ in range(30)))
+
+        with patch_decide() as decided:
+            statuses = async_to_sync(flood)()
+        # 30 at once: one decision from the database, 20 through (the burst), the rest 429.
+        assert decided == [session.host_key]
+        assert sorted(statuses) == [200] * 20 + [429] * 10
+        # A caller not yet known has the host name's budget, not alice's.
+        assert _get(session, headers=[(b"cookie", b"")])["status"] == 302
 
 
 def test_host_names_other_than_a_sessions_stay_with_the_portal(settings):

@@ -1,7 +1,6 @@
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.contrib.auth import get_user_model
 
+from foundation.async_db import SOCKETS_DB
 from jobs.live.events import user_group
 from jobs.live.watching import watch
 from jobs.models import Job, JobState
@@ -12,7 +11,9 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
 
     async def connect(self):
         user = self.scope.get("user")
-        if user is None or not user.is_authenticated or not await _is_active(user.pk):
+        # The user was read (active, session hash checked) by the sign-in just now
+        # (gpupool/socket_auth.py): no second query.
+        if user is None or not user.is_authenticated:
             await self.close(code=4401)
             return
         self.group = user_group(user.pk)
@@ -48,16 +49,11 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
         await self.close(code=4403)
 
 
-@database_sync_to_async
-def _is_active(user_id: int) -> bool:
-    return get_user_model().objects.filter(pk=user_id, is_active=True).exists()
-
-
 # A page shows at most this many of a user's jobs.
 WATCHED_PER_USER = 100
 
 
-@database_sync_to_async
+@SOCKETS_DB
 def _watch_pending(user_id: int) -> None:
     pending = Job.objects.filter(owner_id=user_id, state=JobState.PENDING).order_by("-id")[:WATCHED_PER_USER]
     watch(pending.values_list("pk", flat=True))
