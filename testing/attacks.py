@@ -97,6 +97,8 @@ def large_dataset_file(user, size: int, name: str = "big") -> str:
     # Here, not at the top: the raw clients above need no Django.
     from datasets import actions
     from datasets.models import VersionState
+
+    # (As above: Django's, here.)
     from datasets.tasks import verify_version
 
     version = actions.open_version(actions.create_dataset(user, name=name), user)
