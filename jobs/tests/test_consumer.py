@@ -56,3 +56,58 @@ def test_each_socket_receives_only_its_users_jobs(alice, bob):
     message, nothing_else = async_to_sync(scenario)()
     assert message["job"]["slurm_job_id"] == 5001 and message["job"]["state"] == "RUNNING"
     assert nothing_else
+
+
+def test_a_socket_connects_while_the_session_proxy_is_stuck_on_its_database_work(alice, bob, settings):
+    """The proxy's decisions wait on a database that does not answer (every proxy thread busy,
+    more queued): bob's job socket still connects, its sign-in and connect on a pool of their own.
+    On Channels' one shared thread it waited behind them."""
+    import asyncio
+    import threading
+
+    from channels.testing import HttpCommunicator
+
+    from interactive import access, origins
+    from interactive.tests.upstream import session_on
+
+    settings.SESSION_PROXY_DECISION_SECONDS = 0  # each request its own decision
+    session = session_on(alice, port=9)
+    cookie = f"{origins.SESSION_COOKIE}={origins.cookie_value(session.pk, alice)}".encode()
+    bob_cookie = _session_cookie(bob)
+    release = threading.Event()
+
+    def stuck_decide(*args, **kwargs):
+        release.wait(20)
+        return access.decide(*args, **kwargs)
+
+    async def scenario():
+        stuck = []
+        for _ in range(settings.PROXY_DB_THREADS * 3):
+            communicator = HttpCommunicator(
+                application,
+                "GET",
+                f"/api/x{len(stuck)}",
+                headers=[(b"host", origins.session_host(session.host_key).encode()), (b"cookie", cookie)],
+            )
+            stuck.append(asyncio.ensure_future(communicator.get_response(timeout=30)))
+        await asyncio.sleep(0.3)
+        try:
+            socket, connected = await asyncio.wait_for(_connect(bob_cookie), 5)
+            await socket.disconnect()
+            waiting = sum(not request.done() for request in stuck)
+        finally:
+            release.set()
+        answers = await asyncio.gather(*stuck)
+        return connected, waiting, answers
+
+    from interactive import proxy
+
+    real_pooled = proxy._decide_in_database
+    proxy._decide_in_database = proxy.PROXY_DB(stuck_decide)
+    try:
+        connected, waiting, answers = async_to_sync(scenario)()
+    finally:
+        proxy._decide_in_database = real_pooled
+    assert connected
+    assert waiting == settings.PROXY_DB_THREADS * 3  # the proxy was still stuck when bob got in
+    assert {answer["status"] for answer in answers} == {502}  # then each got its answer (no server at :9)
