@@ -289,10 +289,13 @@ PROXY_DB_THREADS = env_int("PROXY_DB_THREADS", 4, minimum=1)
 SOCKETS_DB_THREADS = env_int("SOCKETS_DB_THREADS", 4, minimum=1)
 # The session proxy (interactive/proxy.py): a decision (who may reach which server) is reused
 # this long for the same host, cookie and token; requests per second per user, and the burst
-# above it (a JupyterLab page load is ~150 requests at once), past which the answer is 429.
+# above it (a JupyterLab page load is ~150 requests at once; its polling a few a second).
 SESSION_PROXY_DECISION_SECONDS = env_float("SESSION_PROXY_DECISION_SECONDS", 2.0)
-SESSION_PROXY_REQUESTS_PER_SECOND = env_float("SESSION_PROXY_REQUESTS_PER_SECOND", 100.0)
+SESSION_PROXY_REQUESTS_PER_SECOND = env_float("SESSION_PROXY_REQUESTS_PER_SECOND", 20.0)
 SESSION_PROXY_BURST = env_int("SESSION_PROXY_BURST", 300, minimum=1)
+# A request past its user's pace waits up to this long for it (answered late, not refused),
+# then gets the 429.
+SESSION_PROXY_HOLD_SECONDS = env_float("SESSION_PROXY_HOLD_SECONDS", 5.0)
 HTTP_STREAM_STALL_SECONDS = env_float("HTTP_STREAM_STALL_SECONDS", 120.0)
 # The web server (gpupool/serve.py): connections one process holds at once (pages' sockets
 # included; beyond them a 503 at once), and how long an idle keep-alive connection stays.

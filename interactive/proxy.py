@@ -141,10 +141,19 @@ _decisions = DecisionCache(lambda: settings.SESSION_PROXY_DECISION_SECONDS)
 _paces = RequestBudget(lambda: settings.SESSION_PROXY_REQUESTS_PER_SECOND, lambda: settings.SESSION_PROXY_BURST)
 
 
-def _over_pace(host_key: str, decision: access.Decision) -> float | None:
-    """Seconds until the caller may send again, if it has used its budget (else None)."""
+async def _over_pace(host_key: str, decision: access.Decision) -> float | None:
+    """None once the caller may go on; a caller past its budget is held (a sleeping task costs
+    nothing, and a flooding client's next request waits for this answer) until its budget
+    allows, at most SESSION_PROXY_HOLD_SECONDS; past that, the seconds it should wait (429)."""
     key = ("user", decision.user_id) if decision.user_id is not None else ("host", host_key)
-    return None if _paces.take(key) else _paces.seconds_until_next(key)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + settings.SESSION_PROXY_HOLD_SECONDS
+    while not _paces.take(key):
+        wait = _paces.seconds_until_next(key)
+        if loop.time() + wait > deadline:
+            return wait
+        await asyncio.sleep(wait)
+    return None
 
 
 class SessionProxy:
@@ -161,7 +170,7 @@ class SessionProxy:
         if path == "/_gpupool/open":
             return await self._open(scope, send)
         host_key, decision = await _decide(scope)
-        wait = _over_pace(host_key, decision)
+        wait = await _over_pace(host_key, decision)
         if wait is not None:
             retry = str(max(1, round(wait))).encode()
             return await _respond(
@@ -313,7 +322,7 @@ class SessionProxy:
         if message["type"] != "websocket.connect":
             return
         host_key, decision = await _decide(scope)
-        if _over_pace(host_key, decision) is not None:
+        if await _over_pace(host_key, decision) is not None:
             await send({"type": "websocket.close", "code": 4429})
             return
         if decision.outcome == "proxy" and decision.by_cookie and not _from_this_origin(scope):

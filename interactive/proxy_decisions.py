@@ -66,7 +66,7 @@ class RequestBudget:
         burst, per_second = float(self.burst()), self.per_second()
         tokens, stamp = self._buckets.get(key, (burst, now))
         tokens = min(burst, tokens + (now - stamp) * per_second)
-        allowed = tokens >= 1.0
+        allowed = tokens >= 1.0 - 1e-9  # a clock's float steps short of a whole token
         self._buckets[key] = (tokens - 1.0 if allowed else tokens, now)
         self._buckets.move_to_end(key)
         while len(self._buckets) > MOST_ENTRIES:

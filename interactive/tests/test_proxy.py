@@ -267,27 +267,37 @@ def test_a_cookie_ends_with_a_password_change_once_the_decision_is_old(alice, se
 
 def test_a_flood_of_one_user_is_decided_once_and_paced(alice, settings):
     import asyncio
+    import time
 
     settings.SESSION_PROXY_BURST = 20
     settings.SESSION_PROXY_REQUESTS_PER_SECOND = 1
+    settings.SESSION_PROXY_HOLD_SECONDS = 0
     with upstream_server() as (http_port, _ws, _server):
         session = _session(alice, port=http_port)
         cookie = _cookie_for(session, alice)
 
-        async def flood():
+        async def flood(count: int):
             async def one():
                 communicator = HttpCommunicator(
                     application, "GET", "/api/echo", headers=[(b"host", _host(session)), (b"cookie", cookie)]
                 )
                 return (await communicator.get_response(timeout=10))["status"]
 
-            return await asyncio.gather(*(one() for _ in range(30)))
+            return await asyncio.gather(*(one() for _ in range(count)))
 
         with patch_decide() as decided:
-            statuses = async_to_sync(flood)()
+            statuses = async_to_sync(flood)(30)
         # 30 at once: one decision from the database, 20 through (the burst), the rest 429.
         assert decided == [session.host_key]
         assert sorted(statuses) == [200] * 20 + [429] * 10
+        # Held instead of refused: past the burst, each waits for its turn at the pace.
+        settings.SESSION_PROXY_HOLD_SECONDS = 5
+        settings.SESSION_PROXY_REQUESTS_PER_SECOND = 20
+        time.sleep(1.1)  # 20 tokens back
+        started = time.monotonic()
+        statuses = async_to_sync(flood)(26)
+        assert statuses == [200] * 26
+        assert time.monotonic() - started >= 0.25  # six past the burst of 20, at 20 a second
         # A caller not yet known has the host name's budget, not alice's.
         assert _get(session, headers=[(b"cookie", b"")])["status"] == 302
 
