@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The production shape on this machine, for rehearsals: nginx (TLS) in front of two web
-# processes (Daphne), two Celery workers and one beat, on a PostgreSQL cluster and a Redis of
+# processes (gpupool/serve.py), two Celery workers and one beat, on a PostgreSQL cluster and a Redis of
 # its own (never the shared ones on 5432 and 6379), against the dev Slurm cluster that is
 # already running (SLURM_RELEASE, default 24.11). The same process definitions as
 # deploy/systemd/ and the same proxy configuration as deploy/nginx/, without systemd: each
@@ -167,7 +167,9 @@ worker_processes 1;
 daemon off;
 pid $PIDS/nginx.master.pid;
 error_log $LOGS/nginx-error.log warn;
-events { worker_connections 1024; }
+# Each open page's socket is two connections here (the browser's and the web process's).
+worker_rlimit_nofile 20000;
+events { worker_connections 8192; }
 http {
     include /etc/nginx/mime.types;
     default_type application/octet-stream;

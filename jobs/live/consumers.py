@@ -1,3 +1,6 @@
+import json
+import time
+
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from foundation.async_db import SOCKETS_DB
@@ -7,7 +10,11 @@ from jobs.models import Job, JobState
 
 
 class JobStatusConsumer(AsyncJsonWebsocketConsumer):
-    """Streams the signed-in user's job updates; a socket only ever joins its own group."""
+    """Streams the signed-in user's job updates; a socket only ever joins its own group.
+
+    Messages come encoded by their publisher (jobs/live/events.py), once for all the user's
+    pages. A page that asks for batches (`/ws/jobs/?batches=1`, the portal's own scripts) hears
+    a mass change as one message of many jobs; others hear each job on its own."""
 
     async def connect(self):
         user = self.scope.get("user")
@@ -17,9 +24,10 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=4401)
             return
         self.group = user_group(user.pk)
+        self.batches = b"batches=1" in self.scope.get("query_string", b"").split(b"&")
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        await _watch_pending(user.pk)
+        await _watch_pending_now_and_then(user.pk)
 
     async def disconnect(self, code):
         if hasattr(self, "group"):
@@ -29,16 +37,18 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
         # The open page says it is still looking every 30 s: its pending jobs' expected
         # starts stay fresh (jobs/live/watching.py). Anything else from the browser is ignored.
         if isinstance(content, dict) and content.get("type") == "watch":
-            await _watch_pending(self.scope["user"].pk)
+            await _watch_pending_now_and_then(self.scope["user"].pk)
 
     async def job_update(self, event):
-        await self.send_json({"type": "job", "job": event["job"]})
+        await self.send(text_data=event.get("text") or json.dumps({"type": "job", "job": event["job"]}))
 
     async def jobs_update(self, event):
-        # Many jobs changed at once (publish_job_updates): the browser hears them one by one,
-        # as it does any update.
-        for job in event["jobs"]:
-            await self.send_json({"type": "job", "job": job})
+        # Many jobs changed at once (publish_job_updates).
+        if self.batches and "text" in event:
+            await self.send(text_data=event["text"])
+            return
+        for text in event.get("texts") or [json.dumps({"type": "job", "job": job}) for job in event["jobs"]]:
+            await self.send(text_data=text)
 
     async def session_update(self, event):
         # An interactive session's state (interactive/events.py): its page and the jobs list.
@@ -47,6 +57,23 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
     async def account_closed(self, event):
         # 4403: the account was deactivated; the page's script stops reconnecting.
         await self.close(code=4403)
+
+
+# A user's pending jobs are watched for WATCH_SECONDS (60 s) each time; one of their pages
+# connecting or saying it is still looking renews that at most this often per process: a
+# team's wall of 100 pages was 100 queries on connect, and 100 every 30 s.
+WATCH_RENEW_SECONDS = 20
+_watched_at: dict[int, float] = {}
+
+
+async def _watch_pending_now_and_then(user_id: int) -> None:
+    now = time.monotonic()
+    if now - _watched_at.get(user_id, -WATCH_RENEW_SECONDS) < WATCH_RENEW_SECONDS:
+        return
+    if len(_watched_at) > 100_000:
+        _watched_at.clear()
+    _watched_at[user_id] = now
+    await _watch_pending(user_id)
 
 
 # A page shows at most this many of a user's jobs.

@@ -11,6 +11,7 @@ time, about 5 ms of a job submission's path and of every mirror write.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import threading
@@ -52,6 +53,11 @@ def job_payload(job) -> dict:
         "sweep": job.sweep_id,
         "sweep_index": job.sweep_index,
     }
+
+
+def job_text(payload: dict) -> str:
+    """The socket's message for one job, encoded once here rather than once per open page."""
+    return json.dumps({"type": "job", "job": payload})
 
 
 class _Publisher:
@@ -115,7 +121,8 @@ def publish_job(job: Job) -> None:
     for receiver, outcome in job_changed.send_robust(sender=Job, job=job):
         if isinstance(outcome, Exception):
             log.error("receiver %s of job %s's change failed", receiver, job.pk, exc_info=outcome)
-    _publisher.send(user_group(job.owner_id), {"type": "job.update", "job": job_payload(job)})
+    payload = job_payload(job)
+    _publisher.send(user_group(job.owner_id), {"type": "job.update", "job": payload, "text": job_text(payload)})
 
 
 def publish_to_user(user_id: int, message: dict) -> None:
@@ -137,7 +144,13 @@ def publish_job_updates(job_ids: list[int]) -> None:
     for owner_id, payloads in by_owner.items():
         for offset in range(0, len(payloads), JOBS_PER_MESSAGE):
             chunk = payloads[offset : offset + JOBS_PER_MESSAGE]
-            _publisher.send(user_group(owner_id), {"type": "jobs.update", "jobs": chunk})
+            message = {
+                "type": "jobs.update",
+                "jobs": chunk,
+                "texts": [job_text(payload) for payload in chunk],
+                "text": json.dumps({"type": "jobs", "jobs": chunk}),
+            }
+            _publisher.send(user_group(owner_id), message)
 
 
 def close_user_sockets(user_id: int) -> None:

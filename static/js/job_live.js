@@ -101,7 +101,8 @@
 
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    socket = new WebSocket(`${scheme}://${location.host}/ws/jobs/`);
+    // batches=1: a mass change comes as one message of many jobs.
+    socket = new WebSocket(`${scheme}://${location.host}/ws/jobs/?batches=1`);
     socket.onopen = () => {
       retryMs = 1000; stopPolling(); setIndicator("Live", true); poll();
       // Still looking: the portal refreshes the expected start of watched pending jobs often.
@@ -111,6 +112,7 @@
     socket.onmessage = (event) => {
       const message = JSON.parse(event.data);
       if (message.type === "job") apply(message.job);
+      else if (message.type === "jobs") message.jobs.forEach(apply);
     };
     socket.onclose = (event) => {
       if (event.code === 4403 || event.code === 4401) {

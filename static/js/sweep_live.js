@@ -79,13 +79,14 @@
 
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    socket = new WebSocket(`${scheme}://${location.host}/ws/jobs/`);
+    // batches=1: a mass change comes as one message of many jobs.
+    socket = new WebSocket(`${scheme}://${location.host}/ws/jobs/?batches=1`);
     socket.onopen = () => { retryMs = 1000; setIndicator("Live"); pollEvery(30000); poll(); };
     socket.onmessage = (event) => {
       const message = JSON.parse(event.data);
-      if (message.type !== "job" || message.job.sweep !== sweepId) return;
-      paint(message.job.sweep_index, message.job.id, message.job.state);
-      scheduleRecount();
+      const jobs = message.type === "job" ? [message.job] : message.type === "jobs" ? message.jobs : [];
+      jobs.forEach((job) => { if (job.sweep === sweepId) paint(job.sweep_index, job.id, job.state); });
+      if (jobs.length) scheduleRecount();
     };
     socket.onclose = (event) => {
       if (event.code === 4403 || event.code === 4401) { setIndicator("Live updates ended: please sign in again"); clearInterval(pollTimer); return; }
