@@ -111,3 +111,35 @@ def test_a_socket_connects_while_the_session_proxy_is_stuck_on_its_database_work
     assert connected
     assert waiting == settings.PROXY_DB_THREADS * 3  # the proxy was still stuck when bob got in
     assert {answer["status"] for answer in answers} == {502}  # then each got its answer (no server at :9)
+
+
+def test_a_mass_change_is_one_message_for_a_page_that_asks_for_batches_and_one_per_job_otherwise(alice):
+    from asgiref.sync import sync_to_async
+
+    from jobs.live.events import publish_job_updates
+
+    jobs = [Job.objects.create(owner=alice, slurm_job_id=6000 + n, state="PENDING", name=f"j{n}") for n in range(3)]
+    cookie = _session_cookie(alice)
+
+    async def scenario():
+        headers = [
+            (b"origin", b"http://127.0.0.1"),
+            (b"host", b"127.0.0.1"),
+            (b"cookie", f"sessionid={cookie}".encode()),
+        ]
+        batched = WebsocketCommunicator(application, "/ws/jobs/?batches=1", headers=headers)
+        single = WebsocketCommunicator(application, "/ws/jobs/", headers=headers)
+        assert (await batched.connect())[0] and (await single.connect())[0]
+        await sync_to_async(publish_job_updates)([job.pk for job in jobs])
+        one = await batched.receive_json_from(timeout=5)
+        nothing_more = await batched.receive_nothing(timeout=0.3)
+        each = [await single.receive_json_from(timeout=5) for _ in jobs]
+        await batched.disconnect()
+        await single.disconnect()
+        return one, nothing_more, each
+
+    one, nothing_more, each = async_to_sync(scenario)()
+    assert one["type"] == "jobs" and sorted(job["slurm_job_id"] for job in one["jobs"]) == [6000, 6001, 6002]
+    assert nothing_more
+    assert [message["type"] for message in each] == ["job"] * 3
+    assert sorted(message["job"]["slurm_job_id"] for message in each) == [6000, 6001, 6002]
