@@ -68,6 +68,8 @@ dev-env:
 
 migrate: venv dev-env
 	$(PY) manage.py migrate --noinput
+	# Static files with gzip and brotli copies, served compressed (gpupool/settings.py, STORAGES).
+	$(PY) manage.py collectstatic --noinput -v0
 
 seed: venv dev-env
 	$(PY) manage.py seed_demo

@@ -20,6 +20,9 @@ os.environ.setdefault("SUBMIT_RATE_LIMIT_PER_IP_PER_MINUTE", "100000")
 os.environ.setdefault("CLUSTER_SYNC_INTERVAL_SECONDS", "1")
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+# Static files straight from static/, as the tests read them (no collectstatic needed).
+os.environ.setdefault("STATIC_HASHED", "0")
+os.environ.setdefault("WHITENOISE_USE_FINDERS", "1")
 
 import django  # noqa: E402
 

@@ -29,5 +29,4 @@ urlpatterns = [
     path("console/groups/", views_operations.lab_view, name="lab"),
     path("console/jobs/", views.all_jobs, name="all_jobs"),
     path("marketing/signups/", views.signups, name="signups"),
-    path("vendor/plotly.min.js", views.plotly_js, name="plotly_js"),
 ]

@@ -6,12 +6,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.db.models.functions import TruncDate
-from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.cache import cache_control
-from plotly.offline import get_plotlyjs
 
 from accounts.access import role_required
 from accounts.models import Role
@@ -169,9 +166,3 @@ def signups(request):
         "console/signups.html",
         {"per_day": rows, "chart": chart, "since": since, "days": SIGNUP_DAYS},
     )
-
-
-@cache_control(public=True, max_age=86400)
-def plotly_js(request):
-    """Plotly's bundle from the installed Python package: one version, no CDN needed."""
-    return HttpResponse(get_plotlyjs(), content_type="application/javascript")

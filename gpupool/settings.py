@@ -230,8 +230,30 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT = env_path("STATIC_ROOT", VAR_DIR / "staticfiles")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every request without it
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "console.static_finders.PlotlyFinder",  # vendor/plotly.min.js from the plotly package
+]
+# `manage.py collectstatic` (make dev, deploy) writes each file under a name with its content's
+# hash beside a gzip and a brotli copy; WhiteNoise (and nginx in production) serve the copy a
+# browser asks for, and hashed names with a year's Cache-Control (immutable). With DEBUG on,
+# pages name the plain files (Django's rule), still served compressed. STATIC_HASHED=0: plain
+# names and no manifest needed (the tests, which never run collectstatic; one test does).
+STATIC_HASHED = env_bool("STATIC_HASHED", True)
+# Served from STATIC_ROOT alone, where the compressed copies are, DEBUG or not: after editing a
+# file under static/, run collectstatic (make migrate does). The tests read static/ directly.
+WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", False)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if STATIC_HASHED
+        else "whitenoise.storage.CompressedStaticFilesStorage"
+    },
+}
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "gpupool@localhost")

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PORT=${PORT:-8000}
 scripts/dev-env.sh
-# The same environment manage.py reads (variables already set win), for Daphne and Celery too.
+# The same environment manage.py reads (variables already set win), for the web process and Celery too.
 while IFS= read -r line; do
   name=${line%%=*}
   if [[ -z "${!name+x}" ]]; then export "$line"; fi

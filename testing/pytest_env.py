@@ -20,3 +20,6 @@ os.environ.setdefault("DATASET_STORE", os.path.join(tempfile.gettempdir(), f"gpu
 # Test users' passwords hashed in 1,000 rounds, not Django's million (gpupool/settings.py, DEBUG
 # only): half a second of CPU per user created or signed in was most of the suite's time.
 os.environ.setdefault("PASSWORD_PBKDF2_ITERATIONS", "1000")
+# Plain static names: a manifest exists only after collectstatic, which one test runs itself.
+os.environ.setdefault("STATIC_HASHED", "0")
+os.environ.setdefault("WHITENOISE_USE_FINDERS", "1")

@@ -331,7 +331,7 @@ def test_the_admin_sees_utilisation_and_waits_of_the_last_7_days(client, admin_u
     chart = json.loads(body.split('<script id="operations-data" type="application/json">')[1].split("</script>")[0])
     assert len(chart["labels"]) == 7 and chart["bucket"] == "day"
     assert set(chart["by_type"]) == {"a100", "h100"}
-    assert 'id="operations-data"' in body and "js/operations.js" in body and "/vendor/plotly.min.js" in body
+    assert 'id="operations-data"' in body and "js/operations.js" in body and "/static/vendor/plotly.min.js" in body
     assert 'id="utilisation-chart"' in body and 'id="wait-chart"' in body
     summary = response.context["figures"]["summary"]
     assert summary["jobs"] == 1 and summary["average_wait"] == "10 min 00 s"
