@@ -184,10 +184,7 @@ http {
         server 127.0.0.1:${WEB_PORTS[1]} max_fails=1 fail_timeout=5s;
         keepalive 16;
     }
-    map \$http_upgrade \$connection_upgrade {
-        default upgrade;
-        ''      '';
-    }
+    include $REPO/deploy/nginx/gpupool-maps.conf;
     server {
         listen 127.0.0.1:$HTTP_PORT;
         return 301 https://\$host:$HTTPS_PORT\$request_uri;
@@ -199,8 +196,7 @@ http {
         include $REPO/deploy/nginx/gpupool-tls.conf;
         location /static/ {
             alias $RUN/var/staticfiles/;
-            expires 1h;
-            access_log off;
+            include $REPO/deploy/nginx/gpupool-static.conf;
         }
         include $REPO/deploy/nginx/gpupool-proxy.conf;
     }
