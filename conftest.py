@@ -82,7 +82,7 @@ def pytest_report_header(config):
 
 @pytest.fixture(scope="session", autouse=True)
 def _close_stray_test_database_sessions(django_db_setup, django_db_blocker):
-    """Daphne subprocesses and Channels' worker threads keep PostgreSQL sessions open;
+    """Web process subprocesses and Channels' worker threads keep PostgreSQL sessions open;
     end them so the test database can be dropped at the end of the run."""
     yield
     from django.db import connection

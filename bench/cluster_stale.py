@@ -3,7 +3,7 @@ stay fast meanwhile.
 
     .venv/bin/python bench/cluster_stale.py [--rounds 5] [--jobs 200] [--requests 40]
 
-The portal as `make dev` runs it (Daphne, worker, beat) with the other Slurm generation's dev
+The portal as `make dev` runs it (web process, worker, beat) with the other Slurm generation's dev
 cluster as a further cluster ("site-b", cluster/registry.py) reached through a TCP path the
 bench can cut (testing/tcp_forwarder.py). Each round cuts it, times the moment to
 `/api/v1/clusters/` answering "stale" (the page banner reads the same row), then restores it

@@ -1,7 +1,7 @@
 """Datasets, measured on the real dev cluster in one run (docs/datasets.md quotes the figures):
 
 1. Upload throughput: one file of --upload-mb MB sent with the CLI (scripts/gpupool-dataset-upload:
-   tus, 8 MiB chunks, each with its sha256) to Daphne, on one connection and as --parallel parts
+   tus, 8 MiB chunks, each with its sha256) to the web process, on one connection and as --parallel parts
    at once (tus concatenation, the CLI's default for a large file), against `cp` of the same file
    to the store's filesystem. Goal: upload >= 0.5x cp. The worker's check after the commit is
    shown apart (it reads every byte once more).

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/datasets_browser.py [--mb 512] [--rounds 2]
 
-The portal as `make dev` runs it (Daphne and a worker) on a throwaway PostgreSQL database and a
+The portal as `make dev` runs it (web process and a worker) on a throwaway PostgreSQL database and a
 throwaway DATASET_STORE; each round uploads the same file into a new dataset twice, once as
 the page sends it (static/js/datasets_upload.js: two parts at once from 64 MiB) and once with
 parts turned off (the page's script served with its threshold raised past the file), from

@@ -11,7 +11,7 @@
     .venv/bin/python bench/event_hooks.py [--mass 2000] [--bystanders 8] [--runs 1] [--jobs 200] [--rounds 2]
         [--sets 'without hooks,with hooks']
 
-Daphne, a worker and beat serve a throwaway database on port 8000, where the dev cluster's
+The web process, a worker and beat serve a throwaway database on port 8000, where the dev cluster's
 forwarder posts. Leaves the cluster with its hooks on.
 """
 

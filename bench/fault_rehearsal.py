@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/fault_rehearsal.py [--users 3] [--settle 15] [--down 5] [--keep-up]
 
-Brings up deploy/local-production.sh's shape (nginx with TLS, two Daphne web processes, two
+Brings up deploy/local-production.sh's shape (nginx with TLS, two web processes, two
 Celery workers, one beat, a PostgreSQL and a Redis of its own, the dev cluster SLURM_RELEASE),
 then, while simulated users submit jobs over the API with tokens (a few of them cancelled),
 read their jobs and watch them on the WebSocket, all through nginx, it kills (SIGKILL, by the

@@ -107,7 +107,7 @@ def measure(admin, gpus: int, label: str) -> dict:
 
 
 def browser_render(admin) -> tuple[float, int]:
-    """Time from navigation to every cell drawn, in Chromium against a real Daphne."""
+    """Time from navigation to every cell drawn, in Chromium against a real web process."""
     from playwright.sync_api import sync_playwright
 
     from testing.servers import CHROMIUM_ARGS, CHROMIUM_PATH, portal_stack

@@ -1,8 +1,8 @@
-"""Fast reads beside slow requests, through Daphne: does one slow request stall the others?
+"""Fast reads beside slow requests, through the web process: does one slow request stall the others?
 
     .venv/bin/python bench/http_concurrency.py [--readers 8] [--slow 4] [--seconds 15]
 
-Two phases in one run against one portal process (Daphne, as `make dev` serves it) on a
+Two phases in one run against one portal process (as `make dev` serves it) on a
 throwaway PostgreSQL database:
 1. `--readers` clients read `/api/v1/jobs/?page_size=20` (a user with 40 jobs) as fast as
    they can, alone;

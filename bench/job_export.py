@@ -1,4 +1,4 @@
-"""The whole job list in one request: GET /api/v1/jobs/export through Daphne (as `make dev`
+"""The whole job list in one request: GET /api/v1/jobs/export through the web process (as `make dev`
 serves it), for a user with --jobs jobs, JSON lines and CSV.
 
     .venv/bin/python bench/job_export.py [--jobs 10000] [--repeat 5]

@@ -3,7 +3,7 @@
     .venv/bin/python bench/list_page.py [--sizes 1000,5000] [--repeat 20]
 
 For each size, one user's held jobs are submitted to the real dev cluster and mirrored; then, in
-one run, interleaved: page 1 of `GET /api/v1/jobs/` (--page-size jobs, 200 by default, through Daphne, with a
+one run, interleaved: page 1 of `GET /api/v1/jobs/` (--page-size jobs, 200 by default, through the web process, with a
 token) and Slurm-web 6.0's agent answering `jobs` from its Redis cache (bench/peer/, when
 bench/peer/setup.sh has installed it: a warm-up request fills the cache, the timed ones read it
 well within its 30 s); before them, three raw `GET /jobs` from slurmrestd. Prints p50 and p95

@@ -6,7 +6,7 @@ with Slurm's job events (deploy/slurm-events/) and with the polling mirror alone
 slurmctld's record is its log line, stamped to the millisecond: `sched: Allocate JobId=N`
 (start), `_job_complete: JobId=N done` (end). slurmctld logs no line for a cancel over REST
 at its default level, so a cancel is timed from just before the cancel request (an upper
-bound: the change happens inside that request), and a requeue (`scontrol requeue`) likewise. Daphne,
+bound: the change happens inside that request), and a requeue (`scontrol requeue`) likewise. the web process,
 a worker and beat serve a throwaway database on port 8000, where the dev cluster's sender
 posts (PORT when the cluster was started); "polling only" is the same stack with events off.
 """

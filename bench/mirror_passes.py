@@ -4,7 +4,7 @@
    against one raw `GET /jobs` of the same cluster (ratio), and the requests a quiet pass makes
    to slurmrestd (per second at the 2 s beat).
 2. 5,000 jobs submitted at once, then cancelled at once (`scancel -u`): seconds from the end
-   of the burst until the portal shows every one, with the real stack (Daphne, worker, beat,
+   of the burst until the portal shows every one, with the real stack (web process, worker, beat,
    Slurm's job events); meanwhile another user's job starts and ends, and the delay of its
    updates (slurmctld's log to the portal's row) is the "held" figure.
 

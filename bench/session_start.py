@@ -9,7 +9,7 @@ the batch script up to starting the container, by the script's own clock), the s
 
     .venv/bin/python bench/session_start.py [--sessions 10]
 
-Starts Daphne, a Celery worker and beat on a throwaway database, as `make dev` runs them. Goal
+Starts the web process, a Celery worker and beat on a throwaway database, as `make dev` runs them. Goal
 (docs/sessions.md): p50 <= 20 s, p95 <= 60 s.
 """
 

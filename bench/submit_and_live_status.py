@@ -10,7 +10,7 @@
 
     .venv/bin/python bench/submit_and_live_status.py [--jobs 20] [--interval 2]
 
-Starts Daphne, a Celery worker and beat on a throwaway database (as `make dev` runs them),
+Starts the web process, a Celery worker and beat on a throwaway database (as `make dev` runs them),
 with the mirror every --interval seconds (the product default is 2).
 """
 

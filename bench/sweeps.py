@@ -28,7 +28,9 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=10_000)
     parser.add_argument("--watch", type=float, default=60, help="seconds of mirror passes while tasks run")
     parser.add_argument(
-        "--events", action="store_true", help="watch through the real stack (Daphne, worker, beat, Slurm's job events)"
+        "--events",
+        action="store_true",
+        help="watch through the real stack (web process, worker, beat, Slurm's job events)",
     )
     args = parser.parse_args()
     with bench_database():

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/telemetry_ingest.py [--gpus 10000] [--seconds 20] [--clients 8]
 
-Each of gpus/8 nodes has its own token and posts 8-GPU batches over HTTP to a real Daphne
+Each of gpus/8 nodes has its own token and posts 8-GPU batches over HTTP to a real web process
 (as agents do), from --clients concurrent senders for --seconds. Prints samples stored per
 second and the ratio to the 1,000/s that 10,000 GPUs every 10 s need; then the same for
 the storage layer alone (batches of 800, as an aggregator or DCGM scraper sends).
@@ -73,7 +73,7 @@ def main():
             if args.load == "wrk":
                 http_rate, failed = wrk_load(url, tokens, per_node, args)
                 print(
-                    f"HTTP ingest (wrk, {args.clients} connections, one Daphne): "
+                    f"HTTP ingest (wrk, {args.clients} connections, one web process): "
                     f"{http_rate:.0f} samples/s, {failed} non-202"
                 )
                 print(
@@ -112,7 +112,8 @@ def main():
         http_rate = sum(stored) / elapsed
         print(
             f"HTTP ingest: {sum(stored)} samples in {elapsed:.1f} s = {http_rate:.0f} samples/s "
-            f"({http_rate / per_node:.0f} batches/s, {sum(failures)} failed) with {args.clients} senders, one Daphne"
+            f"({http_rate / per_node:.0f} batches/s, {sum(failures)} failed) with {args.clients} senders, "
+            "one web process"
         )
         print(
             f"RATIO HTTP ingest / needed ({need:.0f} samples/s for {args.gpus} GPUs every 10 s): {http_rate / need:.2f}"

@@ -53,7 +53,7 @@ def _declared_length(scope) -> int | None:
 class Lanes:
     """At most `size` one-thread executors, each lent to one request at a time.
 
-    Loop-agnostic (a plain thread-safe queue), so one instance serves Daphne's loop and a
+    Loop-agnostic (a plain thread-safe queue), so one instance serves the server's loop and a
     test's loops alike. When every lane is busy, a request waits for one without blocking
     the event loop."""
 
@@ -150,8 +150,9 @@ class DjangoHttp:
 
     async def _serve(self, scope, receive, send, in_memory: bool):
         with SpooledTemporaryFile(max_size=BODY_IN_MEMORY_MAX if in_memory else BODY_IN_MEMORY) as body:
-            # Daphne hands a body over in 8 KiB messages: they are gathered and written in
-            # batches (one write per 8 KiB cost 11 ms of an 8 MiB upload chunk: bench/datasets.py).
+            # The server hands a body over in pieces (Daphne's were 8 KiB, Uvicorn's are up to
+            # 64 KiB): gathered and written in batches (one write per 8 KiB cost 11 ms of an
+            # 8 MiB upload chunk under Daphne: bench/datasets.py).
             pieces, gathered = [], 0
             while True:
                 message = await receive()

@@ -67,7 +67,7 @@ _clients: dict[int, httpx.AsyncClient] = {}
 
 
 def _client() -> httpx.AsyncClient:
-    # One per event loop (Daphne has one; tests may run several).
+    # One per event loop (a web process has one; tests may run several).
     loop_id = id(asyncio.get_running_loop())
     client = _clients.get(loop_id)
     if client is None:
@@ -353,7 +353,7 @@ class SessionProxy:
             )
         )
         # The browser may leave while the server makes it wait (a kernel shut down under it):
-        # then the wait ends too, instead of holding this task until Daphne kills it.
+        # then the wait ends too, instead of holding this task until the server kills it.
         leaving = asyncio.ensure_future(receive())
         await asyncio.wait({opening, leaving}, return_when=asyncio.FIRST_COMPLETED)
         if not opening.done():

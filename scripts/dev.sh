@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the portal: web (Daphne, HTTP + WebSocket), Celery worker and Celery beat.
+# Run the portal: web (gpupool/serve.py, HTTP + WebSocket), Celery worker and Celery beat.
 # Ctrl-C stops all three; they are stopped by their own PIDs.
 set -euo pipefail
 cd "$(dirname "$0")/.."

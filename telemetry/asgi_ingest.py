@@ -7,9 +7,9 @@ what lets one web process take 10,000 GPUs every 10 s. The Django view stays the
 (and serves the test client); both run the steps of telemetry.views in the same order:
 Content-Length, then the token, and only then the body, never past its declared length.
 
-Daphne (Twisted) receives a request's body before it starts the application, so a proxy's
-body limit (nginx `client_max_body_size`) is what keeps an oversized body off the server;
-these checks keep it out of the portal's memory and its JSON parser.
+The web process refuses a body over MAX_REQUEST_BODY_BYTES before reading it
+(gpupool/body_limit.py); these checks keep a body over the ingest's own 8 MiB out of the
+portal's memory and its JSON parser.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Choosing "any cluster" on the job form in Debian's Chromium at phone width: the job page says
 where it went and why, follows it to its end on the other dev generation, and the job list
-filters by cluster. The real portal (Daphne, worker, beat) with both dev clusters."""
+filters by cluster. The real portal (web process, worker, beat) with both dev clusters."""
 
 import json
 import re

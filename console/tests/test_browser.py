@@ -1,4 +1,4 @@
-"""The real thing end to end: Chromium, Daphne, Redis and PostgreSQL."""
+"""The real thing end to end: Chromium, the web process, Redis and PostgreSQL."""
 
 import threading
 

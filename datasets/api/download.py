@@ -6,7 +6,7 @@ opened in the store one component at a time without following links. At most the
 recorded size is sent, so a file that changed on disk cannot make the answer longer than its
 Content-Length; the sha256 is in `Digest` (RFC 3230) and the ETag.
 
-Under ASGI (Daphne) the body is an async iterator that reads a block at a time in a thread:
+Under ASGI the body is an async iterator that reads a block at a time in a thread:
 Django reads a sync iterator whole before sending it, which for a 50 GB file is not an option."""
 
 from __future__ import annotations

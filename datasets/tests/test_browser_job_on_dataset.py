@@ -1,6 +1,6 @@
 """A dataset used from Debian's Chromium at phone width: chosen on the job form, read inside the
 job's container at /data/<name>, and the job page says where it ran and that its data was cold,
-then warm for the clone. The real portal (Daphne, worker, beat) on the real cluster."""
+then warm for the clone. The real portal (web process, worker, beat) on the real cluster."""
 
 import hashlib
 import re

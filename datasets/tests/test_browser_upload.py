@@ -38,7 +38,7 @@ def _wait_for(condition, page, seconds=30):
 
 @contextmanager
 def _dataset_page(dataset, tmp_path):
-    """alice signed in on the dataset's page in Chromium at phone width, the portal (Daphne and a
+    """alice signed in on the dataset's page in Chromium at phone width, the portal (web process and a
     worker) on a dataset store of the test's own; yields the page and its script errors."""
     store = {"DATASET_STORE": str(tmp_path / "store")}
     with playwright_api.sync_playwright() as playwright, portal_stack(worker=True, extra_env=store) as base_url:

@@ -1,4 +1,4 @@
-"""Django's pages and API through the ASGI application Daphne serves (gpupool/asgi.py): the
+"""Django's pages and API through the ASGI application the web process serves (gpupool/asgi.py): the
 whole synchronous request in one thread, its response closed once sent."""
 
 import pytest
@@ -70,7 +70,7 @@ def test_a_post_body_reaches_the_view(alice):
 
 
 def test_many_requests_on_one_keep_alive_connection_through_daphne(alice):
-    """Daphne, one HTTP connection, pages, static files and the API in turn: every answer is
+    """The web process, one HTTP connection, pages, static files and the API in turn: every answer is
     the view's. (With responses sent from the worker thread, a connection's later requests
     inherited a finished call's executor and got 500s after a few.)"""
     import requests

@@ -1,4 +1,4 @@
-"""Helpers for the sessions' tests against the real cluster and a real Daphne."""
+"""Helpers for the sessions' tests against the real cluster and a real web process."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The proxy in front of a session: who gets through, what reaches the server, what comes back.
-In-process ASGI against the application Daphne serves (gpupool/asgi.py), on the test database."""
+In-process ASGI against the application the web process serves (gpupool/asgi.py), on the test database."""
 
 import json
 from contextlib import contextmanager

@@ -1,4 +1,4 @@
-"""Sessions on the real cluster, through a real Daphne: JupyterLab starts in the job's container,
+"""Sessions on the real cluster, through a real web process: JupyterLab starts in the job's container,
 answers through the proxy, runs code over the proxied WebSocket, refuses everyone else, and is
 stopped when idle."""
 

@@ -176,7 +176,7 @@ def export(request):
         if wants_csv
         else (JsonLines, "application/jsonl", "jobs.jsonl")
     )
-    # Under ASGI (Daphne) Django streams only an async iterator (a sync one is read whole
+    # Under ASGI Django streams only an async iterator (a sync one is read whole
     # first); under WSGI and the test client, a sync one.
     if isinstance(request._request, ASGIRequest):
         content = async_stream(request.user.pk, kind, cluster)

@@ -1,5 +1,5 @@
 """A researcher's loop in Debian's Chromium: submit, watch it run and finish, read the
-logs, clone. The real portal (Daphne, worker, beat) on the real cluster."""
+logs, clone. The real portal (web process, worker, beat) on the real cluster."""
 
 import re
 

@@ -1,4 +1,4 @@
-"""The portal as `make dev` runs it (Daphne, Celery worker and beat) on the real cluster."""
+"""The portal as `make dev` runs it (web process, Celery worker and beat) on the real cluster."""
 
 import json
 import subprocess

@@ -4,7 +4,7 @@ verification (jobs/live/slurm_events.py) and answers as told. What it must do: p
 batches at once (a batch the portal is still writing never holds a later event), keep one
 user's mass change from holding another user's events (the express lane), put a refused
 batch back in the spool and send it again, and send what a killed forwarder left mid-batch.
-The forwarder inside the dev cluster's root, posting to a real Daphne, is in test_slurm_events.py."""
+The forwarder inside the dev cluster's root, posting to a real web process, is in test_slurm_events.py."""
 
 import os
 import signal

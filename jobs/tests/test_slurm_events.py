@@ -1,6 +1,6 @@
 """Events from slurmctld: the signed nudge and the signed batch, their refusals, bursts read
 from the listing, and the real hook and forwarder (deploy/slurm-events/, run inside the dev
-cluster's root) posting to a real Daphne."""
+cluster's root) posting to a real web process."""
 
 import asyncio
 import hashlib
@@ -412,7 +412,7 @@ def _in_root(*command, env: dict):
 @pytest.mark.django_db(transaction=True)
 def test_the_hook_and_the_forwarder_in_the_slurm_root_reach_the_portal(held_job):
     """The hook as slurmctld runs it (dash inside the root) leaves a file named for the event;
-    the forwarder (Perl core modules only, inside the root) posts it to Daphne as a signed batch
+    the forwarder (Perl core modules only, inside the root) posts it to the web process as a signed batch
     and deletes it: the job's cancel shows without any mirror pass."""
     client, job_id = held_job
     wait_for(lambda: mirror_jobs(rest_client()) and Job.objects.filter(slurm_job_id=job_id, state="PENDING").exists())
@@ -499,7 +499,7 @@ def _events_sent_to(url: str):
 @pytest.mark.slurm
 @pytest.mark.django_db(transaction=True)
 def test_slurmctlds_own_hooks_move_the_row_without_a_mirror_pass(held_job):
-    """Release, requeue and cancel a job in slurmctld: with Daphne alone (no worker, no beat,
+    """Release, requeue and cancel a job in slurmctld: with the web process alone (no worker, no beat,
     so no mirror pass), each change reaches the row through the hooks slurmctld runs itself
     (the start from slurmd's Prolog on the job's node, jobcomp/lua for every end and the requeue)."""
     client, job_id = held_job

@@ -1,4 +1,4 @@
-"""A sweep as its users drive it, on the real portal (Daphne, worker, beat) and cluster: in
+"""A sweep as its users drive it, on the real portal (web process, worker, beat) and cluster: in
 Debian's Chromium (24 points, throttle 4, the grid filling live, the throttle raised to 8, the two
 failed points rerun, the metric plot and the cost; then the page at phone width), and through a
 client generated from the OpenAPI document. Other users see none of it."""

@@ -1,7 +1,7 @@
 """The ingest endpoint decides from the headers before it reads a body: no Content-Length,
 a chunked body, an oversized length or a bad token are answered without reading a byte, and
 a body is never read past its declared length. Both entry points: the bare ASGI app (what
-Daphne serves) and the Django view (the test client, WSGI)."""
+the web process serves) and the Django view (the test client, WSGI)."""
 
 import io
 import json
