@@ -14,7 +14,8 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
 
     Messages come encoded by their publisher (jobs/live/events.py), once for all the user's
     pages. A page that asks for batches (`/ws/jobs/?batches=1`, the portal's own scripts) hears
-    a mass change as one message of many jobs; others hear each job on its own."""
+    a mass change as one message of many jobs; others hear each job on its own. A job's page
+    asks for its job alone (`job=<id>`)."""
 
     async def connect(self):
         user = self.scope.get("user")
@@ -24,7 +25,11 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=4401)
             return
         self.group = user_group(user.pk)
-        self.batches = b"batches=1" in self.scope.get("query_string", b"").split(b"&")
+        asked = self.scope.get("query_string", b"").split(b"&")
+        self.batches = b"batches=1" in asked
+        # A job's own page hears that job alone (`job=<id>`): a user's 500 tabs of job pages
+        # are not each sent every change of every job.
+        self.only_job = next((int(part[4:]) for part in asked if part[:4] == b"job=" and part[4:].isdigit()), None)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         await _watch_pending_now_and_then(user.pk)
@@ -40,10 +45,17 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
             await _watch_pending_now_and_then(self.scope["user"].pk)
 
     async def job_update(self, event):
+        if self.only_job is not None and event["job"]["id"] != self.only_job:
+            return
         await self.send(text_data=event.get("text") or json.dumps({"type": "job", "job": event["job"]}))
 
     async def jobs_update(self, event):
         # Many jobs changed at once (publish_job_updates).
+        if self.only_job is not None:
+            for job in event["jobs"]:
+                if job["id"] == self.only_job:
+                    await self.send(text_data=json.dumps({"type": "job", "job": job}))
+            return
         if self.batches and "text" in event:
             await self.send(text_data=event["text"])
             return

@@ -143,3 +143,35 @@ def test_a_mass_change_is_one_message_for_a_page_that_asks_for_batches_and_one_p
     assert nothing_more
     assert [message["type"] for message in each] == ["job"] * 3
     assert sorted(message["job"]["slurm_job_id"] for message in each) == [6000, 6001, 6002]
+
+
+def test_a_job_page_hears_its_own_job_alone(alice):
+    from asgiref.sync import sync_to_async
+
+    from jobs.live.events import publish_job_update, publish_job_updates
+
+    mine, other, third = (Job.objects.create(owner=alice, state="PENDING", name=f"j{n}") for n in range(3))
+    cookie = _session_cookie(alice)
+
+    async def scenario():
+        headers = [
+            (b"origin", b"http://127.0.0.1"),
+            (b"host", b"127.0.0.1"),
+            (b"cookie", f"sessionid={cookie}".encode()),
+        ]
+        page = WebsocketCommunicator(application, f"/ws/jobs/?batches=1&job={mine.pk}", headers=headers)
+        assert (await page.connect())[0]
+        await sync_to_async(publish_job_update)(other.pk)
+        await sync_to_async(publish_job_updates)([other.pk, third.pk])
+        quiet = await page.receive_nothing(timeout=0.5)
+        await sync_to_async(publish_job_updates)([other.pk, mine.pk, third.pk])
+        heard = await page.receive_json_from(timeout=5)
+        await sync_to_async(publish_job_update)(mine.pk)
+        again = await page.receive_json_from(timeout=5)
+        await page.disconnect()
+        return quiet, heard, again
+
+    quiet, heard, again = async_to_sync(scenario)()
+    assert quiet  # the other jobs' changes never reached it
+    assert heard["type"] == "job" and heard["job"]["id"] == mine.pk
+    assert again["job"]["id"] == mine.pk

@@ -101,8 +101,10 @@
 
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    // batches=1: a mass change comes as one message of many jobs.
-    socket = new WebSocket(`${scheme}://${location.host}/ws/jobs/?batches=1`);
+    // batches=1: a mass change comes as one message of many jobs. A job's own page (its
+    // summary, no live table) hears that job alone.
+    const onlyJob = document.querySelector("table[data-live-jobs]") ? null : document.querySelector("[data-summary-of]")?.dataset.summaryOf;
+    socket = new WebSocket(`${scheme}://${location.host}/ws/jobs/?batches=1${onlyJob ? `&job=${onlyJob}` : ""}`);
     socket.onopen = () => {
       retryMs = 1000; stopPolling(); setIndicator("Live", true); poll();
       // Still looking: the portal refreshes the expected start of watched pending jobs often.
