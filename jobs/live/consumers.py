@@ -4,7 +4,7 @@ import time
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from foundation.async_db import SOCKETS_DB
-from jobs.live.events import user_group
+from jobs.live.events import job_group, user_control_group, user_group
 from jobs.live.watching import watch
 from jobs.models import Job, JobState
 
@@ -24,19 +24,26 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
             return
-        self.group = user_group(user.pk)
         asked = self.scope.get("query_string", b"").split(b"&")
         self.batches = b"batches=1" in asked
-        # A job's own page hears that job alone (`job=<id>`): a user's 500 tabs of job pages
-        # are not each sent every change of every job.
+        # A job's own page hears that job alone (`job=<id>`, one of the user's own): a user's
+        # 500 tabs of job pages are not each sent every change of every job.
         self.only_job = next((int(part[4:]) for part in asked if part[:4] == b"job=" and part[4:].isdigit()), None)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        if self.only_job is None:
+            self.groups_joined = [user_group(user.pk)]
+        elif await _owns(user.pk, self.only_job):
+            self.groups_joined = [job_group(self.only_job), user_control_group(user.pk)]
+        else:
+            await self.close(code=4404)  # not theirs, or gone: the page polls instead
+            return
+        for group in self.groups_joined:
+            await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
         await _watch_pending_now_and_then(user.pk)
 
     async def disconnect(self, code):
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        for group in getattr(self, "groups_joined", ()):
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive_json(self, content, **kwargs):
         # The open page says it is still looking every 30 s: its pending jobs' expected
@@ -45,17 +52,10 @@ class JobStatusConsumer(AsyncJsonWebsocketConsumer):
             await _watch_pending_now_and_then(self.scope["user"].pk)
 
     async def job_update(self, event):
-        if self.only_job is not None and event["job"]["id"] != self.only_job:
-            return
         await self.send(text_data=event.get("text") or json.dumps({"type": "job", "job": event["job"]}))
 
     async def jobs_update(self, event):
         # Many jobs changed at once (publish_job_updates).
-        if self.only_job is not None:
-            for job in event["jobs"]:
-                if job["id"] == self.only_job:
-                    await self.send(text_data=json.dumps({"type": "job", "job": job}))
-            return
         if self.batches and "text" in event:
             await self.send(text_data=event["text"])
             return
@@ -90,6 +90,11 @@ async def _watch_pending_now_and_then(user_id: int) -> None:
 
 # A page shows at most this many of a user's jobs.
 WATCHED_PER_USER = 100
+
+
+@SOCKETS_DB
+def _owns(user_id: int, job_id: int) -> bool:
+    return Job.objects.filter(pk=job_id, owner_id=user_id).exists()
 
 
 @SOCKETS_DB

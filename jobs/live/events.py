@@ -27,7 +27,18 @@ log = logging.getLogger(__name__)
 
 
 def user_group(user_id: int) -> str:
+    """Every change of the user's jobs, and the user's other live events: the job list's pages."""
     return f"jobs.user.{user_id}"
+
+
+def job_group(job_id: int) -> str:
+    """One job's changes alone: that job's own pages (jobs/live/consumers.py)."""
+    return f"jobs.job.{job_id}"
+
+
+def user_control_group(user_id: int) -> str:
+    """What every socket of the user hears, a job page's too: the account closed."""
+    return f"jobs.user.{user_id}.control"
 
 
 def job_payload(job) -> dict:
@@ -122,7 +133,9 @@ def publish_job(job: Job) -> None:
         if isinstance(outcome, Exception):
             log.error("receiver %s of job %s's change failed", receiver, job.pk, exc_info=outcome)
     payload = job_payload(job)
-    _publisher.send(user_group(job.owner_id), {"type": "job.update", "job": payload, "text": job_text(payload)})
+    message = {"type": "job.update", "job": payload, "text": job_text(payload)}
+    _publisher.send(user_group(job.owner_id), message)
+    _publisher.send(job_group(job.pk), message)
 
 
 def publish_to_user(user_id: int, message: dict) -> None:
@@ -140,7 +153,10 @@ def publish_job_updates(job_ids: list[int]) -> None:
     and JOBS_PER_MESSAGE jobs instead of one per job."""
     by_owner: dict[int, list[dict]] = {}
     for job in Job.objects.filter(pk__in=job_ids, owner__isnull=False):
-        by_owner.setdefault(job.owner_id, []).append(job_payload(job))
+        payload = job_payload(job)
+        by_owner.setdefault(job.owner_id, []).append(payload)
+        # Its own pages hear it alone (a group that is empty unless such a page is open).
+        _publisher.send(job_group(job.pk), {"type": "job.update", "job": payload, "text": job_text(payload)})
     for owner_id, payloads in by_owner.items():
         for offset in range(0, len(payloads), JOBS_PER_MESSAGE):
             chunk = payloads[offset : offset + JOBS_PER_MESSAGE]
@@ -157,7 +173,8 @@ def close_user_sockets(user_id: int) -> None:
     """Ends every live socket of a user (deactivated or deleted): they hear nothing more."""
     layer = get_channel_layer()
     try:
-        async_to_sync(layer.group_send)(user_group(user_id), {"type": "account.closed"})
+        for group in (user_group(user_id), user_control_group(user_id)):
+            async_to_sync(layer.group_send)(group, {"type": "account.closed"})
     except Exception:
         # A socket left open still receives nothing new: its user can no longer sign in,
         # and the consumer re-checks the account on every event.

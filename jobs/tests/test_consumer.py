@@ -145,7 +145,7 @@ def test_a_mass_change_is_one_message_for_a_page_that_asks_for_batches_and_one_p
     assert sorted(message["job"]["slurm_job_id"] for message in each) == [6000, 6001, 6002]
 
 
-def test_a_job_page_hears_its_own_job_alone(alice):
+def test_a_job_page_hears_its_own_job_alone_and_no_other_users_job(alice, bob):
     from asgiref.sync import sync_to_async
 
     from jobs.live.events import publish_job_update, publish_job_updates
@@ -169,9 +169,35 @@ def test_a_job_page_hears_its_own_job_alone(alice):
         await sync_to_async(publish_job_update)(mine.pk)
         again = await page.receive_json_from(timeout=5)
         await page.disconnect()
-        return quiet, heard, again
+        prying = WebsocketCommunicator(application, f"/ws/jobs/?job={bobs.pk}", headers=headers)
+        refused = await prying.connect()
+        return quiet, heard, again, refused
 
-    quiet, heard, again = async_to_sync(scenario)()
+    bobs = Job.objects.create(owner=bob, state="PENDING", name="bobs")
+    quiet, heard, again, refused = async_to_sync(scenario)()
+    assert refused == (False, 4404)  # alice's socket may not follow bob's job
     assert quiet  # the other jobs' changes never reached it
     assert heard["type"] == "job" and heard["job"]["id"] == mine.pk
     assert again["job"]["id"] == mine.pk
+
+
+def test_a_job_page_is_closed_with_the_account(alice):
+    from asgiref.sync import sync_to_async
+
+    from jobs.live.events import close_user_sockets
+
+    mine = Job.objects.create(owner=alice, state="PENDING", name="mine")
+    cookie = _session_cookie(alice)
+
+    async def scenario():
+        headers = [
+            (b"origin", b"http://127.0.0.1"),
+            (b"host", b"127.0.0.1"),
+            (b"cookie", f"sessionid={cookie}".encode()),
+        ]
+        page = WebsocketCommunicator(application, f"/ws/jobs/?job={mine.pk}", headers=headers)
+        assert (await page.connect())[0]
+        await sync_to_async(close_user_sockets)(alice.pk)
+        return await page.receive_output(timeout=5)
+
+    assert async_to_sync(scenario)() == {"type": "websocket.close", "code": 4403}

@@ -117,6 +117,12 @@
       else if (message.type === "jobs") message.jobs.forEach(apply);
     };
     socket.onclose = (event) => {
+      if (event.code === 4404) {
+        // A job page of a job that is not the user's own (or is gone): no live feed; poll.
+        setIndicator("Refreshing every 10 s", false);
+        startPolling();
+        return;
+      }
       if (event.code === 4403 || event.code === 4401) {
         // Signed out or the account was closed: nothing more will come; stop trying.
         setIndicator("Live updates ended: please sign in again", false);
