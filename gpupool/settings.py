@@ -309,10 +309,12 @@ HTTP_STREAMS = env_int("HTTP_STREAMS", 64, minimum=1)
 # the session proxy's decisions, and the job-status WebSocket's sign-in and connect.
 PROXY_DB_THREADS = env_int("PROXY_DB_THREADS", 4, minimum=1)
 SOCKETS_DB_THREADS = env_int("SOCKETS_DB_THREADS", 4, minimum=1)
-# The session proxy (interactive/proxy.py): a decision (who may reach which server) is reused
-# this long for the same host, cookie and token; requests per second per user, and the burst
-# above it (a JupyterLab page load is ~150 requests at once; its polling a few a second).
-SESSION_PROXY_DECISION_SECONDS = env_float("SESSION_PROXY_DECISION_SECONDS", 2.0)
+# The session proxy (interactive/proxy.py): simultaneous requests of one client share one
+# decision (who may reach which server); above 0, a decision is also reused this long (a session
+# stopped meanwhile is still forwarded to for that long: off by default, the pace below bounds
+# the database work). Requests per second per user, and the burst above it (a JupyterLab page
+# load is ~150 requests at once; its polling a few a second).
+SESSION_PROXY_DECISION_SECONDS = env_float("SESSION_PROXY_DECISION_SECONDS", 0.0)
 SESSION_PROXY_REQUESTS_PER_SECOND = env_float("SESSION_PROXY_REQUESTS_PER_SECOND", 20.0)
 SESSION_PROXY_BURST = env_int("SESSION_PROXY_BURST", 300, minimum=1)
 # A request past its user's pace waits up to this long for it (answered late, not refused),

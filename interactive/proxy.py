@@ -122,7 +122,8 @@ def _path_and_query(scope) -> str:
     return f"{path}?{query}" if query else path
 
 
-async def _decide(scope) -> tuple[str, access.Decision]:
+async def _decide(scope, *, fresh: bool = False) -> tuple[str, access.Decision]:
+    """The decision for this request: reused when one was made a moment ago, unless `fresh`."""
     host_key = origins.host_key_of(_header(scope, b"host") or "")
     if host_key is None:
         return "", access.NOT_FOUND
@@ -130,11 +131,16 @@ async def _decide(scope) -> tuple[str, access.Decision]:
     authorization = _header(scope, b"authorization") or ""
     bearer = authorization if authorization[:7].lower() == "bearer " else None
     cookie = _cookies(scope).get(origins.SESSION_COOKIE)
+    if fresh:
+        _decisions.forget((host_key, cookie, bearer))
     decision = await _decisions.get(
         (host_key, cookie, bearer), lambda: _decide_in_database(host_key, cookie=cookie, bearer=bearer)
     )
     return host_key, decision
 
+
+# What _forward returns when the session's server did not answer (nothing was sent).
+UNREACHABLE = object()
 
 _decide_in_database = PROXY_DB(access.decide)
 _decisions = DecisionCache(lambda: settings.SESSION_PROXY_DECISION_SECONDS)
@@ -176,6 +182,23 @@ class SessionProxy:
             return await _respond(
                 send, 429, b"Too many requests: slow down.\n", "text/plain", [(b"retry-after", retry)]
             )
+        if await self._answer(scope, receive, send, host_key, decision) is UNREACHABLE:
+            # The server did not answer: the decision may be a moment old and the session gone
+            # since (stopped, culled). Asked again, the database says so; else the 502 stands.
+            _host_key, now = await _decide(scope, fresh=True)
+            if now == decision or await self._answer(scope, receive, send, host_key, now) is UNREACHABLE:
+                await _page(
+                    send,
+                    502,
+                    "The session's server is not answering",
+                    "It may still be starting, or it has stopped. Try again in a moment.",
+                    session_id=decision.session_id,
+                )
+
+    async def _answer(self, scope, receive, send, host_key: str, decision: access.Decision):
+        """Answers the request as `decision` says; UNREACHABLE (nothing sent) when it is to be
+        forwarded and the session's server does not answer."""
+        path = scope["path"]
         if path == "/_gpupool/notice.js":
             return await _respond(send, 200, NOTICE_SCRIPT.read_bytes(), "text/javascript; charset=utf-8")
         if path == "/_gpupool/status" and decision.session_id is not None and decision.outcome != "sign_in":
@@ -203,7 +226,7 @@ class SessionProxy:
             )
         if decision.by_cookie and scope["method"] not in SAFE_METHODS and not _from_this_origin(scope):
             return await _page(send, 403, "Refused", "This request did not come from the session's own pages.")
-        await self._forward(scope, receive, send, decision)
+        return await self._forward(scope, receive, send, decision)
 
     async def _open(self, scope, send):
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
@@ -251,13 +274,7 @@ class SessionProxy:
             response = await _client().send(request, stream=True)
         except httpx.HTTPError as exc:
             log.info("session %s: the server did not answer %s: %s", decision.session_id, method, exc)
-            return await _page(
-                send,
-                502,
-                "The session's server is not answering",
-                "It may still be starting, or it has stopped. Try again in a moment.",
-                session_id=decision.session_id,
-            )
+            return UNREACHABLE
         try:
             inject = (
                 method == "GET"

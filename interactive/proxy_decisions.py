@@ -1,15 +1,17 @@
-"""The session proxy's decisions reused for a moment, and each user's pace through it.
+"""The session proxy's decisions shared between simultaneous requests, and each user's pace.
 
 A notebook page fires a hundred requests at once and a kernel's client polls: deciding each
 from the database (interactive/access.py) put one user's flood in front of everybody's
-database work. Here a decision is reused for SESSION_PROXY_DECISION_SECONDS for the same host,
-cookie and bearer token, and identical decisions asked for at the same moment are made once.
-The price: a session stopped, or a user signed out everywhere, still reaches the server for at
-most that long (the server is going away anyway; the portal's own pages are not cached).
+database work. Identical decisions (same host, cookie and bearer token) asked for while one is
+being made are made once. With SESSION_PROXY_DECISION_SECONDS above 0 a decision is also reused
+that long: a session stopped, or a user signed out everywhere, then still reaches the server for
+at most that long (a reused decision whose server does not answer is made again:
+interactive/proxy.py).
 
 Each user (or, before anybody is known, each host name) has a bucket of
 SESSION_PROXY_BURST requests refilled at SESSION_PROXY_REQUESTS_PER_SECOND; a request finding it
-empty is answered 429. Both live in the process: with several web processes each has its own.
+empty waits for its turn (interactive/proxy.py). Both live in the process: with several web
+processes each has its own.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ class DecisionCache:
 
     async def get(self, key: Hashable, decide: Callable[[], Awaitable[object]]):
         now = self.clock()
-        entry = self._entries.get(key)
+        entry = self._entries.get(key) if self.seconds() > 0 else None
         if entry is not None and entry[0] > now:
             return entry[1]
         pending = self._pending.get(key)
@@ -50,6 +52,9 @@ class DecisionCache:
         while len(self._entries) > MOST_ENTRIES:
             self._entries.popitem(last=False)
         return decision
+
+    def forget(self, key: Hashable) -> None:
+        self._entries.pop(key, None)
 
 
 class RequestBudget:

@@ -58,6 +58,23 @@ REST_ADDR="${DEVCLUSTER_REST_ADDR:-127.0.0.1}"
 REST_PORT="${DEVCLUSTER_REST_PORT:-$((port_base + 820))}"
 SLURMD_BASE_PORT="${DEVCLUSTER_SLURMD_BASE_PORT:-$((port_base + 901))}"
 MYSQL_PORT="${DEVCLUSTER_MYSQL_PORT:-$((port_base + 306))}"
+# The nodes' slurmds, and so every job, run in a network namespace of their own (lib/network.sh):
+# a job reaches this host only at NODE_HOST_ADDR, never its loopback (Redis, PostgreSQL, the
+# portal, Prometheus listen there). DEVCLUSTER_ISOLATE_JOBS=0: jobs share the host's network.
+ISOLATE_JOBS="${DEVCLUSTER_ISOLATE_JOBS:-1}"
+NODE_NETNS="gpupool-nodes-$port_base"
+NODE_HOST_IF="gpn${port_base}h"
+NODE_IF="gpn${port_base}n"
+NODE_NET="10.231.$(( (port_base - 15000) / 1000 ))"    # 24.11: 10.231.1.0/24, 26.05: 10.231.2.0/24
+if [[ "$ISOLATE_JOBS" == 1 ]]; then
+    NODE_HOST_ADDR="$NODE_NET.1"
+    NODE_ADDR="$NODE_NET.2"
+    CTLD_ADDR="$NODE_HOST_ADDR"
+else
+    NODE_HOST_ADDR=127.0.0.1
+    NODE_ADDR=127.0.0.1
+    CTLD_ADDR=127.0.0.1
+fi
 JOBS_DIR="${DEVCLUSTER_JOBS_DIR:-/srv/gpupool/jobs}"        # path inside the root
 READY_TIMEOUT="${DEVCLUSTER_READY_TIMEOUT:-90}"              # seconds, per wait
 # The free plan's floor (lib/configs.sh): its GPU type and how many of its GPUs the floor holds.
@@ -99,6 +116,8 @@ source "$DEVCLUSTER_LIB/configs.sh"
 source "$DEVCLUSTER_LIB/daemons.sh"
 # shellcheck source=lib/containers.sh
 source "$DEVCLUSTER_LIB/containers.sh"
+# shellcheck source=lib/network.sh
+source "$DEVCLUSTER_LIB/network.sh"
 load_gpu_layout
 load_image_layout
 
@@ -119,6 +138,8 @@ cmd_up() {
     write_configs
     # Before any slurmd: job steps enter it (lib/containers.sh).
     start_step_namespace
+    # Before any slurmd too: they start in it (lib/network.sh).
+    start_node_network
 
     start_munged
     start_mariadb
@@ -218,6 +239,7 @@ cmd_down() {
     if [[ -d "$ROOT" ]]; then
         kill_processes_in_root      # job steps, anything else chrooted in
         stop_step_namespace
+        stop_node_network
         unmount_pseudo_filesystems
     fi
     log "cluster down ($(since "$t0") s)"

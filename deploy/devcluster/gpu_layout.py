@@ -63,7 +63,7 @@ def accounting_tres(catalog) -> str:
     )
 
 
-def node_lines(catalog, *, base_port: int, cpus: int, memory_mb: int) -> list[str]:
+def node_lines(catalog, *, base_port: int, cpus: int, memory_mb: int, address: str = "127.0.0.1") -> list[str]:
     """slurm.conf NodeName lines: every GPU of a node is of one type, with its shards (one
     type per node, so no node has shards on only some of its types, which Slurm marks INVAL)."""
     lines = []
@@ -73,7 +73,7 @@ def node_lines(catalog, *, base_port: int, cpus: int, memory_mb: int) -> list[st
         # NVMe in plain GB: Slurm reads a K/M/G suffix as powers of 1024.
         nvme = f",nvme:{node.nvme_gb}" if node.nvme_gb else ""
         lines.append(
-            f"NodeName={node.name} NodeAddr=127.0.0.1 Port={base_port + offset} CPUs={cpus} RealMemory={memory_mb} "
+            f"NodeName={node.name} NodeAddr={address} Port={base_port + offset} CPUs={cpus} RealMemory={memory_mb} "
             f"Gres=gpu:{node.gpu_type}:{node.gpus},shard:{node.gpu_type}:{shards}{nvme} "
             f"Features=gpu_type:{node.gpu_type} State=UNKNOWN"
         )
@@ -103,7 +103,7 @@ def job_submit_lua(catalog, template: str | None = None) -> str:
     return template.replace("@GPU_TYPES@", ", ".join(names)).replace("@EXAMPLE_TYPE@", names[0])
 
 
-def shell(catalog, *, base_port: int, cpus: int, memory_mb: int) -> str:
+def shell(catalog, *, base_port: int, cpus: int, memory_mb: int, address: str = "127.0.0.1") -> str:
     """Bash assignments for cluster.sh (global even when evaluated inside a function)."""
     q = shlex.quote
     nodes = catalog.dev_nodes
@@ -119,7 +119,7 @@ def shell(catalog, *, base_port: int, cpus: int, memory_mb: int) -> str:
             "declare -ga GPU_TYPE_NAMES=(" + " ".join(q(t) for t in used_types(catalog)) + ")",
             "declare -g ACCOUNTING_TRES=" + q(accounting_tres(catalog)),
             "declare -g SLURM_NODE_LINES="
-            + q("\n".join(node_lines(catalog, base_port=base_port, cpus=cpus, memory_mb=memory_mb))),
+            + q("\n".join(node_lines(catalog, base_port=base_port, cpus=cpus, memory_mb=memory_mb, address=address))),
             "declare -g GRES_CONF_LINES=" + q("\n".join(gres_conf_lines(catalog))),
             "declare -g JOB_SUBMIT_LUA=" + q(job_submit_lua(catalog)),
         ]
@@ -133,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-port", type=int, default=16901)
     parser.add_argument("--cpus", type=int, default=16)
     parser.add_argument("--memory-mb", type=int, default=64000)
+    # Where slurmctld reaches the nodes' slurmds (their network namespace: lib/network.sh).
+    parser.add_argument("--node-address", default="127.0.0.1")
     args = parser.parse_args(argv)
     try:
         catalog = load(args.file)
@@ -140,7 +142,11 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 1
     if args.command == "shell":
-        print(shell(catalog, base_port=args.base_port, cpus=args.cpus, memory_mb=args.memory_mb))
+        print(
+            shell(
+                catalog, base_port=args.base_port, cpus=args.cpus, memory_mb=args.memory_mb, address=args.node_address
+            )
+        )
     return 0
 
 

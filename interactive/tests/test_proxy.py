@@ -16,7 +16,7 @@ from interactive import origins
 from interactive.models import InteractiveSession
 from interactive.tests.upstream import session_on as _session
 from interactive.tests.upstream import upstream_server
-from jobs.models import JobState
+from jobs.models import Job, JobState
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -341,3 +341,21 @@ def test_with_redis_down_a_ticket_is_not_taken_and_the_page_says_so(alice, setti
         # Back: the same ticket opens the session (it was never taken).
         settings.REDIS_URL = working
         assert async_to_sync(open_it)()["status"] == 302
+
+
+def test_a_session_stopped_since_a_reused_decision_says_so_not_that_its_server_is_down(alice, settings):
+    settings.SESSION_PROXY_DECISION_SECONDS = 60
+    with upstream_server() as (http_port, _ws, _server):
+        session = _session(alice, port=http_port)
+        cookie = _cookie_for(session, alice)
+        assert _get(session, headers=[(b"cookie", cookie)])["status"] == 200
+    # The server is gone with its job: the reused decision still says "proxy", the server does
+    # not answer, and the decision made again says what happened.
+    Job.objects.filter(pk=session.job_id).update(state=JobState.CANCELLED)
+    answer = _get(session, headers=[(b"cookie", cookie)])
+    assert answer["status"] == 410 and b"stopped" in answer["body"]
+    # A server that does not answer while its session is still ready: the 502 page.
+    settings.SESSION_PROXY_DECISION_SECONDS = 0
+    Job.objects.filter(pk=session.job_id).update(state=JobState.RUNNING)
+    answer = _get(session, headers=[(b"cookie", cookie)])
+    assert answer["status"] == 502 and b"not answering" in answer["body"]

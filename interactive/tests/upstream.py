@@ -92,6 +92,7 @@ def upstream_server():
         yield http.server_address[1], websocket.socket.getsockname()[1], http
     finally:
         http.shutdown()
+        http.server_close()  # connections to its port are refused from here, as a stopped job's are
         websocket.shutdown()
 
 

@@ -96,9 +96,11 @@ start_daemon() {
     if is_running "$name"; then
         return 0
     fi
-    local -a chroot_args=()
+    local -a chroot_args=() net_args=()
     [[ -n "$userspec" ]] && chroot_args=(--userspec="$userspec")
-    setsid chroot "${chroot_args[@]}" "$ROOT" \
+    # DAEMON_NETNS=<name>: started in that network namespace (nsenter execs: $! stays the daemon).
+    [[ -n "${DAEMON_NETNS:-}" ]] && net_args=(nsenter --net="/run/netns/$DAEMON_NETNS" --)
+    "${net_args[@]}" setsid chroot "${chroot_args[@]}" "$ROOT" \
         env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "${envs[@]}" "$@" \
         </dev/null >>"$ROOT$OUTLOG/$name.out" 2>&1 3>&- 9>&- &
     echo $! >"$PIDDIR/$name.pid"

@@ -62,7 +62,7 @@ start_slurmds() {
     power_up_nodes
     for node in "${NODES[@]}"; do
         is_running "slurmd-$node" || adopt_slurmd "$node" ||
-            start_daemon "slurmd-$node" "" -- /usr/sbin/slurmd -D -N "$node"
+            DAEMON_NETNS=$(node_netns) start_daemon "slurmd-$node" "" -- /usr/sbin/slurmd -D -N "$node"
     done
 }
 
