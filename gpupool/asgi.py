@@ -18,6 +18,7 @@ from django.urls import path, re_path  # noqa: E402
 
 from gpupool.asgi_http import DjangoHttp  # noqa: E402
 from gpupool.body_limit import BodyLimit  # noqa: E402
+from gpupool.flow_budget import FlowBudget  # noqa: E402
 from gpupool.health import health_app  # noqa: E402
 from gpupool.routing import websocket_urlpatterns  # noqa: E402
 from gpupool.socket_auth import SignedInSockets  # noqa: E402
@@ -54,8 +55,14 @@ portal_application = ProtocolTypeRouter(
 
 # Interactive sessions' own host names (s-<key>.SESSIONS_DOMAIN) go to their proxy, before the
 # portal's host and origin checks (interactive/routing.py); everything else is the portal.
-# Bodies over the host's limit are refused before they are read (gpupool/body_limit.py).
-application = BodyLimit(
-    SessionHosts(session_proxy, portal_application),
-    lambda scope: settings.SESSION_MAX_BODY_BYTES if is_session_host(scope) else settings.MAX_REQUEST_BODY_BYTES,
+# Bodies over the host's limit are refused before they are read (gpupool/body_limit.py); the
+# response bytes a process has in flight are capped, and a reader that takes nothing is cut
+# off (gpupool/flow_budget.py).
+application = FlowBudget(
+    BodyLimit(
+        SessionHosts(session_proxy, portal_application),
+        lambda scope: settings.SESSION_MAX_BODY_BYTES if is_session_host(scope) else settings.MAX_REQUEST_BODY_BYTES,
+    ),
+    limit_bytes=settings.WEB_BYTES_IN_FLIGHT,
+    stall_seconds=settings.HTTP_STREAM_STALL_SECONDS,
 )

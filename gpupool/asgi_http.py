@@ -114,18 +114,6 @@ async def _in_lane(lane: ThreadPoolExecutor, function, *args):
     return await asyncio.get_running_loop().run_in_executor(lane, context.run, function, *args)
 
 
-class StalledReader(Exception):
-    """The client took nothing of a streamed answer for HTTP_STREAM_STALL_SECONDS."""
-
-
-async def _send_or_give_up(send, message) -> None:
-    try:
-        await asyncio.wait_for(send(message), settings.HTTP_STREAM_STALL_SECONDS)
-    except TimeoutError as exc:
-        # Raised to the server, which closes the connection: the answer is cut short.
-        raise StalledReader from exc
-
-
 class DjangoHttp:
     """ASGI application for Django's HTTP requests: `DjangoHttp(get_wsgi_application(), threads=N)`."""
 
@@ -177,7 +165,8 @@ class DjangoHttp:
                 if response is None:
                     await send({"type": "http.response.body", "body": content})
                     return
-                # A streamed answer goes at its client's pace (the server's flow control): it
+                # A streamed answer goes at its client's pace (the server's flow control; a reader
+                # that takes nothing is cut off: gpupool/flow_budget.py): it
                 # keeps its lane's thread (its chunks may read the lane's database connection)
                 # but leaves the set, so slow readers never leave the others without lanes. At
                 # most HTTP_STREAMS of them at once; past that a stream holds a lane as any request.
@@ -187,9 +176,7 @@ class DjangoHttp:
                 try:  # a chunk a hop, closed in the thread whatever happens to the client
                     while (chunk := await _in_lane(lane, next, chunks, _END)) is not _END:
                         if chunk:
-                            await _send_or_give_up(
-                                send, {"type": "http.response.body", "body": chunk, "more_body": True}
-                            )
+                            await send({"type": "http.response.body", "body": chunk, "more_body": True})
                     await send({"type": "http.response.body", "body": b""})
                 finally:
                     await _in_lane(lane, response.close)

@@ -302,9 +302,12 @@ CLUSTER_SYNC_INTERVAL_SECONDS = env_float("CLUSTER_SYNC_INTERVAL_SECONDS", 2.0)
 # PostgreSQL's max_connections.
 HTTP_THREADS = env_int("HTTP_THREADS", 16, minimum=1)
 # Streamed answers (a dataset file, a log) go at their client's pace on threads of their own
-# beside the HTTP_THREADS, at most this many per process; one whose client takes nothing for
-# HTTP_STREAM_STALL_SECONDS is cut off.
+# beside the HTTP_THREADS, at most this many per process. Any answer whose client takes nothing
+# for HTTP_STREAM_STALL_SECONDS is cut off; the response bytes a process holds for slow
+# clients are capped at WEB_BYTES_IN_FLIGHT (gpupool/flow_budget.py).
 HTTP_STREAMS = env_int("HTTP_STREAMS", 64, minimum=1)
+HTTP_STREAM_STALL_SECONDS = env_float("HTTP_STREAM_STALL_SECONDS", 120.0)
+WEB_BYTES_IN_FLIGHT = env_int("WEB_BYTES_IN_FLIGHT", 64 * 1024 * 1024, minimum=1024 * 1024)
 # Database threads of the asynchronous side (foundation/async_db.py), each with its connection:
 # the session proxy's decisions, and the job-status WebSocket's sign-in and connect.
 PROXY_DB_THREADS = env_int("PROXY_DB_THREADS", 4, minimum=1)
@@ -320,7 +323,6 @@ SESSION_PROXY_BURST = env_int("SESSION_PROXY_BURST", 300, minimum=1)
 # A request past its user's pace waits up to this long for it (answered late, not refused),
 # then gets the 429.
 SESSION_PROXY_HOLD_SECONDS = env_float("SESSION_PROXY_HOLD_SECONDS", 5.0)
-HTTP_STREAM_STALL_SECONDS = env_float("HTTP_STREAM_STALL_SECONDS", 120.0)
 # The web server (gpupool/serve.py): connections one process holds at once (pages' sockets
 # included; beyond them a 503 at once), and how long an idle keep-alive connection stays.
 WEB_MAX_CONNECTIONS = env_int("WEB_MAX_CONNECTIONS", 4000, minimum=16)
