@@ -84,6 +84,23 @@ def make_user(username: str, plan: str = "enterprise", provision: bool = True):
     return user
 
 
+def signed_in_session(user) -> str:
+    """A session key of `user` signed in, as a browser's sessionid cookie carries it."""
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+
+    session = SessionStore()
+    session.update(
+        {
+            SESSION_KEY: str(user.pk),
+            BACKEND_SESSION_KEY: "django.contrib.auth.backends.ModelBackend",
+            HASH_SESSION_KEY: user.get_session_auth_hash(),
+        }
+    )
+    session.create()
+    return session.session_key
+
+
 def retire_user(user) -> None:
     from testing.slurm import remove_cluster_user
 

@@ -395,9 +395,7 @@ def main():
             os.environ[name] = value
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     sys.path.insert(0, str(BASE_DIR / "bench"))
-    from _common import make_user, percentile, retire_user
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-    from django.contrib.sessions.backends.db import SessionStore
+    from _common import make_user, percentile, retire_user, signed_in_session
 
     from accounts.models import ApiToken
     from credits import grants
@@ -410,16 +408,7 @@ def main():
         user = make_user(f"fr{run_tag}u{index}", plan="enterprise", provision=not args.reads_only)
         grants.email_verified(user.pk)  # the sign-up grant; the tutorial's comes with its job
         _token, key = ApiToken.issue(user, "rehearsal")
-        session = SessionStore()
-        session.update(
-            {
-                SESSION_KEY: str(user.pk),
-                BACKEND_SESSION_KEY: "django.contrib.auth.backends.ModelBackend",
-                HASH_SESSION_KEY: user.get_session_auth_hash(),
-            }
-        )
-        session.create()
-        load.users.append((user, key, session.session_key))
+        load.users.append((user, key, signed_in_session(user)))
 
     threads = []
     for index in range(args.users):

@@ -41,25 +41,6 @@ def _load_production_env() -> None:
             os.environ[name] = value
 
 
-def _sessions(users) -> list[str]:
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-    from django.contrib.sessions.backends.db import SessionStore
-
-    keys = []
-    for user in users:
-        session = SessionStore()
-        session.update(
-            {
-                SESSION_KEY: str(user.pk),
-                BACKEND_SESSION_KEY: "django.contrib.auth.backends.ModelBackend",
-                HASH_SESSION_KEY: user.get_session_auth_hash(),
-            }
-        )
-        session.create()
-        keys.append(session.session_key)
-    return keys
-
-
 class Pages:
     """The open pages: each a socket whose messages are matched against what was published."""
 
@@ -210,7 +191,7 @@ def main():
     _load_production_env()
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     import uvloop
-    from _common import make_user  # sets Django up, on the production shape's database
+    from _common import make_user, signed_in_session  # sets Django up, on the production shape's database
 
     from jobs.models import Job
 
@@ -225,7 +206,7 @@ def main():
     jobs_by_user = [list(Job.objects.filter(owner=user).values_list("pk", flat=True)) for user in users]
     base = f"https://127.0.0.1:{os.environ.get('HTTPS_PORT', '28443')}"
     try:
-        lines = uvloop.run(_run(args, _sessions(users), jobs_by_user, base))
+        lines = uvloop.run(_run(args, [signed_in_session(user) for user in users], jobs_by_user, base))
     finally:
         Job.objects.filter(owner__in=users).delete()
         if not args.keep:

@@ -21,26 +21,27 @@ class BodyTooLarge(Exception):
     pass
 
 
-def _too_large_message(limit: int) -> bytes:
-    mib = limit / (1024 * 1024)
-    return f"Request body too large: at most {mib:g} MiB is accepted here.\n".encode()
-
-
-async def refuse(send, limit: int) -> None:
-    body = _too_large_message(limit)
+async def _plain_answer(send, status: int, text: str) -> None:
+    """A short text answer that closes the connection: the unread rest of the body is never
+    read, so the connection cannot carry another request."""
+    body = text.encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 413,
+            "status": status,
             "headers": [
                 (b"content-type", b"text/plain; charset=utf-8"),
                 (b"content-length", str(len(body)).encode()),
-                # The unread rest of the body is never read: the connection cannot be reused.
                 (b"connection", b"close"),
             ],
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+async def refuse(send, limit: int) -> None:
+    mib = limit / (1024 * 1024)
+    await _plain_answer(send, 413, f"Request body too large: at most {mib:g} MiB is accepted here.\n")
 
 
 class BodyLimit:
@@ -57,7 +58,7 @@ class BodyLimit:
         declared = request_header(scope, b"content-length")
         if declared is not None:
             if not declared.isdigit():
-                return await _bad_length(send)
+                return await _plain_answer(send, 400, "Bad Request: Content-Length is not a number.\n")
             if int(declared) > limit:
                 return await refuse(send, limit)
         received = 0
@@ -84,19 +85,3 @@ class BodyLimit:
             if not started:
                 await refuse(send, limit)
             # Otherwise the answer is under way: returning unfinished makes the server close it.
-
-
-async def _bad_length(send) -> None:
-    body = b"Bad Request: Content-Length is not a number.\n"
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 400,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})

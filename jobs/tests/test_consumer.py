@@ -18,11 +18,17 @@ def _session_cookie(user) -> str:
     return client.cookies["sessionid"].value
 
 
+def _page(path: str, cookie: str) -> WebsocketCommunicator:
+    """A page's socket at `path` (/ws/jobs/ and its query), signed in with `cookie`."""
+    headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", f"sessionid={cookie}".encode())]
+    return WebsocketCommunicator(application, path, headers=headers)
+
+
 async def _connect(cookie: str | None):
     headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
     if cookie:
         headers.append((b"cookie", f"sessionid={cookie}".encode()))
-    communicator = WebsocketCommunicator(application, "/ws/jobs/", headers=headers)
+    communicator = _page("/ws/jobs/", cookie)
     connected, _ = await communicator.connect()
     return communicator, connected
 
@@ -122,13 +128,8 @@ def test_a_mass_change_is_one_message_for_a_page_that_asks_for_batches_and_one_p
     cookie = _session_cookie(alice)
 
     async def scenario():
-        headers = [
-            (b"origin", b"http://127.0.0.1"),
-            (b"host", b"127.0.0.1"),
-            (b"cookie", f"sessionid={cookie}".encode()),
-        ]
-        batched = WebsocketCommunicator(application, "/ws/jobs/?batches=1", headers=headers)
-        single = WebsocketCommunicator(application, "/ws/jobs/", headers=headers)
+        batched = _page("/ws/jobs/?batches=1", cookie)
+        single = _page("/ws/jobs/", cookie)
         assert (await batched.connect())[0] and (await single.connect())[0]
         await sync_to_async(publish_job_updates)([job.pk for job in jobs])
         one = await batched.receive_json_from(timeout=5)
@@ -154,12 +155,7 @@ def test_a_job_page_hears_its_own_job_alone_and_no_other_users_job(alice, bob):
     cookie = _session_cookie(alice)
 
     async def scenario():
-        headers = [
-            (b"origin", b"http://127.0.0.1"),
-            (b"host", b"127.0.0.1"),
-            (b"cookie", f"sessionid={cookie}".encode()),
-        ]
-        page = WebsocketCommunicator(application, f"/ws/jobs/?batches=1&job={mine.pk}", headers=headers)
+        page = _page(f"/ws/jobs/?batches=1&job={mine.pk}", cookie)
         assert (await page.connect())[0]
         await sync_to_async(publish_job_update)(other.pk)
         await sync_to_async(publish_job_updates)([other.pk, third.pk])
@@ -169,7 +165,7 @@ def test_a_job_page_hears_its_own_job_alone_and_no_other_users_job(alice, bob):
         await sync_to_async(publish_job_update)(mine.pk)
         again = await page.receive_json_from(timeout=5)
         await page.disconnect()
-        prying = WebsocketCommunicator(application, f"/ws/jobs/?job={bobs.pk}", headers=headers)
+        prying = _page(f"/ws/jobs/?job={bobs.pk}", cookie)
         refused = await prying.connect()
         return quiet, heard, again, refused
 
@@ -190,12 +186,7 @@ def test_a_job_page_is_closed_with_the_account(alice):
     cookie = _session_cookie(alice)
 
     async def scenario():
-        headers = [
-            (b"origin", b"http://127.0.0.1"),
-            (b"host", b"127.0.0.1"),
-            (b"cookie", f"sessionid={cookie}".encode()),
-        ]
-        page = WebsocketCommunicator(application, f"/ws/jobs/?job={mine.pk}", headers=headers)
+        page = _page(f"/ws/jobs/?job={mine.pk}", cookie)
         assert (await page.connect())[0]
         await sync_to_async(close_user_sockets)(alice.pk)
         return await page.receive_output(timeout=5)
