@@ -85,7 +85,7 @@ def group_job_cancel(request, group_id: int, pk: int):
         messages.error(request, str(exc))
     else:
         record(request.user, "job.cancel_for_group", f"job:{job.pk}", after={"group": group_id, "owner": job.owner_id})
-        messages.success(request, f"Job {job.slurm_job_id or job.name} of {job.owner} cancelled.")
+        messages.success(request, f"Job {job.pk} ({job.name}) of {job.owner} cancelled.")
     return redirect("jobs:group", group_id=group_id)
 
 
@@ -207,9 +207,9 @@ def _accept_job(request, data: dict) -> tuple[Job | None, dict]:
     if template_name:
         save_template(request, template_name[:64], job.spec)
     if job.slurm_job_id:
-        messages.success(request, f"Job {job.name} accepted: Slurm job {job.slurm_job_id}.")
+        messages.success(request, f"Job {job.pk} ({job.name}) accepted: Slurm job {job.slurm_job_id}.")
     else:  # the worker's way: the page follows it to Slurm live
-        messages.success(request, f"Job {job.name} accepted; it goes to Slurm in a moment.")
+        messages.success(request, f"Job {job.pk} ({job.name}) accepted; it goes to Slurm in a moment.")
     return job, {}
 
 
@@ -323,7 +323,7 @@ def job_cancel(request, pk: int):
     job = get_object_or_404(Job, pk=pk, owner=request.user)
     try:
         actions.cancel(job)
-        messages.success(request, f"Job {job.slurm_job_id or job.name} cancelled.")
+        messages.success(request, f"Job {job.pk} ({job.name}) cancelled.")
     except actions.CancelRefused as exc:
         messages.error(request, str(exc))
     next_url = request.POST.get("next", "")

@@ -46,7 +46,9 @@ def test_submit_watch_read_logs_and_clone(alice, provision, tmp_path, width, hei
         expect(page.locator('[data-log="stdout"]')).to_contain_text("browser says hi", timeout=15000)
         # Everything the page shows follows the job, not only the state badge.
         job = Job.objects.get(name="browser-run", owner=alice)
-        expect(page.locator("[data-field=title]")).to_contain_text(str(job.slurm_job_id))
+        # Headed by the portal's id (Slurm's repeats across clusters), Slurm's id as a detail.
+        expect(page.locator("[data-field=title]")).to_contain_text(f"Job {job.pk}")
+        expect(page.locator("[data-slurm-id]")).to_contain_text(f"job {job.slurm_job_id} on {job.cluster}")
         expect(page.locator("[data-field=submit_time]")).not_to_have_text("—")
         expect(page.locator("[data-field=exit_code]")).to_have_text("0", timeout=15000)
         expect(page.locator("[data-field=accounting]")).to_contain_text("s × 1 GPU", timeout=30000)

@@ -1,0 +1,62 @@
+"""Every form whose action cannot be undone asks first (static/js/confirm.js reads its
+`data-confirm`): found in the templates themselves, so a new form without the question fails."""
+
+import re
+from pathlib import Path
+
+from django.conf import settings
+
+TEMPLATES = Path(settings.BASE_DIR) / "templates"
+# URL names whose POST cannot be undone (or is undone only by another deliberate act).
+CANNOT_BE_UNDONE = [
+    "jobs:cancel",
+    "jobs:sweep_cancel",
+    "billing:group_plan",
+    "accounts:revoke_api_token",
+    "groups:revoke",
+    "console:node_drain",
+    "console:node_resume",
+    "console:gpu_reset",
+]
+FORM = re.compile(r"<form\b[^>]*>", re.S)
+
+
+def _forms():
+    for path in TEMPLATES.rglob("*.html"):
+        for tag in FORM.findall(path.read_text()):
+            yield path.relative_to(TEMPLATES), tag
+
+
+def test_every_form_that_cannot_be_undone_asks_first():
+    unasked = [
+        (str(path), name)
+        for path, tag in _forms()
+        for name in CANNOT_BE_UNDONE
+        if f"url '{name}'" in tag or f'url "{name}"' in tag
+        if "data-confirm=" not in tag
+    ]
+    assert unasked == []
+    found = {name for _path, tag in _forms() for name in CANNOT_BE_UNDONE if name in tag}
+    assert found == set(CANNOT_BE_UNDONE)  # the list names forms that exist
+
+
+def test_a_plan_switch_and_a_power_down_ask_and_say_what_happens():
+    plan = (TEMPLATES / "accounts" / "plan.html").read_text()
+    switch = next(tag for tag in FORM.findall(plan) if "data-confirm" in tag)
+    assert "billed from today" in switch and "cancelled" in switch
+    operations = (TEMPLATES / "console" / "operations.html").read_text()
+    power = [tag for tag in FORM.findall(operations) if "node_power" in tag and "data-confirm" in tag]
+    assert power and "powers off once idle" in power[0]
+
+
+def test_a_job_page_is_headed_by_the_portals_id_with_slurms_as_a_detail(alice, client):
+    from jobs.models import Job
+
+    first = Job.objects.create(owner=alice, name="one", state="RUNNING", slurm_job_id=2, cluster="site-b")
+    second = Job.objects.create(owner=alice, name="two", state="RUNNING", slurm_job_id=2)
+    client.force_login(alice)
+    for job in (first, second):
+        page = client.get(f"/jobs/{job.pk}/").content.decode()
+        heading = re.search(r"<h1[^>]*>(.*?)</h1>", page, re.S).group(1)
+        assert f"Job {job.pk}" in heading and job.name in heading
+        assert re.search(rf"data-slurm-id>job 2 on {job.cluster}<", page)
