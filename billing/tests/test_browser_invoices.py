@@ -29,5 +29,11 @@ def test_a_user_reads_their_invoice(alice, bob, width, height):
         assert "9.00" in body  # 3,600 A100-seconds at $0.0025
         assert page.locator(f"a[href='/billing/invoices/{invoice.pk}/pdf']").count() == 1
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        # Every line's Amount lies inside the viewport, no sideways scroll within the table either.
+        amounts = page.locator("[data-amount]")
+        assert amounts.count() >= 1
+        for index in range(amounts.count()):
+            box = amounts.nth(index).bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, box
         missing = page.goto(f"{base_url}/billing/invoices/{theirs.pk}/")
         assert missing.status == 404
