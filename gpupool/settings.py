@@ -111,7 +111,11 @@ TEMPLATES = [
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
-            "builtins": ["foundation.templatetags.money", "foundation.templatetags.units"],
+            "builtins": [
+                "foundation.templatetags.money",
+                "foundation.templatetags.units",
+                "foundation.templatetags.resources",
+            ],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",

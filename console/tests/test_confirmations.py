@@ -49,10 +49,13 @@ def test_a_plan_switch_and_a_power_down_ask_and_say_what_happens():
     assert power and "powers off once idle" in power[0]
 
 
-def test_a_job_page_is_headed_by_the_portals_id_with_slurms_as_a_detail(alice, client):
+def test_a_job_page_is_headed_by_the_portals_id_and_says_what_it_holds_in_words(alice, client):
     from jobs.models import Job
 
-    first = Job.objects.create(owner=alice, name="one", state="RUNNING", slurm_job_id=2, cluster="site-b")
+    held = "cpu=1,mem=1000M,node=1,billing=1,gres/gpu=1,gres/gpu:a100=1"
+    first = Job.objects.create(
+        owner=alice, name="one", state="RUNNING", slurm_job_id=2, cluster="site-b", allocated_tres=held
+    )
     second = Job.objects.create(owner=alice, name="two", state="RUNNING", slurm_job_id=2)
     client.force_login(alice)
     for job in (first, second):
@@ -60,3 +63,7 @@ def test_a_job_page_is_headed_by_the_portals_id_with_slurms_as_a_detail(alice, c
         heading = re.search(r"<h1[^>]*>(.*?)</h1>", page, re.S).group(1)
         assert f"Job {job.pk}" in heading and job.name in heading
         assert re.search(rf"data-slurm-id>job 2 on {job.cluster}<", page)
+    # What it holds, in words; Slurm's own text only in the title.
+    page = client.get(f"/jobs/{first.pk}/").content.decode()
+    assert re.search(r"data-held>1 A100 GPU, 1 CPU, 1,000 MB memory<", page)
+    assert f">{held}<" not in page
