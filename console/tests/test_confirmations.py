@@ -65,5 +65,6 @@ def test_a_job_page_is_headed_by_the_portals_id_and_says_what_it_holds_in_words(
         assert re.search(rf"data-slurm-id>job 2 on {job.cluster}<", page)
     # What it holds, in words; Slurm's own text only in the title.
     page = client.get(f"/jobs/{first.pk}/").content.decode()
-    assert re.search(r"data-held>1 A100 GPU, 1 CPU, 1,000 MB memory<", page)
+    label = settings.GPU_TYPES["a100"]["label"]
+    assert f"data-held>1 {label} GPU, 1 CPU, 1,000 MB memory<" in page
     assert f">{held}<" not in page
