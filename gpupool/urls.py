@@ -1,4 +1,6 @@
 from django.contrib import admin
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
@@ -6,6 +8,8 @@ from jobs.api.schema import schema_view
 from telemetry import views as telemetry_views
 
 urlpatterns = [
+    # Browsers ask for /favicon.ico whatever the page says.
+    path("favicon.ico", lambda request: redirect(static("favicon.svg"))),
     path("", include("console.urls")),
     path("jobs/", include("jobs.urls")),
     path("sessions/", include("interactive.urls")),

@@ -47,3 +47,11 @@ def test_hashed_names_are_cached_for_a_year_and_files_served_compressed_when_ask
     assert static("js/job_live.js") == "/static/js/job_live.js"
     answer = _get("/static/vendor/plotly.min.js", "br")
     assert answer.status_code == 200 and answer["Content-Encoding"] == "br"
+
+
+@pytest.mark.django_db
+def test_the_icon_is_there_for_pages_and_for_browsers_that_ask_for_favicon_ico(client):
+    answer = client.get("/favicon.ico")
+    assert answer.status_code == 302 and answer["Location"] == static("favicon.svg")
+    assert client.get(answer["Location"]).status_code == 200
+    assert f'rel="icon" href="{static("favicon.svg")}"' in client.get("/accounts/login/").content.decode()
