@@ -17,7 +17,9 @@ _MEMORY_MB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 _GRES = re.compile(r"^gres[/:](?P<name>gpu|shard|nvme)(?::(?P<type>[a-z][a-z0-9_]*))?(?:[=:](?P<count>\d+))?$")
 
 
+@register.filter(name="gpu_label")
 def _label(gpu_type: str | None) -> str:
+    """`{{ "a100"|gpu_label }}`: the type's label from the GPU types file ("NVIDIA A100 40GB")."""
     entry = settings.GPU_TYPES.get(gpu_type or "")
     return entry["label"] if entry else (gpu_type or "").upper()
 

@@ -28,3 +28,10 @@ def test_slurm_resources_read_as_words(slurm, words, settings):
         "rtx4090": {"label": "RTX 4090"},
     }
     assert resources(slurm) == words
+
+
+def test_a_gpu_type_reads_as_its_label(settings):
+    from foundation.templatetags.resources import _label
+
+    settings.GPU_TYPES = {"a100": {"label": "NVIDIA A100 40GB"}}
+    assert _label("a100") == "NVIDIA A100 40GB" and _label("x9") == "X9"

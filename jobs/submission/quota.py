@@ -102,9 +102,10 @@ def check_quota(user, plan: PlanSnapshot, gpu_type: str, gpus: int, shards: int 
     asked = gpus * per_gpu + shards
     if in_use + asked > allowed * per_gpu:
         asked_text = f"{gpus}" if gpus else f"{shards} of {per_gpu} shares of one"
+        held = _as_gpus(in_use, per_gpu)
         raise QuotaExceeded(
-            f"Over quota: your {plan.name} plan allows {allowed} {gpu_type} GPU(s) at once; "
-            f"{_as_gpus(in_use, per_gpu)} are held or queued by your jobs and this job asks for {asked_text}."
+            f"Over quota: your {plan.name} plan allows {allowed} {gpu_type} GPU{'' if allowed == 1 else 's'} at once; "
+            f"{held} {'is' if held == '1' else 'are'} held or queued by your jobs and this job asks for {asked_text}."
         )
     if plan.monthly_gpu_hours is None:
         return  # no monthly hours to count (and no queries to count them)
