@@ -6,6 +6,9 @@ per-name count is kept per name *and* address: an abuser spends their own attemp
 own address, and the owner signs in from theirs. Guessing one account from many addresses
 still meets the per-address limit at each of them (SIGN_IN_FAILURES_PER_MINUTE)."""
 
+from types import SimpleNamespace
+from urllib.parse import urlsplit
+
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from django.conf import settings
@@ -22,6 +25,15 @@ class AccountAdapter(DefaultAccountAdapter):
     def _get_login_attempts_cache_key(self, request, **credentials) -> str:
         # allauth's key for the per-name count ("<site>:<login>"), narrowed to this address.
         return f"{super()._get_login_attempts_cache_key(request, **credentials)}:{client_ip(request)}"
+
+    def send_mail(self, template_prefix: str, email: str, context: dict) -> None:
+        # allauth's e-mails name "the site" from the request's host ("Hello from 127.0.0.1:8000!"):
+        # the portal's own name and address instead.
+        site = SimpleNamespace(name=settings.SITE_NAME, domain=urlsplit(settings.SITE_URL).netloc)
+        super().send_mail(template_prefix, email, {"current_site": site, **context})
+
+    def format_email_subject(self, subject) -> str:
+        return f"[{settings.SITE_NAME}] {subject}"
 
     def get_logout_redirect_url(self, request) -> str:
         """Signed in through the institution's provider: sign out there too (computed before

@@ -34,6 +34,8 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
+# What e-mails and pages call the portal.
+SITE_NAME = env_str("SITE_NAME", "GPU pool")
 
 # --- HTTPS and cookies: on by default whenever DEBUG is off ---------------------------------
 # Behind a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO (only when
