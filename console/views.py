@@ -18,6 +18,7 @@ from billing.pricing import PricingError
 from cluster.models import Node, SyncRun
 from credits.grants import default_campaign
 from credits.models import HeldGrant
+from groups.models import Allocation
 from jobs.models import Job, JobState
 from plans.catalog import plan_for
 from plans.rates import LIST_CARD, NoRateCard, rate_card_at
@@ -97,8 +98,10 @@ def to_act_on(role: str, nodes) -> list[dict]:
         alerts = Alert.objects.filter(resolved_at__isnull=True).count()
         down = [node.name for node in nodes if node.is_unavailable]
         pending_jobs = Job.objects.filter(state=JobState.PENDING).count()
+        allocations = Allocation.objects.filter(state=Allocation.State.REQUESTED).count()
         items += [
             _item(waiting, "reservation requests to approve or reject", "reservations:queue"),
+            _item(allocations, "allocation requests of groups to decide", "groups:allocation_queue"),
             _item(alerts, "open alerts", "console:alerts"),
             _item(len(down), "nodes down or drained: " + ", ".join(down[:5]), "console:nodes"),
             _item(pending_jobs, "jobs waiting in the queue", "console:all_jobs"),

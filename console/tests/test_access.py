@@ -105,6 +105,14 @@ def test_admins_and_marketing_see_what_waits_for_them_and_users_do_not(client, a
     page = client.get("/").content.decode()
     assert "<strong>1</strong> reservation requests to approve or reject" in page
     assert "nodes down or drained: gpu-a100-09" in page
+    from groups.models import Allocation, Group
+
+    lab = Group.objects.create(name="lab", slug="lab", created_by=alice)
+    Allocation.objects.create(
+        group=lab, gpu_type="a100", gpu_hours=100, starts_on=start.date(), ends_on=start.date() + timedelta(days=90),
+        justification="thesis runs", requested_by=alice,
+    )  # fmt: skip
+    assert "<strong>1</strong> allocation requests of groups to decide" in client.get("/").content.decode()
     HeldGrant.objects.create(
         user=alice, campaign=default_campaign(), grant_kind="referral_invitee", amount=5000,
         idempotency_key="referral:invitee:1", reference="invitee:1", reason="same browser",
