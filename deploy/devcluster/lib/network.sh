@@ -36,8 +36,11 @@ start_node_network() {
         mount --bind "$d" "$d"
         mount --make-private "$d"
     fi
-    touch "$ROOT$NODE_NET_FILE"
-    mountpoint -q "$ROOT$NODE_NET_FILE" || mount --bind "/run/netns/$NODE_NETNS" "$ROOT$NODE_NET_FILE"
+    # Once bound, the file is the namespace (nsfs): no touching it again.
+    if ! mountpoint -q "$ROOT$NODE_NET_FILE"; then
+        touch "$ROOT$NODE_NET_FILE"
+        mount --bind "/run/netns/$NODE_NETNS" "$ROOT$NODE_NET_FILE"
+    fi
     ip netns exec "$NODE_NETNS" true || die "cannot enter network namespace $NODE_NETNS"
     log "nodes and their jobs run in network namespace $NODE_NETNS ($NODE_ADDR; the host is $NODE_HOST_ADDR)"
 }
