@@ -231,6 +231,7 @@ def reservation_cancel(request, pk: int):
 @admin_required
 def queue(request):
     holds = actions.maintenance_holds()
+    now = timezone.now()
     waiting = list(
         Reservation.objects.filter(state__in=(State.REQUESTED, State.FAILED))
         .select_related("user")
@@ -249,6 +250,8 @@ def queue(request):
                 "free": found.free,
                 "fits": found.free >= reservation.gpu_count,
                 "per_node": sorted(found.per_node_free.items()),
+                # A failed one whose window has begun can no longer be had as asked: no Retry.
+                "begun": reservation.state == State.FAILED and reservation.start <= now,
             }
         )
     return render(request, "reservations/queue.html", {"rows": rows})

@@ -259,6 +259,12 @@ def test_the_queue_shows_each_slots_capacity_and_slurms_message(client, alice, b
     assert rows[failed.pk]["free"] == 8  # bob's ends before it starts
     page = response.content.decode()
     assert "Requested nodes are busy" in page and "Retry" in page and "fine-tuning" in page
+    # Once its window has begun, a failed reservation is offered no Retry, only the words why.
+    Reservation.objects.filter(pk=failed.pk).update(start=timezone.now() - timedelta(minutes=5))
+    page = client.get(reverse("reservations:queue")).content.decode()
+    section = page[page.index(f'data-reservation="{failed.pk}"') :]
+    section = section[: section.index("</section>")]
+    assert "Retry" not in section and "data-begun" in section and "data-reject" in section
 
 
 def test_reject_needs_a_reason(client, alice, admin_user):
