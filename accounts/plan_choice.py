@@ -20,6 +20,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from accounts import lifecycle
@@ -120,6 +121,8 @@ def offered_plans(current_code: str = "") -> list[OfferedPlan]:
             fee_now=fee_in_force(billing_month(), plan_ref="pk"),
             fee_next=fee_in_force(first_of_next_billing_month(), plan_ref="pk"),
         )
+        # Cheapest first (no fee before any), as a price list reads.
+        .order_by(F("fee_now").asc(nulls_first=True), "pk")
     )
     cards = CardBook()  # each card code read once for all the plans
     return [_offer(plan, current_code, cards) for plan in plans]

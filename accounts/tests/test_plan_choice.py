@@ -205,3 +205,13 @@ def test_five_changes_at_once_are_counted_as_five(alice):
     # Three changes at most, whatever order the five ran in (a repeated pause is refused too).
     changes = Subscription.objects.filter(user=alice).count() - 1
     assert changes <= 3 and outcomes.count("ok") == changes
+
+
+@pytest.mark.django_db
+def test_plans_are_offered_cheapest_first():
+    from accounts.plan_choice import offered_plans
+
+    offered = offered_plans()
+    prices = [offer.monthly_price or 0 for offer in offered]
+    assert prices == sorted(prices) and len(offered) >= 3
+    assert offered[0].code == "free"
