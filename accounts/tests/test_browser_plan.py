@@ -35,6 +35,18 @@ def test_a_user_pauses_resumes_and_switches_plan_on_a_phone(alice, tmp_path):
         page.click("[data-plan-action=resume]")
         expect(current).to_have_attribute("data-plan-status", "active")
 
+        # The switch asks first, saying what it does; a "no" changes nothing.
+        asked = []
+
+        def answer(dialog, accept):
+            asked.append(dialog.message)
+            dialog.accept() if accept else dialog.dismiss()
+
+        page.once("dialog", lambda dialog: answer(dialog, False))
+        page.click("[data-plan=free] [data-plan-action=switch]")
+        page.wait_for_timeout(300)
+        assert plan_for(alice).code == "pro" and "billed from today" in asked[0]
+        page.once("dialog", lambda dialog: answer(dialog, True))
         page.click("[data-plan=free] [data-plan-action=switch]")
         expect(current).to_have_attribute("data-current-plan", "free")
         expect(page.locator("[data-plan-action=pause]")).to_have_count(0)  # no fee, nothing to pause
