@@ -59,7 +59,7 @@ def test_only_a_process_failure_takes_it_out_of_rotation():
 
 def test_the_units_run_the_projects_processes():
     units = {path.name: path.read_text() for path in (DEPLOY / "systemd").glob("*.service")}
-    assert "gpupool.asgi:application" in units["gpupool-web@.service"]
+    assert "-m gpupool.serve " in units["gpupool-web@.service"]
     assert "-A gpupool worker" in units["gpupool-worker@.service"]
     assert "-A gpupool beat" in units["gpupool-beat.service"]
     for name, text in units.items():

@@ -58,7 +58,8 @@ def test_the_cost_so_far_ticks_while_the_job_runs(alice, provision):
         questions = []
         page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.dismiss()))
         page.click("[data-cancel]")
-        assert questions and "Cancel job ticking?" in questions[0]
+        job_id = page.url.rstrip("/").rsplit("/", 1)[1]
+        assert questions and f"Cancel job {job_id} (ticking)?" in questions[0]
         expect(page.locator("dl.facts [data-field=state]")).to_have_text("RUNNING")
         page.once("dialog", lambda dialog: dialog.accept())
         page.click("[data-cancel]")
