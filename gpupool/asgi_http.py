@@ -173,6 +173,9 @@ class DjangoHttp:
                 kept = self._stream_slots.acquire(blocking=False)
                 if kept:
                     self.lanes.replace()
+                    # A file's blocks need no database: the connection is not held for the
+                    # download's hours (a chunk that queries opens one again).
+                    await _in_lane(lane, connections.close_all)
                 try:  # a chunk a hop, closed in the thread whatever happens to the client
                     while (chunk := await _in_lane(lane, next, chunks, _END)) is not _END:
                         if chunk:
