@@ -7,6 +7,7 @@ packages=(
   python3 python3-venv python3-dev build-essential
   redis-server postgresql
   debootstrap
+  iproute2 util-linux  # the dev cluster's nodes in a network namespace (ip netns, nsenter)
   chromium          # browser tests drive Debian's Chromium through Playwright
   curl ca-certificates
   prometheus        # GPU telemetry read from Prometheus (telemetry/prometheus.py), in the dev stack and tests
