@@ -152,12 +152,12 @@ async def _over_pace(host_key: str, decision: access.Decision) -> float | None:
     nothing, and a flooding client's next request waits for this answer) until its budget
     allows, at most SESSION_PROXY_HOLD_SECONDS; past that, the seconds it should wait (429)."""
     key = ("user", decision.user_id) if decision.user_id is not None else ("host", host_key)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + settings.SESSION_PROXY_HOLD_SECONDS
-    while not _paces.take(key):
-        wait = _paces.seconds_until_next(key)
-        if loop.time() + wait > deadline:
-            return wait
+    # Each held request sleeps once, until its own turn (a herd of waiters woken together
+    # to race for each token cost the event loop more than the requests did).
+    wait = _paces.reserve(key, longest_wait=settings.SESSION_PROXY_HOLD_SECONDS)
+    if wait is None:
+        return _paces.seconds_until_next(key)
+    if wait > 0:
         await asyncio.sleep(wait)
     return None
 

@@ -81,3 +81,22 @@ class RequestBudget:
     def seconds_until_next(self, key: Hashable) -> float:
         tokens, _stamp = self._buckets.get(key, (float(self.burst()), 0.0))
         return max(0.0, (1.0 - tokens) / self.per_second())
+
+    def reserve(self, key: Hashable, *, longest_wait: float) -> float | None:
+        """A turn for this request: 0 when the bucket has a token now, else the seconds until
+        its turn comes, the token taken in advance (the bucket goes below zero, so the next
+        caller's turn comes after this one's: first come, first served, one sleep each). None,
+        and nothing taken, when that turn is more than `longest_wait` away."""
+        now = self.clock()
+        burst, per_second = float(self.burst()), self.per_second()
+        tokens, stamp = self._buckets.get(key, (burst, now))
+        tokens = min(burst, tokens + (now - stamp) * per_second)
+        wait = max(0.0, (1.0 - tokens) / per_second)
+        if wait > longest_wait + 1e-9:
+            self._buckets[key] = (tokens, now)
+            return None
+        self._buckets[key] = (tokens - 1.0, now)
+        self._buckets.move_to_end(key)
+        while len(self._buckets) > MOST_ENTRIES:
+            self._buckets.popitem(last=False)
+        return wait

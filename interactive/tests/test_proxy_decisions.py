@@ -68,3 +68,13 @@ def test_the_pace_allows_a_burst_then_refills_at_its_rate_per_key():
     assert budget.take("alice") and not budget.take("alice")
     clock.now += 60  # never more than the burst saved up
     assert [budget.take("alice") for _ in range(4)] == [True, True, True, False]
+
+
+def test_held_requests_get_turns_in_arrival_order_and_none_past_the_longest_wait():
+    clock = Clock()
+    budget = RequestBudget(lambda: 10.0, lambda: 2, clock=clock)
+    turns = [budget.reserve("alice", longest_wait=0.35) for _ in range(6)]
+    # Two at once (the burst), then one each tenth of a second, up to 0.35 s away; then none.
+    assert [round(turn, 3) if turn is not None else None for turn in turns] == [0, 0, 0.1, 0.2, 0.3, None]
+    clock.now += 0.3  # the three held turns have come; the bucket is back at zero
+    assert round(budget.reserve("alice", longest_wait=0.35), 3) == 0.1
