@@ -4,7 +4,7 @@
 HTTP goes through one shared httpx.AsyncClient, streamed both ways (a large notebook upload or
 download is never held whole); WebSockets (kernels) are bridged to the server with the
 `websockets` client, message for message, with the subprotocol the server chose. Every request
-is decided from the database (interactive/access.py; the decision reused for a moment and each
+is decided from the database (interactive/access.py; simultaneous decisions shared and each
 user paced: interactive/proxy_decisions.py) and forwarded to the address and port the
 session's row holds, with the session's token added; the browser's cookies for this origin and
 its Authorization header stay here. None of it runs on Django's request threads: a slow notebook

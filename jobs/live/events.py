@@ -71,6 +71,11 @@ def job_text(payload: dict) -> str:
     return json.dumps({"type": "job", "job": payload})
 
 
+def _job_message(payload: dict) -> dict:
+    """One job's change for the channel layer, its socket text encoded once."""
+    return {"type": "job.update", "job": payload, "text": job_text(payload)}
+
+
 class _Publisher:
     """One daemon thread running an event loop that sends queued messages one after another
     (so two updates of one job arrive in the order they were made). Started on first use and
@@ -132,8 +137,7 @@ def publish_job(job: Job) -> None:
     for receiver, outcome in job_changed.send_robust(sender=Job, job=job):
         if isinstance(outcome, Exception):
             log.error("receiver %s of job %s's change failed", receiver, job.pk, exc_info=outcome)
-    payload = job_payload(job)
-    message = {"type": "job.update", "job": payload, "text": job_text(payload)}
+    message = _job_message(job_payload(job))
     _publisher.send(user_group(job.owner_id), message)
     _publisher.send(job_group(job.pk), message)
 
@@ -153,20 +157,23 @@ def publish_job_updates(job_ids: list[int]) -> None:
     and JOBS_PER_MESSAGE jobs instead of one per job."""
     by_owner: dict[int, list[dict]] = {}
     for job in Job.objects.filter(pk__in=job_ids, owner__isnull=False):
-        payload = job_payload(job)
-        by_owner.setdefault(job.owner_id, []).append(payload)
-        # Its own pages hear it alone (a group that is empty unless such a page is open).
-        _publisher.send(job_group(job.pk), {"type": "job.update", "job": payload, "text": job_text(payload)})
-    for owner_id, payloads in by_owner.items():
-        for offset in range(0, len(payloads), JOBS_PER_MESSAGE):
-            chunk = payloads[offset : offset + JOBS_PER_MESSAGE]
+        by_owner.setdefault(job.owner_id, []).append(_job_message(job_payload(job)))
+    for owner_id, singles in by_owner.items():
+        for offset in range(0, len(singles), JOBS_PER_MESSAGE):
+            chunk = singles[offset : offset + JOBS_PER_MESSAGE]
+            jobs = [single["job"] for single in chunk]
             message = {
                 "type": "jobs.update",
-                "jobs": chunk,
-                "texts": [job_text(payload) for payload in chunk],
-                "text": json.dumps({"type": "jobs", "jobs": chunk}),
+                "jobs": jobs,
+                "texts": [single["text"] for single in chunk],
+                "text": json.dumps({"type": "jobs", "jobs": jobs}),
             }
             _publisher.send(user_group(owner_id), message)
+    # Then each job's own pages, after the lists (a group that is empty unless such a page is
+    # open: one round trip to Redis each, so the lists are not kept waiting behind them).
+    for singles in by_owner.values():
+        for single in singles:
+            _publisher.send(job_group(single["job"]["id"]), single)
 
 
 def close_user_sockets(user_id: int) -> None:
