@@ -65,7 +65,14 @@ def latest_diagnostic(user, node: str, index: int) -> dict | None:
     run = DiagnosticRun.objects.filter(requested_by=user, node=node, index=index).select_related("job").first()
     if run is None:
         return None
-    result = {"run": run, "state": run.job.state if run.job else "SUBMIT_FAILED", "error": run.error}
+    result = {
+        "run": run,
+        "state": run.job.state if run.job else "SUBMIT_FAILED",
+        "state_words": run.job.get_state_display().lower() if run.job else "not submitted",
+        # The page re-reads the result until the job has ended (static/js/live_parts.js).
+        "finished": run.job is None or run.job.is_final,
+        "error": run.error,
+    }
     if run.job:
         text = read_tail(local_log_path(run.job.standard_output, run.job.cluster_user), 64 * 1024).text
         result["output"] = text

@@ -43,6 +43,7 @@ def images(request):
         )
     strays = sorted(set(held) - {image.prewarm_file for image in catalogue})
     operations = list(ImageOperation.objects.select_related("requested_by")[:RECENT_OPERATIONS])
+    progresses = [(op, image_operations.progress(op)) for op in operations]
     context = {
         "rows": rows,
         "nodes": nodes,
@@ -50,7 +51,9 @@ def images(request):
         "matrix": [(node, [(row["image"], row["cells"][i]) for row in rows]) for i, node in enumerate(nodes)],
         "strays": strays,
         "runtime": settings.JOB_RUNTIME,
-        "operations": [(op, image_operations.progress(op)) for op in operations],
+        "operations": progresses,
+        # While a node's job is still to end, the page re-reads itself (static/js/live_parts.js).
+        "busy": any(not progress["finished"] for _op, progress in progresses),
         "reported_at": min((row.reported_at for row in listed), default=None),
         "can_operate": bool(settings.CLUSTER_OPS_GROUP),
     }

@@ -64,6 +64,8 @@ def dataset_detail(request, pk: int):
         "latest_files": list(latest_ready.files.all()[:FILES_LISTED]) if latest_ready else [],
         "dataset": dataset,
         "versions": versions,
+        # The versions table re-reads itself while an upload or a check is under way.
+        "changing": any(v.state in (VersionState.UPLOADING, VersionState.VERIFYING) for v in versions),
         "open_version": open_version,
         "writable": may_write(request.user, dataset),
         # An admin deletes versions of a dataset listed for deletion (datasets/over_quota.py).

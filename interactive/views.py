@@ -66,7 +66,12 @@ def session_new(request):
             template_name = request.POST.get("save_template", "").strip()
             if template_name:
                 save_template(request, template_name[:64], session.job.spec, kind=session.kind)
-            messages.success(request, f"{KINDS[session.kind].title} requested: it starts as soon as a GPU is free.")
+            # Transient: the session page drops it once the session's state moves on.
+            messages.success(
+                request,
+                f"{KINDS[session.kind].title} requested: it starts as soon as a GPU is free.",
+                extra_tags="transient",
+            )
             return redirect("interactive:detail", pk=session.pk)
     elif request.GET.get("clone", "").isdigit() or request.GET.get("template", "").isdigit():
         if request.GET.get("clone", "").isdigit():

@@ -96,12 +96,17 @@ def test_diagnose_runs_a_job_on_that_node_and_says_plainly_that_nvidia_smi_is_mi
     response = browser.post("/console/nodes/gpu-a100-02/gpus/1/diagnose")
     assert response.status_code == 302
     job = Job.objects.get(owner=alice, name="diagnose-gpu-a100-02-gpu1")
+    # Until the mirror reads its end, the result's part re-reads itself and says so in words.
+    waiting = browser.get("/console/nodes/gpu-a100-02/gpus/1/").content.decode()
+    assert 'data-live-part="diagnostic" data-live-active' in waiting
+    assert "the result shows here when it ends" in waiting and ">refresh<" not in waiting
     done = wait_for_state(rest_client(), job.slurm_job_id, {"COMPLETED", "FAILED"})
     assert done.nodes == "gpu-a100-02"
     run_sync()
     page = browser.get("/console/nodes/gpu-a100-02/gpus/1/").content.decode()
     assert "data-diagnostic-unavailable" in page
     assert "nvidia-smi is not available on gpu-a100-02" in page
+    assert 'data-live-part="diagnostic">' in page  # ended: nothing more to re-read
 
 
 NVIDIA_SMI_SAMPLE = """

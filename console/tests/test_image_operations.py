@@ -299,9 +299,10 @@ def test_an_admin_prewarms_a_new_image_on_every_node_with_progress_then_removes_
                 row = page.locator(f'tr[data-image="{image.reference}"]')
                 expect(row.locator("[data-count]")).to_have_attribute("data-count", "0")
                 row.locator("[data-prewarm]").click()
-                live = page.locator("[data-operation][data-live]").first
+                live = page.locator("[data-operation][data-unfinished]").first
                 expect(live).to_be_visible()
-                # Progress while it runs, then the page reloads with every node done.
+                page.evaluate("window.notReloaded = true")
+                # Progress while it runs; the catalogue and the node grid follow in place.
                 expect(page.locator("[data-operation]").first.locator("[data-summary]")).to_contain_text(
                     f"{len(nodes)} of {len(nodes)} node(s) done", timeout=150_000
                 )
@@ -310,6 +311,8 @@ def test_an_admin_prewarms_a_new_image_on_every_node_with_progress_then_removes_
                 for node in nodes:
                     expect(page.locator(f'tr[data-node="{node}"] [data-held="{image.reference}"]')).to_be_visible()
                 assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+                assert page.evaluate("window.notReloaded") is True
+                expect(page.locator("[data-live-updated]")).to_contain_text("nothing more is changing")
                 operation = ImageOperation.objects.get(kind="prewarm", image=image.reference)
                 parts = list(operation.nodes.all())
                 assert all(p.state == "done" for p in parts), [(p.node, p.result) for p in parts]

@@ -121,10 +121,17 @@ def test_the_files_of_a_folder_go_two_at_a_time_and_make_one_ready_version(alice
                 "/uploads/" in request.url and requests.append((request.method, request.url.rsplit("/uploads/", 1)[1]))
             ),
         )
+        expect(page.locator("[data-live-part='versions']")).to_contain_text("No versions yet.")
+        page.evaluate("window.notReloaded = true")
         page.set_input_files("[data-files]", [str(tmp_path / name) for name in files])
         page.click("[data-start]")
         expect(page.locator("tr[data-version='1'] [data-state]")).to_have_text("ready", timeout=90000)
         expect(page.locator("tr[data-version='1'] [data-sha256]")).to_have_text(expected)
+        # The table followed the upload in place: the page was never reloaded, and says when it read.
+        assert page.evaluate("window.notReloaded") is True
+        expect(page.locator("[data-live-part='versions']")).not_to_contain_text("No versions yet.")
+        expect(page.locator("[data-live-updated]")).to_contain_text("Updated")
+        expect(page.locator("[data-status]")).to_contain_text("Version 1 is ready")
     creations = [index for index, (method, _url) in enumerate(requests) if method == "POST"]
     first_upload = next(url for method, url in requests if method == "PATCH")
     last_patch_of_first = max(index for index, (method, url) in enumerate(requests) if url == first_upload)

@@ -52,15 +52,16 @@ def test_a_pi_creates_a_group_and_a_member_joins_from_the_email(alice, bob, prov
                 page.wait_for_url(re.compile(r".*/groups/\d+/$"))
                 expect(page.locator("h1")).to_have_text("Vision lab")
                 assert _fits(page)
-                # The worker writes the account; the page says so once it is there.
+                # The worker writes the account; the page says so once it is there, without a reload.
+                page.evaluate("window.notReloaded = true")
                 group = Group.objects.get(slug="vislab")
                 wait_for(
                     lambda: Group.objects.filter(pk=group.pk, slurm_state="synced").exists(),
                     timeout=60,
                     what="the group's account in Slurm",
                 )
-                page.reload()
-                expect(page.locator(".facts")).to_contain_text("written")
+                expect(page.locator(".facts")).to_contain_text("written", timeout=15_000)
+                assert page.evaluate("window.notReloaded") is True
                 assert accounts.show([group.slurm_account])[group.slurm_account].users == {pi.cluster_username}
 
                 page.fill("#id_email", bob.email)

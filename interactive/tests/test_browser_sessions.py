@@ -51,6 +51,8 @@ def test_a_notebook_starts_runs_a_cell_and_is_stopped_when_left_idle(alice, prov
         expect(label).to_have_text(re.compile("Queued|Starting|Ready"))
         expect(label).to_have_text("Ready", timeout=90000)
         assert page.evaluate("window.__marker") == "no reload"  # pushed, not reloaded
+        # "JupyterLab requested" went once the session moved on; the page says Ready alone.
+        expect(page.locator(".messages")).not_to_contain_text("requested")
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
         # Shown when it fails: what the notebook asked the proxy for and did not get.

@@ -15,7 +15,7 @@ from foundation.ratelimit import refund
 from jobs import actions as job_actions
 from jobs.costs import costs_for
 from jobs.diagnosis.reasons import explain_reason
-from jobs.models import Job, Sweep
+from jobs.models import FINAL_STATES, Job, Sweep
 from jobs.submission import intake as job_intake
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError, job_spec_from_dict
@@ -64,6 +64,10 @@ def sweep_detail(request, pk: int):
         row["values"] = [value_text(row["parameters"][name]) for name in sweep.grid["names"]]
     grid_names = sweep.grid["names"]
     spec = job_spec_from_dict(sweep.spec)
+    arrays = list(sweep.arrays.all())
+    # A live re-read (static/js/live_parts.js) swaps the parts that change and leaves the grid
+    # to the socket: the cells' JSON is not drawn again.
+    live_reread = bool(request.headers.get("X-Live-Parts"))
     context = {
         "sweep": sweep,
         "names": grid_names,
@@ -72,7 +76,7 @@ def sweep_detail(request, pk: int):
             for i, name in enumerate(grid_names)
         },
         # Drawn by static/js/sweep_live.js: 10,000 cells as markup cost the template seconds.
-        "cells": [[row["sweep_index"], row["id"], row["state"]] for row in rows],
+        "cells": [] if live_reread else [[row["sweep_index"], row["id"], row["state"]] for row in rows],
         "rows": shown,
         "shown_all": len(shown) < TABLE_ROWS,
         "filters": filters,
@@ -80,7 +84,10 @@ def sweep_detail(request, pk: int):
         "cost": queries.sweep_cost(sweep),
         "quote": queries.quote_sweep(sweep.owner, spec, sweep.point_count, sweep.group),
         "best": queries.best_task(sweep),
-        "arrays": list(sweep.arrays.all()),
+        "arrays": arrays,
+        # Something can still change: a task unfinished, or an array not yet in Slurm.
+        "changing": any(row["state"] not in FINAL_STATES for row in rows)
+        or any(array.slurm_array_job_id is None and not array.error for array in arrays),
         "failed": sum(1 for row in rows if row["state"] in actions.FAILED_STATES),
         "pending": sum(1 for row in rows if row["state"] in ("SUBMITTING", "PENDING")),
         "series": _plot_series(sweep),

@@ -85,15 +85,21 @@ def test_a_sweep_in_the_browser(alice, bob, provision, tmp_path):
         assert page.evaluate("window.__marker") == "no reload"
         expect(page.locator("[data-count=FAILED]")).to_have_text("failed 2")
 
-        page.reload()
-        page.click("[data-rerun-failed]")
+        # The steering, the task table and the arrays line follow without a reload.
+        page.click("[data-rerun-failed]", timeout=20000)
         expect(page.locator(".messages")).to_contain_text("Running 2 task(s) again: 11, 23")
+        page.evaluate("window.__marker = 'no reload'")
         expect(page.locator("[data-sweep-grid] .cell.done")).to_have_count(24, timeout=90000)
-        page.reload()
         expect(page.locator("[data-best]")).to_contain_text("loss = 0", timeout=30000)
         expect(page.locator("[data-best]")).to_contain_text("a=2, b=0")
         expect(page.locator("[data-sweep-plots] [data-drawn='1']")).to_have_count(2, timeout=15000)
         expect(page.locator("[data-sweep-cost]")).to_contain_text("$")
+        expect(page.locator("[data-task-row] .badge.state-completed")).to_have_count(24, timeout=20000)
+        expect(page.locator("button[form=cancel-pending]")).to_have_count(0)
+        expect(page.locator("[data-rerun-failed]")).to_have_count(0)
+        expect(page.locator("[data-sweep-arrays]")).not_to_contain_text("being submitted")
+        expect(page.locator("[data-live-updated]")).to_contain_text("nothing more is changing", timeout=20000)
+        assert page.evaluate("window.__marker") == "no reload"
         # Sorted by the metric and filtered by a parameter, as the table offers.
         page.select_option("select[name=sort]", "metric")
         page.select_option("select[name='p.a']", "2")

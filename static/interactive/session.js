@@ -19,7 +19,13 @@
         const holder = document.createElement("div");
         holder.innerHTML = await response.text();
         const fresh = holder.querySelector("[data-session-summary]");
-        if (fresh) current.replaceWith(fresh);
+        if (fresh) {
+          // "JupyterLab requested" is old news once the session is further along.
+          if (fresh.dataset.sessionState !== current.dataset.sessionState) {
+            document.querySelectorAll(".messages li.transient").forEach((note) => note.remove());
+          }
+          current.replaceWith(fresh);
+        }
       }
     } catch (e) { /* offline: the next push or tick tries again */ }
     fetching = false;

@@ -99,6 +99,9 @@
     });
   }
 
+  // The versions table and quota above are re-read in place (static/js/live_parts.js).
+  function reread() { document.dispatchEvent(new CustomEvent("live:refresh")); }
+
   async function waitUntilVerified(versionUrl) {
     for (;;) {
       const version = await call("GET", versionUrl);
@@ -118,6 +121,7 @@
       if (!number) {
         number = String((await call("POST", `${api}versions/`)).number);
         panel.dataset.openVersion = number;
+        reread();
       }
       const versionUrl = `${api}versions/${number}/`;
       const known = new Map((await call("GET", versionUrl)).uploads.map((u) => [u.path, u]));
@@ -148,9 +152,15 @@
       await Promise.all(Array.from({ length: FILES_AT_ONCE }, sendNext));
       say("Committing…");
       await call("POST", `${versionUrl}commit`);
+      reread();
       const version = await waitUntilVerified(versionUrl);
       say(version.state === "ready" ? `Version ${version.number} is ready: sha256 ${version.sha256}` : `Version ${version.number} failed: ${version.error}`);
-      setTimeout(() => location.reload(), 1500);
+      // The version is closed: the next upload opens a new one, and the table shows this one.
+      panel.dataset.openVersion = "";
+      panel.querySelectorAll("[data-resume-note], [data-abandon]").forEach((element) => element.remove());
+      bar.hidden = true;
+      startButton.disabled = false;
+      reread();
     } catch (error) {
       say(`Stopped: ${error.message || error}. Choose the same files and press Upload again to resume.`);
       startButton.disabled = false;

@@ -70,6 +70,14 @@
   function setIndicator(text) { if (indicator) indicator.textContent = text; }
   function pollEvery(ms) { clearInterval(pollTimer); pollTimer = setInterval(poll, ms); }
 
+  // The task table, the steering and the metric are re-read (static/js/live_parts.js) a moment
+  // after this sweep's tasks change: one re-read for a burst of changes.
+  let rereadTimer = null;
+  function scheduleReread() {
+    if (rereadTimer) return;
+    rereadTimer = setTimeout(() => { rereadTimer = null; document.dispatchEvent(new CustomEvent("live:refresh")); }, 2000);
+  }
+
   let recountPending = false;
   function scheduleRecount() {
     if (recountPending) return;
@@ -85,8 +93,9 @@
     socket.onmessage = (event) => {
       const message = JSON.parse(event.data);
       const jobs = message.type === "job" ? [message.job] : message.type === "jobs" ? message.jobs : [];
-      jobs.forEach((job) => { if (job.sweep === sweepId) paint(job.sweep_index, job.id, job.state); });
-      if (jobs.length) scheduleRecount();
+      const ours = jobs.filter((job) => job.sweep === sweepId);
+      ours.forEach((job) => paint(job.sweep_index, job.id, job.state));
+      if (ours.length) { scheduleRecount(); scheduleReread(); }
     };
     socket.onclose = (event) => {
       if (event.code === 4403 || event.code === 4401) { setIndicator("Live updates ended: please sign in again"); clearInterval(pollTimer); return; }

@@ -1,11 +1,14 @@
 // The sweep's metric against each parameter: one scatter per parameter (#sweep-series, from
-// jobs/sweeps/views.py), every task a point, the best one marked; a point opens its task.
+// jobs/sweeps/views.py), every task a point, the best one marked; a point opens its task. Drawn
+// again when the metric's part of the page is swapped in fresh (static/js/live_parts.js).
 (function () {
   "use strict";
   if (typeof Plotly === "undefined") return;
+  function draw() {
   const source = document.getElementById("sweep-series");
   const target = document.querySelector("[data-sweep-plots]");
-  if (!source || !target) return;
+  if (!source || !target || target.dataset.drawn) return;
+  target.dataset.drawn = "1";
   const data = JSON.parse(source.textContent || "{}");
   const best = document.querySelector("[data-best] a");
   const bestIndex = best ? parseInt(best.textContent.replace(/\D+/g, ""), 10) : null;
@@ -28,4 +31,7 @@
     }, { responsive: true, displayModeBar: false });
     plot.dataset.drawn = "1";
   });
+  }
+  draw();
+  document.addEventListener("live:swapped", draw);
 })();
