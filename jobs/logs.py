@@ -9,6 +9,7 @@ see `cluster.jobfs`, which does every open here."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from accounts.models import ClusterAccount, Profile
@@ -151,3 +152,37 @@ def job_logs(job, max_bytes: int) -> dict:
         "truncated": stdout.truncated or stderr.truncated,
         "diagnosis": findings,
     }
+
+
+# Lines the portal's batch script and the node's tools write beside the job's own: the
+# container's launch and start stamps (epoch seconds, read by jobs/container_starts.py), the
+# image import's progress, the dataset tool's protocol lines (jobs/dataset_staging.py). People
+# read their job's output without them; the page keeps them in a closed "setting up" detail.
+_SETUP_LINE = re.compile(
+    r"^(?:\[gpupool\] container (?:launch|started) at \S*"
+    r"|\[gpupool\] (?:staging datasets on this node|datasets in \S.*)"
+    r"|GPUPOOL_DATASET_(?:PROGRESS|EVICTED|VIEW) .*"
+    r"|pyxis: (?:importing|imported|creating|running|reusing) .*)$"
+)
+_STAMP_LINE = re.compile(r"^\[gpupool\] container (?:launch|started) at ")
+
+
+def split_setup_lines(text: str) -> tuple[str, str]:
+    """(the job's own lines, the setup lines in the order written). The container's two
+    stamps are left out of both: the job page says how long the container took to start."""
+    own, setup = [], []
+    for line in text.splitlines(keepends=True):
+        bare = line.rstrip("\r\n")
+        if _STAMP_LINE.match(bare):
+            continue
+        (setup if _SETUP_LINE.match(bare) else own).append(line)
+    return "".join(own), "".join(setup)
+
+
+def job_logs_for_people(job, max_bytes: int) -> dict:
+    """The job page's logs: `job_logs` with the portal's and the node tools' lines moved from
+    the output and the errors into `setup` (downloads and the API keep the files as written)."""
+    logs = job_logs(job, max_bytes)
+    stdout, stdout_setup = split_setup_lines(logs["stdout"])
+    stderr, stderr_setup = split_setup_lines(logs["stderr"])
+    return {**logs, "stdout": stdout, "stderr": stderr, "setup": stdout_setup + stderr_setup}

@@ -20,7 +20,7 @@ from jobs.drivers import drivers_by_gpu_type
 from jobs.forms import form_data_from_post, initial_from_spec
 from jobs.live.events import job_payload
 from jobs.live.watching import watch_pending
-from jobs.logs import job_logs
+from jobs.logs import job_logs, job_logs_for_people
 from jobs.models import Job, JobTemplate
 from jobs.submission import intake
 from jobs.submission.quota import QuotaExceeded
@@ -115,7 +115,7 @@ def shared_logs(request, group_id: int, pk: int):
     decision = hit("logs-web", str(request.user.pk), limit=settings.API_LOG_READS_PER_MINUTE)
     if not decision.allowed:
         return HttpResponse(f"Too many log reads; try again in {decision.retry_after} s.", status=429)
-    logs = job_logs(job, settings.LOG_TAIL_BYTES)
+    logs = job_logs_for_people(job, settings.LOG_TAIL_BYTES)
     return render(request, "jobs/shared_logs.html", {"group": group, "job": job, "logs": logs})
 
 
@@ -128,7 +128,7 @@ def job_detail(request, pk: int):
         owner=request.user,
     )
     watch_pending([job])
-    logs = job_logs(job, settings.LOG_TAIL_BYTES)
+    logs = job_logs_for_people(job, settings.LOG_TAIL_BYTES)
     return render(
         request,
         "jobs/detail.html",
@@ -160,7 +160,7 @@ def job_logs_json(request, pk: int):
         response = JsonResponse({"detail": f"Too many log reads; try again in {decision.retry_after} s."}, status=429)
         response["Retry-After"] = str(decision.retry_after)
         return response
-    return JsonResponse({"job": job_payload(job), **job_logs(job, settings.LOG_TAIL_BYTES)})
+    return JsonResponse({"job": job_payload(job), **job_logs_for_people(job, settings.LOG_TAIL_BYTES)})
 
 
 def job_status(request):

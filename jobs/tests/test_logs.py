@@ -284,3 +284,37 @@ def test_swapping_the_job_directory_never_shows_the_target(alice, job_root):
         stop.set()
         swapper.join()
         sys.setswitchinterval(switch_interval)
+
+
+def test_the_page_shows_the_jobs_own_lines_and_keeps_the_nodes_setup_lines_apart(alice, api_client_for, job_root):
+    """The container's epoch stamps and the node tools' lines never sit under "Errors"; the
+    API and the download keep the files as written."""
+    stdout = (
+        b"[gpupool] job 1f2e on node gpu-a100-01, GPUs (CUDA_VISIBLE_DEVICES): 0\n"
+        b"[gpupool] staging datasets on this node\n"
+        b"GPUPOOL_DATASET_PROGRESS 4 600 1000\n"
+        b"GPUPOOL_DATASET_VIEW /mnt/nvme/views/1f2e\n"
+        b"[gpupool] datasets in /data\n"
+        b"[INFO] step 1 of my own training\n"
+    )
+    stderr = (
+        b"[gpupool] container launch at 1765000000.123456\n"
+        b"pyxis: importing docker image: nvcr.io#nvidia/pytorch:24.05-py3\n"
+        b"pyxis: imported docker image: nvcr.io#nvidia/pytorch:24.05-py3\n"
+        b"[gpupool] container started at 1765000001.523456\n"
+        b"train.py: warning: learning rate is high\n"
+    )
+    job = _job_with_logs(alice, job_root, stdout, stderr, state="RUNNING")
+    page = _browser(alice).get(f"/jobs/{job.pk}/").content.decode()
+    errors = page.split('data-log="stderr">', 1)[1].split("</pre>", 1)[0]
+    assert errors == "train.py: warning: learning rate is high\n"
+    output = page.split('data-log="stdout"', 1)[1].split("</pre>", 1)[0]
+    assert "[INFO] step 1 of my own training" in output and "GPUs (CUDA_VISIBLE_DEVICES): 0" in output
+    assert "GPUPOOL_DATASET" not in output and "staging datasets" not in output
+    setup = page.split('data-log="setup">', 1)[1].split("</pre>", 1)[0]
+    assert "GPUPOOL_DATASET_PROGRESS 4 600 1000" in setup and "pyxis: imported docker image" in setup
+    assert "1765000000" not in page  # no epoch stamp anywhere on the page
+    polled = _browser(alice).get(f"/jobs/{job.pk}/logs.json").json()
+    assert polled["stderr"] == errors and "pyxis: importing" in polled["setup"]
+    raw = api_client_for(alice).get(f"/api/v1/jobs/{job.pk}/logs").json()
+    assert raw["stderr"] == stderr.decode() and raw["stdout"] == stdout.decode()

@@ -4,6 +4,7 @@
   "use strict";
   const stdout = document.querySelector('[data-log="stdout"]');
   const stderr = document.querySelector('[data-log="stderr"]');
+  const setup = document.querySelector('[data-log="setup"]');
   // The summary (with the elapsed field) is replaced on live updates: look it up each time.
   const elapsedField = () => document.querySelector("[data-elapsed]");
   if (!stdout) return;
@@ -48,6 +49,7 @@
       const data = await response.json();
       setLog(stdout, data.stdout);
       setLog(stderr, data.stderr);
+      if (setup) setLog(setup, data.setup);
       renderDiagnosis(data.diagnosis);
       // A job's files can show a moment after Slurm says it ended (a shared filesystem's cache,
       // a further cluster's nodes): with nothing read yet, look a few more times before stopping.
