@@ -6,7 +6,7 @@ from django.db import models
 from cluster.gres import parse_tres, requested_gpus
 from cluster.registry import primary_cluster_name
 from cluster.types import TERMINAL_JOB_STATES
-from jobs.diagnosis.reasons import explain_reason
+from jobs.diagnosis.reasons import explain_reason, short_reason
 
 
 class JobState(models.TextChoices):
@@ -174,8 +174,16 @@ class Job(models.Model):
 
     @property
     def reason_text(self) -> str:
-
         return explain_reason(self.state_reason)
+
+    @property
+    def reason_short(self) -> str:
+        return short_reason(self.state_reason)
+
+    @property
+    def state_label(self) -> str:
+        """The state in words ("Time limit reached"); Slurm's term stays in `state`."""
+        return JobState(self.state).label if self.state in JobState.values else self.state.capitalize()
 
 
 class JobTemplate(models.Model):

@@ -58,7 +58,7 @@ def test_any_cluster_from_the_form_on_a_phone(alice, provision, other_generation
             page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
             cluster = page.locator("dl.facts [data-cluster]")
             expect(cluster).to_contain_text(f"{OTHER} can start it now")
-            expect(page.locator("dl.facts [data-field=state]")).to_have_text("COMPLETED", timeout=90000)
+            expect(page.locator("dl.facts [data-field=state_label]")).to_have_text("Completed", timeout=90000)
             expect(page.locator('[data-log="stdout"]')).to_contain_text("hello from anywhere", timeout=15000)
             assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
             page.screenshot(path=str(tmp_path / "any-cluster-phone.png"), full_page=True)

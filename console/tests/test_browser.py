@@ -30,8 +30,8 @@ def test_log_in_and_see_a_job_change_state_without_reloading(browser_page, alice
 
         page.goto(f"{base_url}/jobs/")
         page.wait_for_selector("[data-live-indicator].live-ok", timeout=10000)
-        row_state = page.locator(f'tr[data-job-id="{job.pk}"] [data-field=state]')
-        assert row_state.inner_text() == "PENDING"
+        row_state = page.locator(f'tr[data-job-id="{job.pk}"] [data-field=state_label]')
+        assert row_state.inner_text() == "Pending"
         page.evaluate("window.__marker = 'same page'")
 
         with transaction.atomic():
@@ -41,6 +41,6 @@ def test_log_in_and_see_a_job_change_state_without_reloading(browser_page, alice
         publisher = threading.Thread(target=publish_job_update, args=(job.pk,))
         publisher.start()
         publisher.join()
-        playwright_api.expect(row_state).to_have_text("RUNNING", timeout=10000)
+        playwright_api.expect(row_state).to_have_text("Running", timeout=10000)
         assert page.locator(f'tr[data-job-id="{job.pk}"] [data-field=nodes]').inner_text() == "gpu-a100-01"
         assert page.evaluate("window.__marker") == "same page"  # no reload happened

@@ -63,7 +63,7 @@ def test_a_new_user_on_a_phone_signs_up_verifies_and_runs_the_tutorial(provision
         page.click("[data-submit]")
         page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
         page.evaluate("window.__marker = 'no reload'")
-        expect(page.locator("dl.facts [data-field=state]")).to_have_text("COMPLETED", timeout=120000)
+        expect(page.locator("dl.facts [data-field=state_label]")).to_have_text("Completed", timeout=120000)
         assert page.evaluate("window.__marker") == "no reload"
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 

@@ -68,7 +68,7 @@ def test_a_job_chosen_on_the_form_reads_its_dataset_and_the_page_says_cold_then_
         box.check()
         page.click("[data-submit]")
         page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
-        expect(page.locator("dl.facts [data-field=state]")).to_have_text("COMPLETED", timeout=90000)
+        expect(page.locator("dl.facts [data-field=state_label]")).to_have_text("Completed", timeout=90000)
         expect(page.locator('[data-log="stdout"]')).to_contain_text(hashlib.sha256(data).hexdigest(), timeout=15000)
         section = page.locator("[data-job-datasets]")
         expect(section).to_contain_text("/data/notes")
@@ -83,7 +83,7 @@ def test_a_job_chosen_on_the_form_reads_its_dataset_and_the_page_says_cold_then_
         page.fill("#id_name", "on-notes-again")
         page.click("[data-submit]")
         page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
-        expect(page.locator("dl.facts [data-field=state]")).to_have_text("COMPLETED", timeout=90000)
+        expect(page.locator("dl.facts [data-field=state_label]")).to_have_text("Completed", timeout=90000)
         expect(page.locator("[data-job-datasets]")).to_contain_text(re.compile(r"warm on gpu-a100-0\d"), timeout=30000)
         assert errors == []
     first, second = Job.objects.filter(owner=alice).order_by("id")

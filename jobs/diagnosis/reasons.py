@@ -1,5 +1,7 @@
 """Slurm's pending/failure reasons, said in words a researcher understands."""
 
+import re
+
 REASONS = {
     "Resources": "Waiting for GPUs: every GPU of the kind you asked for is busy. It starts as soon as one frees up.",
     "Priority": "Waiting behind higher-priority jobs (paid plans and fair-share come first).",
@@ -28,10 +30,28 @@ REASONS = {
     "OutOfMemory": "The job used more host memory than it was given.",
     "Prolog": "Node set-up (prolog) is running.",
     "Cleaning": "The node is cleaning up after a previous job.",
+    "JobArrayTaskLimit": "Waiting for its turn: the sweep's limit of tasks running at once is reached.",
+    "QOSMaxJobsPerUserLimit": "Waiting: your plan's number of jobs running at once is reached.",
+    "QOSMaxSubmitJobPerUserLimit": "Refused: your plan's number of queued jobs is reached.",
+    "AssocMaxJobsLimit": "Waiting: your group's number of jobs running at once is reached.",
+    "AssocGrpBillingMinutes": "Your group's GPU-hour budget is used up for this period.",
+    "QOSGrpBillingMinutes": "Your plan's GPU-hour budget is used up for this period.",
+    "QOSMaxWallDurationPerJobLimit": "The time limit is longer than your plan allows.",
+    "PartitionDown": "The partition is down; it starts when an admin brings it back.",
+    "PartitionInactive": "The partition is not taking jobs now.",
+    "InvalidQOS": "Your plan's Slurm settings are not in place yet; the portal writes them shortly.",
+    "InvalidAccount": "Your Slurm account is not in place yet; the portal writes it shortly.",
+    "WaitingForScheduling": "Waiting for the scheduler's next pass.",
 }
 
 
 def explain_reason(reason: str) -> str:
+    """The reason in a sentence; one the portal has no words for yet is named as Slurm's."""
     if not reason or reason == "None":
         return ""
-    return REASONS.get(reason, reason)
+    return REASONS.get(reason) or f"Slurm gives the reason “{reason}”."
+
+
+def short_reason(reason: str) -> str:
+    """The sentence's first clause, for a table cell ("Waiting for GPUs")."""
+    return re.split(r"[:;.(]", explain_reason(reason), maxsplit=1)[0].strip()

@@ -19,7 +19,7 @@ import threading
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from jobs.diagnosis.reasons import explain_reason
+from jobs.diagnosis.reasons import explain_reason, short_reason
 from jobs.models import Job
 from jobs.signals import job_changed
 
@@ -48,8 +48,10 @@ def job_payload(job) -> dict:
         "slurm_job_id": job.slurm_job_id,
         "name": job.name,
         "state": job.state,
+        "state_label": job.state_label,
         "state_reason": job.state_reason,
         "reason_text": explain_reason(job.state_reason),
+        "reason_short": short_reason(job.state_reason),
         "allocated_tres": job.allocated_tres,
         "error": job.error,
         "nodes": job.nodes,

@@ -40,9 +40,9 @@ def test_submit_watch_read_logs_and_clone(alice, provision, tmp_path, width, hei
         page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
         page.evaluate("window.__marker = 'no reload'")
 
-        state = page.locator("dl.facts [data-field=state]")
-        expect(state).to_have_text("RUNNING", timeout=60000)
-        expect(state).to_have_text("COMPLETED", timeout=60000)
+        state = page.locator("dl.facts [data-field=state_label]")
+        expect(state).to_have_text("Running", timeout=60000)
+        expect(state).to_have_text("Completed", timeout=60000)
         expect(page.locator('[data-log="stdout"]')).to_contain_text("browser says hi", timeout=15000)
         # Everything the page shows follows the job, not only the state badge.
         job = Job.objects.get(name="browser-run", owner=alice)

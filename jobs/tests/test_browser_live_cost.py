@@ -31,7 +31,7 @@ def test_the_cost_so_far_ticks_while_the_job_runs(alice, provision):
         page.click("[data-submit]")
         page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
         page.evaluate("window.__marker = 'no reload'")
-        expect(page.locator("dl.facts [data-field=state]")).to_have_text("RUNNING", timeout=60000)
+        expect(page.locator("dl.facts [data-field=state_label]")).to_have_text("Running", timeout=60000)
 
         cost = page.locator("[data-field=cost_so_far]")
         expect(cost).to_contain_text("$", timeout=15000)
@@ -60,7 +60,7 @@ def test_the_cost_so_far_ticks_while_the_job_runs(alice, provision):
         page.click("[data-cancel]")
         job_id = page.url.rstrip("/").rsplit("/", 1)[1]
         assert questions and f"Cancel job {job_id} (ticking)?" in questions[0]
-        expect(page.locator("dl.facts [data-field=state]")).to_have_text("RUNNING")
+        expect(page.locator("dl.facts [data-field=state_label]")).to_have_text("Running")
         page.once("dialog", lambda dialog: dialog.accept())
         page.click("[data-cancel]")
-        expect(page.locator("dl.facts [data-field=state]")).to_have_text("CANCELLED", timeout=30000)
+        expect(page.locator("dl.facts [data-field=state_label]")).to_have_text("Cancelled", timeout=30000)

@@ -56,9 +56,10 @@
         let value = job[name];
         if (name.endsWith("_time")) value = fmt(value);
         field.textContent = value || "";
-        if (name === "state") field.className = `state state-${String(job.state).toLowerCase()}`;
+        if (name === "state" || name === "state_label") field.className = `state state-${String(job.state).toLowerCase()}`;
+        if (name === "state_label") field.title = job.state;
         if (name === "error") field.hidden = !value;
-        if (name === "state_reason") field.title = job.reason_text || "";
+        if (name === "reason_short") field.title = job.reason_text ? `${job.reason_text} (Slurm: ${job.state_reason})` : "";
       });
     });
     const table = document.querySelector("table[data-live-jobs] tbody");
@@ -66,13 +67,17 @@
       table.querySelector("tr.empty")?.remove();
       const row = document.createElement("tr");
       row.dataset.jobId = job.id;
-      const cells = [job.slurm_job_id ?? "—", job.name, job.state, job.state_reason, job.nodes, "", fmt(job.start_time), fmt(job.end_time)];
+      const cells = [`#${job.id}`, job.name, job.state_label, job.reason_short, job.nodes, "", fmt(job.start_time), fmt(job.end_time)];
       cells.forEach((text, i) => {
         const td = document.createElement("td");
-        if (i === 0) { const a = document.createElement("a"); a.href = `/jobs/${job.id}/`; a.textContent = text; td.appendChild(a); }
-        else if (i === 2) { const s = document.createElement("span"); s.className = `state state-${String(job.state).toLowerCase()}`; s.dataset.field = "state"; s.textContent = text; td.appendChild(s); }
+        if (i === 0) {
+          const a = document.createElement("a"); a.href = `/jobs/${job.id}/`; a.textContent = text; td.appendChild(a);
+          const slurmId = document.createElement("span"); slurmId.className = "muted"; slurmId.dataset.field = "slurm_job_id"; slurmId.title = "Slurm's job id";
+          slurmId.textContent = job.slurm_job_id ?? ""; td.append(" ", slurmId);
+        }
+        else if (i === 2) { const s = document.createElement("span"); s.className = `state state-${String(job.state).toLowerCase()}`; s.dataset.field = "state_label"; s.title = job.state; s.textContent = text; td.appendChild(s); }
         else { td.textContent = text || ""; }
-        if (i === 3) td.dataset.field = "state_reason";
+        if (i === 3) td.dataset.field = "reason_short";
         if (i === 4) td.dataset.field = "nodes";
         if (i === 6) td.dataset.field = "start_time";
         if (i === 7) td.dataset.field = "end_time";
