@@ -98,6 +98,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Dates rendered in the reader's zone (the browser's, from a cookie).
+    "gpupool.time_zone.ReaderTimeZoneMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "allauth.account.middleware.AccountMiddleware",
     "credits.middleware.BrowserIdMiddleware",
@@ -230,6 +232,8 @@ ACCOUNT_RATE_LIMITS = {
 }
 
 LANGUAGE_CODE = "en-us"
+# One way of writing dates and times everywhere: gpupool/formats/en/formats.py.
+FORMAT_MODULE_PATH = ["gpupool.formats"]
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True

@@ -13,11 +13,11 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 @contextmanager
-def chromium_page(playwright_api, *, width: int = 1280, height: int = 900):
+def chromium_page(playwright_api, *, width: int = 1280, height: int = 900, time_zone: str | None = None):
     with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
         try:
-            yield browser.new_page(viewport={"width": width, "height": height})
+            yield browser.new_page(viewport={"width": width, "height": height}, timezone_id=time_zone)
         finally:
             browser.close()
 

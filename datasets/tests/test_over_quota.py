@@ -10,6 +10,7 @@ import pytest
 from django.core import mail
 from django.test import Client
 from django.utils import timezone
+from django.utils.formats import date_format
 
 from conftest import subscribe
 from datasets import over_quota
@@ -40,7 +41,7 @@ def test_a_downgrade_freezes_the_data_and_lists_it_for_deletion_after_the_grace(
     page = Client()
     page.force_login(alice)
     body = page.get(f"/datasets/{photos.pk}/").content.decode()
-    assert "data-over-quota" in body and (now + timedelta(days=30)).strftime("%Y-%m-%d") in body
+    assert "data-over-quota" in body and date_format(now + timedelta(days=30), "DATE_FORMAT") in body
     # In the grace period an admin may not delete; the admins' page shows it as in grace.
     assert api_client_for(admin_user).delete(_url(ready)).status_code == 403
     page.force_login(admin_user)

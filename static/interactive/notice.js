@@ -26,7 +26,7 @@
           : "This session has stopped.", "stop");
       } else if (status.idle_warned_at) {
         const stops = new Date(Date.parse(status.idle_warned_at) + status.warning_seconds * 1000);
-        show(`This session has been idle and stops at ${stops.toLocaleTimeString()} unless you run something.`, "warn");
+        show(`This session has been idle and stops at ${stops.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hourCycle: "h23" })} unless you run something.`, "warn");
       } else if (banner) {
         banner.hidden = true;
       }

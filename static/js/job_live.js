@@ -16,12 +16,8 @@
     indicator.classList.toggle("live-ok", !!ok);
   }
 
-  function fmt(iso) {
-    if (!iso) return "";
-    const d = new Date(iso);
-    const pad = (n) => String(n).padStart(2, "0");
-    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-  }
+  // As the server writes it, in this browser's zone (static/js/dates.js).
+  const fmt = (iso) => window.portalDates.dateTime(iso);
 
   // The job page: its summary is rendered by the server and swapped in whole, so every
   // field (title, times, exit code, accounting, actions) follows the job, not just a few.

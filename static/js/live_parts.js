@@ -19,9 +19,7 @@
 
   function anyActive(root) { return root.querySelector("[data-live-part][data-live-active]") !== null; }
 
-  function clock(date) {
-    return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
-  }
+  const clock = (date) => window.portalDates.clock(date);
 
   // Looked up each time: a stamp may sit inside a part that was just swapped.
   function say(text) { document.querySelectorAll("[data-live-updated]").forEach((stamp) => { stamp.textContent = text; }); }
