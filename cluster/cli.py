@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from cluster.errors import SlurmCommandError, SlurmTransientError
+from cluster.errors import SlurmCommandError, SlurmTransientError, words_for_slurm_output
 from cluster.limits import (
     ASSOCIATION_FORMAT,
     CLEAR,
@@ -88,7 +88,10 @@ class SlurmCli:
         if check and completed.returncode != 0:
             output = (completed.stderr or completed.stdout).strip()
             error_class = SlurmTransientError if any(t in output for t in _TRANSIENT_OUTPUT) else SlurmCommandError
-            raise error_class(f"{' '.join(argv)} failed ({completed.returncode}): {output}")
+            raise error_class(
+                f"{' '.join(argv)} failed ({completed.returncode}): {output}",
+                public_message=words_for_slurm_output(output),
+            )
         return result
 
     # --- the operations the portal needs -------------------------------------------------
@@ -324,7 +327,10 @@ class SlurmCli:
             if f"Reservation {name} not found" in output:
                 return None
             error_class = SlurmTransientError if any(t in output for t in _TRANSIENT_OUTPUT) else SlurmCommandError
-            raise error_class(f"scontrol show reservation {name} failed ({result.returncode}): {output}")
+            raise error_class(
+                f"scontrol show reservation {name} failed ({result.returncode}): {output}",
+                public_message=words_for_slurm_output(output),
+            )
         for line in result.stdout.splitlines():
             shown = parse_reservation_line(line)
             if shown is not None and shown.name == name:

@@ -54,3 +54,44 @@ class SlurmPermissionDenied(SlurmRequestError):
 
 class SlurmCommandError(SlurmError):
     """A scontrol/sacctmgr command failed."""
+
+
+# What scontrol and sacctmgr print when they refuse, in words an admin or a user reads; the
+# command line and Slurm's own text stay in the error's `message` (logs, the audit's detail).
+_SLURM_OUTPUT_WORDS = (
+    (
+        "Invalid node state specified",
+        "Slurm refused the node's new state: only a drained, down or failed node can be resumed.",
+    ),
+    ("Requested nodes are busy", "The nodes asked for are busy in that window."),
+    ("Requested node configuration is not available", "No node can hold that request (type, count or window)."),
+    ("Reservation request overlaps", "It overlaps a reservation already made on those nodes."),
+    ("Invalid reservation name", "Slurm does not know that reservation."),
+    ("Access/permission denied", "The portal's Slurm user is not allowed to do this; an admin can check its rights."),
+    ("Invalid node name specified", "Slurm does not know that node."),
+    ("Invalid job id specified", "Slurm no longer knows that job."),
+    ("Job/step already completing or completed", "The job has already ended."),
+    ("Unable to contact slurm controller", "The cluster's scheduler is not answering."),
+)
+_SLURM_PREFIXES = (
+    "slurm_update error: ",
+    "scontrol: error: ",
+    "sacctmgr: error: ",
+    "Error updating reservation: ",
+    "Error creating the reservation: ",
+    "error: ",
+)
+
+
+def words_for_slurm_output(output: str) -> str:
+    """A refusal's words: a known one in a sentence; otherwise Slurm's own text, its last line
+    without the command's prefixes (never the command line)."""
+    for needle, words in _SLURM_OUTPUT_WORDS:
+        if needle.lower() in output.lower():
+            return words
+    line = next((line.strip() for line in reversed(output.strip().splitlines()) if line.strip()), "")
+    for prefix in _SLURM_PREFIXES:
+        if line.lower().startswith(prefix.lower()):
+            line = line[len(prefix) :]
+    line = line.strip().rstrip(".")
+    return f"Slurm refused: {line[:1].upper()}{line[1:]}." if line else SlurmError.public_default

@@ -31,7 +31,19 @@ def _audited(actor, action: str, node: str, operation, *, reason: str = "") -> A
     try:
         result = operation()
     except (SlurmError, ValueError) as exc:
-        return record(actor, action, node, before=before, after=before, reason=reason, succeeded=False, result=str(exc))
+        # The page shows words; the command and Slurm's own text stay in the entry's parameters.
+        words = exc.public_message if isinstance(exc, SlurmError) else str(exc)
+        return record(
+            actor,
+            action,
+            node,
+            before=before,
+            after=before,
+            reason=reason,
+            succeeded=False,
+            result=words,
+            parameters={"slurm": str(exc)[:2000]},
+        )
     _refresh_mirror()  # show the new state now, not at the next pass
     outcome = (getattr(result, "stdout", "") or "done").strip() or "done"
     return record(actor, action, node, before=before, after=node_state(node), reason=reason, result=outcome)

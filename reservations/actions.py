@@ -182,7 +182,9 @@ def approve(reservation_id: int, admin, reason: str = "") -> Reservation:
                 duration_minutes=reservation.duration_minutes,
             )
         except (SlurmError, ValueError) as exc:
-            return _fail(reservation, admin, f"Slurm refused the reservation: {getattr(exc, 'message', exc)}")
+            # The admin and the user read words; the command and Slurm's text go to the audit log.
+            words = exc.public_message if isinstance(exc, SlurmError) else str(exc)
+            return _fail(reservation, admin, f"The reservation could not be made: {words}", detail=str(exc))
         try:
             held = cli.show_reservation(name)
         except SlurmError as exc:
@@ -214,10 +216,17 @@ def _check_not_self_approval(reservation: Reservation, admin, reason: str) -> No
         )
 
 
-def _fail(reservation: Reservation, admin, message: str) -> Reservation:
+def _fail(reservation: Reservation, admin, message: str, *, detail: str = "") -> Reservation:
     Reservation.objects.filter(pk=reservation.pk).update(state=State.FAILED, error=message[:2000])
     _event(reservation, admin, reservation.state, State.FAILED, message)
-    record(admin, "reservation.approve", f"reservation:{reservation.pk}", succeeded=False, result=message)
+    record(
+        admin,
+        "reservation.approve",
+        f"reservation:{reservation.pk}",
+        succeeded=False,
+        result=message,
+        parameters={"slurm": detail[:2000]} if detail else None,
+    )
     reservation.refresh_from_db()
     return reservation
 

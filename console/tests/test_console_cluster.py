@@ -245,3 +245,17 @@ def test_diagnostics_respect_the_plan_and_one_at_a_time(alice, provision):
     assert DiagnosticRun.objects.filter(job__isnull=False).count() == 1
     page = browser.get("/console/nodes/gpu-a100-01/gpus/1/", follow=True)
     assert page.status_code == 200
+
+
+@pytest.mark.slurm
+def test_resuming_an_idle_node_is_refused_in_words_and_slurms_text_is_kept_for_the_audit(admin_user):
+    run_sync()
+    browser = Client()
+    browser.force_login(admin_user)
+    browser.post("/console/nodes/gpu-4090-02/resume")
+    entry = AuditLog.objects.get(action="resume")
+    assert not entry.succeeded
+    assert entry.result == "Slurm refused the node's new state: only a drained, down or failed node can be resumed."
+    assert "scontrol update NodeName=gpu-4090-02 State=RESUME" in entry.parameters["slurm"]
+    page = browser.get("/console/nodes/gpu-4090-02/").content.decode()
+    assert "only a drained, down or failed node can be resumed" in page and "scontrol update" not in page

@@ -321,12 +321,17 @@ def test_an_admin_rejects_anyones_request_with_a_reason(alice, admin_user, api_c
 
 
 def test_an_approval_slurm_refuses_answers_the_failed_reservation(alice, admin_user, api_client_for, monkeypatch):
-    """The row is the outcome: 200 with state failed and Slurm's words, so a client reads it."""
-    from cluster.errors import SlurmCommandError
+    """The row is the outcome: 200 with state failed and Slurm's refusal in words (never the
+    command line), so a client reads it."""
+    from cluster.errors import SlurmCommandError, words_for_slurm_output
 
     class RefusingCli:
         def create_gpu_reservation(self, name, **kwargs):
-            raise SlurmCommandError("Requested nodes are busy")
+            output = "Error creating the reservation: Requested nodes are busy"
+            raise SlurmCommandError(
+                f"scontrol create reservation ReservationName={name} failed (1): {output}",
+                public_message=words_for_slurm_output(output),
+            )
 
     monkeypatch.setattr(actions, "reservation_gateway", lambda: RefusingCli())
     reservation = row(alice)
@@ -335,7 +340,8 @@ def test_an_approval_slurm_refuses_answers_the_failed_reservation(alice, admin_u
 
     assert response.status_code == 200
     data = response.json()
-    assert data["state"] == "failed" and "Requested nodes are busy" in data["error"]
+    assert data["state"] == "failed" and "The nodes asked for are busy in that window." in data["error"]
+    assert "scontrol" not in data["error"]
     assert data["slurm_name"] is None
 
 
