@@ -58,6 +58,7 @@ from groups.group_plans import GroupPlansHeld
 from jobs.costs import CostDetail, JobCost
 from jobs.models import Job, JobState
 from plans.catalog import PlansHeld, PlanSnapshot, plans_to_price
+from plans.models import Plan
 from plans.rates import CardBook, NoRateCard
 
 ZERO = Decimal(0)
@@ -381,4 +382,18 @@ def job_costs(jobs: Sequence[Job], now: datetime | None = None) -> Mapping[int, 
             result[job.pk] = JobCost(
                 cost=None, cost_so_far=total.amount, detail=_detail(total, "metered", REQUEUED_NOTE)
             )
-    return result
+    return _with_plan_names(result)
+
+
+def _with_plan_names(result: dict[int, JobCost]) -> dict[int, JobCost]:
+    """Each detail's plan by its name, one query for the page's plans."""
+    codes = {cost.detail.plan for cost in result.values() if cost.detail and cost.detail.plan}
+    if not codes:
+        return result
+    names = dict(Plan.objects.filter(code__in=codes).values_list("code", "name"))
+    return {
+        pk: replace(cost, detail=replace(cost.detail, plan_name=names.get(cost.detail.plan, cost.detail.plan)))
+        if cost.detail
+        else cost
+        for pk, cost in result.items()
+    }

@@ -51,6 +51,7 @@ class CostDetail:
     # requeued), and their GPU-seconds: work lost unless the job checkpointed on the notice.
     preempted_runs: int = 0
     preempted_gpu_seconds: int = 0
+    plan_name: str = ""  # the plan as people call it ("Pro"); `plan` is its code
 
     # For the page: hours to two places, amounts as money().
     @property

@@ -177,7 +177,7 @@ def test_the_job_page_shows_the_cost_and_the_estimate(alice, client):
     client.force_login(alice)
     page = client.get(f"/jobs/{ended.pk}/").content.decode()
     assert 'data-field="cost">$1.80<' in page  # 1200 billable s x 0.0015
-    assert "0.17 GPU-h covered by your pro plan" in page
+    assert "0.17 GPU-h covered by your Pro plan" in page
     summary = client.get(f"/jobs/{running.pk}/summary").content.decode()
     assert 'data-field="cost_so_far">$2.70 <span class="muted">(estimate)' in summary
 
