@@ -1,6 +1,6 @@
-"""Start the stock `slurm-web` command, run by /work/peer/venv's python, on a chosen Redis database.
+"""Start the stock `slurm-web` command, run by the peer's own venv python (bench/peer/setup.sh), on a chosen Redis database.
 
-    /work/peer/venv/bin/python bench/peer/agent_launcher.py agent --conf-defs ... --conf ...
+    $SLURMWEB_PEER_DIR/venv/bin/python bench/peer/agent_launcher.py agent --conf-defs ... --conf ...
 
 Slurm-web 6.0's cache (slurmweb/cache.py) calls redis.Redis(host, port, password): its
 settings have no database number, so it always uses database 0. The benchmark's rule

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Build the Slurm-web 6.0 agent used by bench/peer/slurmweb_agent.py, outside the repo:
-#   /work/peer/src   the Slurm-web tree, exported from the stored snapshot (git archive HEAD)
-#   /work/peer/venv  its own virtual environment (not the project's .venv)
-# Idempotent: rerun to rebuild. SLURMWEB_PEER_DIR (read by slurmweb_agent.py too) and
-# SLURMWEB_MIRROR (the snapshot of rackslab/Slurm-web) override the two paths.
+# Build the Slurm-web 6.0 agent used by bench/peer/slurmweb_agent.py, outside the portal's code:
+#   $SLURMWEB_PEER_DIR/src   the Slurm-web tree, exported from a git clone of rackslab/Slurm-web
+#   $SLURMWEB_PEER_DIR/venv  its own virtual environment (not the project's .venv)
+# Idempotent: rerun to rebuild. SLURMWEB_PEER_DIR (read by slurmweb_agent.py too) defaults to
+# bench/peer/.work (ignored by git); SLURMWEB_MIRROR names the clone (a bare one will do) and
+# must be given.
 set -euo pipefail
-PEER_DIR="${SLURMWEB_PEER_DIR:-/work/peer}"
-MIRROR="${SLURMWEB_MIRROR:-/work/.mirror/rackslab+Slurm-web/repo}"
+PEER_DIR="${SLURMWEB_PEER_DIR:-$(cd "$(dirname "$0")" && pwd)/.work}"
+MIRROR="${SLURMWEB_MIRROR:?set SLURMWEB_MIRROR to a git clone of rackslab/Slurm-web at its 6.0 release}"
 PYTHON="${PYTHON:-python3}"
 
 mkdir -p "$PEER_DIR"

@@ -5,12 +5,12 @@
         urllib.request.urlopen(urllib.request.Request(jobs_url, headers=headers))
 
 Standard library only: importable from the project's .venv. The agent itself runs in its
-own venv, /work/peer/venv (bench/peer/setup.sh builds it), through bench/peer/agent_launcher.py
+own venv, $SLURMWEB_PEER_DIR/venv (bench/peer/setup.sh builds it), through bench/peer/agent_launcher.py
 (stock `slurm-web` entry point, Redis database chosen). Each use writes a fresh config,
-JWT signing key and log under /work/peer/run/, starts the agent on a free 127.0.0.1 port,
+JWT signing key and log under $SLURMWEB_PEER_DIR/run/, starts the agent on a free 127.0.0.1 port,
 waits until its /ping has discovered slurmrestd, yields, and stops the agent (SIGTERM to
 the one PID it started, then SIGKILL). The run directory is removed, the log kept in
-/work/peer/logs/.
+$SLURMWEB_PEER_DIR/logs/.
 
 Agent config: slurmrestd over TCP with JWT in `auto` mode (the agent signs its own
 tokens for user `slurm` with the cluster's HS256 key, as the portal does), REST version
@@ -39,7 +39,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-PEER_DIR = Path(os.environ.get("SLURMWEB_PEER_DIR", "/work/peer"))
+PEER_DIR = Path(os.environ.get("SLURMWEB_PEER_DIR", Path(__file__).resolve().parent / ".work"))
 VENV_PYTHON = PEER_DIR / "venv" / "bin" / "python"
 SRC_DIR = PEER_DIR / "src"
 LAUNCHER = Path(__file__).resolve().parent / "agent_launcher.py"
