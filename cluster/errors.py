@@ -36,6 +36,16 @@ class SlurmTransientError(SlurmError):
     public_default = "The cluster's scheduler is not answering at the moment."
 
 
+# A Celery task's options to try again while Slurm is away, with Celery's own back-off: 15 s,
+# 30 s, 60 s ... at most 600 s between tries (`@shared_task(max_retries=8, **RETRY_WHILE_SLURM_IS_AWAY)`).
+RETRY_WHILE_SLURM_IS_AWAY = {
+    "autoretry_for": (SlurmTransientError,),
+    "retry_backoff": 15,
+    "retry_backoff_max": 600,
+    "retry_jitter": False,
+}
+
+
 class SlurmAuthError(SlurmError):
     public_default = "The portal could not sign in to the cluster's scheduler; an admin can see why."
 

@@ -21,7 +21,7 @@ from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
 
-from cluster.errors import SlurmTransientError
+from cluster.errors import RETRY_WHILE_SLURM_IS_AWAY
 from foundation.enqueue import delay_or_run
 from groups.group_plans import paying_groups
 from jobs import actions as job_actions
@@ -101,12 +101,9 @@ def on_plan_change(user_id: int, before: str | None, after: str, status: str) ->
 
 # Here, not in jobs.tasks (this module imports jobs.actions, which imports jobs.tasks): registered
 # through CELERY_IMPORTS (gpupool/settings.py).
-@shared_task(bind=True, max_retries=12)
-def cancel_work_of_left_plan(self, user_id: int, left_qos: str, left_name: str, new_name: str) -> str:
+@shared_task(max_retries=12, **RETRY_WHILE_SLURM_IS_AWAY)
+def cancel_work_of_left_plan(user_id: int, left_qos: str, left_name: str, new_name: str) -> str:
     """The user's work still waiting under a plan they left for a lesser one (see the module)."""
-    try:
-        cancelled, refused = cancel_waiting_work(user_id, left_qos, left_name, new_name)
-    except SlurmTransientError as exc:
-        raise self.retry(exc=exc, countdown=min(600, 15 * 2**self.request.retries)) from exc
+    cancelled, refused = cancel_waiting_work(user_id, left_qos, left_name, new_name)
     tell_owner(get_user_model().objects.get(pk=user_id), cancelled, left_name, new_name)
     return f"cancelled {len(cancelled)}" + (f", left {len(refused)}: {'; '.join(refused)[:500]}" if refused else "")

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import IntegrityError
 from django.utils import timezone
 
-from cluster.errors import SlurmTransientError
+from cluster.errors import RETRY_WHILE_SLURM_IS_AWAY
 from cluster.services import slurm_cli
 from plans import enforcement
 from plans.models import MonthlyUsageReset, billing_zone
@@ -18,17 +18,14 @@ from plans.models import MonthlyUsageReset, billing_zone
 log = logging.getLogger(__name__)
 
 
-@shared_task(bind=True, max_retries=8)
-def sync_slurm_limits(self) -> int:
+@shared_task(max_retries=8, **RETRY_WHILE_SLURM_IS_AWAY)
+def sync_slurm_limits() -> int:
     """Write every plan's QOS and every subscriber's association (idempotent)."""
-    try:
-        return len(enforcement.sync())
-    except SlurmTransientError as exc:
-        raise self.retry(exc=exc, countdown=min(600, 15 * 2**self.request.retries)) from exc
+    return len(enforcement.sync())
 
 
-@shared_task(bind=True, max_retries=8)
-def reset_monthly_usage(self) -> str:
+@shared_task(max_retries=8, **RETRY_WHILE_SLURM_IS_AWAY)
+def reset_monthly_usage() -> str:
     """Once a month: zero the usage of every association with a GPU-minute budget.
 
     Slurm's own PriorityUsageResetPeriod=MONTHLY does the same on a configured cluster; this
@@ -46,12 +43,9 @@ def reset_monthly_usage(self) -> str:
         log.error("the monthly GPU-minute reset of %s did not run on the 1st; reset by hand if Slurm did not", month)
         return "missed"
     cli = slurm_cli()
-    try:
-        users = [limits.user for limits in enforcement.capped_associations()]
-        for user in users:
-            cli.reset_user_usage(user, settings.SLURM_ACCOUNT)
-    except SlurmTransientError as exc:
-        raise self.retry(exc=exc, countdown=min(600, 15 * 2**self.request.retries)) from exc
+    users = [limits.user for limits in enforcement.capped_associations()]
+    for user in users:
+        cli.reset_user_usage(user, settings.SLURM_ACCOUNT)
     try:
         MonthlyUsageReset.objects.create(month=month, associations=len(users))
     except IntegrityError:

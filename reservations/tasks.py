@@ -32,10 +32,10 @@ def check_reservations() -> int | None:
         return len(drift)
 
 
-@shared_task(bind=True, max_retries=8)
-def withdraw_reservations_beyond_plan(self, user_id: int) -> int:
+# Another writer moved the reservation first: tried again with Celery's back-off (15 s ... 600 s).
+@shared_task(
+    max_retries=8, autoretry_for=(actions.StateError,), retry_backoff=15, retry_backoff_max=600, retry_jitter=False
+)
+def withdraw_reservations_beyond_plan(user_id: int) -> int:
     """After a plan change: the user's reservations their plan no longer allows, cancelled."""
-    try:
-        return len(actions.withdraw_beyond_plan(user_id))
-    except actions.StateError as exc:
-        raise self.retry(exc=exc, countdown=min(600, 15 * 2**self.request.retries)) from exc
+    return len(actions.withdraw_beyond_plan(user_id))
