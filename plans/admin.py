@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from audit.log import record
+from plans import actions
 from plans.models import (
     MonthlyUsageReset,
     Plan,
@@ -316,15 +317,7 @@ class RateCardAdmin(admin.ModelAdmin):
         )
 
     def delete_model(self, request, obj):
-        before = card_state(obj)
-        with transaction.atomic():
-            super().delete_model(request, obj)
-            record(
-                request.user,
-                "rate_card.delete",
-                f"rate_card:{obj.code}@{obj.effective_from.isoformat()}",
-                before=before,
-            )
+        actions.withdraw_rate_card(request.user, obj)
         messages.info(request, "The scheduled card was withdrawn; the card in force before it stays in force.")
 
 

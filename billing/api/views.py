@@ -1,15 +1,14 @@
 """POST /api/v1/billing/quote: what a job would cost, line by line, at the prices in force."""
 
-from django.db import transaction
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from billing.api.serializers import QuoteInputSerializer, QuoteSerializer
 from billing.pricing import PricingError, format_amount, format_quantity, to_cents
-from billing.quotes import JobQuote, quote_job
+from billing.quotes import JobQuote, group_for_quote, quote_job
 from foundation.api.errors import error_responses
-from groups.queries import GroupError, default_group, group_to_charge
+from groups.queries import GroupError, default_group
 from jobs.submission.datasets import dataset_gb, mounts_of
 from jobs.submission.spec import SpecError
 from plans.catalog import plan_by_code
@@ -101,8 +100,7 @@ def _group_of(user, values):
         return default_group(user)
     if values["group"] is None:
         return None
-    with transaction.atomic():
-        return group_to_charge(user, values["group"])
+    return group_for_quote(user, values["group"])
 
 
 @extend_schema(

@@ -259,3 +259,40 @@ def test_the_actions_check_sees_a_bypass():
     assert not _is_internal("credits.views_marketing", "credits.grants")
     assert not _is_internal("console.views", "credits.grants")
     assert _is_internal("billing.invoices.closing", "billing.invoices.invoicing")
+
+
+# Entry modules (views, the API, the admin, tasks) open no transaction themselves: a write that
+# needs one is an `actions` function (or a query helper) they call. Management commands are
+# run by hand once (the demo seed) and are left out.
+TRANSACTION_FREE = ("views", "api", "admin", "tasks")
+
+
+def _opens_a_transaction(source: str) -> bool:
+    """Whether `source` uses Django's `atomic` (as `transaction.atomic`, or imported alone)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "atomic":
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == "django.db.transaction":
+            if any(alias.name == "atomic" for alias in node.names):
+                return True
+    return False
+
+
+def _is_entry_module(module: str) -> bool:
+    _app, *rest = module.split(".")
+    return bool(rest) and (rest[0] in TRANSACTION_FREE or rest[0].startswith("views_"))
+
+
+def test_entry_modules_leave_transactions_to_actions():
+    opening = sorted(
+        name for name, path in _modules().items() if _is_entry_module(name) and _opens_a_transaction(path.read_text())
+    )
+    assert opening == []
+
+
+def test_the_transaction_check_sees_one():
+    assert _opens_a_transaction("from django.db import transaction\nwith transaction.atomic():\n    pass\n")
+    assert _opens_a_transaction("from django.db.transaction import atomic\n")
+    assert not _opens_a_transaction("from django.db import transaction\ntransaction.on_commit(print)\n")
+    assert _is_entry_module("console.views_cluster") and _is_entry_module("billing.api.views")
+    assert not _is_entry_module("billing.actions") and not _is_entry_module("billing.quotes")
