@@ -1,7 +1,7 @@
 """Billing's writes: the only entry for views, the API, tasks, the admin and other apps.
 
 Each touches several tables and is atomic; where a person acts it is audited
-(docs/architecture.md, "One skeleton per app"). The bodies live beside the rules they apply
+(docs/architecture.md, "The skeleton of an app"). The bodies live beside the rules they apply
 (charging.py prices a record, closing.py closes a month, invoicing.py freezes and voids,
 payments.py records money received); billing's own modules call those directly, everyone else
 calls these. gpupool/tests/test_layers.py holds every caller outside billing's internals to it.

@@ -1,7 +1,7 @@
 """Credits' writes: the only entry for views, the API, tasks, the admin and other apps.
 
 Each is atomic under the account's row lock and keyed for idempotency; a person's act is
-audited (docs/architecture.md, "One skeleton per app"). The ledger's rules live in ledger.py
+audited (docs/architecture.md, "The skeleton of an app"). The ledger's rules live in ledger.py
 (append-only entries, lots that expire, balances as sums), the grant rules in grants.py and
 campaigns.py; credits' own modules call those directly, everyone else calls these.
 gpupool/tests/test_layers.py holds every caller outside credits' internals to it.

@@ -1,5 +1,5 @@
 """Plans' writes that touch several tables: atomic and audited. The admin calls these
-(docs/architecture.md, "The skeleton every app follows")."""
+(docs/architecture.md, "The skeleton of an app")."""
 
 from __future__ import annotations
 

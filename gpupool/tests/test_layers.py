@@ -196,7 +196,7 @@ def test_the_table_reader_and_the_sideways_check_can_fail():
 
 
 # Writes that touch several tables, reached from outside their app's internals only through
-# the app's `actions` module (docs/architecture.md, "One skeleton per app").
+# the app's `actions` module (docs/architecture.md, "The skeleton of an app").
 WRITES_BEHIND_ACTIONS = {
     ("billing.charging", "charge"),
     ("billing.invoices.closing", "close"),
