@@ -59,19 +59,7 @@ class InvoiceLineSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = InvoiceLine
-        fields = [
-            "position",
-            "kind",
-            "plan",
-            "gpu_type",
-            "description",
-            "quantity",
-            "unit",
-            "unit_price",
-            "amount",
-            "credit_entry_ids",
-            "member",
-        ]
+        fields = [*documents.LINE_COLUMNS, "credit_entry_ids", "member"]
 
 
 class InvoiceSummarySerializer(serializers.ModelSerializer):

@@ -12,22 +12,26 @@ from django.template.loader import render_to_string
 from billing.models import Invoice, InvoiceLine
 from billing.pricing import format_quantity
 
-CSV_COLUMNS = [
-    "invoice",
-    "period",
-    "status",
-    "position",
-    "kind",
-    "plan",
-    "gpu_type",
-    "description",
-    "quantity",
-    "unit",
-    "unit_price",
-    "amount",
-    "currency",
-    "member",
-]
+# An invoice line's own columns, in order: the CSV and the API (billing/api/invoices.py) both list
+# them from here, each adding what it needs around them.
+LINE_COLUMNS = ["position", "kind", "plan", "gpu_type", "description", "quantity", "unit", "unit_price", "amount"]
+CSV_COLUMNS = ["invoice", "period", "status", *LINE_COLUMNS, "currency", "member"]
+
+
+def _line_cells(line: InvoiceLine) -> dict[str, object]:
+    """A line's LINE_COLUMNS as CSV cells: exact decimals as strings, money to the cent."""
+    return {
+        "position": line.position,
+        "kind": line.kind,
+        "plan": line.plan,
+        "gpu_type": line.gpu_type,
+        # A cell starting with = + - @ is a formula to spreadsheets: never from our text.
+        "description": _cell(line.description),
+        "quantity": format_quantity(line.quantity),
+        "unit": line.unit,
+        "unit_price": format_quantity(line.unit_price),
+        "amount": f"{line.amount:.2f}",
+    }
 
 
 def filename(invoice: Invoice, extension: str) -> str:
@@ -46,21 +50,13 @@ def invoice_csv(invoice: Invoice) -> str:
         .order_by("position")
         .iterator(chunk_size=2000)
     ):
+        cells = _line_cells(line)
         writer.writerow(
             [
                 label,
                 f"{invoice.period:%Y-%m}",
                 invoice.status,
-                line.position,
-                line.kind,
-                line.plan,
-                line.gpu_type,
-                # A cell starting with = + - @ is a formula to spreadsheets: never from our text.
-                _cell(line.description),
-                format_quantity(line.quantity),
-                line.unit,
-                format_quantity(line.unit_price),
-                f"{line.amount:.2f}",
+                *(cells[column] for column in LINE_COLUMNS),
                 invoice.currency,
                 _cell(line.member.username) if line.member_id else "",
             ]
