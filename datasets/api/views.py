@@ -18,7 +18,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from datasets import actions
 from datasets.api import download, tus
@@ -34,6 +33,7 @@ from datasets.models import DatasetVersion, Upload
 from datasets.queries import DatasetError, own_datasets, readable_dataset
 from foundation.api.errors import error_responses
 from foundation.api.renderers import OctetStreamRenderer
+from foundation.api.views import RefusingAPIView
 
 ERROR_DESCRIPTIONS = {
     400: "Bad input: `errors` names each field (or header) and what is wrong with it",
@@ -75,11 +75,20 @@ def refused(exc: DatasetError | tus.TusError) -> Response:
     return Response(body, status=exc.status, headers=headers)
 
 
+class DatasetAPIView(RefusingAPIView):
+    """The datasets' API views: a DatasetError or a tus refusal is the answer, in one shape."""
+
+    refusals = (DatasetError, tus.TusError)
+
+    def refuse(self, exc):
+        return refused(exc)
+
+
 def _datasets(rows):
     return rows.prefetch_related(Prefetch("versions", queryset=DatasetVersion.objects.order_by("-number")))
 
 
-class DatasetListView(APIView):
+class DatasetListView(DatasetAPIView):
     @extend_schema(
         operation_id="datasets_list",
         summary="The caller's datasets and their groups' datasets, with their versions",
@@ -102,16 +111,13 @@ class DatasetListView(APIView):
             field_errors = {name: [str(message) for message in found] for name, found in body.errors.items()}
             return Response({"detail": "The dataset is invalid.", "errors": field_errors}, status=400)
         values = body.validated_data
-        try:
-            dataset = actions.create_dataset(
-                request.user, name=values["name"], description=values["description"], group_id=values["group"]
-            )
-        except DatasetError as exc:
-            return refused(exc)
+        dataset = actions.create_dataset(
+            request.user, name=values["name"], description=values["description"], group_id=values["group"]
+        )
         return Response(DatasetSerializer(_datasets(own_datasets(request.user)).get(pk=dataset.pk)).data, status=201)
 
 
-class DatasetDetailView(APIView):
+class DatasetDetailView(DatasetAPIView):
     @extend_schema(
         operation_id="datasets_retrieve",
         summary="One dataset with its versions",
@@ -119,10 +125,7 @@ class DatasetDetailView(APIView):
         tags=TAGS,
     )
     def get(self, request, pk):
-        try:
-            dataset = readable_dataset(request.user, pk)
-        except DatasetError as exc:
-            return refused(exc)
+        dataset = readable_dataset(request.user, pk)
         dataset = _datasets(type(dataset).objects.select_related("user", "group")).get(pk=dataset.pk)
         return Response(DatasetSerializer(dataset).data)
 
@@ -135,7 +138,7 @@ def _version(request, pk, number) -> DatasetVersion:
     return version
 
 
-class VersionOpenView(APIView):
+class VersionOpenView(DatasetAPIView):
     @extend_schema(
         operation_id="datasets_version_open",
         summary="Open the dataset's next version for uploads (one open version at a time)",
@@ -144,14 +147,11 @@ class VersionOpenView(APIView):
         tags=TAGS,
     )
     def post(self, request, pk):
-        try:
-            version = actions.open_version(readable_dataset(request.user, pk), request.user)
-        except DatasetError as exc:
-            return refused(exc)
+        version = actions.open_version(readable_dataset(request.user, pk), request.user)
         return Response(VersionSerializer(version).data, status=201)
 
 
-class VersionRegisterView(APIView):
+class VersionRegisterView(DatasetAPIView):
     @extend_schema(
         operation_id="datasets_version_register",
         summary="Admins: register a directory of the pool's shared storage as the next version",
@@ -168,15 +168,12 @@ class VersionRegisterView(APIView):
         body = RegisterInputSerializer(data=request.data)
         if not body.is_valid():
             return Response({"detail": "The request is invalid.", "errors": body.errors}, status=400)
-        try:
-            dataset = readable_dataset(request.user, pk)
-            version = actions.register_version(dataset, request.user, path=body.validated_data["path"])
-        except DatasetError as exc:
-            return refused(exc)
+        dataset = readable_dataset(request.user, pk)
+        version = actions.register_version(dataset, request.user, path=body.validated_data["path"])
         return Response(VersionSerializer(version).data, status=202)
 
 
-class VersionDetailView(APIView):
+class VersionDetailView(DatasetAPIView):
     @extend_schema(
         operation_id="datasets_version_retrieve",
         summary="One version: its state, checksum and files (ready), or its uploads and their offsets (open)",
@@ -184,10 +181,7 @@ class VersionDetailView(APIView):
         tags=TAGS,
     )
     def get(self, request, pk, number):
-        try:
-            version = _version(request, pk, number)
-        except DatasetError as exc:
-            return refused(exc)
+        version = _version(request, pk, number)
         return Response(VersionSerializer(version).data)
 
     @extend_schema(
@@ -203,14 +197,11 @@ class VersionDetailView(APIView):
         tags=TAGS,
     )
     def delete(self, request, pk, number):
-        try:
-            version = actions.delete_version(_version(request, pk, number), request.user)
-        except DatasetError as exc:
-            return refused(exc)
+        version = actions.delete_version(_version(request, pk, number), request.user)
         return Response(VersionSerializer(version).data)
 
 
-class VersionFileView(APIView):
+class VersionFileView(DatasetAPIView):
     renderer_classes = [JSONRenderer, OctetStreamRenderer]
 
     @extend_schema(
@@ -228,13 +219,10 @@ class VersionFileView(APIView):
         tags=TAGS,
     )
     def get(self, request, pk, number, file_path):
-        try:
-            return download.file_response(request, _version(request, pk, number), file_path)
-        except DatasetError as exc:
-            return refused(exc)
+        return download.file_response(request, _version(request, pk, number), file_path)
 
 
-class VersionCommitView(APIView):
+class VersionCommitView(DatasetAPIView):
     @extend_schema(
         operation_id="datasets_version_commit",
         summary="Commit an open version: every file's sha256 is checked on disk by a worker, then it is ready",
@@ -248,14 +236,11 @@ class VersionCommitView(APIView):
         tags=TAGS,
     )
     def post(self, request, pk, number):
-        try:
-            version = actions.commit_version(_version(request, pk, number), request.user)
-        except DatasetError as exc:
-            return refused(exc)
+        version = actions.commit_version(_version(request, pk, number), request.user)
         return Response(VersionSerializer(version).data, status=202)
 
 
-class VersionAbandonView(APIView):
+class VersionAbandonView(DatasetAPIView):
     @extend_schema(
         operation_id="datasets_version_abandon",
         summary="Abandon an open version: it becomes failed and its uploaded bytes are removed",
@@ -264,14 +249,11 @@ class VersionAbandonView(APIView):
         tags=TAGS,
     )
     def post(self, request, pk, number):
-        try:
-            version = actions.abandon_version(_version(request, pk, number), request.user)
-        except DatasetError as exc:
-            return refused(exc)
+        version = actions.abandon_version(_version(request, pk, number), request.user)
         return Response(VersionSerializer(version).data)
 
 
-class TusView(APIView):
+class TusView(DatasetAPIView):
     """Every tus answer says the protocol version; OPTIONS says what the server supports."""
 
     def finalize_response(self, request, response, *args, **kwargs):
@@ -338,30 +320,27 @@ class UploadCreateView(TusView):
         tags=TAGS,
     )
     def post(self, request, pk, number):
-        try:
-            tus.check_version(request.headers.get("Tus-Resumable"))
-            version = _version(request, pk, number)
-            concat, part_ids = tus.read_concat(request.headers.get("Upload-Concat"))
-            metadata = tus.read_metadata(request.headers.get("Upload-Metadata"))
-            declared = tus.read_declared_sha256(metadata)
-            if "path" not in metadata and concat != "partial":
-                raise tus.TusError("Upload-Metadata must name the file's `path`.", 400, "Upload-Metadata")
-            if concat == "final":
-                upload = actions.concatenate_parts(
-                    version, request.user, path=metadata["path"], part_ids=part_ids, declared_sha256=declared
-                )
-            else:
-                length = tus.read_number(request.headers.get("Upload-Length"), "Upload-Length")
-                upload = actions.create_upload(
-                    version,
-                    request.user,
-                    path=metadata.get("path", ""),
-                    length=length,
-                    declared_sha256=declared,
-                    partial=concat == "partial",
-                )
-        except (DatasetError, tus.TusError) as exc:
-            return refused(exc)
+        tus.check_version(request.headers.get("Tus-Resumable"))
+        version = _version(request, pk, number)
+        concat, part_ids = tus.read_concat(request.headers.get("Upload-Concat"))
+        metadata = tus.read_metadata(request.headers.get("Upload-Metadata"))
+        declared = tus.read_declared_sha256(metadata)
+        if "path" not in metadata and concat != "partial":
+            raise tus.TusError("Upload-Metadata must name the file's `path`.", 400, "Upload-Metadata")
+        if concat == "final":
+            upload = actions.concatenate_parts(
+                version, request.user, path=metadata["path"], part_ids=part_ids, declared_sha256=declared
+            )
+        else:
+            length = tus.read_number(request.headers.get("Upload-Length"), "Upload-Length")
+            upload = actions.create_upload(
+                version,
+                request.user,
+                path=metadata.get("path", ""),
+                length=length,
+                declared_sha256=declared,
+                partial=concat == "partial",
+            )
         location = request.build_absolute_uri(upload_url(upload))
         return Response(UploadSerializer(upload).data, status=201, headers={"Location": location})
 
@@ -397,11 +376,8 @@ class UploadView(TusView):
     def head(self, request, pk, number, upload_id):
         """tus: where the upload stands (Upload-Offset) and its length. Not in the OpenAPI
         document (which leaves HEAD out): docs/datasets.md describes it."""
-        try:
-            tus.check_version(request.headers.get("Tus-Resumable"))
-            upload = self._upload(request, pk, number, upload_id)
-        except (DatasetError, tus.TusError) as exc:
-            return refused(exc)
+        tus.check_version(request.headers.get("Tus-Resumable"))
+        upload = self._upload(request, pk, number, upload_id)
         headers = {"Upload-Offset": str(upload.offset), "Upload-Length": str(upload.length)}
         if upload.partial:
             headers["Upload-Concat"] = "partial"
@@ -441,19 +417,16 @@ class UploadView(TusView):
         tags=TAGS,
     )
     def patch(self, request, pk, number, upload_id):
-        try:
-            tus.check_version(request.headers.get("Tus-Resumable"))
-            upload = self._writable_upload(request, pk, number, upload_id)
-            if request.content_type.split(";")[0].strip().lower() != tus.OFFSET_MEDIA_TYPE:
-                raise tus.TusError(f"Send the bytes as {tus.OFFSET_MEDIA_TYPE}.", 415, "Content-Type")
-            offset = tus.read_number(request.headers.get("Upload-Offset"), "Upload-Offset")
-            checksum = tus.read_checksum(request.headers.get("Upload-Checksum"))
-            declared = request.headers.get("Content-Length")
-            if declared and declared.isdigit() and offset + int(declared) > upload.length:
-                raise tus.TusError("The body is longer than the rest of the upload.", 413, "Content-Length")
-            new_offset = actions.receive_chunk(
-                upload, request.user, offset=offset, stream=request._request, checksum=checksum, writer_checked=True
-            )
-        except (DatasetError, tus.TusError) as exc:
-            return refused(exc)
+        tus.check_version(request.headers.get("Tus-Resumable"))
+        upload = self._writable_upload(request, pk, number, upload_id)
+        if request.content_type.split(";")[0].strip().lower() != tus.OFFSET_MEDIA_TYPE:
+            raise tus.TusError(f"Send the bytes as {tus.OFFSET_MEDIA_TYPE}.", 415, "Content-Type")
+        offset = tus.read_number(request.headers.get("Upload-Offset"), "Upload-Offset")
+        checksum = tus.read_checksum(request.headers.get("Upload-Checksum"))
+        declared = request.headers.get("Content-Length")
+        if declared and declared.isdigit() and offset + int(declared) > upload.length:
+            raise tus.TusError("The body is longer than the rest of the upload.", 413, "Content-Length")
+        new_offset = actions.receive_chunk(
+            upload, request.user, offset=offset, stream=request._request, checksum=checksum, writer_checked=True
+        )
         return Response(status=204, headers={"Upload-Offset": str(new_offset)})

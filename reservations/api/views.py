@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from accounts.access import is_admin
 from cluster.errors import SlurmError
 from foundation.api.errors import error_responses
+from foundation.api.views import Refusals
 from reservations import actions
 from reservations.api.pagination import ReservationCursorPagination
 from reservations.api.serializers import (
@@ -97,7 +98,15 @@ REQUEST_EXAMPLE = OpenApiExample(
         tags=TAGS,
     ),
 )
-class ReservationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ReservationViewSet(Refusals, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    # Someone else moved the reservation first: 409; Slurm away: 503, in its public words.
+    refusals = (actions.StateError, SlurmError)
+
+    def refuse(self, exc):
+        if isinstance(exc, SlurmError):
+            return Response({"detail": exc.public_message}, status=503)
+        return Response({"detail": str(exc)}, status=409)
+
     serializer_class = ReservationSerializer
     pagination_class = ReservationCursorPagination
 
@@ -169,10 +178,7 @@ class ReservationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         reservation = self.get_object()
         if reservation.user_id != request.user.pk:
             return Response({"detail": "Only the reservation's owner can cancel it."}, status=403)
-        try:
-            actions.cancel(reservation.pk, request.user)
-        except actions.StateError as exc:
-            return Response({"detail": str(exc)}, status=409)
+        actions.cancel(reservation.pk, request.user)
         return self._answer(reservation)
 
     @extend_schema(
@@ -193,13 +199,8 @@ class ReservationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         reservation = self.get_object()
         if not is_admin(request.user):
             return Response({"detail": "Only admins approve reservations."}, status=403)
-        try:
-            reason = request.data.get("reason", "") if isinstance(request.data, dict) else ""
-            actions.approve(reservation.pk, request.user, str(reason))
-        except actions.StateError as exc:
-            return Response({"detail": str(exc)}, status=409)
-        except SlurmError as exc:
-            return Response({"detail": exc.public_message}, status=503)
+        reason = request.data.get("reason", "") if isinstance(request.data, dict) else ""
+        actions.approve(reservation.pk, request.user, str(reason))
         return self._answer(reservation)
 
     @extend_schema(
@@ -228,6 +229,4 @@ class ReservationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
             actions.reject(reservation.pk, request.user, body.validated_data["reason"])
         except actions.ReservationError as exc:
             return Response({"detail": "The rejection is invalid.", "errors": exc.errors}, status=400)
-        except actions.StateError as exc:
-            return Response({"detail": str(exc)}, status=409)
         return self._answer(reservation)
