@@ -8,11 +8,11 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from accounts.access import is_admin
 from cluster.errors import SlurmError
 from foundation.api.errors import error_responses
+from foundation.api.views import RefusingAPIView
 from groups import actions, usage
 from groups.api.serializers import (
     AcceptInputSerializer,
@@ -59,14 +59,14 @@ def invalid(serializer) -> Response:
     )
 
 
-class GroupAPIView(APIView):
+class GroupAPIView(RefusingAPIView):
     """A refusal from groups (GroupError: a field, words, a status) answers in the API's one
     shape, wherever in the view it is raised."""
 
-    def handle_exception(self, exc):
-        if isinstance(exc, GroupError):
-            return refusal(exc)
-        return super().handle_exception(exc)
+    refusals = (GroupError,)
+
+    def refuse(self, exc):
+        return refusal(exc)
 
 
 def _context(user) -> dict:
