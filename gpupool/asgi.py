@@ -24,11 +24,11 @@ from gpupool.routing import websocket_urlpatterns  # noqa: E402
 from gpupool.socket_auth import SignedInSockets  # noqa: E402
 from interactive.proxy import session_proxy  # noqa: E402
 from interactive.routing import SessionHosts, is_session_host  # noqa: E402
-from jobs.live.asgi_events import events_app  # noqa: E402
+from jobs.slurm_events.asgi import events_app  # noqa: E402
 from telemetry.asgi_ingest import ingest_app  # noqa: E402
 
 # A thread waiting for the GIL gets it within WEB_GIL_SWITCH_SECONDS, not CPython's 5 ms: a web
-# process writes a mass change's batch (jobs/live/asgi_events.py) or renders a page beside
+# process writes a mass change's batch (jobs/slurm_events/asgi.py) or renders a page beside
 # requests that are mostly round trips to PostgreSQL and Redis, and each round trip's return
 # waited up to a whole interval behind it.
 sys.setswitchinterval(settings.WEB_GIL_SWITCH_SECONDS)
@@ -41,7 +41,7 @@ portal_application = ProtocolTypeRouter(
             [
                 # Node agents' batches skip Django's middleware (telemetry/asgi_ingest.py).
                 path("api/v1/telemetry/ingest", ingest_app),
-                # slurmctld's job events, signed in their headers (jobs/live/asgi_events.py).
+                # slurmctld's job events, signed in their headers (jobs/slurm_events/asgi.py).
                 path("api/v1/slurm/events", events_app),
                 # For the reverse proxy and supervisors: no host check, no HTTPS redirect (gpupool/health.py).
                 path("healthz", health_app),

@@ -7,3 +7,8 @@ from django.dispatch import Signal
 # with `job`: the row as it is now. Receivers read the mirror's state, never the browser's;
 # they are called with send_robust, so one that fails never stops the mirror.
 job_changed = Signal()
+
+# Sent after the transaction in which tasks of a job array ended has committed (from the mirror,
+# jobs/mirror/arrays.py), with `array_pk`: sweeps (jobs/sweeps/receivers.py) read their
+# metrics then, without the mirror knowing of sweeps.
+array_tasks_ended = Signal()

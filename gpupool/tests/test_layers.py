@@ -40,7 +40,18 @@ def read_layers(text: str) -> dict[str, int]:
     return layers
 
 
-LAYERS = read_layers(TABLE_FILE.read_text())
+def section(text: str, heading: str) -> str:
+    """The part of `text` from `heading` to the next heading of its level or above."""
+    start = text.index(heading)
+    level = heading.split(" ", 1)[0]
+    rest = text[start + len(heading) :]
+    ends = [match.start() for match in re.finditer(r"^(#+) ", rest, re.M) if len(match[1]) <= len(level)]
+    return text[start : start + len(heading) + (ends[0] if ends else len(rest))]
+
+
+LAYERS = read_layers(section(TABLE_FILE.read_text(), "## The layers"))
+# The packages inside jobs/, in layers of their own (docs/architecture.md, "jobs/, the largest app").
+JOBS_LAYERS = read_layers(section(TABLE_FILE.read_text(), "### `jobs/`"))
 
 
 def _packages() -> set[str]:
@@ -116,7 +127,44 @@ def test_every_package_has_a_place_in_the_table():
 
 def test_the_readme_shows_the_same_table():
     readme = table_rows((REPO / "README.md").read_text())
-    assert readme == table_rows(TABLE_FILE.read_text())
+    assert readme == table_rows(section(TABLE_FILE.read_text(), "## The layers"))
+
+
+def _jobs_package(module: str) -> str | None:
+    """The package of jobs/ in the table that `module` is in, or None (jobs' own modules)."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "jobs" and len(parts) > 1 and parts[1] in JOBS_LAYERS else None
+
+
+def _jobs_crossing(a: str, b: str) -> bool:
+    """True when module a of a package of jobs/ may not import module b of another: one beside
+    it or above it in the jobs table."""
+    package_a, package_b = _jobs_package(a), _jobs_package(b)
+    if not package_a or not package_b or package_a == package_b:
+        return False
+    return JOBS_LAYERS[package_b] >= JOBS_LAYERS[package_a]
+
+
+def test_every_package_of_jobs_has_a_place_in_its_table():
+    packages = {path.parent.name for path in (REPO / "jobs").glob("*/__init__.py")} - {
+        "tests",
+        "migrations",
+        "management",
+    }
+    assert JOBS_LAYERS and sorted(packages ^ set(JOBS_LAYERS)) == []
+
+
+def test_the_packages_of_jobs_import_only_lower_rows_and_form_no_loop():
+    _modules_, imports = _edges()
+    crossing = sorted({(a, b) for a, b, *_ in imports if _jobs_crossing(a, b)})
+    assert crossing == []
+
+
+def test_the_jobs_check_sees_a_loop():
+    assert _jobs_crossing("jobs.mirror.arrays", "jobs.sweeps.metrics")  # up a row
+    assert _jobs_crossing("jobs.live.events", "jobs.submission.intake")  # beside it
+    assert not _jobs_crossing("jobs.sweeps.actions", "jobs.mirror.arrays")
+    assert not _jobs_crossing("jobs.mirror.rows", "jobs.models")  # jobs' own modules are not in the table
 
 
 def test_packages_import_only_lower_layers():

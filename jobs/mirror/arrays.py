@@ -35,7 +35,7 @@ from cluster.types import Job as SlurmJob
 from jobs.live.events import publish_job_updates
 from jobs.mirror.rows import WATCHED_FIELDS, portal_state, state_signature
 from jobs.models import FINAL_STATES, UNREAD_OR_UNFINISHED, Job, JobArray, JobState
-from jobs.sweeps.metrics import collect_metrics_soon
+from jobs.signals import array_tasks_ended
 
 log = logging.getLogger(__name__)
 # Arrays finished from slurmdbd, and given their accounting, per pass at most.
@@ -158,7 +158,7 @@ ToldTasks = dict[tuple[int, int], tuple[int, str, int | None]]
 
 def apply_told_tasks(told: ToldTasks) -> list[int]:
     """What slurmctld's hooks or the state listing said of array tasks, written at once
-    (jobs/live/slurm_events.py, _apply_listing_lines): a task started is RUNNING under its own job
+    (jobs/slurm_events/receiving.py, _apply_listing_lines): a task started is RUNNING under its own job
     id from now, a task ended has its state and end. Both get an empty signature, which keeps the
     array read (_active_arrays) until its next read (apply_array_records) writes Slurm's whole
     record over them: nodes, exact times, exit code. A sweep's grid then moves with the event,
@@ -280,8 +280,12 @@ def apply_array_records(array_pk: int, records: list[SlurmJob]) -> int:
                 ended = ended or record.is_terminal
         transaction.on_commit(lambda: publish_job_updates(changed))
         if ended:
-            transaction.on_commit(lambda: collect_metrics_soon(array_pk))
+            transaction.on_commit(lambda: _tell_tasks_ended(array_pk))
     return len(changed)
+
+
+def _tell_tasks_ended(array_pk: int) -> None:
+    array_tasks_ended.send_robust(sender=JobArray, array_pk=array_pk)
 
 
 def _apply_pending_record(array_pk: int, record: SlurmJob) -> list[int]:
@@ -354,7 +358,7 @@ def finish_array_from_accounting(client: SlurmRestClient, array_pk: int, array_j
                 changed.append(pk)
         transaction.on_commit(lambda: publish_job_updates(changed))
         if changed:
-            transaction.on_commit(lambda: collect_metrics_soon(array_pk))
+            transaction.on_commit(lambda: _tell_tasks_ended(array_pk))
     return len(changed)
 
 

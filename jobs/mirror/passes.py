@@ -48,7 +48,7 @@ from jobs.protocol import COMMENT_PREFIX
 
 log = logging.getLogger(__name__)
 # When the last pass asked for the state listing (epoch seconds): Slurm's events wait for a pass
-# that listed after them (jobs/live/slurm_events.py), and one already under way may be it.
+# that listed after them (jobs/slurm_events/receiving.py), and one already under way may be it.
 LISTED_AT_KEY = "gpupool:jobs:listed-at"
 PASS_TOOK_KEY = "gpupool:jobs:pass-took"
 
@@ -122,7 +122,7 @@ def listed_at() -> float:
 
 def note_pass_took(seconds: float) -> None:
     """How long the last whole pass took: what reading jobs by id is weighed against
-    (jobs/live/slurm_events.py). At 10,000 array tasks a pass is seconds, at 1,000 jobs 50 ms."""
+    (jobs/slurm_events/receiving.py). At 10,000 array tasks a pass is seconds, at 1,000 jobs 50 ms."""
     try:
         redis_client().set(PASS_TOOK_KEY, repr(seconds), ex=3600)
     except redis.RedisError as exc:

@@ -317,7 +317,7 @@ def apply_told_endings(
     endings: dict[int, tuple[str, int | None]], cluster: str | None = None
 ) -> tuple[list[int], set[int]]:
     """What slurmctld's completion hook said of jobs ending (job id -> state, when it ended),
-    written at once, before anything is read back from Slurm (jobs/live/slurm_events.py).
+    written at once, before anything is read back from Slurm (jobs/slurm_events/receiving.py).
 
     A pending job cancelled (the bulk of a mass scancel) has nothing more to tell, so its row is
     written whole, Slurm's signature included, by the rule the listing uses (apply_from_listing):

@@ -1,6 +1,6 @@
 """The event forwarder (deploy/slurm-events/gpupool-event-forwarder) as a program: run with the
 host's Perl against a receiver in this process that checks every batch with the portal's own
-verification (jobs/live/slurm_events.py) and answers as told. What it must do: post several
+verification (jobs/slurm_events/receiving.py) and answers as told. What it must do: post several
 batches at once (a batch the portal is still writing never holds a later event), keep one
 user's mass change from holding another user's events (the express lane), put a refused
 batch back in the spool and send it again, and send what a killed forwarder left mid-batch.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.live import slurm_events
+from jobs.slurm_events import receiving as slurm_events
 from testing.slurm import wait_for
 
 SECRET = "test-forwarder-secret-0123456789"

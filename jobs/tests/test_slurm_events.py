@@ -22,10 +22,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from cluster.services import rest_client, slurm_cli
-from jobs.live import asgi_events, slurm_events
-from jobs.live.asgi_events import events_app
 from jobs.mirror.passes import PASS_TOOK_KEY, mirror_jobs, note_pass_took
 from jobs.models import Job
+from jobs.slurm_events import asgi as asgi_events
+from jobs.slurm_events import receiving as slurm_events
+from jobs.slurm_events.asgi import events_app
 from testing.servers import BASE_DIR, portal_stack
 from testing.slurm import submission, wait_for, wait_until_requeued
 
@@ -242,9 +243,9 @@ def test_a_completion_is_written_at_once_and_only_what_ran_is_read_again(events_
 def test_the_endpoint_refuses_bodies_and_bad_signatures_before_doing_anything(events_on, monkeypatch):
     taken = []
     monkeypatch.setattr(
-        "jobs.live.asgi_events.mark", lambda events: taken.extend(events) or slurm_events.Taken([], set())
+        "jobs.slurm_events.asgi.mark", lambda events: taken.extend(events) or slurm_events.Taken([], set())
     )
-    monkeypatch.setattr("jobs.live.asgi_events.after_taken", lambda taken: 0)
+    monkeypatch.setattr("jobs.slurm_events.asgi.after_taken", lambda taken: 0)
     line, signature = _signed(7)
     signature_one = signature.encode()
     with_body = async_to_sync(_post)(
@@ -295,8 +296,8 @@ def test_a_small_batch_is_answered_while_large_ones_are_written_one_at_a_time(ev
             order.append(events[0].job_id)
         return slurm_events.Taken([], set())
 
-    monkeypatch.setattr("jobs.live.asgi_events.mark", mark)
-    monkeypatch.setattr("jobs.live.asgi_events.after_taken", lambda taken: 0)
+    monkeypatch.setattr("jobs.slurm_events.asgi.mark", mark)
+    monkeypatch.setattr("jobs.slurm_events.asgi.after_taken", lambda taken: 0)
 
     def posted(first_job, count):
         header, signature, body = _batch([f"job={first_job + n};state=CANCELLED;hook=jobcomp" for n in range(count)])
@@ -550,8 +551,8 @@ def test_a_line_not_taken_is_taken_on_its_senders_retry(events_on, monkeypatch):
         taken.extend(events)
         return slurm_events.Taken([], set())
 
-    monkeypatch.setattr("jobs.live.asgi_events.mark", mark)
-    monkeypatch.setattr("jobs.live.asgi_events.after_taken", lambda taken: 0)
+    monkeypatch.setattr("jobs.slurm_events.asgi.mark", mark)
+    monkeypatch.setattr("jobs.slurm_events.asgi.after_taken", lambda taken: 0)
     line, signature = _signed(11)
     headers = [(b"x-gpupool-event", line.encode()), (b"x-gpupool-signature", signature.encode())]
     assert async_to_sync(_post)(headers)["status"] == 503 and taken == []

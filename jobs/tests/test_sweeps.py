@@ -253,7 +253,7 @@ def test_the_mirror_writes_every_task_from_the_arrays_records(provisioned, versi
 @pytest.mark.django_db
 @pytest.mark.parametrize("version", ["v0.0.42", "v0.0.45"])
 def test_a_tasks_start_and_end_are_written_from_its_events_then_its_records_win(provisioned, version):
-    """Slurm's hooks name an array task (jobs/live/slurm_events.py): its start and end are written
+    """Slurm's hooks name an array task (jobs/slurm_events/receiving.py): its start and end are written
     at once under its own job id, with an empty signature, so the array's next read writes the
     whole record over them. Out of order, a start never undoes an end; another array's task, a
     task under another job id and an array not the portal's are left alone."""
@@ -334,7 +334,7 @@ def test_the_listing_moves_started_and_ended_tasks_before_the_array_is_read(prov
 
 @pytest.mark.django_db
 def test_task_events_are_parsed_from_the_batch_and_written_before_the_answer(provisioned, settings):
-    from jobs.live import slurm_events
+    from jobs.slurm_events import receiving as slurm_events
 
     settings.SLURM_EVENTS_SECRET = "test-task-events-secret"
     sweep = make_sweep(provisioned)

@@ -4,7 +4,7 @@ declares its length, at most what its count of events can take, and its body is 
 to that; a single event (X-Gpupool-Event) has no body, and one that declares a body is refused
 unread. Answers 202 once the events are taken (what a completion tells is written then, the
 other jobs marked), then reads those from Slurm (or leaves them to the request draining
-already; jobs/live/slurm_events.py).
+already; jobs/slurm_events/receiving.py).
 
 A large batch (a mass change's: more than SMALL_BATCH events) is written on one thread of its
 own, one batch after another; a small one (another user's few events, from the forwarder's
@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from foundation.asgi_json import ClientGone, in_thread, read_body, request_header, respond_json
-from jobs.live.slurm_events import (
+from jobs.slurm_events.receiving import (
     EventRefused,
     after_taken,
     first_time,
