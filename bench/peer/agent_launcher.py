@@ -1,4 +1,5 @@
-"""Start the stock `slurm-web` command, run by the peer's own venv python (bench/peer/setup.sh), on a chosen Redis database.
+"""Start the stock `slurm-web` command, run by the peer's own venv python (bench/peer/setup.sh),
+on a chosen Redis database.
 
     $SLURMWEB_PEER_DIR/venv/bin/python bench/peer/agent_launcher.py agent --conf-defs ... --conf ...
 
