@@ -4,20 +4,49 @@ allauth counts failed sign-ins per address and per login name ("5 in 5 minutes f
 name"), so anyone who knows an admin's name could lock that admin out from anywhere. Here the
 per-name count is kept per name *and* address: an abuser spends their own attempts on their
 own address, and the owner signs in from theirs. Guessing one account from many addresses
-still meets the per-address limit at each of them (SIGN_IN_FAILURES_PER_MINUTE)."""
+still meets the per-address limit at each of them (SIGN_IN_FAILURES_PER_MINUTE).
+
+Where a sign-in or sign-up goes next (`next`) is a path of this site only, and a sign-up's
+`next` (an invitation's link) rides in the verification link it e-mails, so the new user comes
+back there once verified, in whichever browser they open it."""
 
 from types import SimpleNamespace
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
+from allauth.utils import get_request_param
 from django.conf import settings
 
 from accounts import oidc
 from foundation.ratelimit import client_ip
 
 
+def local_path(url) -> bool:
+    """A path of this site ("/groups/..."), nothing that leaves it: no scheme or host, neither
+    "//host" nor "/\\host" (browsers read both as another host), no control characters."""
+    if not isinstance(url, str) or not url.startswith("/") or url.startswith("//") or len(url) > 2000:
+        return False
+    if "\\" in url or any(ord(char) < 32 or ord(char) == 127 for char in url):
+        return False
+    parts = urlsplit(url)
+    return not parts.scheme and not parts.netloc
+
+
 class AccountAdapter(DefaultAccountAdapter):
+    def is_safe_url(self, url) -> bool:
+        # allauth also takes an absolute URL of any allowed host or trusted origin: a redirect
+        # after sign-in or sign-up stays on the portal's own paths.
+        return local_path(url)
+
+    def get_email_confirmation_url(self, request, emailconfirmation) -> str:
+        url = super().get_email_confirmation_url(request, emailconfirmation)
+        wanted = get_request_param(request, "next") if request is not None else None
+        if wanted and local_path(wanted):
+            # allauth's confirmation page honours `next` (checked again by is_safe_url).
+            url += "?" + urlencode({"next": wanted})
+        return url
+
     def get_client_ip(self, request) -> str:
         # The same address the portal's own limits use (behind TRUSTED_PROXY_COUNT proxies).
         return client_ip(request)

@@ -53,6 +53,8 @@ def credits_page(request):
             "older": page[ENTRIES_PER_PAGE - 1].pk if older else None,
             "referral_link": referral_link(request, account),
             "tutorial_url": reverse("jobs:new") + f"?template={template.pk}",
+            "tutorial_name": tutorial.TEMPLATE_NAME,
+            "tutorial_summary": tutorial.SUMMARY,
             "tutorial_paid": LedgerEntry.objects.filter(idempotency_key=f"tutorial:{request.user.pk}").exists(),
             # Grants that wait for a person (a referral from the referrer's browser): said, not hidden.
             "held_grants": list(

@@ -12,6 +12,7 @@ from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -31,8 +32,9 @@ from groups.models import (
     Membership,
     hash_token,
 )
-from groups.queries import GroupError, membership, row_id, visible_group
+from groups.queries import GroupError, membership, organizations, row_id, visible_group
 from groups.tasks import sync_group
+from groups.validators import validate_group_name
 from plans.models import Plan
 
 
@@ -86,11 +88,13 @@ def create_group(actor, *, name: str, slug: str, organization: str = "") -> Grou
             raise GroupError("group", f"You have created {settings.GROUPS_PER_USER} groups, the most one may.", 409)
         # Each organisation is an account under Slurm's root: new ones are the admins' to make.
         given = (organization or "").strip().lower()
-        if given and given != settings.GROUP_DEFAULT_ORGANIZATION and not Group.objects.filter(organization=given):
+        if given and given not in organizations():
             raise GroupError("organization", "A new organisation is made by the pool's admins; leave it empty.", 403)
-    name = (name or "").strip()
-    if not name or len(name) > 80:
-        raise GroupError("name", "A name of 1-80 characters is required.")
+    name = (name or "").strip() if isinstance(name, str) else name
+    try:
+        validate_group_name(name)
+    except ValidationError as exc:
+        raise GroupError("name", exc.messages[0]) from None
     group = Group(
         name=name,
         slug=(slug or "").strip().lower(),

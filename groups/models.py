@@ -16,6 +16,8 @@ from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 
+from groups.validators import validate_group_name
+
 SLUG = RegexValidator(r"^[a-z][a-z0-9-]{1,29}$", "2-30 characters: a-z, 0-9 and -, starting with a letter.")
 
 
@@ -37,7 +39,8 @@ class Group(models.Model):
         SYNCED = "synced"
         ERROR = "error"  # the last attempt failed: `slurm_error` says why; retried
 
-    name = models.CharField(max_length=80)
+    # Rows older than the name rule may be longer than it allows (up to 80): the column keeps them.
+    name = models.CharField(max_length=80, validators=[validate_group_name])
     slug = models.SlugField(max_length=30, unique=True, validators=[SLUG])
     organization = models.SlugField(
         max_length=30, validators=[SLUG], help_text="The parent account in Slurm (the institution or company)"

@@ -50,6 +50,14 @@ def row_id(value) -> int | None:
     return number if 0 < number < 2**63 else None
 
 
+def organizations() -> list[str]:
+    """The organisations a group may stand under without an admin: the pool's default first,
+    then those groups stand under already (a new one is an admin's to name)."""
+    default = settings.GROUP_DEFAULT_ORGANIZATION
+    taken = set(Group.objects.order_by().values_list("organization", flat=True).distinct())
+    return [default, *sorted(taken - {default})]
+
+
 def visible_group(user, group_id) -> Group:
     """The group if the user is a member (or an admin); GroupError 404 otherwise."""
     number = row_id(group_id)

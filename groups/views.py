@@ -18,9 +18,12 @@ from django.views.decorators.http import require_POST
 from accounts.access import is_admin, role_required
 from accounts.models import Role
 from cluster.errors import SlurmError
+from foundation.emails import verified_addresses
 from groups import actions, charts, usage
+from groups.forms import GroupCreateForm
 from groups.models import Allocation, GroupRole, Invitation, Membership
 from groups.queries import GroupError, membership, visible_group
+from groups.validators import NAME_MAX_LENGTH
 
 
 def _group_or_404(user, pk: int):
@@ -36,16 +39,17 @@ def _said(request, exc: GroupError, what: str) -> None:
 
 @login_required
 def group_list(request):
-    if request.method == "POST":
+    form = GroupCreateForm(request.user, request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
         try:
             group = actions.create_group(
                 request.user,
-                name=request.POST.get("name", ""),
-                slug=request.POST.get("slug", ""),
-                organization=request.POST.get("organization", ""),
+                name=form.cleaned_data["name"],
+                slug=form.cleaned_data["slug"],
+                organization=form.cleaned_data.get("organization", ""),
             )
         except GroupError as exc:
-            _said(request, exc, "Not created")
+            form.refused(exc)
         else:
             messages.success(request, f"{group.name} created; its Slurm account is being set up.")
             return redirect("groups:detail", pk=group.pk)
@@ -54,9 +58,10 @@ def group_list(request):
         "memberships": mine,
         "may_create": settings.GROUPS_SELF_SERVICE or is_admin(request.user),
         "default_organization": settings.GROUP_DEFAULT_ORGANIZATION,
-        "form": request.POST if request.method == "POST" else {},
+        "form": form,
+        "name_max_length": NAME_MAX_LENGTH,
     }
-    return render(request, "groups/list.html", context)
+    return render(request, "groups/list.html", context, status=400 if form.errors else 200)
 
 
 def _usage(group, user):
@@ -235,7 +240,9 @@ def invitation(request, token: str):
         else:
             messages.success(request, f"You joined {joined.group.name}.")
             return redirect("groups:detail", pk=joined.group_id)
-    return render(request, "groups/invitation.html", {"invitation": found})
+    # Joining takes the invited address, verified: the page says so before the press.
+    verified = found.email in verified_addresses(request.user)
+    return render(request, "groups/invitation.html", {"invitation": found, "verified": verified})
 
 
 @role_required(Role.ADMIN)

@@ -3,6 +3,7 @@ shared with the API, so the browser and the API refuse exactly the same things."
 
 from __future__ import annotations
 
+from jobs.submission.clusters import ANY
 from jobs.submission.spec import FIELDS as SPEC_FIELDS
 
 # The spec's fields, but the environment, which the form takes as NAME=value lines, and the
@@ -24,6 +25,21 @@ def form_data_from_post(post) -> dict:
     if datasets:
         data["datasets"] = datasets
     return data
+
+
+def combination_errors(data: dict, *, own_cluster: str) -> dict[str, list[str]]:
+    """Choices the form refuses together, by field, before anything is submitted (the page does
+    not offer them either). A spot job takes idle GPUs of the portal's own cluster, the only
+    one with the spot partition (jobs/submission/clusters.py): not a further cluster's."""
+    spot = data.get("spot") in (True, "1", "true", "on")
+    cluster = data.get("cluster")
+    if spot and cluster not in (None, "", own_cluster, ANY):
+        return {
+            "cluster": [
+                f"A spot job runs on {own_cluster} only, on its idle GPUs: choose {own_cluster} or Any, or untick Spot."
+            ]
+        }
+    return {}
 
 
 def initial_from_spec(spec: dict) -> dict:

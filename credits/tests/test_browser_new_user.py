@@ -1,6 +1,7 @@
 """A new user's first visit on a phone, end to end in Chromium against the real portal and
 cluster: the landing page, sign-up, the e-mailed verification link, the dashboard's plan and
-credits, the tutorial job with its price, watched to its end live, and its credits."""
+credits, the tutorial job from the dashboard's link with its price, watched to its end live,
+what it printed, and its credits."""
 
 import re
 from pathlib import Path
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 
+from credits.tutorial import TEMPLATE_NAME
 from testing.browser import chromium_page
 from testing.servers import portal_stack
 
@@ -56,8 +58,9 @@ def test_a_new_user_on_a_phone_signs_up_verifies_and_runs_the_tutorial(provision
         expect(page.locator("[data-credit-balance-tile] .tile-figure")).to_have_text("5,000")
 
         provision(get_user_model().objects.get(username="nora"))  # what the worker does for a new account
-        page.goto(f"{base_url}/credits/")
-        page.click("text=Tutorial: MNIST on one GPU")
+        # The dashboard links the tutorial (it is on the credits page too).
+        expect(page.locator("[data-first-steps] [data-tutorial-link]")).to_have_text(TEMPLATE_NAME)
+        page.click("[data-first-steps] [data-tutorial-link]")
         page.wait_for_url(re.compile(r".*/jobs/new/\?template=\d+$"))
         expect(page.locator("[data-job-quote]")).to_contain_text("You would pay at most $0.00", timeout=15000)
         page.click("[data-submit]")
@@ -65,6 +68,10 @@ def test_a_new_user_on_a_phone_signs_up_verifies_and_runs_the_tutorial(provision
         page.evaluate("window.__marker = 'no reload'")
         expect(page.locator("dl.facts [data-field=state_label]")).to_have_text("Completed", timeout=120000)
         assert page.evaluate("window.__marker") == "no reload"
+        # It says what it did with what the image has (the dev cluster's stand-in: no PyTorch).
+        stdout = page.locator('[data-log="stdout"]')
+        expect(stdout).to_contain_text("This image has no PyTorch", timeout=15000)
+        expect(stdout).to_contain_text("Trained a logistic regression in plain Python on the CPU")
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
         page.goto(f"{base_url}/credits/")

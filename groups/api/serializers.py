@@ -4,9 +4,11 @@ look like to the caller, and the bodies the writes take."""
 from __future__ import annotations
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from groups.models import Allocation, Group, GroupRole, Invitation, Membership
+from groups.validators import NAME_MAX_LENGTH, validate_group_name
 
 
 class GroupSerializer(serializers.ModelSerializer):
@@ -36,8 +38,19 @@ class GroupSerializer(serializers.ModelSerializer):
 SLUG_PATTERN = r"^[a-z][a-z0-9-]{1,29}$"
 
 
+@extend_schema_field({"type": "string", "minLength": 1, "maxLength": NAME_MAX_LENGTH})
+class GroupNameField(serializers.CharField):
+    """A group's name by groups.validators alone (DRF's own max_length would say the length a
+    second time, in other words); the schema states the length all the same."""
+
+    def __init__(self, **kwargs):
+        super().__init__(validators=[validate_group_name], **kwargs)
+
+
 class GroupInputSerializer(serializers.Serializer):
-    name = serializers.CharField(min_length=1, max_length=80)
+    name = GroupNameField(
+        help_text=f"Up to {NAME_MAX_LENGTH} characters: letters, digits, punctuation and spaces, at least one letter"
+    )
     slug = serializers.RegexField(
         SLUG_PATTERN, max_length=30, help_text="Short name: a-z, 0-9 and -; the Slurm account is g-<slug>"
     )

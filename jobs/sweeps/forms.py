@@ -47,15 +47,21 @@ def quote_or_submit(request, job_data: dict, post) -> FormOutcome:
         try:
             return FormOutcome(sweep=intake.accept(request, data))
         except SpecError as exc:
-            return FormOutcome(errors=exc.errors)
+            errors = exc.errors
         except (QuotaExceeded, job_actions.NotProvisioned, job_intake.RateLimited) as exc:
-            return FormOutcome(errors={"form": [str(exc)]})
+            errors = {"form": [str(exc)]}
+        # Refused as it was submitted (too many submissions a minute, say): the quote stays
+        # confirmed, so one press sends the same sweep again.
+        return FormOutcome(errors=errors, context=_quoted(request, parsed, fingerprint))
+    return FormOutcome(context=_quoted(request, parsed, fingerprint))
+
+
+def _quoted(request, parsed: intake.SweepRequest, fingerprint: str) -> dict:
+    """The page's quote of the sweep, and the confirmation its next press sends."""
     points = len(parsed.grid)
-    return FormOutcome(
-        context={
-            "sweep_points": points,
-            "sweep_quote": queries.quote_sweep(request.user, parsed.spec, points),
-            "sweep_confirm": fingerprint,
-            "sweep_example": command_shown(parsed.spec.command, parsed.grid.point(0)),
-        }
-    )
+    return {
+        "sweep_points": points,
+        "sweep_quote": queries.quote_sweep(request.user, parsed.spec, points),
+        "sweep_confirm": fingerprint,
+        "sweep_example": command_shown(parsed.spec.command, parsed.grid.point(0)),
+    }
