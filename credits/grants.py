@@ -31,6 +31,7 @@ from audit.log import record
 from credits import fraud, ledger
 from credits.models import (
     DEFAULT_CAMPAIGN_CODE,
+    DEFAULT_CAMPAIGN_NAME,
     Campaign,
     Enrollment,
     GrantKind,
@@ -47,7 +48,7 @@ log = logging.getLogger(__name__)
 def default_campaign() -> Campaign:
     campaign, _ = Campaign.objects.get_or_create(
         code=DEFAULT_CAMPAIGN_CODE,
-        defaults={"name": "Welcome credits (no campaign link)", "start": datetime(2020, 1, 1, tzinfo=UTC)},
+        defaults={"name": DEFAULT_CAMPAIGN_NAME, "start": datetime(2020, 1, 1, tzinfo=UTC)},
     )
     return campaign
 

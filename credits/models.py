@@ -29,6 +29,9 @@ DEFAULT_SIGNUP_GPU_SECONDS = 5_000
 DEFAULT_TUTORIAL_GPU_SECONDS = 10_000
 DEFAULT_REFERRAL_GPU_SECONDS = 5_000
 DEFAULT_CAMPAIGN_CODE = "welcome"
+# Its name as people read it (the referral page's heading, the ledger): the campaign of everyone
+# who signed up without a campaign's link.
+DEFAULT_CAMPAIGN_NAME = "Welcome credits"
 
 
 class LedgerIsAppendOnly(Exception):
@@ -44,10 +47,11 @@ class EntryKind(models.TextChoices):
 
 
 class GrantKind(models.TextChoices):
-    SIGNUP = "signup", "Sign-up"
-    TUTORIAL = "tutorial", "Tutorial"
-    REFERRAL_INVITER = "referral_inviter", "Referral (inviter)"
-    REFERRAL_INVITEE = "referral_invitee", "Referral (invitee)"
+    # Said to the people who get them (the credits page, marketing's review): words, not codes.
+    SIGNUP = "signup", "Sign-up credits"
+    TUTORIAL = "tutorial", "Tutorial reward"
+    REFERRAL_INVITER = "referral_inviter", "For inviting a friend"
+    REFERRAL_INVITEE = "referral_invitee", "For joining through a friend"
 
 
 class BurnWeight(models.Model):

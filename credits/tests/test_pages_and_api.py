@@ -12,7 +12,7 @@ from django.test import Client
 
 from audit.models import AuditLog
 from credits import grants, ledger
-from credits.models import Campaign, Enrollment
+from credits.models import Campaign, Enrollment, GrantKind
 from jobs.models import Job, JobState
 
 pytestmark = pytest.mark.django_db
@@ -256,3 +256,12 @@ def test_a_large_budget_grants_nothing_until_a_second_marketer_approves_it(marke
     small = _client(marketer).post("/api/v1/campaigns/", {**body, "code": "small", "budget_gpu_seconds": 10_000},
                                    content_type="application/json")  # fmt: skip
     assert small.status_code == 201 and not small.json()["needs_approval"]
+
+
+def test_grants_read_as_what_they_are_for_not_as_codes(alice):
+    campaign = grants.default_campaign()
+    ledger.grant(alice.pk, 5000, key="words-invitee", grant_kind=GrantKind.REFERRAL_INVITEE, campaign_id=campaign.pk)
+    page = _client(alice).get("/credits/").content.decode()
+    assert "For joining through a friend" in page
+    assert "Grant (" not in page and "(invitee)" not in page
+    assert "Welcome credits" in page and "no campaign link" not in page
