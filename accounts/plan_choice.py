@@ -4,7 +4,7 @@
 `accounts.lifecycle.change_plan` (history row, audit entry, Slurm limits on commit).
 
 Fees are by day: each day is billed to every subscription that held any moment of it in the
-billing zone (billing.invoices.invoicing), so a change today is billed from today (both plans pay the
+billing zone (billing.actions.invoicing), so a change today is billed from today (both plans pay the
 day of a switch). A paused plan is not charged for the days it was paused all day, and its new
 jobs are refused (jobs.actions). A user makes at most PLAN_CHANGES_PER_DAY changes in any 24
 hours (each one rewrites Slurm limits and opens a fee line); a further one is refused with the

@@ -8,7 +8,7 @@ Worst case for the balance: one user holds every entry (grants and spends of one
 spread over a year). Pages measured in-process (Django test client): the user's credits page,
 the dashboard, GET /api/v1/credits/, and marketing's campaign list and campaign page (the
 campaign has 1,000 members at both sizes). Entries are inserted with one INSERT ... SELECT and
-the daily rollups built from them as credits.ledger keeps them.
+the daily rollups built from them as credits.actions.ledger keeps them.
 """
 
 import argparse
@@ -55,7 +55,7 @@ def fill(size: int, label: str):
     from django.db import connection
     from django.db.models import Sum
 
-    from credits import ledger
+    from credits.actions import ledger
     from credits.models import Campaign, CampaignDay, CreditAccount, Enrollment, LedgerEntry
 
     user = make_user(f"heavy{label}", plan="pro", provision=False)
@@ -103,7 +103,7 @@ def main():
     from django.test import Client
 
     from accounts.models import Role
-    from credits import ledger
+    from credits.actions import ledger
 
     with bench_database():
         marketer = make_user("benchmarketing", plan="free", provision=False)

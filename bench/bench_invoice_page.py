@@ -25,7 +25,7 @@ def main():
     from django.test import Client
     from django.utils import timezone
 
-    from billing.invoices import invoicing
+    from billing.actions import invoicing
     from billing.models import Invoice, InvoiceLine, UsageRecord
 
     with bench_database():

@@ -72,7 +72,7 @@ def main():
     parser.add_argument("--pass-size", type=int, default=5000)
     args = parser.parse_args()
 
-    from billing import charging
+    from billing.actions import charging
     from billing.models import Invoice, UsageRecord
     from billing.usage import metering
     from cluster.models import Node

@@ -398,7 +398,7 @@ def main():
     from _common import make_user, percentile, retire_user, signed_in_session
 
     from accounts.models import ApiToken
-    from credits import grants
+    from credits.actions import grants
 
     load = Load(cert=str(RUN / "tls" / "cert.pem"))
     run_tag = datetime.now(UTC).strftime("%H%M%S")

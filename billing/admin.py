@@ -21,7 +21,7 @@ class InvoiceLineInline(admin.TabularInline):
 
 @admin.register(Invoice)
 class InvoiceAdmin(admin.ModelAdmin):
-    """Read-only: invoices change only through billing.invoices.invoicing and billing.invoices.payments (issue,
+    """Read-only: invoices change only through billing.actions.invoicing and billing.actions.payments (issue,
     void, payments: on the admins' Billing pages, audited)."""
 
     list_display = ("__str__", "user", "period", "status", "total", "issued_at", "paid_at")
@@ -44,7 +44,7 @@ class InvoiceAdmin(admin.ModelAdmin):
 
 @admin.register(CreditLimit)
 class CreditLimitAdmin(admin.ModelAdmin):
-    """What a pay-afterwards account may owe (billing/credit_limits.py). Saving approves it in
+    """What a pay-afterwards account may owe (billing/actions/credit_limits.py). Saving approves it in
     the admin's name, audited; the user's own limit is never approved by themselves."""
 
     list_display = ("user", "amount", "approved_by", "approved_at", "reason")

@@ -7,7 +7,8 @@ class BillingConfig(AppConfig):
     def ready(self):
         # jobs/ is a lower layer: it learns of money through the registries it keeps, which
         # billing fills in here (a job's cost for its page and API; the budget hold and the credit limit at submit).
-        from billing import budgets, costs, credit_limits, group_money, run_quotes
+        from billing import costs, group_money, run_quotes
+        from billing.actions import budgets, credit_limits
         from datasets.quota import register_quota_gate
         from jobs.costs import register_cost_provider, register_quote_provider
         from jobs.submission.checks import register_submission_check

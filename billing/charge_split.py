@@ -3,7 +3,7 @@ database, `Decimal` only (billing/pricing.py's rounding rule applies; its one di
 `pricing.divide`).
 
 Every path that speaks of money asks this module, with the same run shape and the same cover:
-- charging a metered run (billing/charging.py), spot runs included (billing/spot.py only says
+- charging a metered run (billing/actions/charging.py), spot runs included (billing/spot.py only says
   which seconds were notice and how they fall in the day and night windows);
 - the running estimate of a job in progress (billing/costs.py);
 - the quote before a job, a sweep, a session or a reservation (billing/quotes.py).
@@ -191,7 +191,7 @@ def split(run: RunShape, rates: Rates, terms: Terms = NOTHING_COVERED) -> Split:
 def dearest(run: RunShape, offers: Sequence[tuple[Rates, Terms]]) -> int:
     """Which of `offers` (the rates and terms of each plan a run may be priced by) prices the run
     highest before credits: its index, the first on a tie. A run queued under one plan and
-    started under another is never priced below either (billing/charging.py). PricingError when
+    started under another is never priced below either (billing/actions/charging.py). PricingError when
     a card cannot price the run."""
     amounts = [split(run, rates, replace(terms, credits=0)).amount for rates, terms in offers]
     return amounts.index(max(amounts))

@@ -8,7 +8,7 @@ run, and its amount is set when it is charged to the month's draft invoice.
 
 `cost_so_far` (an estimate), while the job is RUNNING: the runs already charged (earlier runs
 of a requeued job) plus the run in progress priced as if it ended now, by the rules charging
-applies to a metered run (billing/charging.py), as far as they can be known before metering:
+applies to a metered run (billing/actions/charging.py), as far as they can be known before metering:
 - the payer and plan as charging will decide them: the job's group when it held a plan at the
   run's start (its included hours, counted on the group's invoice), else the owner;
 - seconds = now - the run's start; prices = the card the plan pays in force at the run's
@@ -51,7 +51,7 @@ from billing.models import Invoice, UsageRecord
 from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates
 from billing.spot import PREEMPTED, spot_seconds
 from cluster.gres import parse_gres
-from credits import ledger
+from credits.actions import ledger
 from credits.weights import Burn, NoBurnWeight, burn, weight_for
 from foundation.gpu_types import gpu_types_from_mapping
 from groups.group_plans import GroupPlansHeld
@@ -252,7 +252,7 @@ class _Estimator:
     def _payer(self, job: Job) -> tuple[tuple[str, int], list[PlanSnapshot]]:
         """Who pays for the run and the plans it may be priced by, as charging will decide: the
         job's group when it held a plan at the run's start, else the owner, by the plans held
-        when the portal took the job and at the run's start (billing/charging.py)."""
+        when the portal took the job and at the run's start (billing/actions/charging.py)."""
         if job.group_id:
             group_plan = self.group_plans.at(job.group_id, job.start_time)
             if group_plan is not None:

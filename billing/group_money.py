@@ -2,9 +2,9 @@
 its unpaid invoices' hold, and each member's share.
 
 A group pays for the runs charged to it while it holds a plan (groups.GroupPlan; the charge
-decides per run, by the plan held at the run's start: billing/charging.py). Then:
+decides per run, by the plan held at the run's start: billing/actions/charging.py). Then:
 - its **budget** (groups.GroupBudget) counts the exact amounts of the records on the group's
-  invoice of the month, like a user's budget counts theirs (billing/budgets.py): an e-mail to
+  invoice of the month, like a user's budget counts theirs (billing/actions/budgets.py): an e-mail to
   the PI and managers at 80 % and at 100 %, each once a month (claimed by a conditional
   UPDATE), and, when asked, new group jobs held while it is spent;
 - an issued group invoice unpaid after INVOICE_DUE_DAYS holds new group jobs;
@@ -27,12 +27,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.access import is_admin
-from billing.budgets import check_pending, release, warn_once
-from billing.credit_limits import overdue_invoice
-from billing.invoices import invoicing
+from billing.actions import invoicing
+from billing.actions.budgets import check_pending, release, warn_once
+from billing.actions.credit_limits import overdue_invoice
 from billing.invoices.drafts import month_of, month_records
 from billing.pricing import to_cents
-from credits import ledger
+from credits.actions import ledger
 from groups import actions as group_actions
 from groups.group_plans import current as current_group_plan
 from groups.group_plans import group_pays
@@ -179,7 +179,7 @@ def _send(budget: GroupBudget, percent: int, spent: Decimal, period: date, claim
 
 
 def check_group_budget(group_id: int, now: datetime | None = None) -> int | None:
-    """The 80 % or 100 % e-mail, once a month each (as billing.budgets.check_budget)."""
+    """The 80 % or 100 % e-mail, once a month each (as billing.actions.budgets.check_budget)."""
     period = month_of(now or timezone.now())
     budget = GroupBudget.objects.select_related("group").filter(group_id=group_id).first()
     if budget is None or budget.warned_100_for == period:

@@ -78,7 +78,7 @@ def _divide(numerator: Decimal, denominator: int) -> Decimal:
 
 
 def divide(numerator: Decimal, denominator: int) -> Decimal:
-    """Rule 2's one division, for the share of a line that charging takes (billing/charging.py:
+    """Rule 2's one division, for the share of a line that charging takes (billing/actions/charging.py:
     a run partly covered by included hours or credits pays that share of its memory and NVMe)."""
     return _divide(numerator, denominator)
 

@@ -1,4 +1,4 @@
-"""What a spot run is billed for (billing/charging.py asks this for a record of the spot QOS).
+"""What a spot run is billed for (billing/actions/charging.py asks this for a record of the spot QOS).
 
 A spot run pays, second by second, its GPU type's price on the rate card in force at its start
 times that card's share for the window the second fell in (plans/spot.py: night 22:00-06:00 or

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from billing import budgets, credit_limits, group_money
-from billing.invoices import closing
-from billing.usage import reserved_time
+from billing import group_money
+from billing.actions import budgets, closing, credit_limits, reserved_time
 from billing.usage.metering import run_metering
 from cluster.sync import single_flight
 
@@ -29,7 +28,7 @@ def meter_usage() -> str | None:
 
 @shared_task(ignore_result=True)
 def check_budgets() -> int:
-    """Beat: e-mail the budgets that crossed 80 % or 100 % this month (billing/budgets.py,
+    """Beat: e-mail the budgets that crossed 80 % or 100 % this month (billing/actions/budgets.py,
     billing/group_money.py for groups')."""
     return budgets.check_budgets() + group_money.check_group_budgets()
 
@@ -37,23 +36,23 @@ def check_budgets() -> int:
 @shared_task
 def close_month(period: str | None = None) -> str:
     """Beat, hourly: close the latest month that may close, or `period` ("YYYY-MM")
-    (billing/invoices/closing.py)."""
+    (billing/actions/closing.py)."""
     return closing.close_month(period)
 
 
 @shared_task
 def refresh_drafts() -> int:
-    """Beat: rebuild the drafts whose lines are stale (billing/invoices/closing.py)."""
+    """Beat: rebuild the drafts whose lines are stale (billing/actions/closing.py)."""
     return closing.refresh_drafts()
 
 
 @shared_task(ignore_result=True)
 def meter_reservations() -> int:
-    """Beat: meter every ended reservation's unused time (billing/usage/reserved_time.py)."""
+    """Beat: meter every ended reservation's unused time (billing/actions/reserved_time.py)."""
     return reserved_time.meter_reservations()
 
 
 @shared_task(ignore_result=True)
 def hold_work_at_credit_limits() -> dict:
-    """billing/credit_limits.py: waiting work held at a pay-afterwards account's limit, released below it."""
+    """billing/actions/credit_limits.py: waiting work held at a pay-afterwards account's limit, released below it."""
     return credit_limits.hold_work_at_limits()

@@ -1,7 +1,7 @@
 """Invoice pages: a user's invoices and one invoice (lines a page at a time, so the page costs
 the same queries at 10 lines and at 10,000), its PDF and CSV; the admins' billing pages:
 revenue by month, plan and GPU type, unpaid invoices, one invoice with "record a payment" and
-"void" (both audited by billing.invoices.payments / billing.invoices.invoicing)."""
+"void" (both audited by billing.actions.payments / billing.actions.invoicing)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ from django.views.decorators.http import require_POST
 from accounts.access import role_required
 from accounts.models import Role
 from billing import actions
+from billing.actions import invoicing
+from billing.actions.payments import PaymentError
 from billing.invoice_access import bill_group_ids, invoices_seen_by
-from billing.invoices import documents, invoicing
-from billing.invoices.payments import PaymentError
+from billing.invoices import documents
 from billing.models import Invoice, InvoiceLine, UsageRecord
 
 LINES_PER_PAGE = 100

@@ -22,7 +22,7 @@ from billing.invoices.drafts import month_of
 from billing.models import Invoice
 from billing.pricing import to_cents
 from credits import actions as credit_actions
-from credits import ledger
+from credits.actions import ledger
 from groups import actions as group_actions
 from groups.queries import GroupError, membership, visible_group
 from plans.models import Plan

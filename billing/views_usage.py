@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 
-from billing import budgets
+from billing.actions import budgets
 from billing.models import Budget
 from billing.usage.usage_page import month_usage
 

@@ -1,5 +1,5 @@
 """Django admin: burn weights (a change is a new row from a moment on, audited), the ledger
-read-only, and adjustments with a reason (written through credits.ledger, audited)."""
+read-only, and adjustments with a reason (written through credits.actions.ledger, audited)."""
 
 import secrets
 
@@ -7,7 +7,8 @@ from django import forms
 from django.contrib import admin, messages
 
 from audit.log import record
-from credits import actions, ledger
+from credits import actions
+from credits.actions import ledger
 from credits.models import BurnWeight, Campaign, CreditAccount, LedgerEntry
 
 

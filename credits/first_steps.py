@@ -11,7 +11,7 @@ from decimal import Decimal
 from django.urls import reverse
 
 from credits import tutorial
-from credits.grants import default_campaign
+from credits.actions.grants import default_campaign
 from credits.models import Enrollment, LedgerEntry
 from foundation.emails import verified_addresses
 

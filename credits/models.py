@@ -88,7 +88,7 @@ class CreditAccount(models.Model):
     group = models.OneToOneField(
         "groups.Group", null=True, blank=True, on_delete=models.CASCADE, related_name="credit_account"
     )
-    # Kept equal to the sum of the account's entries by credits.ledger (the only writer),
+    # Kept equal to the sum of the account's entries by credits.actions.ledger (the only writer),
     # always under this row's lock.
     balance = models.BigIntegerField(default=0)
     referral_code = models.CharField(max_length=32, unique=True, default=new_referral_code)
@@ -195,7 +195,7 @@ class Campaign(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     # A budget above CAMPAIGN_APPROVAL_GPU_SECONDS grants nothing until a second marketer (not its
-    # creator) approves it (credits/campaigns.py).
+    # creator) approves it (credits/actions/campaigns.py).
     needs_approval = models.BooleanField(default=False)
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

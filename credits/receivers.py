@@ -10,7 +10,8 @@ from django.contrib.auth.signals import user_logged_in
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 
-from credits import fraud, grants, ledger, tutorial
+from credits import fraud, tutorial
+from credits.actions import grants, ledger
 from credits.middleware import browser_id
 from credits.models import Campaign
 from foundation.ratelimit import client_ip

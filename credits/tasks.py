@@ -9,7 +9,7 @@ from celery import shared_task
 from django.db.models import Q
 from django.utils import timezone
 
-from credits import grants, ledger
+from credits.actions import grants, ledger
 from credits.models import CreditLot, Enrollment
 from credits.tutorial import TUTORIAL_COMMAND
 from jobs.models import Job, JobState

@@ -6,8 +6,9 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from credits import fraud, ledger, tutorial
-from credits.grants import default_campaign
+from credits import fraud, tutorial
+from credits.actions import ledger
+from credits.actions.grants import default_campaign
 from credits.middleware import browser_id
 from credits.models import DEFAULT_CAMPAIGN_CODE, BurnWeight, Campaign, CreditAccount, HeldGrant, LedgerEntry
 from credits.receivers import SESSION_CAMPAIGN, SESSION_REFERRER, request_address

@@ -15,9 +15,9 @@ from django.views.decorators.http import require_POST
 from accounts.access import role_required
 from accounts.models import Role
 from credits import actions as credit_actions
-from credits import grants
 from credits import marketing_figures as figures
-from credits.campaigns import FIELDS, ApprovalRefused, terms_errors
+from credits.actions import grants
+from credits.actions.campaigns import FIELDS, ApprovalRefused, terms_errors
 from credits.models import Campaign, HeldGrant
 
 marketing_only = role_required(Role.MARKETING)

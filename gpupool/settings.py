@@ -453,7 +453,7 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 15.0},
     },
     # Hourly: issue the invoices of the month that ended BILLING_CLOSE_GRACE_HOURS ago or more
-    # (billing/invoices/closing.py; a second run issues nothing new), and rebuild drafts with new usage.
+    # (billing/actions/closing.py; a second run issues nothing new), and rebuild drafts with new usage.
     "billing-close-month": {"task": "billing.tasks.close_month", "schedule": 3600.0, "options": {"expires": 3600.0}},
     "billing-refresh-drafts": {
         "task": "billing.tasks.refresh_drafts",
@@ -464,7 +464,7 @@ CELERY_BEAT_SCHEDULE = {
 # One beat sends, however many are started (a second stands by): gpupool/beat.py.
 CELERY_BEAT_SCHEDULER = "gpupool.beat:SingleBeatScheduler"
 # Task modules other than the apps' tasks.py, which Celery finds by itself.
-CELERY_IMPORTS = ("billing.invoices.closing", "jobs.moves", "jobs.left_plan")
+CELERY_IMPORTS = ("billing.actions.closing", "jobs.moves", "jobs.left_plan")
 # How long after a month ends its invoices wait for slurmdbd's late records before issue.
 BILLING_CLOSE_GRACE = timedelta(hours=env_int("BILLING_CLOSE_GRACE_HOURS", 2, minimum=0))
 CHANNEL_LAYERS = {
@@ -612,16 +612,16 @@ CELERY_BEAT_SCHEDULE["billing-meter-usage"] = {
     "schedule": float(METERING_INTERVAL_SECONDS),
     "options": {"expires": float(METERING_INTERVAL_SECONDS)},
 }
-# Budgets (billing/budgets.py): the 80 % and 100 % e-mails, each once a month, whatever path
-# the charges took; metering may also call billing.budgets.check_budget after charging.
-# Reserved GPU time its jobs did not use, billed once a reservation has ended (billing/usage/reserved_time.py).
+# Budgets (billing/actions/budgets.py): the 80 % and 100 % e-mails, each once a month, whatever path
+# the charges took; metering may also call billing.actions.budgets.check_budget after charging.
+# Reserved GPU time its jobs did not use, billed once a reservation has ended (billing/actions/reserved_time.py).
 CELERY_BEAT_SCHEDULE["billing-meter-reservations"] = {
     "task": "billing.tasks.meter_reservations",
     "schedule": 300.0,
     "options": {"expires": 300.0},
 }
 # Every 5 minutes: a pay-afterwards account whose debt and running work reached its approved limit
-# has its waiting jobs held in Slurm (released once under it again): billing/credit_limits.py.
+# has its waiting jobs held in Slurm (released once under it again): billing/actions/credit_limits.py.
 CELERY_BEAT_SCHEDULE["billing-hold-at-credit-limits"] = {
     "task": "billing.tasks.hold_work_at_credit_limits",
     "schedule": 300.0,
@@ -697,7 +697,7 @@ SPOT_PREEMPT_EXEMPT_SECONDS = env_int("SPOT_PREEMPT_EXEMPT_SECONDS", 300, minimu
 LOG_TAIL_BYTES = env_int("LOG_TAIL_BYTES", 64 * 1024, minimum=1024)
 # Per-user ceilings on things a user creates, so one account cannot grow a table without end.
 # Plans billed after the month (per second, no fee up front): their accounts need a credit
-# limit an admin approved (billing/credit_limits.py). Unpaid invoices hold new jobs after this.
+# limit an admin approved (billing/actions/credit_limits.py). Unpaid invoices hold new jobs after this.
 PAY_AFTERWARDS_PLANS = frozenset(env_list("PAY_AFTERWARDS_PLANS", ["enterprise"]))
 INVOICE_DUE_DAYS = env_int("INVOICE_DUE_DAYS", 30, minimum=1)
 # Plan switches, pauses and resumes a user may make in any 24 hours (accounts/plan_choice.py).
@@ -707,7 +707,7 @@ MAX_JOB_TEMPLATES_PER_USER = env_int("MAX_JOB_TEMPLATES_PER_USER", 50, minimum=1
 
 # --- Credits (credits/) ---------------------------------------------------------------------
 # Granted credit expires this many days after its grant (ledger entries written by a beat task).
-# The most credits one grant of a campaign may give (credits/campaigns.py); 50,000 is ~14 h of RTX 4090.
+# The most credits one grant of a campaign may give (credits/actions/campaigns.py); 50,000 is ~14 h of RTX 4090.
 CAMPAIGN_GRANT_MAX_GPU_SECONDS = env_int("CAMPAIGN_GRANT_MAX_GPU_SECONDS", 50_000, minimum=1)
 # The most credits a campaign may grant in all (100,000,000 is ~27,800 h of RTX 4090) and the most
 # referral grants one referrer may receive in it: a typo of a few zeros is refused, not a liability.

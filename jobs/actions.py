@@ -131,7 +131,7 @@ def submit(
         else:
             check_quota(user, plan, spec.gpu.gpu_type, spec.gpu.count, shares)
             quota = spec.gpu.count
-        # Higher layers' checks (a held budget: billing.budgets), registered in their ready().
+        # Higher layers' checks (a held budget: billing.actions.budgets), registered in their ready().
         run_submission_checks(user, plan, group, WorkAsked(spec))
         job = Job.objects.create(
             owner=user,

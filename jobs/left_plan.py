@@ -3,7 +3,7 @@
 A job waits in Slurm under the QOS of the plan it was submitted under, and would start later
 at that plan's priority (on every cluster: a further cluster's job, a sweep's tasks, a job
 waiting to move). Charging prices a run by the dearer of the plan at submission and at its start
-(billing/charging.py), so nobody pays less than they used; but a user who leaves a paid plan
+(billing/actions/charging.py), so nobody pays less than they used; but a user who leaves a paid plan
 did not ask to keep paying for work they queued before. So when the new plan ranks below the
 old one (a lower QOS priority), the work still waiting under the old plan's QOS is cancelled,
 each job says why, and the owner gets one e-mail listing it. Running work is never touched.

@@ -5,7 +5,7 @@ the rate card in force at the run's start (plans.rate_cards.RateCardSpotMultipli
 frozen like every price; a window without a row pays the full price.
 
 Seconds are whole (slurmdbd's), so a run's seconds split between windows add up to its
-elapsed seconds exactly; money is computed from them in billing/charging.py."""
+elapsed seconds exactly; money is computed from them in billing/actions/charging.py."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.models import AuditLog
-from billing.invoices import invoicing
+from billing.actions import invoicing
 from billing.models import Invoice, InvoiceLine
 from billing.tests.invoice_support import at
 from conftest import subscribe

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from billing import group_money
 from billing.invoices.drafts import month_of
 from credits import actions as credit_actions
-from credits import ledger
+from credits.actions import ledger
 from foundation.money import format_amount
 from groups import actions as group_actions
 from groups.api.views import GroupAPIView, errors, invalid

@@ -16,8 +16,9 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.renderers import JSONRenderer
 
+from billing.actions import invoicing
 from billing.invoice_access import group_invoices, invoices_seen_by
-from billing.invoices import documents, invoicing
+from billing.invoices import documents
 from billing.models import Invoice, InvoiceLine
 from billing.pricing import format_quantity
 from foundation.api.errors import error_responses
@@ -173,7 +174,7 @@ class InvoiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         )
 
     def get_object(self):
-        # A draft is shown as its records and plans make it now (billing.invoices.invoicing.up_to_date).
+        # A draft is shown as its records and plans make it now (billing.actions.invoicing.up_to_date).
         return invoicing.up_to_date(super().get_object())
 
     @extend_schema(

@@ -21,7 +21,7 @@ class CreditLimit(models.Model):
     # The first day of the month whose "limit reached" e-mail went out (a conditional UPDATE).
     warned_for = models.DateField(null=True, blank=True)
     # Since when the account's waiting work is held in Slurm because what it owes, with its running
-    # work, reached the limit (billing/credit_limits.py, hold_work_at_limits); None: not held.
+    # work, reached the limit (billing/actions/credit_limits.py, hold_work_at_limits); None: not held.
     work_held_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self):

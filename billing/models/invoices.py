@@ -78,7 +78,7 @@ class Invoice(models.Model):
     voided_at = models.DateTimeField(null=True, blank=True)
     void_reason = models.CharField(max_length=200, blank=True)
     # A draft made when an issued invoice of the same month was voided: it takes that
-    # invoice's usage (billing.invoices.invoicing.void_invoice) and waits for an admin to issue it.
+    # invoice's usage (billing.actions.invoicing.void_invoice) and waits for an admin to issue it.
     replaces = models.OneToOneField("self", null=True, blank=True, on_delete=models.PROTECT, related_name="replaced_by")
 
     objects = InvoiceQuerySet.as_manager()
@@ -136,7 +136,7 @@ class Invoice(models.Model):
 
 
 class InvoiceLineQuerySet(models.QuerySet):
-    """Lines are written by billing.invoices.invoicing while their invoice is a draft, never after."""
+    """Lines are written by billing.actions.invoicing while their invoice is a draft, never after."""
 
     def _refuse_issued(self):
         if self.exclude(invoice__status=Invoice.Status.DRAFT).exists():
@@ -220,7 +220,7 @@ class InvoiceNumber(models.Model):
 
 
 class Payment(models.Model):
-    """A payment against an issued invoice. Payments are an interface (billing.invoices.payments); the
+    """A payment against an issued invoice. Payments are an interface (billing.actions.payments); the
     one implementation here is manual: an admin records money received."""
 
     invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="payments")

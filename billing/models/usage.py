@@ -31,7 +31,7 @@ from django.db.models import Q
 # Exact money on records: 12 places (pricing rule 2), up to $10^8.
 EXACT_MONEY = {"max_digits": 20, "decimal_places": 12, "default": Decimal(0)}
 UNIT_PRICE = {"max_digits": 14, "decimal_places": 8, "default": Decimal(0)}
-# The `cluster` of a reservation's unused-time record (billing/usage/reserved_time.py), whose
+# The `cluster` of a reservation's unused-time record (billing/actions/reserved_time.py), whose
 # `slurm_job_id` is the reservation's id.
 RESERVATION_CLUSTER = "reservation"
 
@@ -54,7 +54,7 @@ class UsageRecord(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="usage_records")
     # The group the run was charged to: its Slurm account is the group's (a portal job with a
     # group, or a member's own `sbatch --account`). Whether the group or the user pays is
-    # decided when the record is charged (billing/charging.py).
+    # decided when the record is charged (billing/actions/charging.py).
     group = models.ForeignKey(
         "groups.Group", null=True, blank=True, on_delete=models.PROTECT, related_name="usage_records"
     )

@@ -1,5 +1,5 @@
 """Usage records charged to their draft for invoice tests: the record's split and amounts are
-given (what billing.charging decides is tested with charging), the draft is the real one
+given (what billing.actions.charging decides is tested with charging), the draft is the real one
 (billing.invoices.drafts.open_draft, under its row lock)."""
 
 from __future__ import annotations

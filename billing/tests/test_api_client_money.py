@@ -9,9 +9,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from accounts.models import ApiToken
-from billing.invoices.invoicing import issue_invoice
+from billing.actions.invoicing import issue_invoice
 from billing.tests.invoice_support import at, charge
-from credits import ledger
+from credits.actions import ledger
 from jobs.tests.test_api_client import PACKAGE, client_package, generate_client  # noqa: F401
 from testing.servers import portal_stack
 

@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from billing.invoices.invoicing import issue_invoice
+from billing.actions.invoicing import issue_invoice
 from billing.tests.invoice_support import at, charge
 from testing.browser import chromium_page, log_in
 from testing.servers import daphne_server

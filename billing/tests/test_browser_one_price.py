@@ -9,8 +9,8 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from billing.charging import charge
-from billing.credit_limits import approve_credit_limit
+from billing.actions.charging import charge
+from billing.actions.credit_limits import approve_credit_limit
 from billing.models import UsageRecord
 from conftest import _person, subscribe
 from foundation.money import usd

@@ -10,7 +10,7 @@ import pytest
 import time_machine
 from django.db import connection
 
-from billing import budgets
+from billing.actions import budgets
 from billing.models import Budget
 from billing.tests.usage_records import record
 from jobs.models import Job

@@ -1,4 +1,4 @@
-"""Charging usage records to drafts (billing/charging.py), on PostgreSQL: the article's run
+"""Charging usage records to drafts (billing/actions/charging.py), on PostgreSQL: the article's run
 through charge(), included hours running out across records, Enterprise prices, the free
 plan, NVMe above the plan's, idempotency, and a month already issued."""
 
@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from billing import charging
-from billing.charging import charge
+from billing.actions import charging
+from billing.actions.charging import charge
 from billing.models import Invoice, UsageRecord
 from billing.pricing import quote
 from conftest import subscribe
@@ -180,7 +180,7 @@ def test_credits_cover_before_billing_when_the_ledger_spends(alice, payg, monkey
 
 
 def test_credits_through_the_real_ledger_pay_first_name_the_job_and_never_go_negative(alice, payg):
-    from credits import ledger
+    from credits.actions import ledger
     from credits.models import LedgerEntry
     from jobs.models import Job
 
@@ -209,7 +209,7 @@ def test_credits_through_the_real_ledger_pay_first_name_the_job_and_never_go_neg
 
 
 def test_credits_do_not_pay_for_a_gpu_type_without_a_burn_weight(alice, payg, monkeypatch):
-    from credits import ledger
+    from credits.actions import ledger
     from credits.weights import NoBurnWeight
 
     def no_weight(*args, **kwargs):

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from billing import tasks
-from billing.invoices import closing, invoicing
+from billing.actions import closing, invoicing
 from billing.models import Invoice, InvoiceLine, UsageRecord
 from billing.tests.invoice_support import at, charge, subscription_history
 
@@ -154,8 +154,8 @@ def _uncharged(user, run_end, job_id) -> UsageRecord:
 
 @pytest.mark.django_db(transaction=True)
 def test_closing_while_billing_charging_runs_puts_every_record_on_one_invoice(alice, bob):
-    """The same race with the real charging (billing.charging.charge) in the other threads."""
-    from billing import charging
+    """The same race with the real charging (billing.actions.charging.charge) in the other threads."""
+    from billing.actions import charging
 
     assert connection.vendor == "postgresql"
     users = [alice, bob]

@@ -9,7 +9,7 @@ import time_machine
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from billing.charging import charge
+from billing.actions.charging import charge
 from billing.models import UsageRecord
 from billing.tests.usage_records import record
 from conftest import subscribe

@@ -1,5 +1,5 @@
 """Pay-afterwards accounts run up a bill only within an approved limit; an overdue invoice holds
-new jobs on any plan (billing/credit_limits.py). Attacks first: each was possible before."""
+new jobs on any plan (billing/actions/credit_limits.py). Attacks first: each was possible before."""
 
 from datetime import timedelta
 from decimal import Decimal
@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.models import AuditLog
-from billing.credit_limits import approve_credit_limit, credit_limit_check, owed
+from billing.actions.credit_limits import approve_credit_limit, credit_limit_check, owed
 from billing.models import CreditLimit, Invoice, Payment, UsageRecord
 from conftest import subscribe
 from jobs.submission.checks import SubmissionRefused, run_submission_checks
@@ -88,7 +88,7 @@ def test_admins_approve_limits_in_the_admin_audited_but_never_their_own(admin_us
 @pytest.mark.slurm
 def test_at_the_limit_waiting_work_is_held_in_slurm_and_released_under_it(bob, admin_user, provision):
     """Accepted work kept starting after the limit was passed (owed 8x the limit)."""
-    from billing.credit_limits import hold_work_at_limits
+    from billing.actions.credit_limits import hold_work_at_limits
     from cluster.services import slurm_cli
 
     profile = provision(bob)

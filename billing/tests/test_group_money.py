@@ -1,4 +1,4 @@
-"""Money per group (billing/charging.py, billing/group_money.py, billing/invoice_access.py,
+"""Money per group (billing/actions/charging.py, billing/group_money.py, billing/invoice_access.py,
 groups.GroupPlan): a group that holds a plan pays for its members' group runs on one invoice
 with lines per member and GPU type, from its own included hours and credit pool; a run is the
 group's only if the group held the plan when the run started; group-paid runs never count
@@ -19,14 +19,14 @@ from allauth.account.models import EmailAddress
 from django.test import Client
 from django.utils import timezone
 
-from billing import budgets, credit_limits, group_money
-from billing.charging import charge
-from billing.invoices import closing, invoicing
+from billing import group_money
+from billing.actions import budgets, closing, credit_limits, invoicing
+from billing.actions.charging import charge
 from billing.models import Budget, Invoice, InvoiceLine, UsageRecord
 from billing.usage.metering import meter_records
 from conftest import subscribe
 from credits import actions as credit_actions
-from credits import ledger
+from credits.actions import ledger
 from credits.weights import BurnWeight
 from groups import actions as group_actions
 from groups.models import GroupBudget, GroupPlan, GroupRole, Membership

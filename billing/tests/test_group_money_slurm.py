@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from billing.invoices import invoicing
+from billing.actions import invoicing
 from billing.models import InvoiceLine, UsageRecord
 from billing.usage.metering import run_metering
 from cluster.services import rest_client, slurm_cli

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from audit.models import AuditLog
-from billing.invoices import invoicing
+from billing.actions import invoicing
 from billing.models import Invoice, InvoiceLine, Payment
 from billing.tests.invoice_support import at, charge, subscription_history
 

@@ -10,7 +10,7 @@ import pytest
 from pypdf import PdfReader
 from rest_framework.test import APIClient
 
-from billing.invoices import invoicing
+from billing.actions import invoicing
 from billing.models import Invoice
 from billing.tests.invoice_support import at, charge, subscription_history
 

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from audit.models import AuditLog
-from billing.invoices import invoicing
+from billing.actions import invoicing
 from billing.models import Invoice, InvoiceFrozen, InvoiceLine, InvoiceNumber, UsageRecord
 from billing.tests.invoice_support import at, charge, subscription_history
 from plans.models import Plan
@@ -289,7 +289,7 @@ def test_day_counting_follows_the_billing_zone(alice, settings):
 def test_a_new_plan_price_is_billed_from_the_next_month_never_the_month_under_way(alice):
     import time_machine
 
-    from billing.invoices.closing import fee_payers_without_invoice
+    from billing.actions.closing import fee_payers_without_invoice
     from plans.models import PlanPrice
 
     subscription_history(alice, ("pro", "active", at(2026, 2, 1)))
@@ -329,7 +329,7 @@ def test_a_price_change_late_on_a_months_last_day_counts_in_the_billing_zone(set
 def test_void_and_redraft_bills_the_usage_once_and_the_fee_once(alice, admin_user):
     """Voiding used to forgive the usage, and the next late record opened a new draft of the
     month that billed the whole fee again without it. Now the voided usage moves to one redraft."""
-    from billing.invoices import closing
+    from billing.actions import closing
 
     subscription_history(alice, ("pro", "active", at(2026, 1, 1)))
     charge(alice, at(2026, 3, 5), plan="pro", billable=1000, gpu_price=Decimal("0.0015"))  # $1.50 overage

@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from billing import charging
+from billing.actions import charging
 from billing.models import UsageRecord
 from billing.usage import metering
 from billing.usage.metering import gb_per_shard, meter_records, run_metering, runs_of

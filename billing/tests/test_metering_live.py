@@ -11,7 +11,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import pytest
 from django.utils import timezone
 
-from billing import charging
+from billing.actions import charging
 from billing.models import UsageRecord
 from billing.usage.metering import run_metering
 from cluster.services import rest_client, slurm_cli

@@ -1,7 +1,7 @@
 """One price for every path: the quote for a run's seconds is its charge, the estimate of a run
 that ends now is its charge, and the dodges a greedy customer found pay what they used.
 (billing/charge_split.py is the one rule; billing/quotes.py, billing/costs.py and
-billing/charging.py give it the same run and cover.)"""
+billing/actions/charging.py give it the same run and cover.)"""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from billing.charging import charge
+from billing.actions.charging import charge
+from billing.actions.credit_limits import approve_credit_limit
 from billing.costs import job_costs
-from billing.credit_limits import approve_credit_limit
 from billing.models import UsageRecord
 from billing.quotes import quote_job
 from conftest import subscribe
-from credits import ledger
+from credits.actions import ledger
 from groups import actions as group_actions
 from groups.models import GroupRole, Membership
 from jobs.models import Job, JobState
@@ -242,7 +242,7 @@ def test_a_sweep_beyond_what_the_credit_limit_leaves_is_refused_with_the_figures
 
 
 def test_queued_and_running_work_count_against_the_credit_limit(bob):
-    from billing.credit_limits import credit_limit_check, outstanding_work
+    from billing.actions.credit_limits import credit_limit_check, outstanding_work
     from jobs.submission.checks import SubmissionRefused, WorkAsked
     from jobs.submission.spec import SpecPolicy, parse_job_spec
     from plans.catalog import plan_for

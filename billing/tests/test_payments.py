@@ -7,8 +7,8 @@ from decimal import Decimal
 import pytest
 
 from audit.models import AuditLog
-from billing.invoices import invoicing
-from billing.invoices.payments import ManualPayments, PaymentError, provider
+from billing.actions import invoicing
+from billing.actions.payments import ManualPayments, PaymentError, provider
 from billing.models import Invoice, Payment
 from billing.tests.invoice_support import at, subscription_history
 

@@ -151,7 +151,7 @@ def test_the_quote_says_what_the_callers_plan_hours_and_credits_would_cover(api_
     from django.utils import timezone
 
     from billing.tests.invoice_support import charge
-    from credits import ledger
+    from credits.actions import ledger
 
     # Pro: 100 A100-hours a month; 1 hour of them already used this month.
     charge(alice, timezone.now(), plan="pro", billable=0, included=3600)

@@ -1,4 +1,4 @@
-"""Reserved GPU time is billed once (billing/usage/reserved_time.py): its jobs as any job, the time
+"""Reserved GPU time is billed once (billing/actions/reserved_time.py): its jobs as any job, the time
 they leave unused as GPU time of its own. A reservation used to cost nothing."""
 
 from datetime import timedelta
@@ -7,8 +7,8 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from billing.actions.reserved_time import RESERVATION_CLUSTER, meter_reservations
 from billing.models import UsageRecord
-from billing.usage.reserved_time import RESERVATION_CLUSTER, meter_reservations
 from conftest import subscribe
 from jobs.models import Job, JobState
 from reservations.models import Reservation, State

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from billing.charging import charge
+from billing.actions.charging import charge
 from billing.models import UsageRecord
 from jobs.models import Job
 from plans.catalog import plan_for

@@ -142,7 +142,7 @@ def test_the_charges_tile_agrees_with_the_invoice_to_the_cent(alice, client):
     used to show $2.01 (the exact sum rounded)."""
     from django.utils import timezone
 
-    from billing.invoices import invoicing
+    from billing.actions import invoicing
     from billing.models import Invoice
     from billing.tests.invoice_support import charge
 
@@ -163,7 +163,7 @@ def test_the_charges_tile_agrees_with_the_invoice_to_the_cent(alice, client):
 def test_the_projection_bills_the_fee_as_the_invoice_does(db, client):
     """Pro taken on the 6th of a 31-day month: the invoice bills 26/31 of $299 ($250.77); the
     page projected the whole $299."""
-    from billing.invoices import invoicing
+    from billing.actions import invoicing
     from billing.models import Invoice
     from billing.tests.invoice_support import charge
     from billing.usage.usage_page import month_usage

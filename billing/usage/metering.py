@@ -19,7 +19,7 @@ writing (`AccountingRecord.run_is_settled`; anything else is left for a later pa
    telemetry (billing/usage/telemetry_memory.py, source "telemetry"), or 0 with source "none"
    (the invoice says "GPU-seconds only"). `job` links the portal's job with that Slurm id
    and user;
-4. charges every record not yet on an invoice (billing/charging.py), oldest run end first,
+4. charges every record not yet on an invoice (billing/actions/charging.py), oldest run end first,
    so included hours go to runs in the order they ended. A record left uncharged (a missing
    price) is retried by the next pass.
 The pass is recorded on the `metering` SyncRun row (admins see a failing slurmdbd there).
@@ -37,7 +37,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts.models import Profile
-from billing import charging
+from billing.actions import charging
 from billing.models import UsageRecord
 from billing.usage.telemetry_memory import memory_gb_seconds
 from cluster.accounting import epoch_seconds, gpus_by_type, shards_by_type
@@ -77,7 +77,7 @@ class RunUsage:
     nvme_gb: int = 0
     # The Slurm account it ran under: a group's account makes it a group run.
     account: str = ""
-    # Its QOS: the spot QOS prices it by time window (plans/spot.py, billing/charging.py).
+    # Its QOS: the spot QOS prices it by time window (plans/spot.py, billing/actions/charging.py).
     qos: str = ""
 
     @property

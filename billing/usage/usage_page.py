@@ -7,10 +7,10 @@ Which records, and why:
 - Charges month-to-date and the included hours used: the records charged to the user's
   invoice of this month, which is what the invoice will bill (a run of last month that
   slurmdbd reported late is charged, and counts, here; billing.invoices.drafts). The same figure is
-  what a budget is measured against (billing.budgets).
+  what a budget is measured against (billing.actions.budgets).
 - Included hours left, per GPU type of the plan: the plan's hours x 3600 minus the included
   GPU-seconds on this month's invoice, never below 0.
-- The "charges so far" tile: this month's draft as the invoice bills it (billing.invoices.invoicing's
+- The "charges so far" tile: this month's draft as the invoice bills it (billing.actions.invoicing's
   usage and credit lines, each rounded to the cent), so the page and the invoice agree to the
   cent; the exact sum (`charges_exact`) is what budgets and the projection use.
 - Projected month-end cost: month-to-date charges / the days of the month so far (today
@@ -33,7 +33,7 @@ from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from billing.invoices import invoicing
+from billing.actions import invoicing
 from billing.invoices.drafts import billing_zone, month_bounds, month_of, month_records
 from billing.models import Budget, Invoice, InvoiceLine, UsageRecord
 from billing.pricing import days_in_month, to_cents

@@ -93,7 +93,7 @@ def test_admins_and_marketing_see_what_waits_for_them_and_users_do_not(client, a
 
     from django.utils import timezone
 
-    from credits.grants import default_campaign
+    from credits.actions.grants import default_campaign
     from credits.models import HeldGrant
     from reservations.models import Reservation
 

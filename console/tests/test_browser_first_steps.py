@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from credits.grants import default_campaign
+from credits.actions.grants import default_campaign
 from credits.models import Campaign
 from credits.tutorial import TEMPLATE_NAME
 from testing.browser import chromium_page

@@ -8,8 +8,8 @@ import pytest
 from allauth.account.models import EmailAddress
 from django.test import Client
 
-from credits import ledger
-from credits.grants import default_campaign, enroll
+from credits.actions import ledger
+from credits.actions.grants import default_campaign, enroll
 from credits.models import Campaign, Enrollment
 from credits.tutorial import SUMMARY, TEMPLATE_NAME
 from jobs.models import JobTemplate

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.urls import reverse
 from rest_framework import serializers
 
-from credits.campaigns import terms_errors
+from credits.actions.campaigns import terms_errors
 from credits.models import Campaign, LedgerEntry
 
 

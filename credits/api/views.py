@@ -9,9 +9,10 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
-from credits import actions, ledger
+from credits import actions
+from credits.actions import ledger
+from credits.actions.campaigns import ApprovalRefused
 from credits.api.serializers import CampaignSerializer, EntrySerializer
-from credits.campaigns import ApprovalRefused
 from credits.models import Campaign, LedgerEntry
 from foundation.api.errors import error_responses
 from foundation.api.pagination import StrictCursorPagination

@@ -2,7 +2,7 @@
 
 from django import template
 
-from credits.ledger import job_reference, spendable_balance
+from credits.actions.ledger import job_reference, spendable_balance
 from credits.models import LedgerEntry
 
 register = template.Library()

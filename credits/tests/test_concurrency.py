@@ -6,8 +6,8 @@ from threading import Barrier
 import pytest
 from django.db import connection
 
-from credits import ledger
-from credits.grants import default_campaign
+from credits.actions import ledger
+from credits.actions.grants import default_campaign
 from credits.models import CreditLot, LedgerEntry
 
 pytestmark = [

@@ -7,7 +7,8 @@ from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from credits import fraud, grants, ledger
+from credits import fraud
+from credits.actions import grants, ledger
 from credits.models import Campaign, Enrollment, GrantKind, LedgerEntry, Sighting
 from credits.tutorial import TUTORIAL_SPEC
 from jobs.models import Job, JobState

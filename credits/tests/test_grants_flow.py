@@ -10,7 +10,7 @@ from django.core import mail
 from django.test import Client
 
 from audit.models import AuditLog
-from credits import ledger
+from credits.actions import ledger
 from credits.models import Campaign, Enrollment, HeldGrant, LedgerEntry
 from credits.tutorial import TEMPLATE_NAME, TUTORIAL_SPEC
 from jobs.live.events import publish_job_update

@@ -7,8 +7,9 @@ from django.db import connection, transaction
 from django.db.utils import DatabaseError
 from django.utils import timezone
 
-from credits import ledger, weights
-from credits.grants import default_campaign
+from credits import weights
+from credits.actions import ledger
+from credits.actions.grants import default_campaign
 from credits.models import CampaignDay, CreditLot, EntryKind, LedgerEntry, LedgerIsAppendOnly
 from credits.tasks import expire_credits
 

@@ -8,7 +8,7 @@ import requests
 from django.test import Client
 
 from accounts.models import ApiToken
-from credits import ledger
+from credits.actions import ledger
 from credits.models import Enrollment, LedgerEntry
 from credits.tests.test_grants_flow import sign_up, verify_from_mail
 from credits.tutorial import TUTORIAL_SPEC

@@ -11,7 +11,7 @@ from django.template import Context, Template
 from django.test import Client
 
 from audit.models import AuditLog
-from credits import grants, ledger
+from credits.actions import grants, ledger
 from credits.models import Campaign, Enrollment, GrantKind
 from jobs.models import Job, JobState
 
@@ -224,7 +224,7 @@ def test_the_credits_page_stops_offering_a_paid_tutorial_and_shows_held_grants(a
 
 def test_a_large_budget_grants_nothing_until_a_second_marketer_approves_it(marketer, django_user_model, settings):
     from accounts.models import Role
-    from credits import grants
+    from credits.actions import grants
 
     settings.CAMPAIGN_APPROVAL_GPU_SECONDS = 1_000_000
     body = {

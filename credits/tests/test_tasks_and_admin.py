@@ -8,7 +8,7 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.models import AuditLog
-from credits import grants, ledger
+from credits.actions import grants, ledger
 from credits.models import BurnWeight, CreditLot, Enrollment, LedgerEntry
 from credits.tasks import expire_credits, sweep_grants
 from credits.tutorial import TUTORIAL_SPEC

@@ -53,7 +53,7 @@ def test_a_pay_per_use_plan_stores_datasets_though_it_includes_no_nvme(bob, tus_
     had 2 TB of the shared store."""
     from decimal import Decimal
 
-    from billing.credit_limits import approve_credit_limit
+    from billing.actions.credit_limits import approve_credit_limit
     from billing.models import CreditLimit
     from conftest import subscribe
     from datasets import actions

@@ -1,6 +1,6 @@
 """Checks a higher layer adds to every submission, without jobs/ importing it.
 
-billing/ refuses new jobs while a user's budget is spent and held (billing.budgets); it
+billing/ refuses new jobs while a user's budget is spent and held (billing.actions.budgets); it
 registers its check here from its AppConfig.ready(). `jobs.actions.submit` runs every check
 after the plan's own quota, inside the transaction that holds the user's profile lock, so a
 check sees what the previous submission committed. A check refuses by raising

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from billing.invoices import invoicing
+from billing.actions import invoicing
 from billing.invoices.drafts import month_bounds, month_of
 from billing.models import Invoice
 from groups.queries import owned_by
@@ -101,7 +101,7 @@ def close(period: date, *, now: datetime | None = None) -> Closing:
     created = sum(_create_draft(period, user_id=user_id) for user_id in fee_payers_without_invoice(period))
     created += sum(_create_draft(period, group_id=group_id) for group_id in fee_paying_groups_without_invoice(period))
     issued = []
-    # A redraft of a voided invoice waits for an admin (billing.invoices.invoicing.void_invoice).
+    # A redraft of a voided invoice waits for an admin (billing.actions.invoicing.void_invoice).
     drafts = Invoice.objects.filter(status=Invoice.Status.DRAFT, period__lte=period, replaces__isnull=True)
     drafts = drafts.order_by("period", "id")
     for invoice_id in drafts.values_list("pk", flat=True):

@@ -28,7 +28,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.log import record
-from credits import fraud, ledger
+from credits import fraud
+from credits.actions import ledger
 from credits.models import (
     DEFAULT_CAMPAIGN_CODE,
     DEFAULT_CAMPAIGN_NAME,

@@ -39,9 +39,9 @@ from django.utils import timezone
 
 from accounts.models import ClusterAccount, Role
 from audit.log import record
+from billing.actions.payments import paid_so_far
 from billing.costs import held_by, job_costs
 from billing.invoices.drafts import month_of
-from billing.invoices.payments import paid_so_far
 from billing.models import CreditLimit, Invoice, Payment, UsageRecord
 from billing.pricing import PricingError, to_cents
 from billing.quotes import quote_job, quote_spec, shards_for

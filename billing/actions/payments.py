@@ -19,7 +19,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from audit.log import record
-from billing.invoices.invoicing import invoice_state
+from billing.actions.invoicing import invoice_state
 from billing.models import Invoice, Payment
 from billing.pricing import CENT
 
@@ -146,3 +146,21 @@ def provider(method: str = "manual") -> PaymentProvider:
         return providers[method]()
     except KeyError:
         raise PaymentError("method", f"unknown payment method {method!r}") from None
+
+
+def record_payment(
+    invoice_id: int,
+    amount: Decimal | str,
+    *,
+    idempotency_key: str,
+    actor,
+    reference: str = "",
+    received_at: datetime | None = None,
+    method: str = "manual",
+) -> PaymentResult:
+    """Record money received on an issued invoice (`amount` a Decimal or a form's text, checked
+    there) through `method`'s provider; the same key twice records it once. PaymentError,
+    nothing written, when refused."""
+    return provider(method).record_payment(
+        invoice_id, amount, idempotency_key=idempotency_key, actor=actor, reference=reference, received_at=received_at
+    )

@@ -17,7 +17,7 @@ Consecutive days held by the same plan in the same state form a *stretch*:
 - cancelled stretches, days without a subscription and free plans are not charged.
 The fee is the plan's monthly price when the lines are built (frozen at issue).
 
-**A group's invoice** (the group held a plan: billing/charging.py) is built the same way from
+**A group's invoice** (the group held a plan: billing/actions/charging.py) is built the same way from
 the group's plan rows (groups.GroupPlan) and its records, summed per member as well: lines per
 member and GPU type, each naming the member.
 

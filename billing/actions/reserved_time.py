@@ -8,7 +8,7 @@ whether or not its jobs use them, so the window is billed in full, once:
   charged like GPU time by the dearer of the plan held when an admin approved it and the plan
   held at its start (a reservation granted to a plan is paid at that plan's terms even when its
   owner leaves the plan before the window): the plan's included hours first, then credits, then
-  the plan's GPU price (billing/charging.py; the record's `plan` says which);
+  the plan's GPU price (billing/actions/charging.py; the record's `plan` says which);
 - a reservation cancelled, rejected or failed before its start costs nothing.
 Why this rule: the pool cannot sell held GPUs to anyone else, and billing only the jobs would
 make a reservation a free way to keep GPUs from others; billing the window on top of its jobs
@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from billing import charging
+from billing.actions import charging
 from billing.models import UsageRecord
 from billing.models.usage import RESERVATION_CLUSTER
 from jobs.models import Job

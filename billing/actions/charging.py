@@ -64,7 +64,7 @@ from billing.models.usage import RESERVATION_CLUSTER
 from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates
 from billing.spot import is_spot, spot_seconds, unbilled_grace_seconds
 from credits import actions as credit_actions
-from credits import ledger
+from credits.actions import ledger
 from credits.weights import NoBurnWeight
 from groups.group_plans import GroupPlansHeld
 from plans.catalog import PlansHeld, PlanSnapshot, plans_to_price
