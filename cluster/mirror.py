@@ -10,7 +10,7 @@ from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import Node as SlurmNode
 
 
-def _node_fields(node: SlurmNode) -> dict:
+def node_fields(node: SlurmNode) -> dict:
     return {
         "state": node.state,
         "state_flags": ",".join(node.states[1:])[:200],
@@ -41,7 +41,7 @@ def mirror_nodes(client: SlurmRestClient) -> int:
         now = timezone.now()
         record_power_states({node.name: power_state_of(node.states[1:]) for node in nodes}, now=now)
         for slurm_node in nodes:
-            fields = _node_fields(slurm_node)
+            fields = node_fields(slurm_node)
             row = existing.pop(slurm_node.name, None)
             # Since when nothing runs on it (the power policy powers down nodes idle long enough).
             idle = slurm_node.state == "IDLE" and not slurm_node.alloc_cpus

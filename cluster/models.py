@@ -1,4 +1,8 @@
+from urllib.parse import urlencode
+
 from django.db import models
+
+from cluster.registry import primary_cluster_name
 
 
 def power_state_of(flags) -> str:
@@ -12,7 +16,37 @@ def power_state_of(flags) -> str:
     return "on"
 
 
-class Node(models.Model):
+class NodeFacts:
+    """What a node's page and the counts read of a node of any cluster, from the fields `Node`
+    and `FurtherNode` share: `state`, `state_flags` (a comma list) and `gpus`."""
+
+    @property
+    def gpu_total(self) -> int:
+        return sum(group["count"] for group in self.gpus)
+
+    @property
+    def gpu_used(self) -> int:
+        return sum(len(group["used_indexes"]) for group in self.gpus)
+
+    @property
+    def gpu_type(self) -> str:
+        return self.gpus[0]["type"] if self.gpus else ""
+
+    @property
+    def power_state(self) -> str:
+        """Slurm's power saving, in one word: "off" (POWERED_DOWN), "powering_up",
+        "powering_down", or "on"."""
+        return power_state_of(self.state_flags.split(","))
+
+    @property
+    def is_unavailable(self) -> bool:
+        flags = set(self.state_flags.split(","))
+        return self.state in {"DOWN", "ERROR", "FUTURE", "UNKNOWN"} or bool(
+            flags & {"DRAIN", "NOT_RESPONDING", "INVALID_REG"}
+        )
+
+
+class Node(NodeFacts, models.Model):
     """The mirror's copy of one Slurm node; pages read this, never slurmrestd."""
 
     name = models.CharField(max_length=100, unique=True)
@@ -28,7 +62,7 @@ class Node(models.Model):
     # [{"type": "a100", "count": 4, "used_indexes": [0, 1]}]
     gpus = models.JSONField(default=list)
     shards_total = models.IntegerField(default=0)
-    # Its NVMe cache (gres/nvme), GB: what its dataset copies may fill (datasets/node_cache.py).
+    # Its NVMe cache (gres/nvme), GB: what its dataset copies may fill (datasets/actions/node_cache.py).
     nvme_gb = models.PositiveIntegerField(default=0)
     shards_used = models.IntegerField(default=0)
     # Slurm's NodeAddr: where an interactive session's server on this node is reached.
@@ -48,26 +82,57 @@ class Node(models.Model):
     def __str__(self):
         return self.name
 
-    @property
-    def gpu_total(self) -> int:
-        return sum(group["count"] for group in self.gpus)
+    further = False  # the portal's own cluster's
 
     @property
-    def gpu_used(self) -> int:
-        return sum(len(group["used_indexes"]) for group in self.gpus)
+    def cluster(self) -> str:
+        return primary_cluster_name()
 
     @property
-    def power_state(self) -> str:
-        """Slurm's power saving, in one word: "off" (POWERED_DOWN), "powering_up",
-        "powering_down", or "on"."""
-        return power_state_of(self.state_flags.split(","))
+    def cluster_query(self) -> str:
+        """What a link to its page adds to say the cluster: nothing, it is the portal's own."""
+        return ""
+
+
+class FurtherNode(NodeFacts, models.Model):
+    """A node of a further cluster (cluster/registry.py), as that cluster's mirror pass last read
+    it (cluster/further_nodes.py): the heatmap, the node and GPU pages and the counts read this,
+    never that cluster's slurmrestd. Apart from `Node`, which is the portal's own cluster's and
+    what its reservations, power policy, dataset caches and metering read; node names repeat
+    across clusters."""
+
+    cluster = models.CharField(max_length=32)
+    name = models.CharField(max_length=100)
+    state = models.CharField(max_length=32)
+    state_flags = models.CharField(max_length=200, blank=True)
+    reason = models.CharField(max_length=500, blank=True)
+    features = models.JSONField(default=list)
+    partitions = models.JSONField(default=list)
+    cpus = models.IntegerField(default=0)
+    alloc_cpus = models.IntegerField(default=0)
+    real_memory_mb = models.IntegerField(default=0)
+    alloc_memory_mb = models.IntegerField(default=0)
+    # As Node.gpus: [{"type": "a100", "count": 4, "used_indexes": [0, 1]}]
+    gpus = models.JSONField(default=list)
+    shards_total = models.IntegerField(default=0)
+    shards_used = models.IntegerField(default=0)
+    # The last pass that read the cluster's nodes (one UPDATE for all of them): a node not seen
+    # for a while is of a cluster whose state is unknown now.
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="a_node_name_once_per_cluster")]
+
+    further = True
+
+    def __str__(self):
+        return f"{self.name} ({self.cluster})"
 
     @property
-    def is_unavailable(self) -> bool:
-        flags = set(self.state_flags.split(","))
-        return self.state in {"DOWN", "ERROR", "FUTURE", "UNKNOWN"} or bool(
-            flags & {"DRAIN", "NOT_RESPONDING", "INVALID_REG"}
-        )
+    def cluster_query(self) -> str:
+        """What a link to its node or GPU page adds to say the cluster."""
+        return "?" + urlencode({"cluster": self.cluster})
 
 
 class SyncRun(models.Model):

@@ -18,11 +18,13 @@ from django.utils import timezone
 
 from cluster import further_nodes
 from cluster.models import Node
-from cluster.registry import further_clusters_taking_jobs, primary_cluster_name
+from cluster.registry import primary_cluster_name
+from foundation.templatetags.node_states import state_words
 from jobs.models import Job
-from telemetry.models import GpuLatest
+from telemetry.models import GpuLatest, cluster_key
 
-# Per GPU: [compute %, memory bandwidth %, memory used %, job reference, seconds since sample]
+# Per node: "c" its cluster, "n" name, "t" GPU type, "s" Slurm's state, "w" it in words, "r" reason,
+# "g" its GPUs: [compute %, memory bandwidth %, memory used %, job reference, seconds since sample]
 # job reference: -1 idle, -2 in use by someone the viewer may not see, >= 0 index into "jobs".
 IDLE, HIDDEN = -1, -2
 NO_SAMPLE = -1
@@ -69,73 +71,61 @@ class _JobSlots:
 def build_shared_heatmap() -> dict:
     """Every GPU with its last sample and the job holding it (a reference into "jobs", which
     carries each job's owner id), whoever may look; the portal's own cluster's nodes first, then
-    each further cluster's that takes jobs (its last node snapshot, without telemetry)."""
+    each further cluster's that takes jobs (its nodes as its mirror pass last read them, left out
+    when that was too long ago to be true now: cluster/further_nodes.py)."""
     now = timezone.now()
     own = primary_cluster_name()
-    latest = {(row.node, row.index): row for row in GpuLatest.objects.all()}
-    holders = _holders(None)
+    further = further_nodes.shown_clusters()
+    keys = [cluster_key(None), *(cluster_key(name) for name in further)]
+    latest = {(row.cluster, row.node, row.index): row for row in GpuLatest.all_clusters.filter(cluster__in=keys)}
     slots = _JobSlots()
     sources: set[str] = set()
     nodes = []
-    for node in Node.objects.all():
-        gpus = []
-        position = 0
-        for group in node.gpus:
-            for _ in range(group["count"]):
-                index = position
-                position += 1
-                sample = latest.get((node.name, index))
-                reference = slots.reference(holders.get((node.name, index)))
-                if sample is None:
-                    gpus.append([NO_SAMPLE, NO_SAMPLE, NO_SAMPLE, reference, NO_SAMPLE])
-                    continue
-                sources.add(sample.source)
-                used = round(100 * sample.memory_used_mb / sample.memory_total_mb) if sample.memory_total_mb else 0
-                sampled = sample.time.timestamp()  # the age is per viewer: the picture is reused
-                gpus.append([round(sample.compute_util), round(sample.memory_util), used, reference, sampled])
-        nodes.append(
-            {
-                "c": own,
-                "n": node.name,
-                "t": node.gpus[0]["type"] if node.gpus else "",
-                "s": node.state + (f"+{node.state_flags}" if node.state_flags else ""),
-                "r": node.reason,
-                "g": gpus,
-            }
-        )
-    for cluster in further_clusters_taking_jobs():
-        nodes += _further_nodes(cluster.name, slots)
+    for cluster, rows in [(None, Node.objects.all()), *((name, further_nodes.nodes_of(name, now)) for name in further)]:
+        rows = list(rows)
+        if not rows:
+            continue
+        holders = _holders(cluster)
+        key = cluster_key(cluster)
+        for node in rows:
+            gpus = []
+            position = 0
+            for group in node.gpus:
+                used = set(group["used_indexes"])
+                for _ in range(group["count"]):
+                    index = position
+                    position += 1
+                    holder = holders.get((node.name, index))
+                    if holder is not None:
+                        reference = slots.reference(holder)
+                    else:
+                        # A further cluster's GPU Slurm counts as used without a job the portal
+                        # mirrors is someone else's there; the portal's own mirror sees every job.
+                        reference = HIDDEN if cluster is not None and index in used else IDLE
+                    sample = latest.get((key, node.name, index))
+                    if sample is None:
+                        gpus.append([NO_SAMPLE, NO_SAMPLE, NO_SAMPLE, reference, NO_SAMPLE])
+                        continue
+                    sources.add(sample.source)
+                    total = sample.memory_total_mb
+                    memory_used = round(100 * sample.memory_used_mb / total) if total else 0
+                    sampled = sample.time.timestamp()  # the age is per viewer: the picture is reused
+                    gpus.append(
+                        [round(sample.compute_util), round(sample.memory_util), memory_used, reference, sampled]
+                    )
+            raw_state = node.state + (f"+{node.state_flags}" if node.state_flags else "")
+            nodes.append(
+                {
+                    "c": cluster or own,
+                    "n": node.name,
+                    "t": node.gpu_type,
+                    "s": raw_state,
+                    "w": state_words(node.state, node.state_flags),
+                    "r": node.reason,
+                    "g": gpus,
+                }
+            )
     return {"generated": now.isoformat(), "own": own, "sources": sorted(sources), "nodes": nodes, "jobs": slots.jobs}
-
-
-def _further_nodes(cluster: str, slots: _JobSlots) -> list[dict]:
-    """A further cluster's GPUs: held by a portal job there (named as the portal's own are), in
-    use by someone outside the portal (HIDDEN), or idle; no telemetry."""
-    snapshot = further_nodes.nodes_of(cluster)
-    if not snapshot:
-        return []
-    holders = _holders(cluster)
-    nodes = []
-    for node in snapshot:
-        gpus, position = [], 0
-        for group in node["gpus"]:
-            used = set(group["used"])
-            for offset in range(group["count"]):
-                holder = holders.get((node["name"], position))
-                reference = slots.reference(holder) if holder else (HIDDEN if offset in used else IDLE)
-                gpus.append([NO_SAMPLE, NO_SAMPLE, NO_SAMPLE, reference, NO_SAMPLE])
-                position += 1
-        nodes.append(
-            {
-                "c": cluster,
-                "n": node["name"],
-                "t": node["gpus"][0]["type"] if node["gpus"] else "",
-                "s": node["state"],
-                "r": node["reason"],
-                "g": gpus,
-            }
-        )
-    return nodes
 
 
 def shared_heatmap() -> dict:

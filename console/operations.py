@@ -1,7 +1,8 @@
 """The admins' operations figures: pool utilisation, queue wait, hardware ROI.
 
 Pure functions over `cluster.types.AccountingRecord` lists (tested without Slurm), plus
-`load_records` (the one call to slurmrestd) and `gpu_inventory` (the Node mirror).
+`load_records` (the one call to a cluster's slurmrestd) and `gpu_inventory` (every cluster's
+nodes: the portal's own Node mirror and the further clusters' as last read).
 
 What a run used (its interval, GPUs by type, GPU-seconds clipped to a window, in integer
 seconds) is `cluster.accounting`, the one place billing meters from too; this module
@@ -298,13 +299,29 @@ def load_records(client, start: datetime, end: datetime) -> list[AccountingRecor
 
 
 def gpu_inventory() -> dict[str, int]:
-    """GPUs in the pool by type, from the Node mirror (every node, drained ones included:
+    """GPUs in the pool by type, every cluster's (every node, drained ones included:
     utilisation is measured against the pool that was bought)."""
-    # Imported here: the rest of this module is a pure core, tested without the database.
-    from cluster.models import Node
+    return merged_inventory(gpu_inventory_by_cluster().values())
 
-    totals: dict[str, int] = {}
-    for gpus in Node.objects.values_list("gpus", flat=True):
-        for group in gpus or []:
+
+def gpu_inventory_by_cluster() -> dict[str, dict[str, int]]:
+    """Cluster -> its GPUs by type: the portal's own (its Node mirror) first, then each further
+    cluster whose nodes are read (as last read, however long ago: its GPUs are still bought)."""
+    # Imported here: the rest of this module is a pure core, tested without the database.
+    from cluster.further_nodes import nodes_in_pool
+    from cluster.registry import primary_cluster_name
+
+    clusters: dict[str, dict[str, int]] = {primary_cluster_name(): {}}
+    for node in nodes_in_pool():
+        totals = clusters.setdefault(node.cluster, {})
+        for group in node.gpus or []:
             totals[group["type"]] = totals.get(group["type"], 0) + int(group["count"])
+    return {name: dict(sorted(totals.items())) for name, totals in clusters.items()}
+
+
+def merged_inventory(inventories: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for inventory in inventories:
+        for gpu_type, count in inventory.items():
+            totals[gpu_type] = totals.get(gpu_type, 0) + count
     return dict(sorted(totals.items()))

@@ -11,12 +11,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.access import role_required
+from accounts.actions.plan_choice import offered_plans
 from accounts.models import Role
-from accounts.plan_choice import offered_plans
 from alerts.models import Alert
 from billing.pricing import PricingError
+from cluster.further_nodes import current_nodes, shown_clusters
 from cluster.models import Node, SyncRun
-from credits.grants import default_campaign
+from credits.actions.grants import default_campaign
+from credits.first_steps import first_steps
 from credits.models import HeldGrant
 from groups.models import Allocation
 from jobs.models import Job, JobState
@@ -27,16 +29,27 @@ from reservations.models import State as ReservationState
 
 
 def gpu_availability(nodes) -> list[dict]:
-    """GPUs by type across usable nodes: total, in use, free."""
+    """GPUs by type across usable nodes of every cluster: total, in use, free; and the same per
+    cluster (`clusters`, the portal's own first) where there is more than one."""
     by_type: dict[str, dict] = {}
     for node in nodes:
         for group in node.gpus:
-            entry = by_type.setdefault(group["type"], {"type": group["type"], "total": 0, "used": 0, "free": 0})
-            entry["total"] += group["count"]
+            entry = by_type.setdefault(
+                group["type"], {"type": group["type"], "total": 0, "used": 0, "free": 0, "by_cluster": {}}
+            )
+            there = entry["by_cluster"].setdefault(node.cluster, {"name": node.cluster, "total": 0, "free": 0})
             used = len(group["used_indexes"])
+            free = 0 if node.is_unavailable else group["count"] - used
+            entry["total"] += group["count"]
             entry["used"] += used
-            if not node.is_unavailable:
-                entry["free"] += group["count"] - used
+            entry["free"] += free
+            there["total"] += group["count"]
+            there["free"] += free
+    several = len({node.cluster for node in nodes}) > 1
+    for entry in by_type.values():
+        clusters = entry.pop("by_cluster")
+        if several:
+            entry["clusters"] = list(clusters.values())
     return sorted(by_type.values(), key=lambda entry: entry["type"])
 
 
@@ -51,7 +64,7 @@ def landing(request):
     """What the pool offers, for anyone: its GPUs, the plans and their prices (from the
     catalogue, this month's), the free credits, and the way in."""
     campaign = default_campaign()
-    gpus = gpu_availability(list(Node.objects.all()))
+    gpus = gpu_availability(current_nodes())
     try:
         list_prices = rate_card_at(LIST_CARD)
     except NoRateCard:
@@ -79,12 +92,16 @@ def landing(request):
 def dashboard(request):
     nodes = list(Node.objects.all())
     context = {
-        "gpu_types": gpu_availability(nodes),
+        # Every cluster's GPUs, as the heatmap shows them; what waits for admins is the own's.
+        "gpu_types": gpu_availability(current_nodes()),
         "recent_jobs": Job.objects.filter(owner=request.user).order_by("-created_at")[:10],
         "sync_runs": {run.name: run for run in SyncRun.objects.all()},
         "profile": request.user.profile,
         "plan": plan_for(request.user),
         "to_act_on": to_act_on(request.user.profile.role, nodes),
+        # A new user's first steps (the credits that verifying brings, the tutorial); marketing
+        # runs no jobs and has no credits tile.
+        "first_steps": first_steps(request.user) if request.user.profile.role != Role.MARKETING else None,
     }
     return render(request, "console/home.html", context)
 
@@ -121,7 +138,12 @@ def nodes(request):
     return render(
         request,
         "console/nodes.html",
-        {"nodes": Node.objects.all(), "sync_runs": {run.name: run for run in SyncRun.objects.all()}},
+        {
+            # Every cluster's, as the heatmap shows them (a further one's only while it is read).
+            "nodes": current_nodes(),
+            "clusters": 1 + len(shown_clusters()),
+            "sync_runs": {run.name: run for run in SyncRun.objects.all()},
+        },
     )
 
 

@@ -22,7 +22,8 @@ from accounts.models import Role
 from audit.log import record
 from cluster.accounting import gpus_allocated_at
 from cluster.errors import SlurmError
-from cluster.models import Node
+from cluster.models import ClusterStatus, Node
+from cluster.registry import primary_cluster_name
 from cluster.services import rest_client, slurm_cli
 from console import lab, power
 from console import operations as ops
@@ -213,6 +214,25 @@ def _figures(records, inventory: dict[str, int], start: datetime, end: datetime,
     }
 
 
+def _accounting_by_cluster(clusters: list[str], start: datetime, end: datetime):
+    """({cluster: its accounting records}, [(cluster, why not read)]) for each cluster, the
+    portal's own first. A further cluster its probe finds not answering is not asked (it would
+    hold the page for its timeout)."""
+    own = primary_cluster_name()
+    silent = set(ClusterStatus.objects.filter(answering=False, checked_at__isnull=False).values_list("name", flat=True))
+    read, unread = {}, []
+    for name in clusters:
+        if name != own and name in silent:
+            unread.append((name, "The cluster is not answering."))
+            continue
+        try:
+            read[name] = ops.load_records(rest_client(cluster=None if name == own else name), start, end)
+        except SlurmError as exc:
+            log.warning("operations figures: accounting of %s unavailable: %s", name, exc)
+            unread.append((name, exc.message))
+    return read, unread
+
+
 @role_required(Role.ADMIN)
 def operations(request):
     period = request.GET.get("period", DEFAULT_PERIOD)
@@ -220,17 +240,20 @@ def operations(request):
         period = DEFAULT_PERIOD
     now = timezone.now()
     start, end, bucket = period_window(period, now)
-    inventory = ops.gpu_inventory()
-
+    inventories = ops.gpu_inventory_by_cluster()
+    inventory = ops.merged_inventory(inventories.values())
+    read, unread = _accounting_by_cluster(list(inventories), start, end)
     figures = None
-    slurm_error = None
-    try:
-        records = ops.load_records(rest_client(), start, end)
-    except SlurmError as exc:
-        log.warning("operations figures: accounting unavailable: %s", exc)
-        slurm_error = exc.message
-    else:
-        figures = _figures(records, inventory, start, end, bucket, now)
+    if read:
+        # Measured against the GPUs of the clusters whose accounting was read: a cluster left out
+        # has neither its jobs nor its GPUs counted.
+        records = [record for cluster_records in read.values() for record in cluster_records]
+        figures = _figures(records, ops.merged_inventory(inventories[name] for name in read), start, end, bucket, now)
+        if len(inventories) > 1:
+            figures["now"]["by_cluster"] = [
+                (name, sum(gpus_allocated_at(read[name], now).values()), sum(inventories[name].values()))
+                for name in read
+            ]
 
     roi_fields = RoiForm.base_fields
     if any(name in request.GET for name in roi_fields):
@@ -251,9 +274,12 @@ def operations(request):
         "start": start,
         "end": end,
         "inventory": inventory,
+        "inventories": inventories if len(inventories) > 1 else {},
         "gpu_total": sum(inventory.values()),
         "figures": figures,
-        "slurm_error": slurm_error,
+        # (cluster, why) of each cluster whose accounting could not be read.
+        "slurm_errors": unread,
+        "several_clusters": len(inventories) > 1,
         "form": form,
         "roi_result": roi_result,
         "article": article,

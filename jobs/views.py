@@ -8,8 +8,11 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from accounts.access import role_required
+from accounts.models import Role
 from audit.log import record
 from cluster.queries import job_clusters
+from cluster.registry import primary_cluster_name
 from datasets.queries import mountable_versions
 from foundation.ratelimit import hit
 from groups.queries import GroupError, default_group, groups_of, membership, sees_everyone, visible_group
@@ -17,14 +20,15 @@ from jobs import actions
 from jobs.costs import cost_for
 from jobs.diagnosis.reasons import explain_reason
 from jobs.drivers import drivers_by_gpu_type
-from jobs.forms import form_data_from_post, initial_from_spec
+from jobs.forms import combination_errors, form_data_from_post, initial_from_spec
 from jobs.live.events import job_payload
 from jobs.live.watching import watch_pending
 from jobs.logs import job_logs, job_logs_for_people
 from jobs.models import Job, JobTemplate
 from jobs.submission import intake
+from jobs.submission.clusters import ANY, cluster_asked_by
 from jobs.submission.quota import QuotaExceeded
-from jobs.submission.spec import SpecError
+from jobs.submission.spec import SpecError, SpecPolicy, parse_job_spec
 from jobs.sweeps import forms as sweep_forms
 from plans.catalog import plan_for
 from plans.rates import NoRateCard, rates_for_plan
@@ -197,6 +201,10 @@ def gpu_types_of(plan):
 
 def _accept_job(request, data: dict) -> tuple[Job | None, dict]:
     """The form's job, accepted (with its message, and its template saved), or the errors."""
+    refused = combination_errors(data, own_cluster=primary_cluster_name())
+    if refused:
+        # Nothing submitted; the spec's own problems are said on the same press.
+        return None, {**_spec_errors(request.user, data), **refused}
     try:
         job = intake.accept(request, data)
     except SpecError as exc:
@@ -213,13 +221,39 @@ def _accept_job(request, data: dict) -> tuple[Job | None, dict]:
     return job, {}
 
 
+def _warn_if_not_offered(request, cluster: str) -> None:
+    """A clone's cluster the form cannot offer now would be dropped silently: say so."""
+    if cluster in ("", ANY):
+        return
+    offered = {view.name: view for view in job_clusters()}
+    view = offered.get(cluster)
+    if view is None:
+        why = "takes no jobs from the portal now"
+    elif view.state not in ("up", "unknown"):
+        why = "is not answering now"
+    else:
+        return
+    messages.warning(request, f"The job ran on {cluster}, which {why}: choose a cluster.")
+
+
+def _spec_errors(user, data: dict) -> dict:
+    """What the spec checks (jobs.submission.spec) find in the form's job, without submitting it."""
+    job_data = {key: value for key, value in data.items() if key not in ("reservation", "group", "cluster")}
+    try:
+        parse_job_spec(job_data, plan=plan_for(user), policy=SpecPolicy.from_settings())
+    except SpecError as exc:
+        return exc.errors
+    return {}
+
+
 def _id_or_404(text: str) -> int:
     if not text.isdigit():
         raise Http404("No such job or template.")
     return int(text)
 
 
-@login_required
+# Marketing's accounts run campaigns, not jobs: the form is the users' and the admins'.
+@role_required(Role.USER, Role.ADMIN)
 def job_new(request):
     errors: dict = {}
     sweep_context: dict = {}
@@ -247,15 +281,20 @@ def job_new(request):
             if job is not None:
                 return redirect("jobs:detail", pk=job.pk)
     else:
-        source = None
+        source, cloned = None, None
         clone_id, template_id = request.GET.get("clone", ""), request.GET.get("template", "")
         if clone_id:
-            source = get_object_or_404(Job, pk=_id_or_404(clone_id), owner=request.user).spec
+            cloned = get_object_or_404(Job, pk=_id_or_404(clone_id), owner=request.user)
+            source = cloned.spec
         elif template_id:
             source = get_object_or_404(JobTemplate, pk=_id_or_404(template_id), owner=request.user, kind="").spec
         if source:
             values = initial_from_spec(source)
             chosen_datasets = {int(value) for value in source.get("datasets", []) if isinstance(value, int)}
+        if source and cloned is not None:
+            # The cluster is not in the spec: the clone asks where its job's owner asked.
+            values["cluster"] = cluster_asked_by(cloned)
+            _warn_if_not_offered(request, values["cluster"])
     plan = plan_for(request.user)
     images = settings.IMAGE_CATALOGUE.for_plan(plan.code)
     context = {

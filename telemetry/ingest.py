@@ -46,8 +46,9 @@ def _time(value, where: str, now: datetime) -> datetime:
     return moment
 
 
-def parse_batch(payload, *, node: str, now: datetime) -> tuple[list[GpuSample], int]:
-    """Returns the samples to store and how many were too old to keep."""
+def parse_batch(payload, *, node: str, now: datetime, cluster: str = "") -> tuple[list[GpuSample], int]:
+    """Returns the samples to store (of `node` on `cluster`, as the token says: "" the portal's
+    own) and how many were too old to keep."""
     if not isinstance(payload, dict):
         raise BatchError("the body must be a JSON object")
     if payload.get("node") != node:
@@ -85,6 +86,7 @@ def parse_batch(payload, *, node: str, now: datetime) -> tuple[list[GpuSample], 
                 memory_total_mb=total,
                 temperature_c=_number(sample, "temperature_c", -50, 200, where),
                 power_w=_number(sample, "power_w", 0, 10_000, where),
+                cluster=cluster,
             )
         )
     return samples, too_old

@@ -23,6 +23,8 @@ class GpuSample:
     memory_total_mb: int
     temperature_c: float
     power_w: float
+    # Which cluster's node: "" the portal's own, else a further cluster's name (telemetry.models).
+    cluster: str = ""
 
     @property
     def memory_used_fraction(self) -> float:

@@ -26,23 +26,28 @@ def store_samples(samples: Iterable[GpuSample], *, source: str) -> int:
     samples = list(samples)
     if not samples:
         return 0
-    raw = [GpuSampleRaw(time=s.time, node=s.node, index=s.index, **_measurements(s)) for s in samples]
+    raw = [
+        GpuSampleRaw(time=s.time, cluster=s.cluster, node=s.node, index=s.index, **_measurements(s)) for s in samples
+    ]
     # The newest sample of each GPU in this batch becomes its latest.
-    newest: dict[tuple[str, int], GpuSample] = {}
+    newest: dict[tuple[str, str, int], GpuSample] = {}
     for sample in samples:
-        key = (sample.node, sample.index)
+        key = (sample.cluster, sample.node, sample.index)
         if key not in newest or sample.time >= newest[key].time:
             newest[key] = sample
     latest = [
-        GpuLatest(node=s.node, index=s.index, uuid=s.uuid, time=s.time, source=source, **_measurements(s))
+        GpuLatest(
+            cluster=s.cluster, node=s.node, index=s.index, uuid=s.uuid, time=s.time, source=source, **_measurements(s)
+        )
         for s in newest.values()
     ]
     with transaction.atomic():
-        GpuSampleRaw.objects.bulk_create(raw, batch_size=2000)
-        GpuLatest.objects.bulk_create(
-            sorted(latest, key=lambda row: (row.node, row.index)),  # a fixed order: no deadlocks between batches
+        GpuSampleRaw.all_clusters.bulk_create(raw, batch_size=2000)
+        GpuLatest.all_clusters.bulk_create(
+            # A fixed order: no deadlocks between batches.
+            sorted(latest, key=lambda row: (row.cluster, row.node, row.index)),
             update_conflicts=True,
-            unique_fields=["node", "index"],
+            unique_fields=["cluster", "node", "index"],
             update_fields=LATEST_FIELDS,
             batch_size=2000,
         )
@@ -51,15 +56,15 @@ def store_samples(samples: Iterable[GpuSample], *, source: str) -> int:
 
 def _rollup(source_model, target_model, trunc, since, until) -> int:
     rows = (
-        source_model.objects.filter(time__gte=since, time__lt=until)
+        source_model.all_clusters.filter(time__gte=since, time__lt=until)
         if source_model is GpuSampleRaw
-        else source_model.objects.filter(bucket__gte=since, bucket__lt=until)
+        else source_model.all_clusters.filter(bucket__gte=since, bucket__lt=until)
     )
     time_field = "time" if source_model is GpuSampleRaw else "bucket"
     weight = Count("id") if source_model is GpuSampleRaw else Sum("samples")
     aggregated = (
         rows.annotate(b=trunc(time_field))
-        .values("node", "index", "b")
+        .values("cluster", "node", "index", "b")
         .annotate(
             n=weight,
             compute=Avg("compute_util"),
@@ -72,6 +77,7 @@ def _rollup(source_model, target_model, trunc, since, until) -> int:
     )
     objects = [
         target_model(
+            cluster=row["cluster"],
             node=row["node"],
             index=row["index"],
             bucket=row["b"],
@@ -85,10 +91,10 @@ def _rollup(source_model, target_model, trunc, since, until) -> int:
         )
         for row in aggregated
     ]
-    target_model.objects.bulk_create(
+    target_model.all_clusters.bulk_create(
         objects,
         update_conflicts=True,
-        unique_fields=["node", "index", "bucket"],
+        unique_fields=["cluster", "node", "index", "bucket"],
         update_fields=["samples", *MEASUREMENT_FIELDS],
         batch_size=2000,
     )
@@ -105,9 +111,9 @@ def roll_up(now=None) -> dict:
     minutes = _rollup(GpuSampleRaw, GpuMinute, TruncMinute, this_minute - timedelta(minutes=3), this_minute)
     hours = _rollup(GpuMinute, GpuHour, TruncHour, this_hour - timedelta(hours=2), this_minute)
     pruned = {
-        "raw": GpuSampleRaw.objects.filter(time__lt=now - settings.TELEMETRY_RAW_RETENTION).delete()[0],
-        "minute": GpuMinute.objects.filter(bucket__lt=now - settings.TELEMETRY_MINUTE_RETENTION).delete()[0],
-        "hour": GpuHour.objects.filter(bucket__lt=now - settings.TELEMETRY_HOUR_RETENTION).delete()[0],
+        "raw": GpuSampleRaw.all_clusters.filter(time__lt=now - settings.TELEMETRY_RAW_RETENTION).delete()[0],
+        "minute": GpuMinute.all_clusters.filter(bucket__lt=now - settings.TELEMETRY_MINUTE_RETENTION).delete()[0],
+        "hour": GpuHour.all_clusters.filter(bucket__lt=now - settings.TELEMETRY_HOUR_RETENTION).delete()[0],
     }
     return {"minutes": minutes, "hours": hours, "pruned": pruned}
 
@@ -133,6 +139,6 @@ def table_sizes() -> list[dict]:
             if estimate is not None and estimate >= 0:  # -1: never analysed yet
                 entry["rows"], entry["estimated"] = int(estimate), True
         if entry["rows"] is None:
-            entry["rows"] = model.objects.count()
+            entry["rows"] = model.all_clusters.count()
         sizes.append(entry)
     return sizes

@@ -8,7 +8,7 @@ from django.utils import timezone
 from telemetry import storage
 from telemetry.dcgm import scrape_exporter
 from telemetry.drivers import record_drivers
-from telemetry.emulator import emulated_samples
+from telemetry.emulator import emulated_further_samples, emulated_samples
 from telemetry.prometheus import read_and_log
 
 log = logging.getLogger(__name__)
@@ -19,16 +19,19 @@ def emulate_telemetry() -> int:
     """Dev cluster only (TELEMETRY_EMULATOR=1): samples derived from real allocations."""
     if not settings.TELEMETRY_EMULATOR:
         return 0
-    if settings.PROMETHEUS_URL:
-        # The dev stack serves the emulator to its Prometheus (serve_emulated_dcgm), whose read
-        # stores it: storing here too would write every GPU twice.
-        return 0
     now = timezone.now()
-    samples = emulated_samples(now)
-    # The emulated GPUs have no driver: the version stated in settings, marked as the emulator's.
-    record_drivers(
-        {node: settings.TELEMETRY_EMULATOR_DRIVER for node in {s.node for s in samples}}, source="emulator", now=now
-    )
+    # Further clusters' GPUs (the other dev generation) are stored here whatever the source of
+    # the portal's own: the dev stack's Prometheus scrapes the own cluster's nodes only.
+    samples = emulated_further_samples(now)
+    if not settings.PROMETHEUS_URL:
+        # With a Prometheus, the dev stack serves the own cluster's emulated GPUs to it
+        # (serve_emulated_dcgm), whose read stores them: storing them here too would write twice.
+        own = emulated_samples(now)
+        # The emulated GPUs have no driver: the version stated in settings, marked as the emulator's.
+        record_drivers(
+            {node: settings.TELEMETRY_EMULATOR_DRIVER for node in {s.node for s in own}}, source="emulator", now=now
+        )
+        samples += own
     return storage.store_samples(samples, source="emulator")
 
 

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_POST
 
 from telemetry.drivers import record_drivers, valid_driver
 from telemetry.ingest import BatchError, WrongNode, parse_batch
-from telemetry.models import NodeToken
+from telemetry.models import OWN_CLUSTER, NodeToken
 from telemetry.storage import store_samples
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ def store_batch(token: NodeToken, body: bytes) -> Answer:
         return 400, {"detail": "The body is not JSON."}
     now = timezone.now()
     try:
-        samples, too_old = parse_batch(payload, node=token.node, now=now)
+        samples, too_old = parse_batch(payload, node=token.node, now=now, cluster=token.cluster)
     except WrongNode as exc:
         return 403, {"detail": str(exc)}
     except BatchError as exc:
@@ -80,14 +80,15 @@ def store_batch(token: NodeToken, body: bytes) -> Answer:
     if driver is not None and not valid_driver(driver):
         return 400, {"detail": "driver_version must look like 550.54.15."}
     stored = store_samples(samples, source=str(payload.get("agent", "nvml"))[:16])
-    if driver:
+    if driver and token.cluster == OWN_CLUSTER:
+        # The driver is kept on the portal's own nodes (the job form's image check reads it).
         record_drivers({token.node: driver}, source="nvml", now=now)
     errors = payload.get("errors") or []
     if isinstance(errors, list):
         # A lost GPU sends no samples (the heatmap shows it as silent); say why in the log.
         for error in errors[:50]:
             if isinstance(error, dict):
-                log.warning("node %s GPU %s: %s", token.node, error.get("index"), str(error.get("message"))[:300])
+                log.warning("node %s GPU %s: %s", token, error.get("index"), str(error.get("message"))[:300])
     if token.last_seen_at is None or now - token.last_seen_at > LAST_SEEN_PRECISION:
         # Once a minute is precise enough and spares a write per batch.
         NodeToken.objects.filter(pk=token.pk).update(last_seen_at=now)

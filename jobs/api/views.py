@@ -28,6 +28,7 @@ from jobs.live.watching import watch
 from jobs.logs import job_logs, local_log_path, open_log
 from jobs.models import Job
 from jobs.submission import intake
+from jobs.submission.clusters import cluster_asked_by
 from jobs.submission.quota import QuotaExceeded, usage_of
 from jobs.submission.spec import SpecError
 from plans.catalog import plan_for
@@ -224,7 +225,9 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             return invalid(type_errors)
         if not job.spec:
             return Response({"detail": "This job was not submitted through the portal; it has no spec."}, status=409)
-        data = {**job.spec, **request.data}
+        # The cluster is not in the spec: the copy asks where the job's owner asked, unless the body says.
+        asked = cluster_asked_by(job)
+        data = {**({"cluster": asked} if asked else {}), **job.spec, **request.data}
         return submission_response(request, data)
 
 

@@ -39,6 +39,15 @@ def home_only_reason(spec: JobSpec, *, reserved: bool, group, capped_plan: bool)
     return ""
 
 
+def cluster_asked_by(job) -> str:
+    """What a copy of `job` (a clone) asks for as its cluster, as its owner chose for the job:
+    `any` where the portal placed it (and may place the copy elsewhere), the cluster's name where
+    the job runs on a further cluster by its owner's choice, "" (the portal's own) otherwise."""
+    if job.movable or job.moved_from:
+        return ANY
+    return "" if job.cluster == primary_cluster_name() else job.cluster
+
+
 def choose_cluster(requested, spec: JobSpec, *, partition: str, home_only: str) -> ClusterChoice:
     """The cluster for this job, or SpecError on `cluster`. Asking each cluster for its estimate
     (`any`) runs its CLI: call this outside any transaction."""

@@ -40,3 +40,12 @@ def test_the_jobs_table_says_states_and_reasons_in_words_with_slurms_terms_as_de
         payload["state_label"] == "Time limit reached"
         and payload["reason_short"] == "The job ran out of its time limit"
     )
+
+
+def test_the_job_form_is_the_users_and_the_admins_not_marketings(alice, admin_user, marketer):
+    for person, status in ((marketer, 403), (alice, 200), (admin_user, 200)):
+        browser = Client()
+        browser.force_login(person)
+        assert browser.get("/jobs/new/").status_code == status, person.username
+        if status == 403:
+            assert browser.post("/jobs/new/", {"name": "x"}).status_code == 403

@@ -28,6 +28,12 @@
     return String(text).replace(/[&<>"']/g, (ch) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[ch]));
   }
 
+  // A node's page, or one of its GPUs' (gpu >= 0); a further cluster's says which cluster.
+  function pageUrl(node, gpu) {
+    const path = `${root.dataset.nodeUrl}${encodeURIComponent(node.n)}/` + (gpu >= 0 ? `gpus/${gpu}/` : "");
+    return node.c === data.own ? path : `${path}?cluster=${encodeURIComponent(node.c)}`;
+  }
+
   function render() {
     if (!data) return;
     // By cluster (the portal's own first, as the server lists them), then by GPU type.
@@ -45,12 +51,10 @@
       for (const n of group.nodes) {
         const node = data.nodes[n];
         const down = /DOWN|DRAIN|FAIL|NOT_RESPONDING/.test(node.s);
-        // Node pages are the portal's own cluster's (its Node table); a further cluster's node is named only.
-        const name = node.c === data.own
-          ? `<a class="hm-node-name" href="${root.dataset.nodeUrl}${encodeURIComponent(node.n)}/">${escapeHtml(node.n)}</a>`
-          : `<span class="hm-node-name">${escapeHtml(node.n)}</span>`;
-        parts.push(`<div class="hm-node${down ? " hm-down" : ""}">${name}`);
-        parts.push(`<span class="hm-node-state">${escapeHtml(node.s)}</span><div class="hm-cells">`);
+        const name = `<a class="hm-node-name" href="${escapeHtml(pageUrl(node, -1))}">${escapeHtml(node.n)}</a>`;
+        parts.push(`<div class="hm-node${down ? " hm-down" : ""}" data-node="${escapeHtml(node.n)}">${name}`);
+        // The state in words; Slurm's own term for those who know it.
+        parts.push(`<span class="hm-node-state" title="Slurm: ${escapeHtml(node.s)}">${escapeHtml(node.w ?? node.s)}</span><div class="hm-cells">`);
         node.g.forEach((gpu, g) => {
           const busy = gpu[3] !== -1 ? " hm-busy" : "";
           parts.push(`<span class="hm-cell${busy}" data-n="${n}" data-g="${g}" style="background:${colour(gpu[metric])}"></span>`);
@@ -80,7 +84,7 @@
       const job = data.jobs[gpu[3]];
       lines.push(`Job ${escapeHtml(job.slurm ?? "")} <em>${escapeHtml(job.name)}</em>${job.mine ? " (yours)" : ` · ${escapeHtml(job.user)}`}`);
     } else lines.push("Idle");
-    if (node.r) lines.push(`<span class="muted">${escapeHtml(node.s)}: ${escapeHtml(node.r)}</span>`);
+    if (node.r) lines.push(`<span class="muted">${escapeHtml(node.w ?? node.s)}: ${escapeHtml(node.r)}</span>`);
     return lines.join("<br>");
   }
 
@@ -99,9 +103,7 @@
   root.addEventListener("click", (event) => {
     const cell = event.target.closest(".hm-cell");
     if (!cell) return;
-    const node = data.nodes[+cell.dataset.n];
-    if (node.c !== data.own) return;  // no GPU pages for a further cluster's nodes
-    location.href = `${root.dataset.nodeUrl}${encodeURIComponent(node.n)}/gpus/${cell.dataset.g}/`;
+    location.href = pageUrl(data.nodes[+cell.dataset.n], +cell.dataset.g);
   });
 
   document.querySelectorAll("button.metric").forEach((button) => {
