@@ -16,10 +16,10 @@ def _person(username: str, role: str = Role.USER, plan: str = "pro"):
 
 def subscribe(user, plan_code: str, status: str = "active"):
     """Put `user` on a plan as a new subscription row (no audit entry, no Slurm change: tests
-    that need those call accounts.lifecycle.change_plan)."""
+    that need those call accounts.actions.lifecycle.change_plan)."""
     from django.conf import settings
 
-    from plans import subscriptions
+    from plans.actions import subscriptions
     from plans.models import Plan
 
     subscriptions.change(user, Plan.objects.get(code=plan_code), status)

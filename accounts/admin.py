@@ -3,7 +3,7 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
-from accounts import lifecycle
+from accounts.actions import lifecycle
 from accounts.models import ClusterAccount, Profile
 from plans.catalog import plan_for
 from plans.models import Plan, Subscription

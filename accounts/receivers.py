@@ -1,5 +1,5 @@
 """Model signals that route account changes made anywhere (sign-up, Django admin, shell)
-through accounts/lifecycle.py. Admin views set `instance._audit_actor` so the audit log
+through accounts/actions/lifecycle.py. Admin views set `instance._audit_actor` so the audit log
 names who acted; changes made by `QuerySet.update()` (the lifecycle's own) send no signal."""
 
 from allauth.account.signals import user_logged_in, user_signed_up
@@ -8,7 +8,8 @@ from django.db import transaction
 from django.db.models.signals import post_save, pre_delete, pre_save
 from django.dispatch import receiver
 
-from accounts import lifecycle, oidc
+from accounts import oidc
+from accounts.actions import lifecycle
 from accounts.models import Profile
 from accounts.tasks import provision_user
 

@@ -4,7 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from accounts import plan_choice
+from accounts.actions import plan_choice
 from accounts.models import ApiToken, TooManyTokens
 
 
@@ -35,7 +35,7 @@ def revoke_api_token(request, pk: int):
 
 @login_required
 def plan(request):
-    """The user's plan, the plans offered, and switch / pause / resume (accounts.plan_choice)."""
+    """The user's plan, the plans offered, and switch / pause / resume (accounts.actions.plan_choice)."""
     if request.method == "POST":
         action, code = request.POST.get("action", ""), request.POST.get("plan", "")
         try:

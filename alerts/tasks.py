@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from alerts.engine import evaluate
+from alerts.actions import evaluate
 
 
 @shared_task(ignore_result=True)

@@ -65,7 +65,7 @@ def make_user(username: str, plan: str = "enterprise", provision: bool = True):
     from django.contrib.auth import get_user_model
 
     from accounts import actions
-    from plans import subscriptions
+    from plans.actions import subscriptions
     from plans.models import Plan
 
     user = get_user_model().objects.create_user(username=username, password="bench-" + username)

@@ -147,8 +147,8 @@ def first_byte(job) -> float | None:
 
 
 def clear_caches(nodes: list[str]) -> None:
+    from datasets.actions.node_cache import sync_all_node_features
     from datasets.models import NodeCopy
-    from datasets.node_cache import sync_all_node_features
 
     for node in nodes:
         shutil.rmtree(_root() / "var/cache/gpupool/datasets" / node, ignore_errors=True)
@@ -189,7 +189,7 @@ def enterprise(user):
 
     from accounts import actions
     from billing.actions import approve_credit_limit
-    from plans import subscriptions
+    from plans.actions import subscriptions
     from plans.models import Plan
 
     subscriptions.change(user, Plan.objects.get(code="enterprise"))

@@ -21,7 +21,6 @@ from datetime import datetime
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from billing.charge_split import RunShape, Split, Terms, credits_wanted, split
@@ -31,7 +30,6 @@ from billing.pricing import SECONDS_PER_HOUR, Line, Rates, divide
 from billing.spot import spot_seconds
 from foundation.gpu_types import gpu_types_from_mapping
 from groups.group_plans import plan_at
-from groups.queries import group_to_charge
 from plans.catalog import PlanSnapshot, plan_for
 from plans.rates import rates_for_plan
 
@@ -202,10 +200,3 @@ def quote_spec(user, spec, *, runs: int = 1, group=None) -> JobQuote:
         runs=runs,
     )
 
-
-def group_for_quote(user, group_id):
-    """The group a quoted job would be charged to, checked as a submission checks it (GroupError
-    when `user` may not charge it). group_to_charge locks the membership row, which needs a
-    transaction: held for the check alone, since a quote writes nothing."""
-    with transaction.atomic():
-        return group_to_charge(user, group_id)

@@ -27,6 +27,16 @@ from cluster.limits import (
     parse_association_lines,
     parse_qos_lines,
 )
+from cluster.reservation_request import (
+    SCONTROL_TIME,
+    GpuReservationRequest,
+    checked_flags,
+    checked_minutes,
+    checked_name,
+    checked_users,
+    checked_word,
+    scontrol_start,
+)
 from cluster.types import Reservation
 
 log = logging.getLogger(__name__)
@@ -215,7 +225,7 @@ class SlurmCli:
 
     # --- reservations ----------------------------------------------------------------------
     # slurmrestd 24.11 only reads reservations; these create, change and delete them with
-    # scontrol. Every argument is checked here first (`_reservation_*` below); `run`'s
+    # scontrol. Every argument is checked first (cluster/reservation_request.py); `run`'s
     # whole-match check still stands behind them. They run as `env TZ=UTC0 SLURM_TIME_FORMAT=standard scontrol ...`:
     # scontrol reads and prints times in its own process's zone (seen on 24.11: the same
     # reservation shows 10:00 under TZ=UTC0 and 13:00 under TZ=XYZ-3), so the portal formats
@@ -238,30 +248,19 @@ class SlurmCli:
     # - `update ... StartTime=` moves the window and keeps its duration; `Duration=` moves the end.
     # - A missing reservation: show says "Reservation <name> not found", update and delete
     #   "Requested reservation is invalid" (all exit 1).
-    def create_gpu_reservation(
-        self,
-        name: str,
-        *,
-        gpu_type: str,
-        count: int,
-        users: Sequence[str],
-        start: datetime | Literal["now"],
-        duration_minutes: int,
-        flags: Sequence[str] = (),
-    ) -> CommandResult:
-        """Reserve `count` GPUs of `gpu_type` for `users` from `start` (an aware datetime, or
-        NOW) for `duration_minutes`; Slurm chooses the node(s) and holds all their free cores.
+    def create_gpu_reservation(self, request: GpuReservationRequest) -> CommandResult:
+        """Reserve GPUs as `request` says; Slurm chooses the node(s) and holds all their free cores.
 
         Runs `scontrol create reservation ReservationName=<name> StartTime=<UTC ISO> Duration=<min>
         Users=<u1,u2> TRES=gres/gpu:<type>=<count> [Flags=<F1,F2>]`."""
         arguments = [
-            f"ReservationName={_reservation_name(name)}",
-            f"StartTime={_reservation_start(start)}",
-            f"Duration={_reservation_minutes(duration_minutes)}",
-            f"Users={_reservation_users(users)}",
-            f"TRES=gres/gpu:{_reservation_word(gpu_type, 'GPU type')}={_positive_count(count)}",
+            f"ReservationName={request.name}",
+            f"StartTime={scontrol_start(request.start)}",
+            f"Duration={request.duration_minutes}",
+            f"Users={','.join(request.users)}",
+            f"TRES=gres/gpu:{request.gpu_type}={request.count}",
         ]
-        arguments += _reservation_flags(flags, refused=_FLAGS_WITHOUT_GPUS)
+        arguments += [f"Flags={','.join(request.flags)}"] if request.flags else []
         return self.run(*_SCONTROL_UTC, "create", "reservation", *arguments)
 
     def create_node_reservation(
@@ -282,13 +281,13 @@ class SlurmCli:
         if isinstance(nodes, str) or not nodes:
             raise ValueError("nodes must be a non-empty list of node names")
         arguments = [
-            f"ReservationName={_reservation_name(name)}",
-            f"StartTime={_reservation_start(start)}",
-            f"Duration={_reservation_minutes(duration_minutes)}",
-            f"Users={_reservation_users(users)}",
-            f"Nodes={','.join(_reservation_word(node, 'node name') for node in nodes)}",
+            f"ReservationName={checked_name(name)}",
+            f"StartTime={scontrol_start(start)}",
+            f"Duration={checked_minutes(duration_minutes)}",
+            f"Users={','.join(checked_users(users))}",
+            f"Nodes={','.join(checked_word(node, 'node name') for node in nodes)}",
         ]
-        arguments += _reservation_flags(flags)
+        arguments += [f"Flags={','.join(checked_flags(flags))}"] if flags else []
         return self.run(*_SCONTROL_UTC, "create", "reservation", *arguments)
 
     def update_reservation(
@@ -303,23 +302,23 @@ class SlurmCli:
         (the list is replaced) of an existing reservation."""
         arguments = []
         if start is not None:
-            arguments.append(f"StartTime={_reservation_start(start, allow_now=False)}")
+            arguments.append(f"StartTime={scontrol_start(start, allow_now=False)}")
         if duration_minutes is not None:
-            arguments.append(f"Duration={_reservation_minutes(duration_minutes)}")
+            arguments.append(f"Duration={checked_minutes(duration_minutes)}")
         if users is not None:
-            arguments.append(f"Users={_reservation_users(users)}")
+            arguments.append(f"Users={','.join(checked_users(users))}")
         if not arguments:
             raise ValueError("update_reservation needs something to change")
-        return self.run(*_SCONTROL_UTC, "update", f"ReservationName={_reservation_name(name)}", *arguments)
+        return self.run(*_SCONTROL_UTC, "update", f"ReservationName={checked_name(name)}", *arguments)
 
     def delete_reservation(self, name: str, *, check: bool = True) -> CommandResult:
         """`check=False` for clean-ups that may find it gone already."""
-        return self.run(*_SCONTROL_UTC, "delete", f"ReservationName={_reservation_name(name)}", check=check)
+        return self.run(*_SCONTROL_UTC, "delete", f"ReservationName={checked_name(name)}", check=check)
 
     def show_reservation(self, name: str) -> Reservation | None:
         """The reservation as slurmctld holds it now, None when there is none of that name
         (and in noop mode, where nothing is asked). Times are UTC."""
-        result = self.run(*_SCONTROL_UTC, "show", "-o", "reservation", _reservation_name(name), check=False)
+        result = self.run(*_SCONTROL_UTC, "show", "-o", "reservation", checked_name(name), check=False)
         if self.noop:
             return None
         output = (result.stdout + result.stderr).strip()
@@ -339,81 +338,12 @@ class SlurmCli:
 
 
 # --- reservation arguments (checked before any command is built) -----------------------------
-NOW: Literal["now"] = "now"
-# Flags scontrol 24.11 accepted on a node reservation (tried one by one); PART_NODES, REPLACE,
-# REPLACE_DOWN need other options, and SPEC_NODES is Slurm's own marker, not an input.
-RESERVATION_FLAGS = frozenset(
-    {
-        "ANY_NODES", "DAILY", "FLEX", "HOURLY", "IGNORE_JOBS", "LICENSE_ONLY", "MAGNETIC", "MAINT",
-        "NO_HOLD_JOBS_AFTER", "OVERLAP", "PURGE_COMP", "STATIC_ALLOC", "TIME_FLOAT", "USER_DELETE",
-        "WEEKDAY", "WEEKEND", "WEEKLY",
-    }
-)  # fmt: skip
-# With a GPU TRES these reserve no GPU at all (ANY_NODES seen giving TRES=(null)).
-_FLAGS_WITHOUT_GPUS = frozenset({"ANY_NODES", "LICENSE_ONLY"})
 _SCONTROL_UTC = ("env", "TZ=UTC0", "SLURM_TIME_FORMAT=standard", "scontrol")
-_SCONTROL_TIME = "%Y-%m-%dT%H:%M:%S"
-_RESERVATION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-_RESERVATION_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-_CLUSTER_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
-MAX_RESERVATION_MINUTES = 366 * 24 * 60
-MAX_RESERVATION_GPUS = 4096
-
-
-def _reservation_name(name: str) -> str:
-    if not isinstance(name, str) or not _RESERVATION_NAME.fullmatch(name):
-        raise ValueError(f"{name!r} is not a reservation name (letters, digits, _ and -, at most 64)")
-    return name
-
-
-def _reservation_word(value: str, what: str) -> str:
-    if not isinstance(value, str) or not _RESERVATION_WORD.fullmatch(value):
-        raise ValueError(f"{value!r} is not a {what} (letters, digits, _ and -)")
-    return value
-
-
-def _positive_count(count: int) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_RESERVATION_GPUS:
-        raise ValueError(f"a GPU count must be a whole number from 1 to {MAX_RESERVATION_GPUS}, not {count!r}")
-    return count
-
-
-def _reservation_minutes(minutes: int) -> int:
-    if isinstance(minutes, bool) or not isinstance(minutes, int) or not 1 <= minutes <= MAX_RESERVATION_MINUTES:
-        raise ValueError(f"a duration is whole minutes from 1 to {MAX_RESERVATION_MINUTES}, not {minutes!r}")
-    return minutes
-
-
-def _reservation_users(users: Sequence[str]) -> str:
-    # A bare string is a sequence too: "alice" must not become Users=a,l,i,c,e.
-    if isinstance(users, str) or not users:
-        raise ValueError("users must be a non-empty list of cluster user names")
-    for user in users:
-        if not isinstance(user, str) or not _CLUSTER_USER.fullmatch(user):
-            raise ValueError(f"{user!r} is not a valid cluster user name")
-    return ",".join(dict.fromkeys(users))
-
-
-def _reservation_start(start: datetime | Literal["now"], *, allow_now: bool = True) -> str:
-    if allow_now and start == NOW:
-        return NOW
-    if not isinstance(start, datetime) or start.tzinfo is None or start.utcoffset() is None:
-        raise ValueError(f"a start time must be a datetime with a time zone{' or NOW' if allow_now else ''}")
-    return start.astimezone(UTC).strftime(_SCONTROL_TIME)
-
-
-def _reservation_flags(flags: Sequence[str], *, refused: frozenset[str] = frozenset()) -> list[str]:
-    if isinstance(flags, str):
-        raise ValueError("flags must be a list of flag names")
-    for flag in flags:
-        if flag not in RESERVATION_FLAGS or flag in refused:
-            raise ValueError(f"{flag!r} is not a reservation flag the portal uses here")
-    return [f"Flags={','.join(dict.fromkeys(flags))}"] if flags else []
 
 
 def _shown_time(value: str) -> datetime | None:
     try:
-        return datetime.strptime(value, _SCONTROL_TIME).replace(tzinfo=UTC)
+        return datetime.strptime(value, SCONTROL_TIME).replace(tzinfo=UTC)
     except ValueError:
         return None  # "Unknown", "None", "(null)"
 

@@ -4,7 +4,8 @@ them (v0.0.43+, Slurm 26.05), with `scontrol` (cluster/cli.py) where it cannot (
 The calls and their results are the same either way, so reservations/ never asks which.
 REST writes go with the service user's token (the SlurmUser): slurmctld refuses a user's
 token with 422 / 2010, and a user must never hold the right to reserve for others anyway.
-Arguments are checked by the CLI's own rules first, so both paths accept the same input.
+Requests are checked once, as values (cluster/reservation_request.py), so both paths accept
+the same input.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
-from cluster import cli as cli_rules
-from cluster.cli import NOW, SlurmCli
+from cluster.cli import SlurmCli
 from cluster.errors import SlurmNotFound, SlurmRequestError
+from cluster.reservation_request import GpuReservationRequest, checked_name
 from cluster.services import rest_client, slurm_cli
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.types import Reservation
@@ -32,60 +33,38 @@ class ReservationGateway:
         In noop mode (SLURM_CLI_NOOP) nothing is written: the CLI logs what it would run."""
         return not self.cli.noop and self.service.adapter.reservation_writes
 
-    def create_gpu_reservation(
-        self,
-        name: str,
-        *,
-        gpu_type: str,
-        count: int,
-        users: Sequence[str],
-        start: datetime | Literal["now"],
-        duration_minutes: int,
-        flags: Sequence[str] = (),
-    ) -> None:
-        """Reserve `count` GPUs of `gpu_type` for `users` from `start` for `duration_minutes`;
-        Slurm picks the node(s). Raises a SlurmError with Slurm's words when it refuses
-        ("Requested nodes are busy", "Duplicate reservation name")."""
-        # The same checks as the scontrol path (private to cli.py, shared on purpose).
-        cli_rules._reservation_name(name)
-        cli_rules._reservation_word(gpu_type, "GPU type")
-        cli_rules._positive_count(count)
-        cli_rules._reservation_users(users)
-        cli_rules._reservation_minutes(duration_minutes)
-        cli_rules._reservation_flags(flags, refused=cli_rules._FLAGS_WITHOUT_GPUS)
-        cli_rules._reservation_start(start)
+    def create_gpu_reservation(self, request: GpuReservationRequest) -> None:
+        """Reserve GPUs as `request` says; Slurm picks the node(s). Raises a SlurmError with
+        Slurm's words when it refuses ("Requested nodes are busy", "Duplicate reservation name")."""
         if not self.over_rest:
-            self.cli.create_gpu_reservation(
-                name,
-                gpu_type=gpu_type,
-                count=count,
-                users=users,
-                start=start,
-                duration_minutes=duration_minutes,
-                flags=flags,
-            )
+            self.cli.create_gpu_reservation(request)
             return
         # `POST /reservation` creates OR updates: seen on 26.05, a second POST with a taken name
         # answered 200 and changed that reservation's duration. scontrol refuses a taken name,
         # and so does this. (Names are the portal's row ids, made under the row's lock.)
-        if self.show_reservation(name) is not None:
+        if self.show_reservation(request.name) is not None:
             raise SlurmRequestError(
-                f"Error creating the reservation: Duplicate reservation name ({name})",
+                f"Error creating the reservation: Duplicate reservation name ({request.name})",
                 public_message="Error creating the reservation: Duplicate reservation name",
             )
-        self.service.create_gpu_reservation(
-            name,
-            gpu_type=gpu_type,
-            count=count,
-            users=list(dict.fromkeys(users)),
-            start=datetime.now(UTC) if start == NOW else start,
-            duration_minutes=duration_minutes,
-            flags=list(dict.fromkeys(flags)),
-        )
+        self.service.create_gpu_reservation(request.starting_by(datetime.now(UTC)))
+
+    def create_node_reservation(
+        self,
+        name: str,
+        *,
+        nodes: Sequence[str],
+        users: Sequence[str],
+        start: datetime | Literal["now"],
+        duration_minutes: int,
+    ) -> None:
+        """Hold whole nodes for `users` (maintenance: MAINT and IGNORE_JOBS), with scontrol on
+        every generation: the REST adapters write GPU reservations only."""
+        self.cli.create_node_reservation(name, nodes=nodes, users=users, start=start, duration_minutes=duration_minutes)
 
     def delete_reservation(self, name: str, *, check: bool = True) -> None:
         """`check=False` for clean-ups that may find it gone already."""
-        cli_rules._reservation_name(name)
+        checked_name(name)
         if not self.over_rest:
             self.cli.delete_reservation(name, check=check)
             return
@@ -97,7 +76,7 @@ class ReservationGateway:
 
     def show_reservation(self, name: str) -> Reservation | None:
         """The reservation as slurmctld holds it now, or None. Times are UTC."""
-        cli_rules._reservation_name(name)
+        checked_name(name)
         if not self.over_rest:
             return self.cli.show_reservation(name)
         return next((held for held in self.service.list_reservations() if held.name == name), None)

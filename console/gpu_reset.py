@@ -10,10 +10,11 @@ from datetime import timedelta
 from django.utils import timezone
 
 from audit.log import record
-from cluster.cli import NOW
 from cluster.errors import SlurmError
 from cluster.models import Node
-from cluster.services import rest_client, slurm_cli
+from cluster.reservation_gateway import reservation_gateway
+from cluster.reservation_request import NOW
+from cluster.services import rest_client
 from cluster.types import TERMINAL_JOB_STATES
 from console.models import GpuReset
 from console.pinned_jobs import submit_pinned_job
@@ -62,15 +63,11 @@ def _fail(reset: GpuReset, action: str, message: str) -> None:
 def reserve_and_submit(reset: GpuReset) -> None:
     admin = reset.requested_by.profile
     name = f"gpureset_{reset.pk}"
-    cli = slurm_cli()
+    # Through the one gateway every reservation of the portal takes (a maintenance hold).
+    gateway = reservation_gateway()
     try:
-        cli.create_node_reservation(
-            name,
-            nodes=[reset.node],
-            users=[admin.cluster_username],
-            start=NOW,
-            duration_minutes=HOLD_MINUTES,
-            flags=("MAINT", "IGNORE_JOBS"),
+        gateway.create_node_reservation(
+            name, nodes=[reset.node], users=[admin.cluster_username], start=NOW, duration_minutes=HOLD_MINUTES
         )
     except (SlurmError, ValueError) as exc:
         _fail(reset, "gpu_reset.hold", str(exc))
@@ -161,7 +158,7 @@ def release(reset: GpuReset, *, outcome: str = "", succeeded: bool = False, fail
         return
     try:
         if reset.reservation:
-            slurm_cli().delete_reservation(reset.reservation)
+            reservation_gateway().delete_reservation(reset.reservation)
     except (SlurmError, ValueError) as exc:
         _fail(reset, "gpu_reset.release", f"could not release {reset.node}: {exc}")
         return

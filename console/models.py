@@ -53,7 +53,7 @@ class GpuReset(models.Model):
 
 class ImageOperation(models.Model):
     """An admin's prewarm or removal of one catalogue image on every node, or a fresh inventory
-    of what the nodes hold: one pinned job per node (console/image_operations.py)."""
+    of what the nodes hold: one pinned job per node (console/actions/image_operations.py)."""
 
     class Kind(models.TextChoices):
         PREWARM = "prewarm"

@@ -1,6 +1,7 @@
 from celery import shared_task
 
-from console import gpu_reset, image_operations, power
+from console import gpu_reset, power
+from console.actions import image_operations
 from console.models import GpuReset, ImageOperation
 
 
@@ -21,7 +22,7 @@ def run_gpu_reset(self, reset_pk: int) -> str:
 
 @shared_task(ignore_result=True)
 def run_image_operation(operation_pk: int) -> bool:
-    """One pass over one image operation (console/image_operations.py), enqueued when it starts
+    """One pass over one image operation (console/actions/image_operations.py), enqueued when it starts
     so its jobs are submitted at once; the beat's sweep below makes the later passes."""
     return image_operations.advance(operation_pk)
 

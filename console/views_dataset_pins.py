@@ -1,4 +1,4 @@
-"""Admins pin a dataset version to nodes (jobs/dataset_pins.py): the page lists the nodes with
+"""Admins pin a dataset version to nodes (jobs/actions.py): the page lists the nodes with
 an NVMe cache, which hold the version, which have it pinned and how its staging job went."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from django.views.decorators.http import require_POST
 from accounts.access import role_required
 from accounts.models import Role
 from cluster.models import Node
+from datasets.actions.node_cache import pins_by_node
 from datasets.models import DatasetVersion, NodeCopy
-from datasets.node_cache import pins_by_node
 from datasets.queries import DatasetError
-from jobs import dataset_pins
+from jobs import actions as job_actions
 
 
 def _version(pk: int) -> DatasetVersion:
@@ -30,7 +30,7 @@ def version_pins(request, pk: int):
             "node": node,
             "pin": pins.get(node.name),
             "holds": node.name in holding,
-            "job": dataset_pins.staging_job(version, node.name) if node.name in pins else None,
+            "job": job_actions.staging_job(version, node.name) if node.name in pins else None,
         }
         for node in Node.objects.filter(nvme_gb__gt=0).order_by("name")
     ]
@@ -43,7 +43,7 @@ def pin_version(request, pk: int):
     version = _version(pk)
     nodes = request.POST.getlist("node")
     try:
-        pins = dataset_pins.pin_version(request.user, version, nodes)
+        pins = job_actions.pin_version(request.user, version, nodes)
     except DatasetError as exc:
         messages.error(request, exc.message)
     else:
@@ -59,7 +59,7 @@ def pin_version(request, pk: int):
 def unpin_version(request, pk: int):
     version = _version(pk)
     node = request.POST.get("node", "")
-    if dataset_pins.unpin(request.user, version, node):
+    if job_actions.unpin(request.user, version, node):
         messages.success(request, f"Unpinned from {node}: its copy stays until the cache needs the room.")
     else:
         messages.error(request, f"{version.dataset.name} v{version.number} is not pinned on {node}.")

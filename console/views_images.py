@@ -12,8 +12,8 @@ from django.views.decorators.http import require_POST
 from accounts.access import role_required
 from accounts.models import Role
 from cluster.models import Node
-from console import image_operations
-from console.image_operations import OperationRefused
+from console.actions import image_operations
+from console.actions.image_operations import OperationRefused
 from console.image_starts import start_times_by_image
 from console.models import ImageOperation, NodeImage
 from console.tasks import run_image_operation

@@ -170,7 +170,7 @@ class Upload(models.Model):
 class NodeCopy(models.Model):
     """A ready version's verified copy in one node's NVMe cache, as that node's tool said
     (deploy/node/gpupool-dataset-cache: the lines a staging job prints, jobs/dataset_staging.py).
-    Kept in step with the node's Slurm feature `ds_<version id>` (datasets/node_cache.py), which
+    Kept in step with the node's Slurm feature `ds_<version id>` (datasets/actions/node_cache.py), which
     jobs on that version prefer."""
 
     node = models.CharField(max_length=64)
@@ -189,14 +189,14 @@ class NodeCopy(models.Model):
 
 class NodePin(models.Model):
     """An admin's "keep this version on that node": a staging job copies it there ahead of any
-    user's job (jobs/dataset_pins.py), and the node's tool never evicts it while the pin stands
+    user's job (jobs/actions.py), and the node's tool never evicts it while the pin stands
     (DATASET_STORE/pins/<node>, which the tool reads)."""
 
     node = models.CharField(max_length=64)
     version = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="node_pins")
     pinned_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
-    # Its staging jobs are the admin's pinned jobs that mount the version on the node (jobs/dataset_pins.py).
+    # Its staging jobs are the admin's pinned jobs that mount the version on the node (jobs/actions.py).
 
     class Meta:
         ordering = ["node", "version"]

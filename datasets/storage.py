@@ -287,7 +287,7 @@ def manifest_sha256(version_id: int) -> str:
 
 
 def write_grant(job_uuid: str, text: str) -> None:
-    """grants/<job uuid>: what one job may stage on its node (datasets/node_cache.py)."""
+    """grants/<job uuid>: what one job may stage on its node (datasets/actions/node_cache.py)."""
     _write_whole("grants", str(uuid.UUID(str(job_uuid))), text, 0o640)
 
 
@@ -300,7 +300,7 @@ def remove_grant(job_uuid: str) -> None:
 
 
 def write_pins(node: str, text: str) -> None:
-    """pins/<node>: the sha256 of each copy the node's tool must keep (datasets/node_cache.py)."""
+    """pins/<node>: the sha256 of each copy the node's tool must keep (datasets/actions/node_cache.py)."""
     if not NODE_NAME.match(node):
         raise StorageError(f"not a node name: {node!r}")
     _write_whole("pins", node, text, 0o640)

@@ -8,7 +8,8 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from datasets import actions, importing, node_cache, over_quota, storage
+from datasets import actions, importing, over_quota, storage
+from datasets.actions import node_cache
 from datasets.models import DatasetVersion, Upload, VersionState
 from datasets.queries import DatasetError
 
@@ -63,7 +64,7 @@ def _import_version(version: DatasetVersion) -> str:
 
 @shared_task(ignore_result=True)
 def sync_node_features(node: str) -> bool:
-    """A node's ds_<version> features after its cache changed (datasets/node_cache.py)."""
+    """A node's ds_<version> features after its cache changed (datasets/actions/node_cache.py)."""
     return node_cache.sync_node_features(node)
 
 

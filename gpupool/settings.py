@@ -418,7 +418,7 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 5.0},
     },
     "reservations-check": {"task": "reservations.tasks.check_reservations", "schedule": 300.0},
-    # The nodes' ds_<version> features back after a slurmctld restart (datasets/node_cache.py).
+    # The nodes' ds_<version> features back after a slurmctld restart (datasets/actions/node_cache.py).
     # Night mode's SuspendTime and standby nodes woken at peak (console/power.py).
     "console-power-policy": {
         "task": "console.tasks.apply_power_policy",
@@ -557,7 +557,7 @@ PROVISIONING_BACKEND = env_str("PROVISIONING_BACKEND", "local")
 # worker hosts share and the nodes can read (read-only is enough for them).
 DATASET_STORE = env_path("DATASET_STORE", DEVCLUSTER_DIR / "root/srv/gpupool/datasets")
 # Jobs prefer a node that holds their data (Slurm's --prefer on ds_<version> node features,
-# datasets/node_cache.py); off only to measure what that placement gains (bench/datasets.py).
+# datasets/actions/node_cache.py); off only to measure what that placement gains (bench/datasets.py).
 DATASET_PLACEMENT = env_bool("DATASET_PLACEMENT", True)
 # Directories of the pool's shared storage (as the portal's worker sees them) from which admins
 # may register data already there as a dataset version (datasets/importing.py); none: off.
@@ -700,7 +700,7 @@ LOG_TAIL_BYTES = env_int("LOG_TAIL_BYTES", 64 * 1024, minimum=1024)
 # limit an admin approved (billing/actions/credit_limits.py). Unpaid invoices hold new jobs after this.
 PAY_AFTERWARDS_PLANS = frozenset(env_list("PAY_AFTERWARDS_PLANS", ["enterprise"]))
 INVOICE_DUE_DAYS = env_int("INVOICE_DUE_DAYS", 30, minimum=1)
-# Plan switches, pauses and resumes a user may make in any 24 hours (accounts/plan_choice.py).
+# Plan switches, pauses and resumes a user may make in any 24 hours (accounts/actions/plan_choice.py).
 PLAN_CHANGES_PER_DAY = env_int("PLAN_CHANGES_PER_DAY", 3, minimum=1)
 MAX_API_TOKENS_PER_USER = env_int("MAX_API_TOKENS_PER_USER", 20, minimum=1)
 MAX_JOB_TEMPLATES_PER_USER = env_int("MAX_JOB_TEMPLATES_PER_USER", 50, minimum=1)
@@ -787,7 +787,7 @@ SESSIONS_PORT = env_int("SESSIONS_PORT", _site.port or 0, minimum=0)
 # started before the session is called failed (and its job cancelled).
 SESSION_START_POLL_SECONDS = env_float("SESSION_START_POLL_SECONDS", 0.5)
 SESSION_START_TIMEOUT_SECONDS = env_int("SESSION_START_TIMEOUT_SECONDS", 600, minimum=30)
-# Idle culling (interactive/culling.py): under this GPU compute (%), with no kernel activity, for
+# Idle culling (interactive/actions/culling.py): under this GPU compute (%), with no kernel activity, for
 # the plan's session_idle_minutes, then warned this long before the stop.
 SESSION_IDLE_GPU_PERCENT = env_float("SESSION_IDLE_GPU_PERCENT", 5.0)
 SESSION_IDLE_WARNING_SECONDS = env_int("SESSION_IDLE_WARNING_SECONDS", 300, minimum=0)

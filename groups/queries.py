@@ -74,17 +74,19 @@ def groups_of(user) -> QuerySet[Group]:
     ).distinct()
 
 
-def group_to_charge(user, group_id) -> Group:
+def group_to_charge(user, group_id, *, lock: bool = True) -> Group:
     """The group a job of `user` is charged to: one they belong to, open, whose account Slurm
-    has. GroupError (field "group") says what is wrong otherwise."""
+    has. GroupError (field "group") says what is wrong otherwise. `lock=False` for a check that
+    records nothing (a quote), outside any transaction."""
     if isinstance(group_id, bool) or not str(group_id).isdigit():
         raise GroupError("group", "A group's id (a whole number) is required.", 400)
-    # Locked until the caller's transaction ends: a removal committing meanwhile waits, so a job
-    # is never recorded for a group its owner has just left.
+    memberships = Membership.objects.active()
+    if lock:
+        # Locked until the caller's transaction ends: a removal committing meanwhile waits, so a
+        # job is never recorded for a group its owner has just left.
+        memberships = memberships.select_for_update(of=("self",))
     found = (
-        Membership.objects.active()
-        .select_for_update(of=("self",))
-        .filter(group_id=int(group_id), user=user)
+        memberships.filter(group_id=int(group_id), user=user)
         .select_related("group")
         .first()
     )

@@ -12,7 +12,7 @@ class InteractiveConfig(AppConfig):
 
         register_environment(session_environment)
 
-        from interactive.culling import emulated_idle_sessions
+        from interactive.actions.culling import emulated_idle_sessions
         from telemetry.emulator import register_idle_jobs
 
         register_idle_jobs(emulated_idle_sessions)

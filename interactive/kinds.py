@@ -2,7 +2,7 @@
 
 The command is the portal's own text (a user never writes any of it): it runs in the job's
 directory inside the image (jobs/submission/batch_script.py), keeps Jupyter's state there, takes
-a free port, says which on its first output line (read by interactive/starting.py) and starts
+a free port, says which on its first output line (read by interactive/actions/starting.py) and starts
 the server on it with the token the portal put in the job's environment (JUPYTER_TOKEN: the
 variable jupyter_server reads). The server listens on every address of the node: the portal's
 proxy reaches it there, and the token keeps everyone else out.

@@ -45,7 +45,7 @@ class InteractiveSession(models.Model):
     ready_at = models.DateTimeField(null=True, blank=True)
     # Seconds from the job's start to the server answering: the app's own start, apart from Slurm's.
     server_start_seconds = models.DecimalField(max_digits=9, decimal_places=3, null=True, blank=True)
-    # Idle culling (interactive/culling.py): the newest kernel or terminal activity seen, and
+    # Idle culling (interactive/actions/culling.py): the newest kernel or terminal activity seen, and
     # the warning (cleared when the session is used again).
     last_activity_at = models.DateTimeField(null=True, blank=True)
     # The kernels' own part of it (never the GPUs'): what the dev cluster's GPU emulator draws from.

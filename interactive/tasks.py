@@ -8,9 +8,9 @@ from celery import shared_task
 from django.conf import settings
 
 from foundation.redis_client import redis_client
-from interactive import culling
+from interactive.actions import culling
+from interactive.actions.starting import check_start
 from interactive.models import InteractiveSession
-from interactive.starting import check_start
 from jobs.models import JobState
 
 LEASE_SECONDS = 30

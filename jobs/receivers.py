@@ -41,7 +41,7 @@ def time_container_start(sender, job, **kwargs):
 
 @receiver(job_changed)
 def follow_datasets(sender, job, **kwargs):
-    """A job with datasets (a user's, or an admin's pin: jobs/dataset_pins.py) that starts (or
+    """A job with datasets (a user's, or an admin's pin: jobs/actions.py) that starts (or
     ends): read how its data reached its node."""
     mounts = job.spec.get("datasets") or job.pinned.get("datasets")
     if mounts and (job.state == JobState.RUNNING or job.state in FINAL_STATES):

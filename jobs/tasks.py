@@ -21,7 +21,7 @@ from cluster.registry import further_clusters_taking_jobs, primary_cluster_name
 from cluster.services import rest_client, slurm_cli
 from cluster.sync import record_run, single_flight, sync_nodes_if_due
 from cluster.types import JobSubmission
-from datasets import node_cache
+from datasets.actions import node_cache
 from datasets.tasks import sync_all_node_features
 from jobs import container_starts, dataset_staging, protocol
 from jobs.mirror.arrays import record_array_accounting

@@ -327,7 +327,7 @@ class SubscriptionAdmin(admin.ModelAdmin):
     list_filter = ("plan", "status")
     search_fields = ("user__username",)
 
-    # History is written by accounts.lifecycle.change_plan, never edited.
+    # History is written by accounts.actions.lifecycle.change_plan, never edited.
     def has_add_permission(self, request):
         return False
 

@@ -2,7 +2,7 @@
 
 Subscribers are the provisioned, active users; each association gets the terms of the
 user's current plan (plans.slurm_limits). Deactivated users keep the hold their
-deactivation put on them (accounts/lifecycle.py), so they are left alone here.
+deactivation put on them (accounts/actions/lifecycle.py), so they are left alone here.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ class Plan(models.Model):
     # The longest GPU reservation a subscriber may request; 0: the plan may not reserve.
     max_reservation_minutes = models.PositiveIntegerField(default=0)
     # An interactive session (interactive/) with no kernel activity and its GPUs under 5 % for this
-    # long is warned, then stopped (interactive/culling.py).
+    # long is warned, then stopped (interactive/actions/culling.py).
     session_idle_minutes = models.PositiveIntegerField(default=30, validators=[MinValueValidator(1)])
     # The code of the rate card its use is priced at (plans/rate_cards.py): the card of that code
     # in force when a run starts. Every card of the code must price each GPU type of the plan

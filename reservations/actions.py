@@ -19,6 +19,7 @@ from accounts.models import Profile, Role
 from audit.log import record
 from cluster.errors import SlurmError
 from cluster.reservation_gateway import reservation_gateway
+from cluster.reservation_request import GpuReservationRequest
 from cluster.services import rest_client
 from plans.catalog import plan_for
 from reservations.capacity import availability, nearest_free_starts
@@ -174,12 +175,14 @@ def approve(reservation_id: int, admin, reason: str = "") -> Reservation:
         cli = reservation_gateway()
         try:
             cli.create_gpu_reservation(
-                name,
-                gpu_type=reservation.gpu_type,
-                count=reservation.gpu_count,
-                users=cluster_users(reservation),
-                start=reservation.start,
-                duration_minutes=reservation.duration_minutes,
+                GpuReservationRequest(
+                    name,
+                    gpu_type=reservation.gpu_type,
+                    count=reservation.gpu_count,
+                    users=cluster_users(reservation),
+                    start=reservation.start,
+                    duration_minutes=reservation.duration_minutes,
+                )
             )
         except (SlurmError, ValueError) as exc:
             # The admin and the user read words; the command and Slurm's text go to the audit log.

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from cluster.cli import SlurmCli
 from cluster.gres import parse_tres
+from cluster.reservation_request import GpuReservationRequest
 from cluster.services import rest_client, slurm_cli
 from cluster.types import Reservation as SlurmReservation
 from reservations.actions import cluster_users
@@ -83,11 +84,13 @@ def repair(drift: list[Drift], *, noop: bool = False) -> list[list[str]]:
             row = Reservation.objects.get(pk=item.reservation_id)
             begin = max(row.start, timezone.now().replace(second=0, microsecond=0))
             cli.create_gpu_reservation(
-                item.name,
-                gpu_type=row.gpu_type,
-                count=row.gpu_count,
-                users=cluster_users(row),
-                start=begin if begin > row.start else row.start,
-                duration_minutes=max(1, int((row.end - begin).total_seconds() // 60)),
+                GpuReservationRequest(
+                    item.name,
+                    gpu_type=row.gpu_type,
+                    count=row.gpu_count,
+                    users=cluster_users(row),
+                    start=begin if begin > row.start else row.start,
+                    duration_minutes=max(1, int((row.end - begin).total_seconds() // 60)),
+                )
             )
     return cli.executed[start:]

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from cluster.provisioning import LocalProvisioner
+from cluster.reservation_request import GpuReservationRequest
 from cluster.services import api_version, rest_client, served_api, slurm_cli
 from cluster.slurmrest.base import version_key
 from cluster.slurmrest.registry import ADAPTERS, adapter_for
@@ -119,7 +120,9 @@ class Command(BaseCommand):
 
         start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(days=1)
         cli.create_gpu_reservation(
-            "capture_resv", gpu_type="a100", count=2, users=[CAPTURE_USER], start=start, duration_minutes=120
+            GpuReservationRequest(
+                "capture_resv", gpu_type="a100", count=2, users=[CAPTURE_USER], start=start, duration_minutes=120
+            )
         )
         try:
             save("reservations", service, "GET", adapter.slurm_path("reservations/"))
@@ -127,7 +130,9 @@ class Command(BaseCommand):
             cli.delete_reservation("capture_resv", check=False)
         if adapter.reservation_writes:
             body = adapter.encode_gpu_reservation(
-                "capture_rest", gpu_type="a100", count=1, users=[CAPTURE_USER], start=start, duration_minutes=60
+                GpuReservationRequest(
+                    "capture_rest", gpu_type="a100", count=1, users=[CAPTURE_USER], start=start, duration_minutes=60
+                )
             )
             try:
                 save("reservation_create_as_user", user, "POST", adapter.slurm_path("reservation"), body)

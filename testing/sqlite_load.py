@@ -28,7 +28,7 @@ from django.db import DatabaseError  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from accounts import actions as account_actions  # noqa: E402
-from accounts.lifecycle import change_plan  # noqa: E402
+from accounts.actions.lifecycle import change_plan  # noqa: E402
 from billing.actions import approve_credit_limit  # noqa: E402
 from jobs import actions as job_actions  # noqa: E402
 from jobs.submission.spec import SpecPolicy, parse_job_spec  # noqa: E402

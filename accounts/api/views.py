@@ -1,12 +1,12 @@
 """GET/POST /api/v1/plan: the caller's plan and the plans offered; switch, pause, resume
-(accounts.plan_choice, the same rules as the page). Money is decimal strings."""
+(accounts.actions.plan_choice, the same rules as the page). Money is decimal strings."""
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
-from accounts import plan_choice
+from accounts.actions import plan_choice
 from foundation.api.errors import error_responses
 from plans.models import Subscription
 

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from accounts import lifecycle
+from accounts.actions import lifecycle
 from audit.models import AuditLog
 from cluster.errors import SlurmError
 from cluster.services import slurm_cli

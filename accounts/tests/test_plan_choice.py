@@ -188,7 +188,7 @@ def test_five_changes_at_once_are_counted_as_five(alice):
 
     from django.db import connection
 
-    from accounts import plan_choice
+    from accounts.actions import plan_choice
 
     def attempt(action):
         try:
@@ -209,7 +209,7 @@ def test_five_changes_at_once_are_counted_as_five(alice):
 
 @pytest.mark.django_db
 def test_plans_are_offered_cheapest_first():
-    from accounts.plan_choice import offered_plans
+    from accounts.actions.plan_choice import offered_plans
 
     offered = offered_plans()
     prices = [offer.monthly_price or 0 for offer in offered]

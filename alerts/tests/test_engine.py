@@ -7,8 +7,8 @@ import pytest
 import time_machine
 from django.core import mail
 
+from alerts.actions import evaluate
 from alerts.defaults import ensure_default_rule
-from alerts.engine import evaluate
 from alerts.models import Alert, AlertRule
 from telemetry.samples import GpuSample
 from telemetry.storage import store_samples

@@ -6,9 +6,9 @@ from rest_framework.response import Response
 
 from billing.api.serializers import QuoteInputSerializer, QuoteSerializer
 from billing.pricing import PricingError, format_amount, format_quantity, to_cents
-from billing.quotes import JobQuote, group_for_quote, quote_job
+from billing.quotes import JobQuote, quote_job
 from foundation.api.errors import error_responses
-from groups.queries import GroupError, default_group
+from groups.queries import GroupError, default_group, group_to_charge
 from jobs.submission.datasets import dataset_gb, mounts_of
 from jobs.submission.spec import SpecError
 from plans.catalog import plan_by_code
@@ -100,7 +100,8 @@ def _group_of(user, values):
         return default_group(user)
     if values["group"] is None:
         return None
-    return group_for_quote(user, values["group"])
+    # A quote records nothing: checked as a submission is, without its lock.
+    return group_to_charge(user, values["group"], lock=False)
 
 
 @extend_schema(

@@ -275,7 +275,7 @@ def test_a_card_missing_the_runs_gpu_type_leaves_it_uncharged_naming_card_and_ty
 def test_a_run_is_priced_by_the_plan_held_when_it_started_not_by_a_later_switch(alice, bob):
     """Enterprise, 2 x H100, switched to Free while it ran: still billed at Enterprise's H100
     price (it used to be metered at $0 as a Free run). Bob, who did not switch, pays the same."""
-    from plans import subscriptions
+    from plans.actions import subscriptions
     from plans.models import Plan
 
     start = timezone.now() + timedelta(minutes=1)

@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
+from cluster.reservation_request import GpuReservationRequest
 from cluster.types import (
     AccountingRecord,
     Job,
@@ -76,17 +75,7 @@ class ApiAdapter(ABC):
     @abstractmethod
     def encode_submission(self, submission: JobSubmission) -> Json: ...
 
-    def encode_gpu_reservation(
-        self,
-        name: str,
-        *,
-        gpu_type: str,
-        count: int,
-        users: Sequence[str],
-        start: datetime,
-        duration_minutes: int,
-        flags: Sequence[str] = (),
-    ) -> Json:
+    def encode_gpu_reservation(self, request: GpuReservationRequest) -> Json:
         raise NotImplementedError(f"slurmrestd {self.version} cannot create reservations")
 
     # --- responses ---------------------------------------------------------------------

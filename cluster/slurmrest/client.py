@@ -24,6 +24,7 @@ from cluster.errors import (
     SlurmRequestError,
     SlurmTransientError,
 )
+from cluster.reservation_request import GpuReservationRequest
 from cluster.slurmrest.base import ApiAdapter, Json, ServedApi, parse_openapi
 from cluster.tokens import TokenMinter
 from cluster.types import (
@@ -242,28 +243,10 @@ class SlurmRestClient:
     def list_reservations(self) -> list[Reservation]:
         return self.adapter.decode_reservations(self._request("GET", self.adapter.slurm_path("reservations/")))
 
-    def create_gpu_reservation(
-        self,
-        name: str,
-        *,
-        gpu_type: str,
-        count: int,
-        users: Sequence[str],
-        start: datetime,
-        duration_minutes: int,
-        flags: Sequence[str] = (),
-    ) -> None:
+    def create_gpu_reservation(self, request: GpuReservationRequest) -> None:
         """v0.0.43+ only (`adapter.reservation_writes`), and only as the SlurmUser: a user's
-        token is refused (422 / 2010)."""
-        body = self.adapter.encode_gpu_reservation(
-            name,
-            gpu_type=gpu_type,
-            count=count,
-            users=users,
-            start=start,
-            duration_minutes=duration_minutes,
-            flags=flags,
-        )
+        token is refused (422 / 2010). `request.start` is a moment, not NOW."""
+        body = self.adapter.encode_gpu_reservation(request)
         self._request("POST", self.adapter.slurm_path("reservation"), body=body)
 
     def delete_reservation(self, name: str) -> None:

@@ -10,10 +10,9 @@ read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
 
+from cluster.reservation_request import GpuReservationRequest
 from cluster.slurmrest.base import Json
 from cluster.slurmrest.v0042 import V0042Adapter
 from cluster.types import Job
@@ -31,24 +30,14 @@ class V0045Adapter(V0042Adapter):
             standard_error=item.get("stderr_expanded") or job.standard_error,
         )
 
-    def encode_gpu_reservation(
-        self,
-        name: str,
-        *,
-        gpu_type: str,
-        count: int,
-        users: Sequence[str],
-        start: datetime,
-        duration_minutes: int,
-        flags: Sequence[str] = (),
-    ) -> Json:
+    def encode_gpu_reservation(self, request: GpuReservationRequest) -> Json:
         body: Json = {
-            "name": name,
-            "start_time": {"set": True, "infinite": False, "number": int(start.timestamp())},
-            "duration": {"set": True, "infinite": False, "number": duration_minutes},
-            "users": list(users),
-            "tres": [{"type": "gres", "name": f"gpu:{gpu_type}", "count": count}],
+            "name": request.name,
+            "start_time": {"set": True, "infinite": False, "number": int(request.start.timestamp())},
+            "duration": {"set": True, "infinite": False, "number": request.duration_minutes},
+            "users": list(request.users),
+            "tres": [{"type": "gres", "name": f"gpu:{request.gpu_type}", "count": request.count}],
         }
-        if flags:
-            body["flags"] = list(flags)
+        if request.flags:
+            body["flags"] = list(request.flags)
         return body

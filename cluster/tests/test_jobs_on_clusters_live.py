@@ -75,7 +75,7 @@ def test_any_cluster_runs_where_it_starts_first_and_says_why(
         assert not UsageRecord.objects.filter(cluster=settings.SLURM_CLUSTER_NAME, job=job).exists()
 
         # Deactivated: locked on site-b too (no association, no shell), made again by a next job there.
-        from accounts import lifecycle
+        from accounts.actions import lifecycle
 
         lifecycle.deactivate(alice, actor=None, reason="left the lab")
         other_cli = slurm_cli(OTHER)

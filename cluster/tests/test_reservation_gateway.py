@@ -11,6 +11,7 @@ import pytest
 from cluster.cli import SlurmCli
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.reservation_gateway import ReservationGateway, reservation_gateway
+from cluster.reservation_request import GpuReservationRequest
 from cluster.services import slurm_cli
 from cluster.slurmrest.registry import adapter_for
 from cluster.types import Reservation
@@ -41,11 +42,15 @@ class RecordingService:
 def test_rest_is_used_where_the_version_writes_reservations_and_a_taken_name_is_refused():
     service, cli = RecordingService(), SlurmCli(prefix=["false"])
     gateway = ReservationGateway(cli, service)
-    gateway.create_gpu_reservation("r1", gpu_type="a100", count=1, users=["u1", "u1"], start=START, duration_minutes=30)
+    gateway.create_gpu_reservation(
+        GpuReservationRequest("r1", gpu_type="a100", count=1, users=["u1", "u1"], start=START, duration_minutes=30)
+    )
     assert gateway.show_reservation("r1").users == ("u1",)
     # POST /reservation would update the existing one: the gateway refuses as scontrol does.
     with pytest.raises(SlurmError, match="Duplicate reservation name"):
-        gateway.create_gpu_reservation("r1", gpu_type="a100", count=2, users=["u2"], start=START, duration_minutes=5)
+        gateway.create_gpu_reservation(
+            GpuReservationRequest("r1", gpu_type="a100", count=2, users=["u2"], start=START, duration_minutes=5)
+        )
     assert service.held["r1"].end_time == START + timedelta(minutes=30)
     gateway.delete_reservation("r1")
     with pytest.raises(SlurmNotFound):
@@ -61,7 +66,9 @@ def test_scontrol_is_used_below_v0043_and_in_noop_mode(version):
     service = RecordingService(version)
     cli = SlurmCli(prefix=["chroot", "/nowhere"], noop=True)
     gateway = ReservationGateway(cli, service)
-    gateway.create_gpu_reservation("r2", gpu_type="h100", count=2, users=["u1"], start=START, duration_minutes=60)
+    gateway.create_gpu_reservation(
+        GpuReservationRequest("r2", gpu_type="h100", count=2, users=["u1"], start=START, duration_minutes=60)
+    )
     gateway.delete_reservation("r2")
     words = [argv[argv.index("scontrol") + 1 :][:2] for argv in cli.executed]
     assert words == [["create", "reservation"], ["delete", "ReservationName=r2"]]
@@ -74,10 +81,12 @@ def test_bad_arguments_are_refused_before_either_path():
     for bad in ({"gpu_type": "a100;x"}, {"count": 0}, {"users": "alice"}, {"duration_minutes": 0}):
         arguments = {"gpu_type": "a100", "count": 1, "users": ["u1"], "start": START, "duration_minutes": 5, **bad}
         with pytest.raises(ValueError):
-            gateway.create_gpu_reservation("r3", **arguments)
+            gateway.create_gpu_reservation(GpuReservationRequest("r3", **arguments))
     with pytest.raises(ValueError):
         gateway.create_gpu_reservation(
-            "r3", gpu_type="a100", count=1, users=["u1"], start=START.replace(tzinfo=None), duration_minutes=5
+            GpuReservationRequest(
+                "r3", gpu_type="a100", count=1, users=["u1"], start=START.replace(tzinfo=None), duration_minutes=5
+            )
         )
     assert service.held == {}
 
@@ -91,7 +100,9 @@ def test_a_gpu_reservation_through_the_gateway_on_the_cluster(slurm, cluster_use
     assert gateway.over_rest == slurm.adapter.reservation_writes
     try:
         gateway.create_gpu_reservation(
-            name, gpu_type="a100", count=2, users=[cluster_users[0]], start=start, duration_minutes=90
+            GpuReservationRequest(
+                name, gpu_type="a100", count=2, users=[cluster_users[0]], start=start, duration_minutes=90
+            )
         )
         # scontrol and slurmrestd both see what either path made.
         for held in (gateway.show_reservation(name), cli.show_reservation(name)):
@@ -100,7 +111,9 @@ def test_a_gpu_reservation_through_the_gateway_on_the_cluster(slurm, cluster_use
             assert "gres/gpu:a100=2" in held.tres and held.nodes.startswith("gpu-a100-")
         with pytest.raises(SlurmError, match="Duplicate reservation name"):
             gateway.create_gpu_reservation(
-                name, gpu_type="a100", count=1, users=[cluster_users[1]], start=start, duration_minutes=5
+                GpuReservationRequest(
+                    name, gpu_type="a100", count=1, users=[cluster_users[1]], start=start, duration_minutes=5
+                )
             )
         assert cli.show_reservation(name).end_time == start + timedelta(minutes=90)
         gateway.delete_reservation(name)

@@ -8,6 +8,7 @@ import pytest
 
 from cluster.cli import NOW, SlurmCli, parse_reservation_line
 from cluster.errors import SlurmCommandError, SlurmTransientError
+from cluster.reservation_request import GpuReservationRequest
 
 PREFIX = ["/not/run"]
 UTC_SCONTROL = [*PREFIX, "env", "TZ=UTC0", "SLURM_TIME_FORMAT=standard", "scontrol"]
@@ -36,7 +37,9 @@ def noop_cli() -> SlurmCli:
 def test_a_gpu_reservation_is_one_argument_list_with_its_start_in_utc():
     cli = noop_cli()
     cli.create_gpu_reservation(
-        "train_42", gpu_type="a100", count=2, users=["alice", "bob"], start=START, duration_minutes=90
+        GpuReservationRequest(
+            "train_42", gpu_type="a100", count=2, users=["alice", "bob"], start=START, duration_minutes=90
+        )
     )
     assert cli.executed == [
         [
@@ -123,7 +126,7 @@ GOOD = {"gpu_type": "a100", "count": 2, "users": ["alice"], "start": START, "dur
 def test_unsafe_or_malformed_gpu_reservations_are_refused_before_anything_runs(name, changes):
     cli = noop_cli()
     with pytest.raises(ValueError):
-        cli.create_gpu_reservation(name, **{**GOOD, **changes})
+        cli.create_gpu_reservation(GpuReservationRequest(name, **{**GOOD, **changes}))
     assert cli.executed == []
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from cluster.errors import SlurmCommandError
 from cluster.hostlist import expand_hostlist
+from cluster.reservation_request import GpuReservationRequest
 from cluster.services import slurm_cli
 
 pytestmark = pytest.mark.slurm
@@ -52,7 +53,7 @@ def test_a_gpu_reservation_for_a_user_is_created_read_back_changed_and_deleted(s
         window_end = start + timedelta(minutes=90)
         reserved_before = _nodes_reserved_across(slurm, start, window_end, but=name)
         result = cli.create_gpu_reservation(
-            name, gpu_type="a100", count=2, users=[user], start=start, duration_minutes=90
+            GpuReservationRequest(name, gpu_type="a100", count=2, users=[user], start=start, duration_minutes=90)
         )
         assert f"Reservation created: {name}" in result.stdout
 
@@ -85,7 +86,9 @@ def test_a_gpu_reservation_for_a_user_is_created_read_back_changed_and_deleted(s
         assert (moved.start_time, moved.end_time) == (later, later + timedelta(minutes=30))
 
         with pytest.raises(SlurmCommandError, match="Duplicate reservation name"):
-            cli.create_gpu_reservation(name, gpu_type="a100", count=1, users=[user], start=start, duration_minutes=5)
+            cli.create_gpu_reservation(
+                GpuReservationRequest(name, gpu_type="a100", count=1, users=[user], start=start, duration_minutes=5)
+            )
 
         cli.delete_reservation(name)
         assert cli.show_reservation(name) is None
@@ -123,10 +126,10 @@ def test_slurms_refusals_are_command_errors_with_its_words(slurm, cluster_users)
     try:
         # More A100s than the pool has.
         with pytest.raises(SlurmCommandError):
-            cli.create_gpu_reservation(
+            cli.create_gpu_reservation(GpuReservationRequest(
                 name, gpu_type="a100", count=64, users=[cluster_users[0]], start=_future_window_start(),
                 duration_minutes=10,
-            )  # fmt: skip
+            ))  # fmt: skip
         assert cli.show_reservation(name) is None
     finally:
         cli.delete_reservation(name, check=False)

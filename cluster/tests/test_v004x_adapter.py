@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cluster.errors import SlurmAuthError, SlurmNotFound, SlurmRequestError
+from cluster.reservation_request import GpuReservationRequest
 from cluster.slurmrest.base import ServedApi, parse_openapi
 from cluster.slurmrest.client import _raise_for_response
 from cluster.slurmrest.registry import AUTO, SlurmApiVersionError, adapter_for, choose_version
@@ -176,11 +177,13 @@ def test_only_v0043_and_later_write_reservations():
     assert not adapter_for("v0.0.41").reservation_writes and not adapter_for("v0.0.42").reservation_writes
     with pytest.raises(NotImplementedError):
         adapter_for("v0.0.42").encode_gpu_reservation(
-            "r", gpu_type="a100", count=1, users=["u"], start=datetime.now(UTC), duration_minutes=5
+            GpuReservationRequest(
+                "r", gpu_type="a100", count=1, users=["u"], start=datetime.now(UTC), duration_minutes=5
+            )
         )
     start = datetime(2027, 1, 2, 10, tzinfo=UTC)
     body = adapter_for("v0.0.45").encode_gpu_reservation(
-        "r1", gpu_type="a100", count=2, users=["alice"], start=start, duration_minutes=90
+        GpuReservationRequest("r1", gpu_type="a100", count=2, users=["alice"], start=start, duration_minutes=90)
     )
     assert body["start_time"] == {"set": True, "infinite": False, "number": int(start.timestamp())}
     assert body["duration"]["number"] == 90 and body["users"] == ["alice"]

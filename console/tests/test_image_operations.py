@@ -18,8 +18,8 @@ from django.conf import settings
 from django.test import Client
 
 from cluster.models import Node
-from console import image_operations
-from console.image_operations import OperationRefused, parse_output
+from console.actions import image_operations
+from console.actions.image_operations import OperationRefused, parse_output
 from console.models import ImageOperation, ImageOperationNode, NodeImage
 
 TOOL = Path(settings.BASE_DIR) / "deploy" / "node" / "gpupool-image-cache"

@@ -10,8 +10,8 @@ import pytest
 from django.conf import settings
 
 from datasets import actions
+from datasets.actions.node_cache import sync_all_node_features
 from datasets.models import DatasetVersion, VersionState
-from datasets.node_cache import sync_all_node_features
 from datasets.tasks import verify_version
 from jobs.models import Job
 from testing.browser import chromium_page, fill_job_form, log_in

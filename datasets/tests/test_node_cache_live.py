@@ -22,9 +22,10 @@ from cluster.models import Node
 from cluster.services import job_paths, rest_client
 from cluster.types import JobSubmission
 from conftest import subscribe
+from datasets.actions.node_cache import feature_for, sync_all_node_features
 from datasets.models import DatasetVersion, NodeCopy, VersionState
-from datasets.node_cache import feature_for, sync_all_node_features
-from jobs import dataset_pins, dataset_staging, protocol
+from jobs import actions as dataset_pins
+from jobs import dataset_staging, protocol
 from jobs.models import Job, JobDataset
 from jobs.tests.conftest import GOOD_SPEC
 from testing.slurm import wait_for, wait_for_state

@@ -11,9 +11,9 @@ import httpx
 from websockets.sync.client import connect as websocket_connect
 
 from cluster.services import rest_client
+from interactive.actions.starting import check_start
 from interactive.models import InteractiveSession
 from interactive.origins import session_host
-from interactive.starting import check_start
 from jobs.mirror.rows import apply_slurm_job
 from testing.slurm import wait_for
 

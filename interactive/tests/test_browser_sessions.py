@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from interactive.culling import cull_idle_sessions
+from interactive.actions.culling import cull_idle_sessions
 from interactive.models import InteractiveSession
 from testing.browser import chromium_page, log_in
 from testing.servers import portal_stack

@@ -1,4 +1,4 @@
-"""Idle culling's rules (interactive/culling.py) with the clock as a parameter: a server that
+"""Idle culling's rules (interactive/actions/culling.py) with the clock as a parameter: a server that
 answers /api/kernels as Jupyter does (tests/upstream.py), GPU samples in the telemetry store."""
 
 from datetime import timedelta
@@ -7,7 +7,7 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from interactive.culling import cull_idle_sessions, emulated_idle_sessions
+from interactive.actions.culling import cull_idle_sessions, emulated_idle_sessions
 from interactive.models import InteractiveSession
 from interactive.tests.upstream import upstream_server
 from jobs.models import Job, JobState

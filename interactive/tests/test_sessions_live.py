@@ -11,7 +11,7 @@ from accounts.models import ApiToken
 from billing.models import UsageRecord
 from billing.usage.metering import run_metering
 from cluster.services import rest_client
-from interactive.culling import cull_idle_sessions
+from interactive.actions.culling import cull_idle_sessions
 from interactive.models import InteractiveSession
 from interactive.tests.live import SESSION, run_code, through_proxy, until_ready
 from jobs.tasks import run_sync

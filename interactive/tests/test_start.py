@@ -6,9 +6,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from interactive.actions.starting import check_start, port_from_output
 from interactive.kinds import JUPYTERLAB, PORT_LINE
 from interactive.models import InteractiveSession, SessionState
-from interactive.starting import check_start, port_from_output
 from jobs.models import Job, JobState
 
 

@@ -1,4 +1,4 @@
-"""Admins' pins of dataset versions to nodes over the API (jobs/dataset_pins.py does the work):
+"""Admins' pins of dataset versions to nodes over the API (jobs/actions.py does the work):
 
     GET    /api/v1/datasets/{id}/versions/{n}/pins/         the version's pins and their staging jobs
     POST   /api/v1/datasets/{id}/versions/{n}/pins/         {"nodes": [...]}: pin and stage there
@@ -20,7 +20,7 @@ from datasets.api.views import refused
 from datasets.models import DatasetVersion, NodePin
 from datasets.queries import DatasetError
 from foundation.api.errors import error_responses
-from jobs import dataset_pins
+from jobs import actions as job_actions
 
 ERRORS = {
     400: "Bad input: `errors` names the field and what is wrong (no node, an unknown node, one without NVMe, "
@@ -50,7 +50,7 @@ class PinSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_staging_job(self, pin) -> dict | None:
-        job = dataset_pins.staging_job(pin.version, pin.node)
+        job = job_actions.staging_job(pin.version, pin.node)
         return {"id": job.pk, "state": job.state, "error": job.error} if job else None
 
 
@@ -94,7 +94,7 @@ class VersionPinsView(APIView):
         body.is_valid(raise_exception=True)
         try:
             version = _version(pk, number)
-            pins = dataset_pins.pin_version(request.user, version, body.validated_data["nodes"])
+            pins = job_actions.pin_version(request.user, version, body.validated_data["nodes"])
         except DatasetError as exc:
             return refused(exc)
         return Response(PinSerializer(pins, many=True).data, status=201)
@@ -114,6 +114,6 @@ class VersionPinView(APIView):
             version = _version(pk, number)
         except DatasetError as exc:
             return refused(exc)
-        if not dataset_pins.unpin(request.user, version, node):
+        if not job_actions.unpin(request.user, version, node):
             return Response({"detail": f"Version {number} is not pinned on {node}."}, status=404)
         return Response(status=204)

@@ -21,7 +21,7 @@ urlpatterns = [
     path("resources/usage", views.resource_usage, name="api-resource-usage"),
     path("images/", views.images, name="api-images"),
     re_path(r"^clusters/?$", clusters.ClusterListView.as_view(), name="api-clusters"),
-    # Under the datasets' paths, served here: pinning submits jobs (jobs/dataset_pins.py).
+    # Under the datasets' paths, served here: pinning submits jobs (jobs/actions.py).
     path(
         "datasets/<int:pk>/versions/<int:number>/pins/",
         dataset_pins.VersionPinsView.as_view(),

@@ -1,4 +1,4 @@
-"""Admins pin dataset versions to nodes (jobs/dataset_pins.py), without the cluster: who may, what
+"""Admins pin dataset versions to nodes (jobs/actions.py), without the cluster: who may, what
 is refused and changes nothing, the staging job and the pins file the node tool reads, and the
 pages. The cluster part is datasets/tests/test_node_pins_live.py."""
 
@@ -10,7 +10,7 @@ from audit.models import AuditLog
 from cluster.models import Node
 from datasets.models import NodePin, VersionState
 from datasets.queries import DatasetError
-from jobs import dataset_pins
+from jobs import actions as dataset_pins
 from jobs.models import Job, JobDataset, JobState
 from jobs.tests.test_datasets_in_jobs import _provisioned, _ready
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from datasets import actions as dataset_actions
-from datasets import node_cache, storage
+from datasets import storage
+from datasets.actions import node_cache
 from datasets.manifest import manifest_sha256
 from datasets.models import DatasetFile, DatasetVersion, NodeCopy, VersionState
 from groups.models import Membership

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core import mail
 
-from accounts.lifecycle import change_plan
+from accounts.actions.lifecycle import change_plan
 from conftest import subscribe
 from jobs.models import Job, JobState
 

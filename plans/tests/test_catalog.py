@@ -7,9 +7,9 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from accounts import lifecycle
+from accounts.actions import lifecycle
 from audit.models import AuditLog
-from plans import subscriptions
+from plans.actions import subscriptions
 from plans.catalog import plan_by_code as plan_for_code
 from plans.catalog import plan_for
 from plans.models import Plan, Subscription

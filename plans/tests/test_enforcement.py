@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from accounts import lifecycle
+from accounts.actions import lifecycle
 from cluster.services import slurm_cli
 from conftest import subscribe
 from jobs.mirror.passes import mirror_jobs

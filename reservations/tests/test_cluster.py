@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from cluster.errors import SlurmRequestError
 from cluster.mirror import mirror_nodes
+from cluster.reservation_request import GpuReservationRequest
 from cluster.services import slurm_cli
 from conftest import subscribe
 from jobs import actions as job_actions
@@ -125,7 +126,9 @@ def test_a_slurm_side_overlap_fails_the_approval_with_slurms_words(alice, admin_
     cli = slurm_cli()
     cleanup.append("byhand_h100")
     cli.create_gpu_reservation(
-        "byhand_h100", gpu_type="h100", count=2, users=[enterprise_alice], start=start, duration_minutes=60
+        GpuReservationRequest(
+            "byhand_h100", gpu_type="h100", count=2, users=[enterprise_alice], start=start, duration_minutes=60
+        )
     )
     reservation = actions.request(alice, actions.RequestData("h100", 2, start, 60, "test"))
     cleanup.append(reservation.slurm_reservation_name())

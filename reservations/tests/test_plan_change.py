@@ -9,7 +9,7 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from accounts.lifecycle import change_plan
+from accounts.actions.lifecycle import change_plan
 from conftest import subscribe
 from reservations.models import Reservation, ReservationEvent, State
 

@@ -251,7 +251,7 @@ configure_enroot() {
     fi
 }
 
-# The console's prewarm and remove (console/image_operations.py) run deploy/node/gpupool-image-cache
+# The console's prewarm and remove (console/actions/image_operations.py) run deploy/node/gpupool-image-cache
 # in jobs pinned to each node, through sudo as on a real site; here its images are stand-ins.
 install_image_cache_tool() {
     in_root getent group "$OPS_GROUP" >/dev/null || in_root groupadd --system "$OPS_GROUP"

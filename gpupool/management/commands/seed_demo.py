@@ -22,7 +22,8 @@ from groups.tasks import mark_synced, write_group
 from jobs import actions as job_actions
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError, SpecPolicy, parse_job_spec
-from plans import enforcement, subscriptions
+from plans import enforcement
+from plans.actions import subscriptions
 from plans.catalog import plan_for
 from plans.models import Plan
 

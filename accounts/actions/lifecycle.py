@@ -20,7 +20,7 @@ from accounts.signals import account_deactivated, plan_changed
 from accounts.tasks import lock_cluster_account, lock_cluster_user, provision_user
 from audit.log import record
 from foundation.enqueue import delay_or_run
-from plans import subscriptions
+from plans.actions import subscriptions
 from plans.models import Plan, Subscription
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,6 @@
-"""Writes that involve a user's identity on the cluster."""
+"""Accounts' actions (docs/architecture.md, "The skeleton of an app"): here, the writes that
+involve a user's identity on the cluster (provisioning); `lifecycle`, an account's plan changes,
+deactivation and reactivation; `plan_choice`, the plan a user chooses, pauses and resumes."""
 
 from __future__ import annotations
 

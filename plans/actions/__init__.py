@@ -1,5 +1,6 @@
-"""Plans' writes that touch several tables: atomic and audited. The admin calls these
-(docs/architecture.md, "The skeleton of an app")."""
+"""Plans' actions: writes that touch several tables, atomic and audited (docs/architecture.md,
+"The skeleton of an app"). Here, a scheduled rate card withdrawn; `subscriptions`, a user's
+plan history (the one writer of Subscription rows)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Writing subscription history: end the current row, start a new one. Callers (the
-account actions in accounts/lifecycle.py) hold the transaction and write the audit entry."""
+account actions in accounts/actions/lifecycle.py) hold the transaction and write the audit entry."""
 
 from __future__ import annotations
 

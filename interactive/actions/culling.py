@@ -26,9 +26,9 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from interactive.actions import stop
+from interactive.actions.starting import ask_server
 from interactive.events import publish_session
 from interactive.models import InteractiveSession
-from interactive.starting import ask_server
 from jobs.models import JobState
 from plans.catalog import plan_for
 from telemetry.models import GpuSampleRaw

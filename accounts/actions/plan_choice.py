@@ -1,7 +1,7 @@
 """A user's own plan: what it is, what else is offered, and the changes a user may make
 (switch to another offered plan, pause and resume a plan with a monthly fee). The page
 (`/settings/plan/`) and the API (`/api/v1/plan`) both go through here; the write is
-`accounts.lifecycle.change_plan` (history row, audit entry, Slurm limits on commit).
+`accounts.actions.lifecycle.change_plan` (history row, audit entry, Slurm limits on commit).
 
 Fees are by day: each day is billed to every subscription that held any moment of it in the
 billing zone (billing.actions.invoicing), so a change today is billed from today (both plans pay the
@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from accounts import lifecycle
+from accounts.actions import lifecycle
 from plans.catalog import monthly_price_for, plan_for, snapshot
 from plans.models import Plan, Subscription, billing_month, billing_zone, fee_in_force, first_of_next_billing_month
 from plans.rates import CardBook, gpu_prices_for_plan
