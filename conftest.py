@@ -160,8 +160,8 @@ def slurm(slurm_limits):
     """The service client of the real dev cluster; fails (never skips) when it is down."""
     from django.conf import settings
 
+    from cluster.clusters.services import rest_client
     from cluster.errors import SlurmError
-    from cluster.services import rest_client
 
     client = rest_client()
     try:
@@ -181,8 +181,8 @@ def slurm_limits():
     database). Tests that change plans sync again themselves."""
     from django.conf import settings
 
+    from cluster.clusters.services import slurm_cli
     from cluster.errors import SlurmError
-    from cluster.services import slurm_cli
     from plans.product_plans import PRODUCT_PLANS, product_plan
     from plans.slurm_limits import qos_limits, spot_qos_limits
 

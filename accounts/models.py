@@ -51,7 +51,7 @@ class Profile(models.Model):
 
 
 class ClusterAccount(models.Model):
-    """A user's identity on a further cluster (cluster/registry.py): the same cluster user name
+    """A user's identity on a further cluster (cluster/clusters/registry.py): the same cluster user name
     as on the portal's own (Profile.cluster_username), with that cluster's own uid and gid (its
     job directories and logs are checked against them). Made when the user's first job goes
     there (accounts.actions.provision_on_cluster)."""

@@ -6,10 +6,10 @@ from django.conf import settings
 
 from accounts import actions
 from accounts.models import ClusterAccount, Profile
+from cluster.clusters.registry import further_clusters_taking_jobs
+from cluster.clusters.services import slurm_cli
+from cluster.commands.provisioning import provisioning_backend
 from cluster.errors import SlurmError, SlurmTransientError
-from cluster.provisioning import provisioning_backend
-from cluster.registry import further_clusters_taking_jobs
-from cluster.services import slurm_cli
 
 
 def _backoff(retries: int) -> int:

@@ -142,7 +142,7 @@ def wait_for_slurm_room(count: int, timeout: float = 900) -> None:
     """Until slurmctld can take `count` more jobs or tasks: an earlier run's records count toward
     MaxJobCount (every array task one) until MinJobAge after they ended, and a submission past it
     is refused (Slurm error 2007)."""
-    from cluster.services import slurm_cli
+    from cluster.clusters.services import slurm_cli
 
     config = slurm_cli().run("scontrol", "show", "config").stdout
     max_jobs = int(next(line.split("=")[1] for line in config.splitlines() if line.startswith("MaxJobCount")))

@@ -4,7 +4,7 @@ stay fast meanwhile.
     .venv/bin/python bench/cluster_stale.py [--rounds 5] [--jobs 200] [--requests 40]
 
 The portal as `make dev` runs it (web process, worker, beat) with the other Slurm generation's dev
-cluster as a further cluster ("site-b", cluster/registry.py) reached through a TCP path the
+cluster as a further cluster ("site-b", cluster/clusters/registry.py) reached through a TCP path the
 bench can cut (testing/tcp_forwarder.py). Each round cuts it, times the moment to
 `/api/v1/clusters/` answering "stale" (the page banner reads the same row), then restores it
 and times the moment to "up". Around the rounds, page 1 of the job list (a user of the
@@ -58,8 +58,8 @@ def main():
     from django.conf import settings
 
     from accounts.models import ApiToken
+    from cluster.clusters.services import rest_client, slurm_cli
     from cluster.management.commands.write_dev_clusters import dev_cluster_entries
-    from cluster.services import rest_client, slurm_cli
     from jobs.mirror.passes import mirror_jobs
     from jobs.models import Job
     from testing.servers import portal_stack

@@ -112,7 +112,7 @@ def upload_against_cp(base_url: str, token: str, dataset_id: int, megabytes: int
 
 def run_job(client, **changes):
     """Submit through the API (inline to Slurm), wait for the end, read the staging lines."""
-    from cluster.services import rest_client
+    from cluster.clusters.services import rest_client
     from jobs import dataset_staging
     from jobs.models import Job, JobDataset
     from testing.slurm import wait_for_state
@@ -136,7 +136,7 @@ def _finish(job, rest_client, wait_for_state, dataset_staging, JobDataset):
 
 
 def first_byte(job) -> float | None:
-    from cluster.services import job_paths
+    from cluster.clusters.services import job_paths
     from jobs import protocol
 
     text = (job_paths().to_local(protocol.job_directory(job)) / "stdout.log").read_text()

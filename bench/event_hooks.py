@@ -47,7 +47,7 @@ def _batch_dirs(spool: Path) -> list[Path]:
 
 
 def bystanders_during_mass_cancel(mass: int, bystanders: int, user, other, spool: Path) -> list[float]:
-    from cluster.services import rest_client
+    from cluster.clusters.services import rest_client
     from jobs.mirror.passes import mirror_jobs
     from jobs.models import Job
     from testing.servers import portal_stack
@@ -212,7 +212,7 @@ def run_short_jobs(user, count: int) -> tuple[float, float]:
     """Seconds to submit `count` jobs of `true`, 8 submissions at a time (sbatch's throughput,
     with the jobs starting and ending meanwhile, so the hooks run beside the submissions), and
     seconds from the first submission until slurmctld lists none of them running."""
-    from cluster.services import rest_client
+    from cluster.clusters.services import rest_client
     from testing.slurm import submission
 
     slurm = rest_client(user.profile.cluster_username)

@@ -447,7 +447,7 @@ def main():
     from django.db import connections
 
     from billing.models import UsageRecord
-    from cluster.services import rest_client
+    from cluster.clusters.services import rest_client
     from credits.models import LedgerEntry
     from jobs.models import FINAL_STATES, Job
 

@@ -47,7 +47,7 @@ def measure(size: int, user, repeat: int, peer, page_size: int) -> None:
     import requests
 
     from accounts.models import ApiToken
-    from cluster.services import rest_client, slurm_cli
+    from cluster.clusters.services import rest_client, slurm_cli
     from jobs.mirror.passes import mirror_jobs
     from jobs.models import Job
     from testing.servers import portal_stack

@@ -49,7 +49,7 @@ def run_mode(label, extra_env, user, jobs, log_path):
     from django.test import Client
     from websockets.sync.client import connect
 
-    from cluster.services import rest_client, slurm_cli
+    from cluster.clusters.services import rest_client, slurm_cli
     from testing.servers import portal_stack
     from testing.slurm import submission
 

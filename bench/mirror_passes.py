@@ -47,7 +47,7 @@ class Counting:
 
 
 def pass_costs(size: int, user, raw_client) -> None:
-    from cluster.services import rest_client
+    from cluster.clusters.services import rest_client
     from jobs.mirror.passes import mirror_jobs
     from jobs.models import Job
 
@@ -84,13 +84,13 @@ def pass_costs(size: int, user, raw_client) -> None:
 
 
 def slurm_cancel_all(user) -> None:
-    from cluster.services import slurm_cli
+    from cluster.clusters.services import slurm_cli
 
     slurm_cli().run("scancel", "-u", user.profile.cluster_username, check=False)
 
 
 def mass_change(count: int, user, other, log_path: Path) -> None:
-    from cluster.services import rest_client
+    from cluster.clusters.services import rest_client
     from jobs.models import Job
     from testing.servers import portal_stack
     from testing.slurm import submission
@@ -148,7 +148,7 @@ def main():
     args = parser.parse_args()
     from django.conf import settings
 
-    from cluster.services import rest_client
+    from cluster.clusters.services import rest_client
 
     log_path = Path(settings.DEVCLUSTER_DIR) / "root/var/log/slurm/slurmctld.log"
     with bench_database():

@@ -227,8 +227,8 @@ def _apply_power_policy(hour: float, seconds_per_hour: float) -> None:
     standby node woken above POWER_PEAK_QUEUE waiting jobs."""
     from django.test import override_settings
 
-    from cluster.mirror import mirror_nodes
-    from cluster.services import rest_client
+    from cluster.actions.mirror import mirror_nodes
+    from cluster.clusters.services import rest_client
     from console.power import apply_power_policy
 
     idle_seconds = round(NIGHT_IDLE_MINUTES / 60 * seconds_per_hour) if int(hour) % 24 in NIGHT_HOURS else 0
@@ -344,7 +344,7 @@ def _write_qos() -> None:
 
 
 def _cli():
-    from cluster.services import slurm_cli
+    from cluster.clusters.services import slurm_cli
 
     return slurm_cli()
 

@@ -29,7 +29,7 @@ def _free_port() -> int:
 
 
 def _container_launch(job) -> float:
-    from cluster.services import job_paths
+    from cluster.clusters.services import job_paths
     from jobs import protocol
     from jobs.submission.batch_script import CONTAINER_LAUNCH
 
@@ -45,7 +45,7 @@ def main():
     from django.db import connections
     from playwright.sync_api import expect, sync_playwright
 
-    from cluster.services import rest_client
+    from cluster.clusters.services import rest_client
     from interactive.models import InteractiveSession
     from testing.servers import CHROMIUM_ARGS, CHROMIUM_PATH, portal_stack
     from testing.slurm import wait_for_state

@@ -34,7 +34,7 @@ def main():
     from websockets.sync.client import connect
 
     from accounts.models import ApiToken
-    from cluster.services import rest_client
+    from cluster.clusters.services import rest_client
     from jobs.models import Job
     from testing.servers import portal_stack
     from testing.slurm import submission, wait_for_state

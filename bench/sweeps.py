@@ -73,7 +73,7 @@ def run(user, points: int, watch: float, *, events: bool = False) -> None:
 def _submit_and_watch(user, spec, grid, points: int, watch: float, *, events: bool) -> None:
     from django.utils import timezone
 
-    from cluster.services import rest_client
+    from cluster.clusters.services import rest_client
     from jobs.mirror.passes import mirror_jobs
     from jobs.models import FINAL_STATES, Job
     from jobs.sweeps import actions

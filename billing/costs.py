@@ -50,7 +50,7 @@ from billing.invoices.drafts import month_of
 from billing.models import Invoice, UsageRecord
 from billing.pricing import SECONDS_PER_HOUR, PricingError, Rates
 from billing.spot import PREEMPTED, spot_seconds
-from cluster.gres import parse_gres
+from cluster.records.gres import parse_gres
 from credits.actions import ledger
 from credits.weights import Burn, NoBurnWeight, burn, weight_for
 from foundation.gpu_types import gpu_types_from_mapping

@@ -199,4 +199,3 @@ def quote_spec(user, spec, *, runs: int = 1, group=None) -> JobQuote:
         group=group,
         runs=runs,
     )
-

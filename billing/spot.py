@@ -25,7 +25,7 @@ from datetime import timedelta
 from django.conf import settings
 
 from billing.models import UsageRecord
-from cluster.hostlist import HostlistError, expand_hostlist
+from cluster.records.hostlist import HostlistError, expand_hostlist
 from jobs.models import Job
 from plans.spot import seconds_by_window
 

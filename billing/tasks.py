@@ -7,7 +7,7 @@ from celery import shared_task
 from billing import group_money
 from billing.actions import budgets, closing, credit_limits, reserved_time
 from billing.usage.metering import run_metering
-from cluster.sync import single_flight
+from cluster.clusters.sync import single_flight
 
 
 @shared_task(ignore_result=True)

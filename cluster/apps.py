@@ -6,4 +6,4 @@ class ClusterConfig(AppConfig):
     verbose_name = "Slurm cluster"
 
     def ready(self):
-        from cluster import checks  # noqa: F401  (registers the system checks)
+        from cluster.clusters import checks  # noqa: F401  (registers the system checks)

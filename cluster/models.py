@@ -2,7 +2,7 @@ from urllib.parse import urlencode
 
 from django.db import models
 
-from cluster.registry import primary_cluster_name
+from cluster.clusters.registry import primary_cluster_name
 
 
 def power_state_of(flags) -> str:
@@ -95,8 +95,8 @@ class Node(NodeFacts, models.Model):
 
 
 class FurtherNode(NodeFacts, models.Model):
-    """A node of a further cluster (cluster/registry.py), as that cluster's mirror pass last read
-    it (cluster/further_nodes.py): the heatmap, the node and GPU pages and the counts read this,
+    """A node of a further cluster (cluster/clusters/registry.py), as that cluster's mirror pass last read
+    it (cluster/actions/further_nodes.py): the heatmap, the node and GPU pages and the counts read this,
     never that cluster's slurmrestd. Apart from `Node`, which is the portal's own cluster's and
     what its reservations, power policy, dataset caches and metering read; node names repeat
     across clusters."""
@@ -172,8 +172,8 @@ class NodePowerSpan(models.Model):
 
 
 class ClusterStatus(models.Model):
-    """What the probes of one cluster's slurmrestd saw (cluster/probing.py), one row per
-    cluster of cluster/registry.py. Written only when the picture changes, or to move
+    """What the probes of one cluster's slurmrestd saw (cluster/clusters/probing.py), one row per
+    cluster of cluster/clusters/registry.py. Written only when the picture changes, or to move
     `checked_at` on: a page shows "stale since" from it within a probe's interval."""
 
     name = models.CharField(max_length=32, unique=True)

@@ -1,8 +1,8 @@
-"""The clusters' probe (cluster/probing.py), on beat every CLUSTER_PROBE_INTERVAL_SECONDS."""
+"""The clusters' probe (cluster/clusters/probing.py), on beat every CLUSTER_PROBE_INTERVAL_SECONDS."""
 
 from celery import shared_task
 
-from cluster import probing
+from cluster.clusters import probing
 
 
 @shared_task(ignore_result=True)

@@ -3,7 +3,7 @@ from django.utils.functional import SimpleLazyObject
 
 from accounts.access import user_role
 from accounts.models import Role
-from cluster.queries import clusters_not_answering
+from cluster.records.queries import clusters_not_answering
 
 _NAVIGATION = {
     Role.USER: [

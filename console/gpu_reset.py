@@ -10,12 +10,12 @@ from datetime import timedelta
 from django.utils import timezone
 
 from audit.log import record
+from cluster.clusters.reservation_gateway import reservation_gateway
+from cluster.clusters.services import rest_client
+from cluster.commands.reservation_request import NOW
 from cluster.errors import SlurmError
 from cluster.models import Node
-from cluster.reservation_gateway import reservation_gateway
-from cluster.reservation_request import NOW
-from cluster.services import rest_client
-from cluster.types import TERMINAL_JOB_STATES
+from cluster.records.types import TERMINAL_JOB_STATES
 from console.models import GpuReset
 from console.pinned_jobs import submit_pinned_job
 from jobs.logs import local_log_path, read_tail

@@ -16,9 +16,9 @@ from django.conf import settings
 from django.core.cache import caches
 from django.utils import timezone
 
-from cluster import further_nodes
+from cluster.actions import further_nodes
+from cluster.clusters.registry import primary_cluster_name
 from cluster.models import Node
-from cluster.registry import primary_cluster_name
 from foundation.templatetags.node_states import state_words
 from jobs.models import Job
 from telemetry.models import GpuLatest, cluster_key
@@ -72,7 +72,7 @@ def build_shared_heatmap() -> dict:
     """Every GPU with its last sample and the job holding it (a reference into "jobs", which
     carries each job's owner id), whoever may look; the portal's own cluster's nodes first, then
     each further cluster's that takes jobs (its nodes as its mirror pass last read them, left out
-    when that was too long ago to be true now: cluster/further_nodes.py)."""
+    when that was too long ago to be true now: cluster/actions/further_nodes.py)."""
     now = timezone.now()
     own = primary_cluster_name()
     further = further_nodes.shown_clusters()

@@ -17,9 +17,9 @@ from django.core.cache import cache
 from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, Q
 from django.utils import timezone
 
-from cluster.accounts import SlurmAccounts
+from cluster.clusters.services import slurm_cli
+from cluster.commands.accounts import SlurmAccounts
 from cluster.errors import SlurmError
-from cluster.services import slurm_cli
 from groups.models import Allocation, Group
 from groups.usage import gpu_hours_by
 from jobs.models import Job

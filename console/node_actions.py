@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from audit.log import record
 from audit.models import AuditLog
+from cluster.actions.mirror import mirror_nodes
+from cluster.clusters.services import rest_client, slurm_cli
 from cluster.errors import SlurmError
-from cluster.mirror import mirror_nodes
 from cluster.models import Node
-from cluster.services import rest_client, slurm_cli
 
 
 def _refresh_mirror() -> None:

@@ -1,11 +1,11 @@
 """The admins' operations figures: pool utilisation, queue wait, hardware ROI.
 
-Pure functions over `cluster.types.AccountingRecord` lists (tested without Slurm), plus
+Pure functions over `cluster.records.types.AccountingRecord` lists (tested without Slurm), plus
 `load_records` (the one call to a cluster's slurmrestd) and `gpu_inventory` (every cluster's
 nodes: the portal's own Node mirror and the further clusters' as last read).
 
 What a run used (its interval, GPUs by type, GPU-seconds clipped to a window, in integer
-seconds) is `cluster.accounting`, the one place billing meters from too; this module
+seconds) is `cluster.records.accounting`, the one place billing meters from too; this module
 cuts the period into buckets and adds runs up against the pool. Only whole GPUs
 (`gres/gpu`) count here; GPU shards (`gres/shard`) are not GPU-seconds. A job that never
 started holds no GPU and has no queue wait.
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
-from cluster.accounting import gpus_by_type, run_interval, seconds_between, seconds_in_window
-from cluster.types import AccountingRecord
+from cluster.records.accounting import gpus_by_type, run_interval, seconds_between, seconds_in_window
+from cluster.records.types import AccountingRecord
 
 BUCKETS = {"day": timedelta(days=1), "week": timedelta(weeks=1)}
 
@@ -308,8 +308,8 @@ def gpu_inventory_by_cluster() -> dict[str, dict[str, int]]:
     """Cluster -> its GPUs by type: the portal's own (its Node mirror) first, then each further
     cluster whose nodes are read (as last read, however long ago: its GPUs are still bought)."""
     # Imported here: the rest of this module is a pure core, tested without the database.
-    from cluster.further_nodes import nodes_in_pool
-    from cluster.registry import primary_cluster_name
+    from cluster.actions.further_nodes import nodes_in_pool
+    from cluster.clusters.registry import primary_cluster_name
 
     clusters: dict[str, dict[str, int]] = {primary_cluster_name(): {}}
     for node in nodes_in_pool():

@@ -29,9 +29,9 @@ from django.conf import settings
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from cluster.clusters.services import slurm_cli
 from cluster.errors import SlurmError
 from cluster.models import Node, NodePowerSpan
-from cluster.services import slurm_cli
 from console.models import PowerDecision, PoweredOnPin
 from jobs.models import Job, JobState
 from plans.spot import NIGHT, window_at

@@ -15,7 +15,7 @@ from accounts.actions.plan_choice import offered_plans
 from accounts.models import Role
 from alerts.models import Alert
 from billing.pricing import PricingError
-from cluster.further_nodes import current_nodes, shown_clusters
+from cluster.actions.further_nodes import current_nodes, shown_clusters
 from cluster.models import Node, SyncRun
 from credits.actions.grants import default_campaign
 from credits.first_steps import first_steps

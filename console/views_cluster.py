@@ -17,9 +17,9 @@ from accounts.access import role_required, user_role
 from accounts.models import Role
 from alerts.models import Alert
 from audit.models import AuditLog
-from cluster import further_nodes
+from cluster.actions import further_nodes
+from cluster.clusters.registry import primary_cluster_name
 from cluster.models import FurtherNode, Node, SyncRun
-from cluster.registry import primary_cluster_name
 from console import node_actions
 from console.diagnostics import DiagnosticRefused, latest_diagnostic, start_diagnostic
 from console.heatmap import heatmap_payload, shared_heatmap

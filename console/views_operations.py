@@ -20,11 +20,11 @@ from django.views.decorators.http import require_POST
 from accounts.access import role_required
 from accounts.models import Role
 from audit.log import record
-from cluster.accounting import gpus_allocated_at
+from cluster.clusters.registry import primary_cluster_name
+from cluster.clusters.services import rest_client, slurm_cli
 from cluster.errors import SlurmError
 from cluster.models import ClusterStatus, Node
-from cluster.registry import primary_cluster_name
-from cluster.services import rest_client, slurm_cli
+from cluster.records.accounting import gpus_allocated_at
 from console import lab, power
 from console import operations as ops
 

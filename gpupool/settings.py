@@ -15,7 +15,7 @@ from celery.schedules import crontab
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.core.exceptions import ImproperlyConfigured
 
-from cluster.registry import ClusterConfigError, load_clusters_file
+from cluster.clusters.registry import ClusterConfigError, load_clusters_file
 from foundation.env import env_bool, env_float, env_int, env_list, env_path, env_secret, env_str
 from foundation.gpu_types import DEFAULT_GPU_TYPES_FILE, load_gpu_types
 from foundation.images import DEFAULT_IMAGE_CATALOGUE_FILE, load_image_catalogue
@@ -583,7 +583,7 @@ NVME_MAX_GB = env_int(
 # --- Metering (billing/usage/metering.py) ------------------------------------------------------------
 # slurmdbd's ClusterName: part of each usage record's identity (cluster, job id, run start).
 SLURM_CLUSTER_NAME = env_str("SLURM_CLUSTER_NAME", "gpupool")
-# Further Slurm clusters beside the one above (cluster/registry.py: a JSON list, each entry's
+# Further Slurm clusters beside the one above (cluster/clusters/registry.py: a JSON list, each entry's
 # name, slurmrestd URL, JWT key file, CLI prefix, API version, GPU types and time zone; docs/clusters.md).
 # A bad file stops the process here, naming the entry and the field.
 CLUSTERS_FILE = env_str("CLUSTERS_FILE", "")

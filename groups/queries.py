@@ -85,11 +85,7 @@ def group_to_charge(user, group_id, *, lock: bool = True) -> Group:
         # Locked until the caller's transaction ends: a removal committing meanwhile waits, so a
         # job is never recorded for a group its owner has just left.
         memberships = memberships.select_for_update(of=("self",))
-    found = (
-        memberships.filter(group_id=int(group_id), user=user)
-        .select_related("group")
-        .first()
-    )
+    found = memberships.filter(group_id=int(group_id), user=user).select_related("group").first()
     if found is None:
         raise GroupError("group", "You are not a member of that group.", 400)
     group = found.group

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
-from cluster.accounts import AccountSpec
+from cluster.commands.accounts import AccountSpec
 
 
 def allocated_minutes(

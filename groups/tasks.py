@@ -15,10 +15,10 @@ from django.core.mail import send_mail
 from django.db.models import Q
 from django.utils import timezone
 
-from cluster.accounts import SlurmAccounts
+from cluster.clusters.services import slurm_cli
+from cluster.clusters.sync import single_flight
+from cluster.commands.accounts import SlurmAccounts
 from cluster.errors import SlurmCommandError, SlurmError, SlurmTransientError
-from cluster.services import slurm_cli
-from cluster.sync import single_flight
 from groups.group_plans import group_pays
 from groups.models import MANAGING_ROLES, Allocation, Group, Membership
 from groups.slurm_terms import account_spec, allocated_minutes

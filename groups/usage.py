@@ -11,8 +11,8 @@ from decimal import Decimal
 from django.conf import settings
 from django.core.cache import caches
 
-from cluster.accounts import SlurmAccounts
-from cluster.services import slurm_cli
+from cluster.clusters.services import slurm_cli
+from cluster.commands.accounts import SlurmAccounts
 from groups.models import Group
 from groups.queries import sees_everyone
 

@@ -16,10 +16,10 @@ from django.utils import timezone
 from accounts.access import is_admin
 from accounts.models import Profile
 from audit.log import record
+from cluster.clusters.registry import primary_cluster_name
+from cluster.clusters.services import job_paths, rest_client
 from cluster.errors import SlurmError, SlurmNotFound
 from cluster.models import Node
-from cluster.registry import primary_cluster_name
-from cluster.services import job_paths, rest_client
 from datasets.actions.node_cache import write_pins
 from datasets.models import DatasetVersion, NodePin, VersionState
 from datasets.queries import DatasetError

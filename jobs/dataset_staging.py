@@ -23,7 +23,7 @@ from decimal import Decimal, InvalidOperation
 
 from django.utils import timezone
 
-from cluster.hostlist import expand_hostlist
+from cluster.records.hostlist import expand_hostlist
 from datasets.actions import node_cache
 from jobs import protocol
 from jobs.logs import local_log_path, read_head

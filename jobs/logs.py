@@ -4,7 +4,7 @@ than the file held when it was opened).
 
 A job owns the directory its logs are in, so anything in it may be swapped for a symlink
 (to the Slurm JWT key, say), a FIFO or a file that never stops growing at any moment:
-see `cluster.jobfs`, which does every open here."""
+see `cluster.files.jobfs`, which does every open here."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 
 from accounts.models import ClusterAccount, Profile
-from cluster import jobfs
-from cluster.registry import primary_cluster_name
-from cluster.services import job_paths
+from cluster.clusters.registry import primary_cluster_name
+from cluster.clusters.services import job_paths
+from cluster.files import jobfs
 from jobs.diagnosis.diagnose import diagnose
 
 

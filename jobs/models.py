@@ -3,9 +3,9 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from cluster.gres import parse_tres, requested_gpus
-from cluster.registry import primary_cluster_name
-from cluster.types import TERMINAL_JOB_STATES
+from cluster.clusters.registry import primary_cluster_name
+from cluster.records.gres import parse_tres, requested_gpus
+from cluster.records.types import TERMINAL_JOB_STATES
 from jobs.diagnosis.reasons import explain_reason, short_reason
 
 
@@ -50,11 +50,11 @@ class Job(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
     )
-    # The cluster it runs on (cluster/registry.py: SLURM_CLUSTER_NAME for the portal's own, or a
+    # The cluster it runs on (cluster/clusters/registry.py: SLURM_CLUSTER_NAME for the portal's own, or a
     # CLUSTERS_FILE entry's name); its Slurm job id is unique within that cluster only.
     cluster = models.CharField(max_length=32, default=primary_cluster_name)
     # Why it runs there, for its owner: the estimates compared when the spec said `any`
-    # (cluster/placement.py), or that the spec named it; empty: the portal's own by default.
+    # (cluster/clusters/placement.py), or that the spec named it; empty: the portal's own by default.
     placement = models.CharField(max_length=500, blank=True)
     # Placed by the portal (`any`) and not moved yet: a waiting job may move once to a cluster
     # where it would start JOB_MOVE_MARGIN_MINUTES sooner (jobs/moves.py); False once it did,

@@ -28,11 +28,11 @@ from django.utils import timezone
 
 from accounts.models import Profile
 from audit.log import record as audit
+from cluster.clusters.placement import JobShape, StartEstimate, estimate_where_answering, utc_clock
+from cluster.clusters.registry import all_clusters, further_clusters_taking_jobs
+from cluster.clusters.services import rest_client, slurm_cli
+from cluster.clusters.sync import single_flight
 from cluster.errors import SlurmError
-from cluster.placement import JobShape, StartEstimate, estimate_where_answering, utc_clock
-from cluster.registry import all_clusters, further_clusters_taking_jobs
-from cluster.services import rest_client, slurm_cli
-from cluster.sync import single_flight
 from jobs import protocol
 from jobs.live.events import publish_job_update
 from jobs.models import Job, JobState

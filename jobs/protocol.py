@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from cluster import jobfs
-from cluster.services import job_paths
+from cluster.clusters.services import job_paths
+from cluster.files import jobfs
 from jobs.live.events import publish_job, publish_job_update
 from jobs.models import Job, JobState
 

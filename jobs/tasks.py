@@ -14,13 +14,13 @@ from django.utils import timezone
 
 from accounts.actions import provision_on_cluster
 from accounts.models import Profile
-from cluster import further_nodes
+from cluster.actions import further_nodes
+from cluster.clusters.registry import further_clusters_taking_jobs, primary_cluster_name
+from cluster.clusters.services import rest_client, slurm_cli
+from cluster.clusters.sync import record_run, single_flight, sync_nodes_if_due
 from cluster.errors import SlurmError, SlurmTransientError
 from cluster.models import ClusterStatus
-from cluster.registry import further_clusters_taking_jobs, primary_cluster_name
-from cluster.services import rest_client, slurm_cli
-from cluster.sync import record_run, single_flight, sync_nodes_if_due
-from cluster.types import JobSubmission
+from cluster.records.types import JobSubmission
 from datasets.actions import node_cache
 from datasets.tasks import sync_all_node_features
 from jobs import container_starts, dataset_staging, protocol
@@ -347,7 +347,7 @@ _FURTHER_MEMOS: dict[str, ListingMemo] = {}
 
 def further_clusters_to_mirror() -> list[str]:
     """The further clusters that take portal jobs and answer: one not answering is left to its
-    probe (cluster/probing.py), which says when it is back; its pass then catches up."""
+    probe (cluster/clusters/probing.py), which says when it is back; its pass then catches up."""
     further = [cluster.name for cluster in further_clusters_taking_jobs()]
     if not further:
         return []

@@ -11,8 +11,8 @@ from django.views.decorators.http import require_POST
 from accounts.access import role_required
 from accounts.models import Role
 from audit.log import record
-from cluster.queries import job_clusters
-from cluster.registry import primary_cluster_name
+from cluster.clusters.registry import primary_cluster_name
+from cluster.records.queries import job_clusters
 from datasets.queries import mountable_versions
 from foundation.ratelimit import hit
 from groups.queries import GroupError, default_group, groups_of, membership, sees_everyone, visible_group

@@ -10,9 +10,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from cluster.cli import SlurmCli
-from cluster.limits import AssociationLimits
-from cluster.services import slurm_cli
+from cluster.clusters.services import slurm_cli
+from cluster.commands.cli import SlurmCli
+from cluster.commands.limits import AssociationLimits
 from plans.catalog import plan_for
 from plans.slurm_limits import all_qos_limits, association_limits
 

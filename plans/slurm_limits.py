@@ -1,4 +1,4 @@
-"""What Slurm must enforce for each plan and each subscriber, as cluster.limits values, and
+"""What Slurm must enforce for each plan and each subscriber, as cluster.commands.limits values, and
 the comparison with what slurmdbd holds (`manage.py slurm_limits`).
 
 Per plan, one QOS: priority, MaxWall = the plan's longest job, MaxTRESPerUser = the plan's
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from cluster.limits import AssociationLimits, QosLimits
+from cluster.commands.limits import AssociationLimits, QosLimits
 from plans.catalog import PlanSnapshot, all_qos_names, snapshot
 from plans.models import Plan
 

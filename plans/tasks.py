@@ -10,8 +10,8 @@ from django.conf import settings
 from django.db import IntegrityError
 from django.utils import timezone
 
+from cluster.clusters.services import slurm_cli
 from cluster.errors import RETRY_WHILE_SLURM_IS_AWAY
-from cluster.services import slurm_cli
 from plans import enforcement
 from plans.models import MonthlyUsageReset, billing_zone
 

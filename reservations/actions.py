@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from accounts.models import Profile, Role
 from audit.log import record
+from cluster.clusters.reservation_gateway import reservation_gateway
+from cluster.clusters.services import rest_client
+from cluster.commands.reservation_request import GpuReservationRequest
 from cluster.errors import SlurmError
-from cluster.reservation_gateway import reservation_gateway
-from cluster.reservation_request import GpuReservationRequest
-from cluster.services import rest_client
 from plans.catalog import plan_for
 from reservations.capacity import availability, nearest_free_starts
 from reservations.models import CANCELLABLE, CapacityLock, Reservation, ReservationEvent, State

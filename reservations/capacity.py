@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from cluster.hostlist import expand_hostlist
 from cluster.models import Node
-from cluster.types import Reservation as SlurmReservation
+from cluster.records.hostlist import expand_hostlist
+from cluster.records.types import Reservation as SlurmReservation
 from reservations.models import HOLDING, Reservation
 
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils import timezone
 
-from cluster.cli import SlurmCli
-from cluster.gres import parse_tres
-from cluster.reservation_request import GpuReservationRequest
-from cluster.services import rest_client, slurm_cli
-from cluster.types import Reservation as SlurmReservation
+from cluster.clusters.services import rest_client, slurm_cli
+from cluster.commands.cli import SlurmCli
+from cluster.commands.reservation_request import GpuReservationRequest
+from cluster.records.gres import parse_tres
+from cluster.records.types import Reservation as SlurmReservation
 from reservations.actions import cluster_users
 from reservations.models import HOLDING, Reservation
 

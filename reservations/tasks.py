@@ -3,8 +3,8 @@
 from celery import shared_task
 from django.utils import timezone
 
+from cluster.clusters.sync import record_run, single_flight
 from cluster.errors import SlurmError
-from cluster.sync import record_run, single_flight
 from reservations import actions, reconcile
 
 

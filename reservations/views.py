@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import is_admin, role_required
 from accounts.models import Role
-from cluster.hostlist import expand_hostlist
+from cluster.records.hostlist import expand_hostlist
 from foundation.ratelimit import hit
 from plans.catalog import plan_for
 from reservations import actions, capacity, forms

@@ -13,7 +13,7 @@ while IFS= read -r line; do
 done < <(grep -E '^[A-Z_][A-Z0-9_]*=' var/dev.env)
 mkdir -p var/log
 # Both dev cluster generations in one portal: the other one's (if built) as a further cluster
-# (cluster/registry.py). DEV_CLUSTERS_FILE=0: the SLURM_RELEASE cluster alone.
+# (cluster/clusters/registry.py). DEV_CLUSTERS_FILE=0: the SLURM_RELEASE cluster alone.
 if [[ "${DEV_CLUSTERS_FILE:-1}" != 0 && -z "${CLUSTERS_FILE:-}" ]]; then
   CLUSTERS_FILE= $PY manage.py write_dev_clusters var/dev-clusters.json
   export CLUSTERS_FILE=$PWD/var/dev-clusters.json

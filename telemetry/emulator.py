@@ -14,9 +14,9 @@ from datetime import datetime
 
 from django.conf import settings
 
-from cluster import further_nodes
-from cluster.gres import requested_shards
+from cluster.actions import further_nodes
 from cluster.models import Node
+from cluster.records.gres import requested_shards
 from jobs.models import Job
 from telemetry.models import OWN_CLUSTER, cluster_key
 from telemetry.samples import GpuSample

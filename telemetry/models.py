@@ -8,7 +8,7 @@ their sizes.
 
 Every row names its cluster (`cluster`): "" for the portal's own cluster (so rows written
 before there were further clusters stay its own, and renaming SLURM_CLUSTER_NAME orphans
-nothing), a further cluster's name (cluster/registry.py) for its GPUs: node names repeat
+nothing), a further cluster's name (cluster/clusters/registry.py) for its GPUs: node names repeat
 across clusters. `objects` reads the portal's own cluster's rows only, as every reader that
 knows of one cluster (alerts, idle culling, memory metering) expects; `all_clusters` reads
 every cluster's, for what shows each cluster (the heatmap, node and GPU pages) and storage.
@@ -19,7 +19,7 @@ import secrets
 
 from django.db import models
 
-from cluster.registry import primary_cluster_name
+from cluster.clusters.registry import primary_cluster_name
 
 OWN_CLUSTER = ""
 

@@ -13,8 +13,8 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from cluster.provisioning import LocalProvisioner
-from cluster.services import rest_client, slurm_cli
+from cluster.clusters.services import rest_client, slurm_cli
+from cluster.commands.provisioning import LocalProvisioner
 from testing.capture_slurm_payloads import PAYLOAD_DIR
 from testing.slurm import submission, wait_for_state, wait_until_requeued
 

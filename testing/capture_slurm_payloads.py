@@ -18,12 +18,12 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from cluster.provisioning import LocalProvisioner
-from cluster.reservation_request import GpuReservationRequest
-from cluster.services import api_version, rest_client, served_api, slurm_cli
+from cluster.clusters.services import api_version, rest_client, served_api, slurm_cli
+from cluster.commands.provisioning import LocalProvisioner
+from cluster.commands.reservation_request import GpuReservationRequest
 from cluster.slurmrest.base import version_key
 from cluster.slurmrest.registry import ADAPTERS, adapter_for
-from cluster.tokens import TokenMinter
+from cluster.slurmrest.tokens import TokenMinter
 from testing.slurm import new_job_dir, submission, wait_for_state
 
 PAYLOAD_DIR = Path(__file__).resolve().parents[1] / "cluster" / "tests" / "payloads"

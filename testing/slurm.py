@@ -13,11 +13,11 @@ from typing import TypeVar
 
 from django.conf import settings
 
+from cluster.clusters.services import job_paths, slurm_cli
+from cluster.commands.provisioning import provisioning_backend
 from cluster.errors import SlurmNotFound
-from cluster.provisioning import provisioning_backend
-from cluster.services import job_paths, slurm_cli
+from cluster.records.types import Job, JobSubmission
 from cluster.slurmrest.client import SlurmRestClient
-from cluster.types import Job, JobSubmission
 
 T = TypeVar("T")
 

@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from accounts.models import ClusterAccount, Profile
 from accounts.signals import cluster_identity_changed
-from cluster.provisioning import provisioning_backend
-from cluster.registry import primary_cluster_name
-from cluster.services import slurm_cli
+from cluster.clusters.registry import primary_cluster_name
+from cluster.clusters.services import slurm_cli
+from cluster.commands.provisioning import provisioning_backend
 from plans.catalog import plan_for
 from plans.enforcement import ensure_qos_exist
 from plans.slurm_limits import association_terms

@@ -8,8 +8,8 @@ from django.core.management.base import CommandError
 
 from accounts.actions import lifecycle
 from audit.models import AuditLog
+from cluster.clusters.services import slurm_cli
 from cluster.errors import SlurmError
-from cluster.services import slurm_cli
 from jobs.models import Job, JobState
 from jobs.receivers import DEACTIVATED_MESSAGE
 from jobs.tasks import reconcile_submissions, submit_to_slurm

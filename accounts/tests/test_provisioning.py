@@ -5,8 +5,8 @@ from django.conf import settings
 
 from accounts import actions
 from accounts.models import Profile
-from cluster.provisioning import provisioning_backend
-from cluster.services import slurm_cli
+from cluster.clusters.services import slurm_cli
+from cluster.commands.provisioning import provisioning_backend
 from conftest import subscribe
 from testing.slurm import unique_cluster_name
 

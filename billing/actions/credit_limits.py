@@ -45,8 +45,8 @@ from billing.invoices.drafts import month_of
 from billing.models import CreditLimit, Invoice, Payment, UsageRecord
 from billing.pricing import PricingError, to_cents
 from billing.quotes import quote_job, quote_spec, shards_for
+from cluster.clusters.services import slurm_cli
 from cluster.errors import SlurmCommandError
-from cluster.services import slurm_cli
 from foundation.money import usd
 from groups.group_plans import group_pays, paying_groups
 from groups.queries import owned_by

@@ -1,7 +1,7 @@
 from django.conf import settings
 from rest_framework import serializers
 
-from cluster.registry import all_clusters
+from cluster.clusters.registry import all_clusters
 from plans.rate_cards import SLUG
 
 # Bounds that keep a quote's arithmetic small; far beyond any job the pool can run.

@@ -89,7 +89,7 @@ def test_admins_approve_limits_in_the_admin_audited_but_never_their_own(admin_us
 def test_at_the_limit_waiting_work_is_held_in_slurm_and_released_under_it(bob, admin_user, provision):
     """Accepted work kept starting after the limit was passed (owed 8x the limit)."""
     from billing.actions.credit_limits import hold_work_at_limits
-    from cluster.services import slurm_cli
+    from cluster.clusters.services import slurm_cli
 
     profile = provision(bob)
     subscribe(bob, "enterprise")

@@ -12,7 +12,7 @@ from django.utils import timezone
 from billing.actions import invoicing
 from billing.models import InvoiceLine, UsageRecord
 from billing.usage.metering import run_metering
-from cluster.services import rest_client, slurm_cli
+from cluster.clusters.services import rest_client, slurm_cli
 from groups import actions
 from groups.tests.test_groups_slurm import (
     _sync,

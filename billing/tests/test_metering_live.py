@@ -14,7 +14,7 @@ from django.utils import timezone
 from billing.actions import charging
 from billing.models import UsageRecord
 from billing.usage.metering import run_metering
-from cluster.services import rest_client, slurm_cli
+from cluster.clusters.services import rest_client, slurm_cli
 from conftest import subscribe
 from jobs import actions
 from jobs.models import Job

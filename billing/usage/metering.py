@@ -40,14 +40,14 @@ from accounts.models import Profile
 from billing.actions import charging
 from billing.models import UsageRecord
 from billing.usage.telemetry_memory import memory_gb_seconds
-from cluster.accounting import epoch_seconds, gpus_by_type, shards_by_type
+from cluster.clusters.registry import all_clusters, primary_cluster_name
+from cluster.clusters.services import rest_client
+from cluster.clusters.sync import record_run
 from cluster.errors import SlurmError
-from cluster.hostlist import expand_hostlist
 from cluster.models import Node
-from cluster.registry import all_clusters, primary_cluster_name
-from cluster.services import rest_client
-from cluster.sync import record_run
-from cluster.types import AccountingRecord
+from cluster.records.accounting import epoch_seconds, gpus_by_type, shards_by_type
+from cluster.records.hostlist import expand_hostlist
+from cluster.records.types import AccountingRecord
 from groups.queries import group_ids_for_accounts
 from jobs.models import Job
 

@@ -12,8 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from cluster.reservation_request import GpuReservationRequest
-from cluster.types import (
+from cluster.commands.reservation_request import GpuReservationRequest
+from cluster.records.types import (
     AccountingRecord,
     Job,
     JobStateEntry,

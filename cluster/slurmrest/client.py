@@ -15,7 +15,7 @@ from typing import Any
 
 import requests
 
-from cluster.array_ids import compress_ids
+from cluster.commands.reservation_request import GpuReservationRequest
 from cluster.errors import (
     SlurmAuthError,
     SlurmError,
@@ -24,10 +24,8 @@ from cluster.errors import (
     SlurmRequestError,
     SlurmTransientError,
 )
-from cluster.reservation_request import GpuReservationRequest
-from cluster.slurmrest.base import ApiAdapter, Json, ServedApi, parse_openapi
-from cluster.tokens import TokenMinter
-from cluster.types import (
+from cluster.records.array_ids import compress_ids
+from cluster.records.types import (
     TERMINAL_JOB_STATES,
     AccountingRecord,
     Job,
@@ -37,6 +35,8 @@ from cluster.types import (
     Partition,
     Reservation,
 )
+from cluster.slurmrest.base import ApiAdapter, Json, ServedApi, parse_openapi
+from cluster.slurmrest.tokens import TokenMinter
 
 log = logging.getLogger(__name__)
 
@@ -298,7 +298,7 @@ class SlurmRestClient:
 
 def discover(base_url: str, minter: TokenMinter, *, user_name: str, timeout: float = 10.0, session=None) -> ServedApi:
     """The release and data_parser versions the daemon at `base_url` serves (`GET /openapi/v3`,
-    ~1.6 MB: read once per process, see cluster.services)."""
+    ~1.6 MB: read once per process, see cluster.clusters.services)."""
     headers = {"X-SLURM-USER-NAME": user_name, "X-SLURM-USER-TOKEN": minter.token_for(user_name)}
     what = "GET /openapi/v3"
     try:

@@ -1,4 +1,4 @@
-"""data_parser v0.0.41 (Slurm 24.11): JSON <-> cluster.types.
+"""data_parser v0.0.41 (Slurm 24.11): JSON <-> cluster.records.types.
 
 Shapes that differ from v0.0.38 (see notes/slurm-24.11.md): numbers come wrapped as
 {"set", "infinite", "number"}; job and node states are lists; `environment` is a list
@@ -10,11 +10,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from cluster.array_ids import bitmap_task_ids
-from cluster.gres import gpu_groups, job_gpu_indexes, parse_gres, shard_totals
-from cluster.hostlist import expand_hostlist
-from cluster.slurmrest.base import ApiAdapter, Json
-from cluster.types import (
+from cluster.records.array_ids import bitmap_task_ids
+from cluster.records.gres import gpu_groups, job_gpu_indexes, parse_gres, shard_totals
+from cluster.records.hostlist import expand_hostlist
+from cluster.records.types import (
     AccountingRecord,
     Job,
     JobStateEntry,
@@ -23,6 +22,7 @@ from cluster.types import (
     Partition,
     Reservation,
 )
+from cluster.slurmrest.base import ApiAdapter, Json
 
 
 def _number(value: Any) -> int | None:

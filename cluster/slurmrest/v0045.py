@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cluster.reservation_request import GpuReservationRequest
+from cluster.commands.reservation_request import GpuReservationRequest
+from cluster.records.types import Job
 from cluster.slurmrest.base import Json
 from cluster.slurmrest.v0042 import V0042Adapter
-from cluster.types import Job
 
 
 class V0045Adapter(V0042Adapter):

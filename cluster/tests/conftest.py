@@ -2,10 +2,10 @@ from pathlib import Path
 
 import pytest
 
+from cluster.clusters.registry import parse_clusters
+from cluster.clusters.services import slurm_cli
+from cluster.commands.provisioning import LocalProvisioner
 from cluster.management.commands.write_dev_clusters import dev_cluster_entries
-from cluster.provisioning import LocalProvisioner
-from cluster.registry import parse_clusters
-from cluster.services import slurm_cli
 from testing.slurm import a100s_held, unique_cluster_name
 
 

@@ -1,4 +1,4 @@
-"""GPU-second arithmetic over accounting records (cluster/accounting.py): the captured
+"""GPU-second arithmetic over accounting records (cluster/records/accounting.py): the captured
 slurmdbd record and small literal ones, no Slurm and no database."""
 
 import json
@@ -8,9 +8,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from cluster import accounting
+from cluster.records import accounting
+from cluster.records.types import AccountingRecord
 from cluster.slurmrest.v0041 import V0041Adapter
-from cluster.types import AccountingRecord
 
 PAYLOADS = Path(__file__).parent / "payloads" / "v0.0.41"
 T0 = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)

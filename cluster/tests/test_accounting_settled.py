@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from cluster.types import AccountingRecord
+from cluster.records.types import AccountingRecord
 
 START = datetime(2026, 11, 30, 16, 20, 11, tzinfo=UTC)
 TRES = {"cpu": 1, "gres/gpu": 1, "gres/gpu:rtx4090": 1}

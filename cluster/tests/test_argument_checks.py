@@ -2,8 +2,8 @@
 
 import pytest
 
-from cluster.cli import SlurmCli
-from cluster.provisioning import _check_name
+from cluster.commands.cli import SlurmCli
+from cluster.commands.provisioning import _check_name
 
 
 @pytest.mark.parametrize("name", ["alice\n", "alice\nroot", "Alice", "1alice", "", "a" * 33, "al ice"])

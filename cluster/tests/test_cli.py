@@ -1,6 +1,6 @@
 import pytest
 
-from cluster.cli import SlurmCli
+from cluster.commands.cli import SlurmCli
 from cluster.errors import SlurmCommandError, SlurmTransientError
 
 

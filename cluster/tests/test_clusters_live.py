@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 import pytest
 from django.urls import reverse
 
-from cluster import probing
-from cluster.services import api_version
+from cluster.clusters import probing
+from cluster.clusters.services import api_version
 from testing.tcp_forwarder import TcpForwarder
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db]

@@ -5,7 +5,7 @@ loopback (Redis without a password, PostgreSQL, the portal, Prometheus)."""
 import pytest
 from django.conf import settings
 
-from cluster.services import rest_client
+from cluster.clusters.services import rest_client
 from testing.slurm import read_output, submission, wait_for_state
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 from django.test import Client
 
-from cluster.mirror import mirror_nodes
+from cluster.actions.mirror import mirror_nodes
+from cluster.clusters.services import rest_client
 from cluster.models import FurtherNode, Node
-from cluster.services import rest_client
 from console import heatmap
 from jobs.tasks import run_further_sync
 from telemetry import tasks

@@ -1,4 +1,4 @@
-from cluster.gres import gpu_groups, parse_gres, parse_index_list, parse_tres, shard_totals
+from cluster.records.gres import gpu_groups, parse_gres, parse_index_list, parse_tres, shard_totals
 
 
 def test_index_lists():
@@ -32,7 +32,7 @@ def test_tres_strings_normalise_memory_to_megabytes():
 
 
 def test_job_gpu_indexes_for_whole_gpus_and_shards():
-    from cluster.gres import job_gpu_indexes
+    from cluster.records.gres import job_gpu_indexes
 
     assert job_gpu_indexes("gpu:a100:2(IDX:1-2)") == (1, 2)
     assert job_gpu_indexes("shard:a100:3(3/10,0/10,0/10,0/10)") == (0,)
@@ -41,7 +41,7 @@ def test_job_gpu_indexes_for_whole_gpus_and_shards():
 
 
 def test_hostlists_expand_in_order():
-    from cluster.hostlist import expand_hostlist
+    from cluster.records.hostlist import expand_hostlist
 
     assert expand_hostlist("gpu-a100-[01-02,04],gpu-h100-01") == [
         "gpu-a100-01",

@@ -3,8 +3,8 @@
 
 import pytest
 
-from cluster.hostlist import HostlistError, expand_hostlist
-from cluster.services import slurm_cli
+from cluster.clusters.services import slurm_cli
+from cluster.records.hostlist import HostlistError, expand_hostlist
 
 # (list, names): Slurm's documented forms (hostlist expressions in slurm.conf(5) and scontrol(1)).
 EXAMPLES = [

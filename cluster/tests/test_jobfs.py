@@ -1,4 +1,4 @@
-"""cluster.jobfs: what a job can leave in its own directory (symlinks swapped in at any
+"""cluster.files.jobfs: what a job can leave in its own directory (symlinks swapped in at any
 moment, FIFOs, other users' files, files that keep growing) is never followed, waited on,
 read or chowned. Runs as root (like the worker), so files can be given any owner."""
 
@@ -13,8 +13,8 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from cluster import jobfs
-from cluster.paths import JobPathMap
+from cluster.files import jobfs
+from cluster.files.paths import JobPathMap
 
 OWNER = 4242  # the job owner's cluster uid; need not exist on this host
 STRANGER = 4343

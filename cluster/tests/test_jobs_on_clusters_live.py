@@ -12,7 +12,7 @@ import pytest
 
 from billing.models import UsageRecord
 from billing.usage.metering import run_metering
-from cluster.services import slurm_cli
+from cluster.clusters.services import slurm_cli
 from console.heatmap import build_shared_heatmap
 from jobs.models import Job
 from jobs.tasks import run_further_sync
@@ -112,7 +112,7 @@ def test_a_cluster_that_returns_is_caught_up_without_duplicates(
 ):
     from urllib.parse import urlsplit
 
-    from cluster import probing
+    from cluster.clusters import probing
     from testing.tcp_forwarder import TcpForwarder
 
     profile = provision(alice)
@@ -161,7 +161,7 @@ def test_a_waiting_job_moves_once_where_it_starts_sooner_and_is_audited(
     alice, provision, site_b, own_a100s_held, api_client_for, settings
 ):
     from audit.models import AuditLog
-    from cluster.services import rest_client
+    from cluster.clusters.services import rest_client
     from jobs import moves
     from jobs.tasks import run_sync
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from cluster.limits import (
+from cluster.commands.limits import (
     AssociationLimits,
     QosLimits,
     format_tres,

@@ -2,7 +2,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from cluster.paths import JobPathMap
+from cluster.files.paths import JobPathMap
 
 MAP = JobPathMap(PurePosixPath("/srv/gpupool/jobs"), Path("/var/lib/gpupool/devcluster/root/srv/gpupool/jobs"))
 

@@ -5,9 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cluster.cli import CommandResult
-from cluster.errors import SlurmCommandError
-from cluster.placement import (
+from cluster.clusters.placement import (
     JobShape,
     StartEstimate,
     choose,
@@ -15,7 +13,9 @@ from cluster.placement import (
     estimate_everywhere,
     parse_estimate,
 )
-from cluster.registry import ClusterConfig
+from cluster.clusters.registry import ClusterConfig
+from cluster.commands.cli import CommandResult
+from cluster.errors import SlurmCommandError
 
 pytestmark = pytest.mark.pure
 NOW = datetime(2026, 12, 3, 18, 0, tzinfo=UTC)

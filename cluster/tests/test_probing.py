@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from cluster.clusters.probing import ProbeResult, due, record
+from cluster.clusters.registry import primary_cluster
 from cluster.models import ClusterStatus
-from cluster.probing import ProbeResult, due, record
-from cluster.registry import primary_cluster
 
 pytestmark = pytest.mark.django_db
 

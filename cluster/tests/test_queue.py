@@ -1,14 +1,14 @@
-"""Pending jobs read in bulk with squeue (cluster/queue.py): the parser on crafted output, and
+"""Pending jobs read in bulk with squeue (cluster/commands/queue.py): the parser on crafted output, and
 the real dev cluster's squeue against slurmrestd's own answer for the same jobs."""
 
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cluster.cli import CommandResult
+from cluster.clusters.services import slurm_cli
+from cluster.commands.cli import CommandResult
+from cluster.commands.queue import QUEUE_FIELDS, parse_queue, pending_job_details
 from cluster.errors import SlurmCommandError
-from cluster.queue import QUEUE_FIELDS, parse_queue, pending_job_details
-from cluster.services import slurm_cli
 from testing.slurm import submit_held
 
 MARKER = "@0123456789abcdef@"

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from cluster.registry import ClusterConfigError, parse_clusters
+from cluster.clusters.registry import ClusterConfigError, parse_clusters
 
 GOOD = {
     "name": "site-b",

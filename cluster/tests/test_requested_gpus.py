@@ -2,7 +2,7 @@
 
 import pytest
 
-from cluster.gres import requested_gpus
+from cluster.records.gres import requested_gpus
 
 
 @pytest.mark.parametrize(
@@ -31,6 +31,6 @@ def test_requested_gpus(tres, expected):
     ],
 )
 def test_requested_quota(tres, expected):
-    from cluster.gres import requested_quota
+    from cluster.records.gres import requested_quota
 
     assert requested_quota(tres) == expected

@@ -1,4 +1,4 @@
-"""cluster.reservation_gateway: one set of reservation calls, over REST where slurmrestd can
+"""cluster.clusters.reservation_gateway: one set of reservation calls, over REST where slurmrestd can
 create reservations (Slurm 26.05), with scontrol otherwise (24.11). The live test runs on
 whichever cluster the run points at (scripts/test.sh runs it on both)."""
 
@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cluster.cli import SlurmCli
+from cluster.clusters.reservation_gateway import ReservationGateway, reservation_gateway
+from cluster.clusters.services import slurm_cli
+from cluster.commands.cli import SlurmCli
+from cluster.commands.reservation_request import GpuReservationRequest
 from cluster.errors import SlurmError, SlurmNotFound
-from cluster.reservation_gateway import ReservationGateway, reservation_gateway
-from cluster.reservation_request import GpuReservationRequest
-from cluster.services import slurm_cli
+from cluster.records.types import Reservation
 from cluster.slurmrest.registry import adapter_for
-from cluster.types import Reservation
 
 START = datetime(2030, 1, 2, 10, tzinfo=UTC)
 
@@ -29,10 +29,9 @@ class RecordingService:
     def list_reservations(self):
         return list(self.held.values())
 
-    def create_gpu_reservation(self, name, *, gpu_type, count, users, start, duration_minutes, flags):
-        self.held[name] = Reservation(
-            name, tuple(users), "", start, start + timedelta(minutes=duration_minutes), "", ()
-        )
+    def create_gpu_reservation(self, request):
+        end = request.start + timedelta(minutes=request.duration_minutes)
+        self.held[request.name] = Reservation(request.name, request.users, "", request.start, end, "", ())
 
     def delete_reservation(self, name):
         if self.held.pop(name, None) is None:

@@ -6,9 +6,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from cluster.cli import NOW, SlurmCli, parse_reservation_line
+from cluster.commands.cli import SlurmCli, parse_reservation_line
+from cluster.commands.reservation_request import NOW, GpuReservationRequest
 from cluster.errors import SlurmCommandError, SlurmTransientError
-from cluster.reservation_request import GpuReservationRequest
 
 PREFIX = ["/not/run"]
 UTC_SCONTROL = [*PREFIX, "env", "TZ=UTC0", "SLURM_TIME_FORMAT=standard", "scontrol"]

@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from cluster.clusters.services import slurm_cli
+from cluster.commands.reservation_request import GpuReservationRequest
 from cluster.errors import SlurmCommandError
-from cluster.hostlist import expand_hostlist
-from cluster.reservation_request import GpuReservationRequest
-from cluster.services import slurm_cli
+from cluster.records.hostlist import expand_hostlist
 
 pytestmark = pytest.mark.slurm
 

@@ -6,7 +6,7 @@ from django.core.management.base import CommandError
 
 from cluster.errors import SlurmAuthError, SlurmPermissionDenied, SlurmRequestError
 from cluster.slurmrest.client import SlurmRestClient
-from cluster.tokens import TokenMinter
+from cluster.slurmrest.tokens import TokenMinter
 from testing.slurm import read_output, submission, wait_for, wait_for_state
 
 # Each test that needs the dev cluster says so (`slurm`); the others run without it.
@@ -139,7 +139,7 @@ def test_cluster_check_lists_nodes_and_rejects_a_bad_token(slurm, settings, tmp_
     wrong_key = tmp_path / "wrong.key"
     wrong_key.write_bytes(b"x" * 32)
     settings.SLURM_JWT_KEY_FILE = wrong_key
-    from cluster import services
+    from cluster.clusters import services
 
     services._minter.cache_clear()
     try:

@@ -2,7 +2,7 @@ import jwt
 import pytest
 
 from cluster.errors import SlurmAuthError
-from cluster.tokens import TokenMinter
+from cluster.slurmrest.tokens import TokenMinter
 
 
 def test_tokens_are_hs256_for_the_named_user(tmp_path):

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from cluster.errors import SlurmAuthError, SlurmNotFound, SlurmRequestError, SlurmTransientError
+from cluster.records.types import JobSubmission
 from cluster.slurmrest.client import _raise_for_response
 from cluster.slurmrest.v0041 import V0041Adapter
-from cluster.types import JobSubmission
 
 PAYLOADS = Path(__file__).parent / "payloads" / "v0.0.41"
 adapter = V0041Adapter()

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from cluster.commands.reservation_request import GpuReservationRequest
 from cluster.errors import SlurmAuthError, SlurmNotFound, SlurmRequestError
-from cluster.reservation_request import GpuReservationRequest
 from cluster.slurmrest.base import ServedApi, parse_openapi
 from cluster.slurmrest.client import _raise_for_response
 from cluster.slurmrest.registry import AUTO, SlurmApiVersionError, adapter_for, choose_version

@@ -24,9 +24,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.log import record
+from cluster.clusters.services import rest_client
 from cluster.errors import SlurmError
 from cluster.models import Node
-from cluster.services import rest_client
 from console.models import ImageOperation, ImageOperationNode, NodeImage
 from console.pinned_jobs import submit_pinned_job
 from foundation.images import Image

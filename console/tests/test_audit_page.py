@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from audit.log import record
 from audit.models import AuditLog
-from cluster.cli import SlurmCli
+from cluster.commands.cli import SlurmCli
 from cluster.models import Node
 from console import node_actions
 from console.views_audit import PAGE_SIZE

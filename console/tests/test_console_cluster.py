@@ -6,8 +6,8 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.models import AuditLog
-from cluster.mirror import mirror_nodes
-from cluster.services import rest_client, slurm_cli
+from cluster.actions.mirror import mirror_nodes
+from cluster.clusters.services import rest_client, slurm_cli
 from conftest import subscribe
 from console.diagnostics import parse_nvidia_smi_query
 from console.heatmap import HIDDEN, heatmap_payload

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cluster.clusters.registry import ClusterConfig
 from cluster.models import FurtherNode, Node
-from cluster.registry import ClusterConfig
 from jobs.models import Job
 from jobs.tests.conftest import GOOD_SPEC
 from telemetry.samples import GpuSample

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 
-from cluster import further_nodes
+from cluster.actions import further_nodes
+from cluster.clusters.registry import ClusterConfig
 from cluster.errors import SlurmTransientError
 from cluster.models import ClusterStatus, FurtherNode, Node
-from cluster.registry import ClusterConfig
-from cluster.types import GpuGroup
-from cluster.types import Node as SlurmNode
+from cluster.records.types import GpuGroup
+from cluster.records.types import Node as SlurmNode
 from console import heatmap, node_actions, views_operations
 from console import operations as ops
 from jobs.models import Job

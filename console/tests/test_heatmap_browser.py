@@ -10,8 +10,8 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from cluster.mirror import mirror_nodes
-from cluster.services import rest_client
+from cluster.actions.mirror import mirror_nodes
+from cluster.clusters.services import rest_client
 from jobs.models import Job
 from jobs.tasks import run_sync
 from telemetry.emulator import emulated_samples

@@ -9,11 +9,11 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.cache import caches
 
-from cluster import further_nodes
+from cluster.actions import further_nodes
+from cluster.clusters.registry import ClusterConfig
 from cluster.models import Node
-from cluster.registry import ClusterConfig
-from cluster.types import GpuGroup
-from cluster.types import Node as SlurmNode
+from cluster.records.types import GpuGroup
+from cluster.records.types import Node as SlurmNode
 from console import heatmap
 from jobs.models import Job
 

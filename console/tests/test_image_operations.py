@@ -261,7 +261,7 @@ def _new_catalogue_image(tmp_path: Path):
 def test_an_admin_prewarms_a_new_image_on_every_node_with_progress_then_removes_it(
     admin_user, alice, provision, slurm, settings, tmp_path
 ):
-    from cluster.services import job_paths
+    from cluster.clusters.services import job_paths
     from jobs import actions, protocol
     from jobs.container_starts import record_container_start
     from jobs.models import ContainerStart

@@ -10,12 +10,12 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.urls import path
 
-from cluster.accounting import gpus_allocated_at
 from cluster.errors import SlurmAuthError, SlurmTransientError
 from cluster.models import Node
+from cluster.records.accounting import gpus_allocated_at
+from cluster.records.types import AccountingRecord
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.slurmrest.registry import adapter_for
-from cluster.types import AccountingRecord
 from console import operations as ops
 from console import views_operations
 from gpupool.urls import urlpatterns as project_urlpatterns
@@ -472,8 +472,8 @@ def test_gpu_inventory_sums_the_node_mirror_by_type():
 # --- the real dev cluster ----------------------------------------------------------------
 @pytest.mark.slurm
 def test_a_gpu_job_on_the_dev_cluster_shows_in_accounting_and_in_utilisation(slurm, settings):
-    from cluster.provisioning import LocalProvisioner
-    from cluster.services import rest_client, slurm_cli
+    from cluster.clusters.services import rest_client, slurm_cli
+    from cluster.commands.provisioning import LocalProvisioner
     from testing.slurm import submission, unique_cluster_name, wait_for, wait_for_state
 
     provisioner = LocalProvisioner(slurm_cli(), settings.SLURM_ACCOUNT)
@@ -510,7 +510,7 @@ def test_a_gpu_job_on_the_dev_cluster_shows_in_accounting_and_in_utilisation(slu
         pool = ops.pool_utilisation(records, inventory, window_start, window_end, "day", now=window_end)
         assert sum(b.allocated_gpu_seconds for b in pool) >= job_seconds > 0
         assert sum(b.by_type["a100"].allocated_gpu_seconds for b in pool) >= job_seconds
-        # Whole seconds between the window's ends, each rounded down (cluster.accounting's unit).
+        # Whole seconds between the window's ends, each rounded down (cluster.records.accounting's unit).
         seconds = int(window_end.timestamp()) - int(window_start.timestamp())
         assert sum(b.available_gpu_seconds for b in pool) == sum(inventory.values()) * seconds
         waits = ops.queue_wait([mine], window_start, window_end, "day", now=window_end)
@@ -528,9 +528,9 @@ def test_a_gpu_job_on_the_dev_cluster_shows_in_accounting_and_in_utilisation(slu
 def test_a_running_gpu_job_on_the_dev_cluster_counts_on_the_page_while_it_runs(client, admin_user, slurm, settings):
     """The figures while the job still runs (slurmdbd has no end for it yet): allocated now,
     and GPU-seconds from its start up to now."""
-    from cluster.mirror import mirror_nodes
-    from cluster.provisioning import LocalProvisioner
-    from cluster.services import rest_client, slurm_cli
+    from cluster.actions.mirror import mirror_nodes
+    from cluster.clusters.services import rest_client, slurm_cli
+    from cluster.commands.provisioning import LocalProvisioner
     from testing.slurm import submission, unique_cluster_name, wait_for, wait_for_state
 
     mirror_nodes(slurm)

@@ -3,7 +3,7 @@ mirror seeing one first attaches it instead of recording it a second time."""
 
 import pytest
 
-from cluster.services import rest_client
+from cluster.clusters.services import rest_client
 from console.pinned_jobs import submit_pinned_job
 from jobs import actions, protocol
 from jobs.mirror.passes import mirror_jobs

@@ -9,8 +9,8 @@ from decimal import Decimal
 
 import pytest
 
-from cluster.cli import SlurmCli
-from cluster.mirror import record_power_states
+from cluster.actions.mirror import record_power_states
+from cluster.commands.cli import SlurmCli
 from cluster.models import Node, NodePowerSpan
 from console import power
 from console.models import PowerDecision, PoweredOnPin
@@ -76,8 +76,8 @@ def test_the_nodes_the_night_powered_down_are_powered_up_when_a_day_without_an_i
 
 
 def test_the_mirror_keeps_when_a_node_became_idle(h100):
-    from cluster.mirror import mirror_nodes
-    from cluster.types import Node as SlurmNode
+    from cluster.actions.mirror import mirror_nodes
+    from cluster.records.types import Node as SlurmNode
 
     class Client:
         def __init__(self, alloc):

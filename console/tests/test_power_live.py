@@ -10,9 +10,9 @@ import time
 import pytest
 from django.conf import settings
 
-from cluster.mirror import mirror_nodes
+from cluster.actions.mirror import mirror_nodes
+from cluster.clusters.services import rest_client, slurm_cli
 from cluster.models import Node, NodePowerSpan
-from cluster.services import rest_client, slurm_cli
 from conftest import subscribe
 from console import power
 from console.models import PowerDecision, PoweredOnPin

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from cluster.clusters.services import rest_client, slurm_cli
 from cluster.errors import SlurmError
-from cluster.services import rest_client, slurm_cli
 from datasets import storage
 from datasets.manifest import manifest_lines
 from datasets.models import DatasetFile, DatasetVersion, NodeCopy, NodePin, VersionState

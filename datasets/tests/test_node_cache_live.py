@@ -17,10 +17,10 @@ import time
 import pytest
 from django.conf import settings
 
-from cluster.mirror import mirror_nodes
+from cluster.actions.mirror import mirror_nodes
+from cluster.clusters.services import job_paths, rest_client
 from cluster.models import Node
-from cluster.services import job_paths, rest_client
-from cluster.types import JobSubmission
+from cluster.records.types import JobSubmission
 from conftest import subscribe
 from datasets.actions.node_cache import feature_for, sync_all_node_features
 from datasets.models import DatasetVersion, NodeCopy, VersionState

@@ -4,8 +4,8 @@ import pytest
 from django.core.management import call_command
 
 from accounts.models import Profile
-from cluster.accounts import SlurmAccounts
-from cluster.services import slurm_cli
+from cluster.clusters.services import slurm_cli
+from cluster.commands.accounts import SlurmAccounts
 from groups.models import Group
 from jobs.models import Job
 

@@ -7,8 +7,8 @@ import re
 import pytest
 from allauth.account.models import EmailAddress
 
-from cluster.accounts import SlurmAccounts
-from cluster.services import slurm_cli
+from cluster.clusters.services import slurm_cli
+from cluster.commands.accounts import SlurmAccounts
 from groups.models import Group
 from testing.browser import log_in
 from testing.servers import CHROMIUM_ARGS, CHROMIUM_PATH, portal_stack

@@ -10,9 +10,9 @@ from allauth.account.models import EmailAddress
 from django.core.management import call_command
 from django.utils import timezone
 
-from cluster.accounts import SlurmAccounts
+from cluster.clusters.services import rest_client, slurm_cli
+from cluster.commands.accounts import SlurmAccounts
 from cluster.errors import SlurmError
-from cluster.services import rest_client, slurm_cli
 from console import lab
 from groups import actions, usage
 from groups.models import Group

@@ -17,10 +17,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from cluster.clusters.services import rest_client
 from cluster.errors import SlurmError
-from cluster.hostlist import expand_hostlist
 from cluster.models import Node
-from cluster.services import rest_client
+from cluster.records.hostlist import expand_hostlist
 from interactive.actions import stop
 from interactive.events import publish_session
 from interactive.kinds import PORT_LINE, kind_for

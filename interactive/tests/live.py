@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import httpx
 from websockets.sync.client import connect as websocket_connect
 
-from cluster.services import rest_client
+from cluster.clusters.services import rest_client
 from interactive.actions.starting import check_start
 from interactive.models import InteractiveSession
 from interactive.origins import session_host

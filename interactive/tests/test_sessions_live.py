@@ -10,7 +10,7 @@ from django.utils import timezone
 from accounts.models import ApiToken
 from billing.models import UsageRecord
 from billing.usage.metering import run_metering
-from cluster.services import rest_client
+from cluster.clusters.services import rest_client
 from interactive.actions.culling import cull_idle_sessions
 from interactive.models import InteractiveSession
 from interactive.tests.live import SESSION, run_code, through_proxy, until_ready

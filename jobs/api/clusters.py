@@ -1,5 +1,5 @@
-"""`GET /api/v1/clusters/`: every Slurm cluster the portal talks to (cluster/registry.py) and
-whether it answers (cluster/probing.py); what a user picks a job's cluster from."""
+"""`GET /api/v1/clusters/`: every Slurm cluster the portal talks to (cluster/clusters/registry.py) and
+whether it answers (cluster/clusters/probing.py); what a user picks a job's cluster from."""
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -8,8 +8,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.access import is_admin
-from cluster.queries import cluster_views
-from cluster.registry import NAME
+from cluster.clusters.registry import NAME
+from cluster.records.queries import cluster_views
 from jobs.api.schema import errors
 
 

@@ -1,1 +1,1 @@
-"""The mirror: Slurm's queue written into Job rows (the reading itself is cluster.job_reader)."""
+"""The mirror: Slurm's queue written into Job rows (the reading itself is cluster.records.job_reader)."""

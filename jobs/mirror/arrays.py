@@ -27,11 +27,11 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 import foundation.lookups  # noqa: F401  (registers __any_of)
-from cluster.array_ids import expand_task_string
 from cluster.errors import SlurmError, SlurmNotFound
+from cluster.records.array_ids import expand_task_string
+from cluster.records.types import TERMINAL_JOB_STATES, AccountingRecord, JobStateEntry
+from cluster.records.types import Job as SlurmJob
 from cluster.slurmrest.client import SlurmRestClient
-from cluster.types import TERMINAL_JOB_STATES, AccountingRecord, JobStateEntry
-from cluster.types import Job as SlurmJob
 from jobs.live.events import publish_job_updates
 from jobs.mirror.rows import WATCHED_FIELDS, portal_state, state_signature
 from jobs.models import FINAL_STATES, UNREAD_OR_UNFINISHED, Job, JobArray, JobState

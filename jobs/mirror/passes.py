@@ -8,7 +8,7 @@ alone, in bulk. The full list is never read. `update_time` cannot narrow this: s
 one global "last change" time, so it returns everything or nothing. Jobs that leave
 slurmctld's memory (MinJobAge) before we saw their end are finished from slurmdbd.
 
-How Slurm is read is cluster.job_reader's; how a job's row is written, jobs/mirror/rows.py's
+How Slurm is read is cluster.records.job_reader's; how a job's row is written, jobs/mirror/rows.py's
 (conditional UPDATEs: two passes racing never overwrite a newer state with an older one).
 """
 
@@ -25,12 +25,12 @@ from django.db.models import F
 from django.utils import timezone
 
 import foundation.lookups  # noqa: F401  (registers __any_of)
-from cluster.cli import SlurmCli
+from cluster.clusters.registry import primary_cluster_name
+from cluster.commands.cli import SlurmCli
 from cluster.errors import SlurmNotFound
-from cluster.job_reader import JobReader
-from cluster.registry import primary_cluster_name
+from cluster.records.job_reader import JobReader
+from cluster.records.types import TERMINAL_JOB_STATES
 from cluster.slurmrest.client import SlurmRestClient
-from cluster.types import TERMINAL_JOB_STATES
 from foundation.redis_client import redis_client
 from jobs.live.events import publish_job_update
 from jobs.live.watching import watched

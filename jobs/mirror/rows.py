@@ -19,13 +19,13 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 import foundation.lookups  # noqa: F401  (registers __any_of)
+from cluster.clusters.registry import primary_cluster_name
+from cluster.clusters.services import rest_client
 from cluster.errors import SlurmError, SlurmNotFound
-from cluster.gres import requested_quota
-from cluster.registry import primary_cluster_name
-from cluster.services import rest_client
+from cluster.records.gres import requested_quota
+from cluster.records.types import TERMINAL_JOB_STATES
+from cluster.records.types import Job as SlurmJob
 from cluster.slurmrest.client import SlurmRestClient
-from cluster.types import TERMINAL_JOB_STATES
-from cluster.types import Job as SlurmJob
 from foundation.sequences import batches
 from groups.queries import group_ids_for_accounts
 from jobs.live.events import publish_job_update, publish_job_updates
@@ -199,7 +199,7 @@ def apply_slurm_job(job: SlurmJob, cluster: str | None = None) -> bool:
     if same_user and all(row[name] == fields[name] for name in WATCHED_FIELDS):
         return False
     if not same_user:
-        # The row's user came from a bulk read (cluster/queue.py) and slurmrestd names another:
+        # The row's user came from a bulk read (cluster/commands/queue.py) and slurmrestd names another:
         # slurmrestd's word stands, and the job counts toward that user's quota.
         fields["owner_id"] = _owner_id_for(fields["cluster_user"])
     updated = Job.objects.filter(pk=row["pk"], slurm_states=row["slurm_states"]).update(**fields)
@@ -387,7 +387,7 @@ PENDING_ESTIMATE_FIELDS = ("state_reason", "start_time", "end_time")
 
 
 def apply_pending_estimates(jobs: list[SlurmJob], cluster: str | None = None) -> tuple[list[int], list[int]]:
-    """Pending jobs re-read in bulk (squeue, cluster/queue.py) for their expected start: only
+    """Pending jobs re-read in bulk (squeue, cluster/commands/queue.py) for their expected start: only
     those fields are written (squeue has no output paths, and its record of a job the portal
     submitted is not the whole job), on rows still pending with the same signature. Returns the
     Slurm ids written and those found unchanged."""

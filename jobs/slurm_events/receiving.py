@@ -50,11 +50,11 @@ import redis
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
+from cluster.clusters.services import rest_client, slurm_cli
+from cluster.clusters.sync import single_flight
 from cluster.errors import SlurmError, SlurmNotFound
-from cluster.job_reader import fetch_jobs
-from cluster.services import rest_client, slurm_cli
-from cluster.sync import single_flight
-from cluster.types import TERMINAL_JOB_STATES
+from cluster.records.job_reader import fetch_jobs
+from cluster.records.types import TERMINAL_JOB_STATES
 from foundation.redis_client import redis_client
 from jobs.live.events import publish_job_updates
 from jobs.mirror.arrays import apply_task_records, apply_told_tasks, refresh_array

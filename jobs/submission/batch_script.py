@@ -5,7 +5,7 @@ the image, the command, the data mount and every environment value are embedded 
 single-line base64 and decoded at run time into shell variables, which are only ever
 expanded inside double quotes. So whatever a field holds (newlines, quotes, `#SBATCH`,
 Unicode line separators), the script has the same lines, no `#SBATCH` line at all (every
-Slurm option travels in the REST submission, `cluster.types.JobSubmission`), and the
+Slurm option travels in the REST submission, `cluster.records.types.JobSubmission`), and the
 user's command runs in exactly one place: as the job, via `exec bash -c "$command"`.
 Environment variable NAMES cannot be encoded (they become names in the shell), so they
 must match `jobs.submission.spec.ENV_NAME_RE` and not be reserved, or rendering raises ValueError.

@@ -1,13 +1,13 @@
 """Which cluster a new job goes to: the submission's `cluster` (absent: the portal's own; a
-name; or `any`: the earliest expected start, cluster/placement.py), checked against what only
+name; or `any`: the earliest expected start, cluster/clusters/placement.py), checked against what only
 the portal's own cluster offers (docs/clusters.md, "Jobs on further clusters")."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from cluster.placement import JobShape, choose, estimate_where_answering
-from cluster.registry import all_clusters, primary_cluster_name
+from cluster.clusters.placement import JobShape, choose, estimate_where_answering
+from cluster.clusters.registry import all_clusters, primary_cluster_name
 from jobs.submission.spec import JobSpec, SpecError
 
 ANY = "any"

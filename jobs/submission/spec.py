@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cluster.gres import build_tres_per_node
+from cluster.records.gres import build_tres_per_node
 from foundation.gpu_types import GpuType, gpu_types_from_mapping
 from foundation.images import ImageCatalogue, canonical_repository
 from plans.catalog import PlanSnapshot as Plan
@@ -183,7 +183,7 @@ class GpuRequest:
     dataset_gb: int = 0
 
     def tres_per_node(self) -> str:
-        """Slurm's `tres_per_node` (cluster.gres.build_tres_per_node): "gres/gpu:a100:2" for
+        """Slurm's `tres_per_node` (cluster.records.gres.build_tres_per_node): "gres/gpu:a100:2" for
         whole GPUs, "gres/shard:a100:3" for memory, then ",gres/nvme:500" for an NVMe cache
         (scratch plus the datasets' GB)."""
         return build_tres_per_node(

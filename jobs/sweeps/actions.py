@@ -13,9 +13,9 @@ from django.db.models import Exists, OuterRef
 
 from accounts.models import Profile
 from audit.log import record
-from cluster.array_ids import compress_ids
+from cluster.clusters.services import rest_client, slurm_cli
 from cluster.errors import SlurmError
-from cluster.services import rest_client, slurm_cli
+from cluster.records.array_ids import compress_ids
 from jobs.actions import DEFAULT_GROUP, charged_group, check_allocation, locked_profile, partition_for
 from jobs.mirror.arrays import refresh_array
 from jobs.models import FINAL_STATES, Job, JobArray, JobState, Sweep

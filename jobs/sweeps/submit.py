@@ -23,11 +23,11 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Profile
-from cluster import jobfs
-from cluster.array_ids import compress_ids
+from cluster.clusters.services import job_paths, rest_client
 from cluster.errors import SlurmError, SlurmTransientError
-from cluster.services import job_paths, rest_client
-from cluster.types import JobSubmission
+from cluster.files import jobfs
+from cluster.records.array_ids import compress_ids
+from cluster.records.types import JobSubmission
 from jobs.live.events import publish_job_updates
 from jobs.models import Job, JobArray, JobState
 from jobs.protocol import COMMENT_PREFIX, make_user_directory

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from django.contrib.messages import get_messages
 
+from cluster.clusters.registry import ClusterConfig
 from cluster.models import ClusterStatus
-from cluster.registry import ClusterConfig
 from jobs.models import Job
 from jobs.submission import intake
 from jobs.submission.clusters import cluster_asked_by

@@ -13,7 +13,7 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from cluster.services import job_paths, rest_client, slurm_cli
+from cluster.clusters.services import job_paths, rest_client, slurm_cli
 from conftest import subscribe
 from foundation.images import image_catalogue_from_mapping, load_image_catalogue
 from jobs import actions, protocol

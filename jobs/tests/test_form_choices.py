@@ -13,7 +13,7 @@ from django.conf import settings as django_settings
 from django.test import Client
 from django.utils import timezone
 
-from cluster.registry import ClusterConfig
+from cluster.clusters.registry import ClusterConfig
 from jobs.forms import combination_errors
 from jobs.models import Job, Sweep
 from jobs.submission import intake as job_intake

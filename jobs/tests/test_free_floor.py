@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from cluster.services import rest_client
+from cluster.clusters.services import rest_client
 from conftest import subscribe
 from jobs.actions import partition_for
 from jobs.models import Job

@@ -98,7 +98,7 @@ def test_a_capped_plans_job_never_goes_to_a_further_cluster(alice, settings):
 
     from rest_framework.test import APIClient
 
-    from cluster.registry import ClusterConfig
+    from cluster.clusters.registry import ClusterConfig
     from conftest import subscribe
     from jobs.submission.clusters import choose_cluster, home_only_reason
     from jobs.submission.spec import SpecError, SpecPolicy, parse_job_spec

@@ -8,7 +8,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 
 from accounts import actions
-from cluster.services import rest_client
+from cluster.clusters.services import rest_client
 from jobs.live.events import user_group
 from jobs.mirror.passes import ListingMemo, mirror_jobs, record_missing_accounting
 from jobs.mirror.rows import WATCHED_FIELDS, apply_slurm_job
@@ -191,7 +191,7 @@ def test_a_job_cancelled_while_submitting_is_cancelled_in_slurm_by_the_mirror(pr
 
 @pytest.mark.slurm
 def test_a_burst_of_new_pending_jobs_is_read_with_squeue_not_one_request_each(provisioned_alice):
-    from cluster.services import slurm_cli
+    from cluster.clusters.services import slurm_cli
 
     owner = rest_client(provisioned_alice.cluster_username)
     service = rest_client()
@@ -225,7 +225,7 @@ def test_watched_pending_jobs_get_their_estimate_from_one_squeue_run_not_a_reque
 
     from django.utils import timezone
 
-    from cluster.services import slurm_cli
+    from cluster.clusters.services import slurm_cli
     from jobs.live.watching import watch
 
     owner = rest_client(provisioned_alice.cluster_username)

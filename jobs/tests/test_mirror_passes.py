@@ -11,11 +11,11 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
-from cluster import job_reader
 from cluster.errors import SlurmNotFound
+from cluster.records import job_reader
+from cluster.records.types import JobStateEntry
 from cluster.slurmrest.v0041 import V0041Adapter
 from cluster.tests.test_v0041_adapter import captured
-from cluster.types import JobStateEntry
 from jobs.live.events import publish_job_updates, user_group
 from jobs.live.watching import KEY, watch, watched
 from jobs.mirror import passes as mirror
@@ -156,7 +156,7 @@ def test_an_ended_job_that_slurm_briefly_reports_without_nodes_keeps_them():
 
 
 def test_new_jobs_are_fetched_by_id_when_squeue_cannot_be_reached(caplog, monkeypatch):
-    from cluster.cli import SlurmCli
+    from cluster.commands.cli import SlurmCli
 
     monkeypatch.setattr(job_reader.QUEUE_BACKOFF, "unavailable_until", 0.0)
     unreachable = SlurmCli(prefix=["/nonexistent/slurm-login"])

@@ -21,7 +21,7 @@ from channels.testing import HttpCommunicator
 from django.conf import settings
 from django.utils import timezone
 
-from cluster.services import rest_client, slurm_cli
+from cluster.clusters.services import rest_client, slurm_cli
 from jobs.mirror.passes import PASS_TOOK_KEY, mirror_jobs, note_pass_took
 from jobs.models import Job
 from jobs.slurm_events import asgi as asgi_events

@@ -1,10 +1,10 @@
 """The job spec's NVMe cache field (`nvme_gb`): parsed, bounded, stored, and sent to Slurm as
-the count-only GRES `gres/nvme` next to the GPU request (cluster.gres.build_tres_per_node)."""
+the count-only GRES `gres/nvme` next to the GPU request (cluster.records.gres.build_tres_per_node)."""
 
 import pytest
 from django.http import QueryDict
 
-from cluster.gres import build_tres_per_node, requested_gpus, requested_nvme_gb, requested_shards
+from cluster.records.gres import build_tres_per_node, requested_gpus, requested_nvme_gb, requested_shards
 from jobs.forms import form_data_from_post
 from jobs.submission.spec import SpecError, job_spec_from_dict, parse_job_spec
 from jobs.tests.test_spec import PRO, policy, spec_data

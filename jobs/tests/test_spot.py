@@ -75,7 +75,7 @@ def test_the_spot_qos_is_preempted_by_every_plans_qos_with_notice():
 @pytest.mark.django_db(transaction=True)
 def test_a_spot_job_hears_sigterm_is_requeued_and_shows_its_preempted_run(alice, bob, provision, slurm, settings):
     from billing.usage.metering import run_metering
-    from cluster.services import job_paths, slurm_cli
+    from cluster.clusters.services import job_paths, slurm_cli
     from jobs import protocol
     from jobs.costs import cost_for
     from jobs.tasks import run_sync

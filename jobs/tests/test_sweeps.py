@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from cluster.array_ids import bitmap_task_ids, compress_ids, expand_task_string
+from cluster.records.array_ids import bitmap_task_ids, compress_ids, expand_task_string
 from cluster.slurmrest.registry import adapter_for
 from jobs.mirror.arrays import apply_array_records
 from jobs.models import Job, JobArray, Sweep

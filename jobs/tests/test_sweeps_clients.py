@@ -11,7 +11,7 @@ import re
 import pytest
 
 from accounts.models import ApiToken
-from cluster.services import slurm_cli
+from cluster.clusters.services import slurm_cli
 from conftest import subscribe
 from jobs.models import Job, Sweep
 from jobs.tests.test_api_client import PACKAGE, client_package, generate_client  # noqa: F401  (a fixture)

@@ -13,7 +13,7 @@ import pytest
 from billing.models import UsageRecord
 from billing.usage.metering import run_metering
 from billing.views import sweeps_on_invoice
-from cluster.services import rest_client, slurm_cli
+from cluster.clusters.services import rest_client, slurm_cli
 from conftest import subscribe
 from jobs.logs import local_log_path, read_tail
 from jobs.mirror.arrays import record_array_accounting

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from accounts.actions import lifecycle
-from cluster.services import slurm_cli
+from cluster.clusters.services import slurm_cli
 from conftest import subscribe
 from jobs.mirror.passes import mirror_jobs
 from jobs.models import Job

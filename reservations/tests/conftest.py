@@ -5,7 +5,7 @@ import pytest
 def cleanup():
     """Names of Slurm reservations a test made (or a failed assertion would leave behind),
     deleted after it."""
-    from cluster.services import slurm_cli
+    from cluster.clusters.services import slurm_cli
 
     names = []
     yield names

@@ -326,14 +326,15 @@ def test_an_approval_slurm_refuses_answers_the_failed_reservation(alice, admin_u
     from cluster.errors import SlurmCommandError, words_for_slurm_output
 
     class RefusingCli:
-        def create_gpu_reservation(self, name, **kwargs):
+        def create_gpu_reservation(self, request):
             output = "Error creating the reservation: Requested nodes are busy"
             raise SlurmCommandError(
-                f"scontrol create reservation ReservationName={name} failed (1): {output}",
+                f"scontrol create reservation ReservationName={request.name} failed (1): {output}",
                 public_message=words_for_slurm_output(output),
             )
 
     monkeypatch.setattr(actions, "reservation_gateway", lambda: RefusingCli())
+    monkeypatch.setattr(actions, "cluster_users", lambda reservation: ["alice1"])
     reservation = row(alice)
 
     response = post(api_client_for(admin_user), f"{URL}{reservation.pk}/approve")

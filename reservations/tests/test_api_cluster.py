@@ -7,8 +7,8 @@ from datetime import UTC, datetime, time, timedelta
 import pytest
 from django.utils import timezone
 
-from cluster.mirror import mirror_nodes
-from cluster.services import slurm_cli
+from cluster.actions.mirror import mirror_nodes
+from cluster.clusters.services import slurm_cli
 from conftest import subscribe
 from reservations.models import Reservation, State
 

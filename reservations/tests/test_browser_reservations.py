@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.utils import timezone
 
-from cluster.mirror import mirror_nodes
-from cluster.services import slurm_cli
+from cluster.actions.mirror import mirror_nodes
+from cluster.clusters.services import slurm_cli
 from reservations import actions
 from reservations.models import Reservation, State
 from testing.browser import log_in

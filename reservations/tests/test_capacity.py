@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from cluster.models import Node
-from cluster.types import Reservation as SlurmReservation
+from cluster.records.types import Reservation as SlurmReservation
 from conftest import subscribe
 from reservations import actions
 from reservations.capacity import availability, nearest_free_starts

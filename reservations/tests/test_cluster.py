@@ -11,10 +11,10 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.utils import timezone
 
+from cluster.actions.mirror import mirror_nodes
+from cluster.clusters.services import slurm_cli
+from cluster.commands.reservation_request import GpuReservationRequest
 from cluster.errors import SlurmRequestError
-from cluster.mirror import mirror_nodes
-from cluster.reservation_request import GpuReservationRequest
-from cluster.services import slurm_cli
 from conftest import subscribe
 from jobs import actions as job_actions
 from jobs.models import Job

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from cluster.models import Node
-from cluster.types import Reservation as SlurmReservation
+from cluster.records.types import Reservation as SlurmReservation
 from conftest import subscribe
 from reservations import actions
 from reservations.models import Reservation, ReservationEvent, State

@@ -15,8 +15,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 
+from cluster.clusters.registry import ClusterConfig
 from cluster.models import FurtherNode, Node
-from cluster.registry import ClusterConfig
 from jobs.models import Job
 from telemetry import tasks
 from telemetry.emulator import emulated_further_samples

@@ -1,8 +1,8 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from cluster.clusters.services import rest_client, served_api
 from cluster.errors import SlurmAuthError, SlurmError
-from cluster.services import rest_client, served_api
 
 
 def format_gpus(node) -> str:

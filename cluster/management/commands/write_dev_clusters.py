@@ -1,4 +1,4 @@
-"""The dev stack's further clusters as a CLUSTERS_FILE (cluster/registry.py): each dev cluster
+"""The dev stack's further clusters as a CLUSTERS_FILE (cluster/clusters/registry.py): each dev cluster
 generation other than SLURM_RELEASE whose root is built, so `make dev` serves both in one portal."""
 
 import json
@@ -7,7 +7,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from cluster.registry import parse_clusters
+from cluster.clusters.registry import parse_clusters
 
 
 def dev_cluster_entries(releases) -> list[dict]:

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from cluster.registry import all_clusters
+from cluster.clusters.registry import all_clusters
 from telemetry.models import NodeToken, cluster_key
 
 

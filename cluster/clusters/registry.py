@@ -58,7 +58,7 @@ class ClusterConfig:
     time_zone: str = "UTC"
     primary: bool = False
     # The job directories' root on the cluster and as the portal reaches it; None: it takes no
-    # portal job (cluster/paths.py maps one to the other).
+    # portal job (cluster/files/paths.py maps one to the other).
     job_root: str | None = None
     job_root_local: Path | None = None
 

@@ -7,13 +7,13 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
-from cluster.cli import SlurmCli
-from cluster.paths import JobPathMap
-from cluster.registry import ClusterConfig, cluster_named, primary_cluster
+from cluster.clusters.registry import ClusterConfig, cluster_named, primary_cluster
+from cluster.commands.cli import SlurmCli
+from cluster.files.paths import JobPathMap
 from cluster.slurmrest.base import ServedApi
 from cluster.slurmrest.client import SlurmRestClient, discover
 from cluster.slurmrest.registry import adapter_for, choose_version
-from cluster.tokens import TokenMinter
+from cluster.slurmrest.tokens import TokenMinter
 
 
 @cache
@@ -40,7 +40,7 @@ def _served(base_url: str, key_file: Path, timeout: float | None = None) -> Serv
 
 
 def _cluster(name: str | None) -> ClusterConfig:
-    """The named cluster (cluster/registry.py), or the portal's own (the SLURM_* settings)."""
+    """The named cluster (cluster/clusters/registry.py), or the portal's own (the SLURM_* settings)."""
     return primary_cluster() if name is None else cluster_named(name)
 
 

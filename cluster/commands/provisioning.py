@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from cluster.cli import SlurmCli
+from cluster.commands.cli import SlurmCli
+from cluster.commands.limits import AssociationLimits
 from cluster.errors import SlurmCommandError, SlurmTransientError
-from cluster.limits import AssociationLimits
 
 _USERNAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 # How long removal waits for cancelled jobs to leave before giving the caller a retry.

@@ -6,7 +6,7 @@ import os
 
 from django.core.checks import Warning, register
 
-from cluster.registry import all_clusters
+from cluster.clusters.registry import all_clusters
 
 
 @register()

@@ -6,8 +6,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from cluster.models import Node, NodePowerSpan, power_state_of
+from cluster.records.types import Node as SlurmNode
 from cluster.slurmrest.client import SlurmRestClient
-from cluster.types import Node as SlurmNode
 
 
 def node_fields(node: SlurmNode) -> dict:

@@ -1,8 +1,8 @@
-"""Is each cluster answering? One probe per cluster of cluster/registry.py, all at once (a
+"""Is each cluster answering? One probe per cluster of cluster/clusters/registry.py, all at once (a
 cluster that hangs never delays another's), every CLUSTER_PROBE_INTERVAL_SECONDS (beat,
 cluster.tasks.probe_clusters). A probe is slurmrestd's ping, which also says whether slurmctld
 answers slurmrestd; the release and REST version come from the daemon's OpenAPI document,
-read once per process (cluster/services.py). The outcome goes on the cluster's ClusterStatus
+read once per process (cluster/clusters/services.py). The outcome goes on the cluster's ClusterStatus
 row: pages and `/api/v1/clusters/` show a cluster that stopped answering as "stale since" its
 last answer."""
 
@@ -18,10 +18,10 @@ from django.db.models import Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from cluster.clusters.registry import ClusterConfig, all_clusters
+from cluster.clusters.services import api_version, rest_client, served_api
 from cluster.errors import SlurmError
 from cluster.models import ClusterStatus
-from cluster.registry import ClusterConfig, all_clusters
-from cluster.services import api_version, rest_client, served_api
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from cluster.jobfs import Beneath
+from cluster.files.jobfs import Beneath
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class JobPathMap:
         below it, the first being that user's own job directory (a job could report
         another user's log as its output). A lexical check only, on purpose: a job can
         swap any directory of its own for a symlink between a check on the resolved path
-        and an open by name, so the file must be opened with `cluster.jobfs`, which walks
+        and an open by name, so the file must be opened with `cluster.files.jobfs`, which walks
         these parts without following links."""
         self.job_dir(cluster_user)  # refuses a user name that is not one component
         parts = self.relative_parts(slurm_path)
@@ -54,7 +54,7 @@ class JobPathMap:
         return Beneath(Path(self.local_root), parts)
 
     def user_directory(self, cluster_user: str, *names: str) -> Beneath:
-        """<local root>/<cluster user>/<names...>, to be created with `cluster.jobfs`."""
+        """<local root>/<cluster user>/<names...>, to be created with `cluster.files.jobfs`."""
         self.job_dir(cluster_user)
         return Beneath(Path(self.local_root), (cluster_user, *names))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cluster.types import GpuGroup
+from cluster.records.types import GpuGroup
 
 # name[:type]:count[(extra)] ; type may contain letters, digits, '-', '_', '.'
 _GRES_ITEM = re.compile(r"^(?P<name>[A-Za-z0-9_]+)(?::(?P<type>[^:(]+))?:(?P<count>\d+)(?:\((?P<extra>[^)]*)\))?$")

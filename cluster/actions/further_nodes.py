@@ -15,9 +15,9 @@ from datetime import timedelta
 from django.db.models import Max
 from django.utils import timezone
 
-from cluster.mirror import node_fields
+from cluster.actions.mirror import node_fields
+from cluster.clusters.registry import further_clusters_taking_jobs, primary_cluster_name
 from cluster.models import FurtherNode, Node
-from cluster.registry import further_clusters_taking_jobs, primary_cluster_name
 from cluster.slurmrest.client import SlurmRestClient
 
 SNAPSHOT_EVERY_SECONDS = 10

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 import redis
 from django.utils import timezone
 
+from cluster.actions.mirror import mirror_nodes
 from cluster.errors import SlurmError
-from cluster.mirror import mirror_nodes
 from cluster.models import SyncRun
 from cluster.slurmrest.client import SlurmRestClient
 from foundation.redis_client import redis_client

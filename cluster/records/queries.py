@@ -1,4 +1,4 @@
-"""The clusters as the portal shows them: each configured cluster (cluster/registry.py) with
+"""The clusters as the portal shows them: each configured cluster (cluster/clusters/registry.py) with
 what its probes last saw (ClusterStatus)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from cluster.clusters.registry import all_clusters
 from cluster.models import ClusterStatus
-from cluster.registry import all_clusters
 
 
 @dataclass(frozen=True)

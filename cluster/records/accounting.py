@@ -1,7 +1,7 @@
 """GPU-second arithmetic over slurmdbd's accounting records: the one place that says what a
 run used. Operations figures read it today; billing meters from it.
 
-Pure functions over `cluster.types.AccountingRecord`; no Django, no I/O.
+Pure functions over `cluster.records.types.AccountingRecord`; no Django, no I/O.
 
 Units: every duration and every usage is an **integer** number of seconds.
 - GPU-seconds: whole GPUs (`gres/gpu`) x seconds held. 2 A100s for 90 s = 180.
@@ -35,8 +35,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from cluster.hostlist import expand_hostlist
-from cluster.types import NOT_STARTED_NODES, AccountingRecord
+from cluster.records.hostlist import expand_hostlist
+from cluster.records.types import NOT_STARTED_NODES, AccountingRecord
 
 GPU_PREFIX = "gres/gpu:"
 SHARD_PREFIX = "gres/shard:"

@@ -1,6 +1,6 @@
 """Limits Slurm enforces itself, as values: a QOS's (priority, wall time, GPUs per user) and
 a user association's (QOS, GPU-minute budget, submit hold). Pure: the formats sacctmgr takes
-and prints, parsed and written here; cluster/cli.py runs the commands.
+and prints, parsed and written here; cluster/commands/cli.py runs the commands.
 
 Why these (deploy/devcluster/README.md and shared notes on limits):
 - `MaxTRESPerUser` with typed GPUs (`gres/gpu:a100=2`) and `Flags=DenyOnLimit` refuses a job
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cluster.gres import parse_tres
+from cluster.records.gres import parse_tres
 
 # sacctmgr prints "unset" as an empty field and takes -1 to clear a limit.
 CLEAR = -1

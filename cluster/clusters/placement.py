@@ -20,11 +20,11 @@ from zoneinfo import ZoneInfo
 
 from django.utils import timezone
 
-from cluster.cli import SlurmCli
+from cluster.clusters.registry import ClusterConfig
+from cluster.clusters.services import slurm_cli
+from cluster.commands.cli import SlurmCli
 from cluster.errors import SlurmError
-from cluster.queries import clusters_not_answering
-from cluster.registry import ClusterConfig
-from cluster.services import slurm_cli
+from cluster.records.queries import clusters_not_answering
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ SAME_START = timedelta(minutes=1)
 @dataclass(frozen=True)
 class JobShape:
     partition: str  # Slurm's list, "floor,gpu"
-    tres_per_node: str  # cluster.gres.build_tres_per_node's
+    tres_per_node: str  # cluster.records.gres.build_tres_per_node's
     time_limit_minutes: int
 
 
@@ -142,7 +142,7 @@ def utc_clock(moment: datetime) -> str:
 
 def estimate_where_answering(clusters: Iterable[ClusterConfig], shape: JobShape) -> list[StartEstimate]:
     """estimate_everywhere through each cluster's own CLI, the clusters the probes see not
-    answering left out (cluster/probing.py)."""
+    answering left out (cluster/clusters/probing.py)."""
     silent = {view.name: view.stale_since for view in clusters_not_answering()}
     return estimate_everywhere(clusters, shape, slurm_cli, not_answering=silent)
 

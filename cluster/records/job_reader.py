@@ -6,7 +6,7 @@
   grows slurmrestd by gigabytes at thousands of jobs;
 - details of a burst of new pending jobs, and of the pending jobs someone watches, in bulk
   (`JobReader.new_pending`, `JobReader.pending`), one `squeue` run per thousands
-  (cluster/queue.py), when the CLI is reachable; after a failure squeue rests for
+  (cluster/commands/queue.py), when the CLI is reachable; after a failure squeue rests for
   QUEUE_RETRY_AFTER seconds (a stalled login node would otherwise cost every pass its timeout)
   and those jobs are fetched by id.
 
@@ -23,11 +23,11 @@ from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 
-from cluster.cli import SlurmCli
+from cluster.commands.cli import SlurmCli
+from cluster.commands.queue import pending_job_details
 from cluster.errors import SlurmError, SlurmNotFound
-from cluster.queue import pending_job_details
+from cluster.records.types import Job
 from cluster.slurmrest.client import SlurmRestClient
-from cluster.types import Job
 from foundation.sequences import batches
 
 log = logging.getLogger(__name__)

@@ -1,10 +1,10 @@
 """GPU reservations made the way the cluster allows: over REST where slurmrestd can create
-them (v0.0.43+, Slurm 26.05), with `scontrol` (cluster/cli.py) where it cannot (24.11).
+them (v0.0.43+, Slurm 26.05), with `scontrol` (cluster/commands/cli.py) where it cannot (24.11).
 
 The calls and their results are the same either way, so reservations/ never asks which.
 REST writes go with the service user's token (the SlurmUser): slurmctld refuses a user's
 token with 422 / 2010, and a user must never hold the right to reserve for others anyway.
-Requests are checked once, as values (cluster/reservation_request.py), so both paths accept
+Requests are checked once, as values (cluster/commands/reservation_request.py), so both paths accept
 the same input.
 """
 
@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
-from cluster.cli import SlurmCli
+from cluster.clusters.services import rest_client, slurm_cli
+from cluster.commands.cli import SlurmCli
+from cluster.commands.reservation_request import GpuReservationRequest, checked_name
 from cluster.errors import SlurmNotFound, SlurmRequestError
-from cluster.reservation_request import GpuReservationRequest, checked_name
-from cluster.services import rest_client, slurm_cli
+from cluster.records.types import Reservation
 from cluster.slurmrest.client import SlurmRestClient
-from cluster.types import Reservation
 
 
 class ReservationGateway:

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
-from cluster.cli import CommandResult, SlurmCli
+from cluster.commands.cli import CommandResult, SlurmCli
+from cluster.commands.limits import CLEAR, format_tres
+from cluster.commands.queue import parse_slurm_time
 from cluster.errors import SlurmCommandError
-from cluster.gres import parse_tres
-from cluster.limits import CLEAR, format_tres
-from cluster.queue import parse_slurm_time
+from cluster.records.gres import parse_tres
 
 # Slurm lower-cases account names; ours are short and safe in any shell or file name.
 ACCOUNT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")

@@ -23,10 +23,10 @@ import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from cluster.cli import SlurmCli
+from cluster.commands.cli import SlurmCli
+from cluster.commands.limits import parse_wall_minutes
 from cluster.errors import SlurmCommandError
-from cluster.limits import parse_wall_minutes
-from cluster.types import Job
+from cluster.records.types import Job
 from foundation.sequences import batches
 
 # squeue's --Format names (24.11 and 26.05 alike), in the order parsed below.

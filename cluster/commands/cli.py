@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from cluster.errors import SlurmCommandError, SlurmTransientError, words_for_slurm_output
-from cluster.limits import (
+from cluster.commands.limits import (
     ASSOCIATION_FORMAT,
     CLEAR,
     QOS_FORMAT,
@@ -27,7 +26,7 @@ from cluster.limits import (
     parse_association_lines,
     parse_qos_lines,
 )
-from cluster.reservation_request import (
+from cluster.commands.reservation_request import (
     SCONTROL_TIME,
     GpuReservationRequest,
     checked_flags,
@@ -37,7 +36,8 @@ from cluster.reservation_request import (
     checked_word,
     scontrol_start,
 )
-from cluster.types import Reservation
+from cluster.errors import SlurmCommandError, SlurmTransientError, words_for_slurm_output
+from cluster.records.types import Reservation
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ class SlurmCli:
             check=False,
         )
 
-    # --- limits Slurm enforces (cluster/limits.py) -------------------------------------------
+    # --- limits Slurm enforces (cluster/commands/limits.py) -------------------------------------------
     def set_association_limits(self, limits: AssociationLimits) -> CommandResult:
         """QOS, default QOS, GPU-minute budget and submit hold of one user's association.
         (MaxSubmitJobs=-1 also lifts the hold `hold_user_submissions` puts on an account.)"""
@@ -225,7 +225,7 @@ class SlurmCli:
 
     # --- reservations ----------------------------------------------------------------------
     # slurmrestd 24.11 only reads reservations; these create, change and delete them with
-    # scontrol. Every argument is checked first (cluster/reservation_request.py); `run`'s
+    # scontrol. Every argument is checked first (cluster/commands/reservation_request.py); `run`'s
     # whole-match check still stands behind them. They run as `env TZ=UTC0 SLURM_TIME_FORMAT=standard scontrol ...`:
     # scontrol reads and prints times in its own process's zone (seen on 24.11: the same
     # reservation shows 10:00 under TZ=UTC0 and 13:00 under TZ=XYZ-3), so the portal formats

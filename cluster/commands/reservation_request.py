@@ -1,6 +1,6 @@
 """A reservation as the portal asks Slurm for it, checked once: the same value goes to
-scontrol (cluster/cli.py) and to slurmrestd (cluster/slurmrest/), through the reservation
-gateway (cluster/reservation_gateway.py), so every path accepts the same input and refuses the
+scontrol (cluster/commands/cli.py) and to slurmrestd (cluster/slurmrest/), through the reservation
+gateway (cluster/clusters/reservation_gateway.py), so every path accepts the same input and refuses the
 same input with the same words. The rules are scontrol's, found on 24.11: names and words of
 letters, digits, _ and -; cluster user names; a start with a time zone (or NOW); whole minutes.
 """
