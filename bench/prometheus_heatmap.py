@@ -24,7 +24,8 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, default=2048)
     parser.add_argument("--reads", type=int, default=20)
     args = parser.parse_args()
-    from telemetry import prometheus, storage
+    from telemetry import prometheus
+    from telemetry.actions import storage
     from telemetry.exporter_server import exporter_server, scrape_config
     from telemetry.samples import GpuSample
     from testing.servers import prometheus_server

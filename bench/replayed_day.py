@@ -229,7 +229,7 @@ def _apply_power_policy(hour: float, seconds_per_hour: float) -> None:
 
     from cluster.actions.mirror import mirror_nodes
     from cluster.clusters.services import rest_client
-    from console.power import apply_power_policy
+    from console.actions.power import apply_power_policy
 
     idle_seconds = round(NIGHT_IDLE_MINUTES / 60 * seconds_per_hour) if int(hour) % 24 in NIGHT_HOURS else 0
     mirror_nodes(rest_client())

@@ -168,8 +168,8 @@ end
 
 
 def storage_only(args, per_node: int, need: float) -> None:
+    from telemetry.actions.storage import store_samples
     from telemetry.samples import GpuSample
-    from telemetry.storage import store_samples
 
     moment = datetime.now(UTC)
     samples = [

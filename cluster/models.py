@@ -151,7 +151,7 @@ class SyncRun(models.Model):
 
 class NodePowerSpan(models.Model):
     """How long a node stayed in one power state (Node.power_state), as the mirror saw it change:
-    the open span has no end. Energy saved is read from the "off" spans (console/power.py)."""
+    the open span has no end. Energy saved is read from the "off" spans (console/actions/power.py)."""
 
     node = models.CharField(max_length=100)
     state = models.CharField(max_length=16)

@@ -121,7 +121,7 @@ class NodeImage(models.Model):
 
 
 class PowerDecision(models.Model):
-    """What the power policy did and why (console/power.py), newest first on the operations page."""
+    """What the power policy did and why (console/actions/power.py), newest first on the operations page."""
 
     class Kind(models.TextChoices):
         POWERED_DOWN = "powered_down", "Idle node powered down"

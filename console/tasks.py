@@ -1,7 +1,6 @@
 from celery import shared_task
 
-from console import gpu_reset, power
-from console.actions import image_operations
+from console.actions import gpu_reset, image_operations, power
 from console.models import GpuReset, ImageOperation
 
 
@@ -41,5 +40,5 @@ def advance_image_operations() -> int:
 
 @shared_task(ignore_result=True)
 def apply_power_policy() -> str:
-    """Night mode's SuspendTime and the standby nodes (console/power.py); idempotent."""
+    """Night mode's SuspendTime and the standby nodes (console/actions/power.py); idempotent."""
     return power.apply_power_policy()

@@ -419,7 +419,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "reservations-check": {"task": "reservations.tasks.check_reservations", "schedule": 300.0},
     # The nodes' ds_<version> features back after a slurmctld restart (datasets/actions/node_cache.py).
-    # Night mode's SuspendTime and standby nodes woken at peak (console/power.py).
+    # Night mode's SuspendTime and standby nodes woken at peak (console/actions/power.py).
     "console-power-policy": {
         "task": "console.tasks.apply_power_policy",
         "schedule": 60.0,
@@ -678,7 +678,7 @@ SUBMIT_RETRY_MAX_SECONDS = env_int("SUBMIT_RETRY_MAX_SECONDS", 300, minimum=1)
 # Spot jobs: a QOS of their own, preempted by every plan's (plans/slurm_limits.py); "" turns
 # spot off. A preempted job gets SIGTERM and this long before SIGKILL (Slurm's GraceTime; not
 # billed), and is never preempted in its first SPOT_PREEMPT_EXEMPT_SECONDS.
-# --- Power (console/power.py) -------------------------------------------------------------
+# --- Power (console/actions/power.py) -------------------------------------------------------------
 # Slurm's power saving suspends idle nodes after the partition's SuspendTime: this many seconds
 # at night (22:00-06:00, plans/spot.py's window) and by day; 0: never (SuspendTime=NONE).
 POWER_NIGHT_SUSPEND_SECONDS = env_int("POWER_NIGHT_SUSPEND_SECONDS", 0, minimum=0)

@@ -5,7 +5,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from telemetry import storage
+from telemetry.actions import storage
 from telemetry.dcgm import scrape_exporter
 from telemetry.drivers import record_drivers
 from telemetry.emulator import emulated_further_samples, emulated_samples

@@ -20,10 +20,10 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from telemetry.actions.storage import store_samples
 from telemetry.drivers import record_drivers, valid_driver
 from telemetry.ingest import BatchError, WrongNode, parse_batch
 from telemetry.models import OWN_CLUSTER, NodeToken
-from telemetry.storage import store_samples
 
 log = logging.getLogger(__name__)
 LAST_SEEN_PRECISION = timedelta(seconds=60)

@@ -34,7 +34,7 @@ from jobs import actions as job_actions  # noqa: E402
 from jobs.submission.spec import SpecPolicy, parse_job_spec  # noqa: E402
 from jobs.tasks import run_sync  # noqa: E402
 from plans.catalog import plan_for  # noqa: E402
-from telemetry import storage  # noqa: E402
+from telemetry.actions import storage  # noqa: E402
 from telemetry.emulator import emulated_samples  # noqa: E402
 from testing.slurm import remove_cluster_user, unique_cluster_name  # noqa: E402
 

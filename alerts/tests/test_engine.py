@@ -10,8 +10,8 @@ from django.core import mail
 from alerts.actions import evaluate
 from alerts.defaults import ensure_default_rule
 from alerts.models import Alert, AlertRule
+from telemetry.actions.storage import store_samples
 from telemetry.samples import GpuSample
-from telemetry.storage import store_samples
 
 # transaction=True: the email goes out on commit, as in production.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -21,7 +21,7 @@ from jobs.models import Job
 from jobs.submission.spec import SpecPolicy, parse_job_spec
 from jobs.tasks import run_sync, submit_to_slurm
 from plans.catalog import plan_for
-from telemetry import storage
+from telemetry.actions import storage
 from telemetry.emulator import emulated_samples
 from testing.slurm import wait_for, wait_for_state, wait_until_requeued
 

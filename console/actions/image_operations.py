@@ -27,8 +27,8 @@ from audit.log import record
 from cluster.clusters.services import rest_client
 from cluster.errors import SlurmError
 from cluster.models import Node
+from console.actions.pinned_jobs import submit_pinned_job
 from console.models import ImageOperation, ImageOperationNode, NodeImage
-from console.pinned_jobs import submit_pinned_job
 from foundation.images import Image
 from jobs.logs import local_log_path, read_tail
 from jobs.models import FINAL_STATES, JobState

@@ -11,8 +11,8 @@ from audit.log import record
 from audit.models import AuditLog
 from cluster.commands.cli import SlurmCli
 from cluster.models import Node
-from console import node_actions
-from console.views_audit import PAGE_SIZE
+from console.actions import node_actions
+from console.views.audit import PAGE_SIZE
 
 pytestmark = pytest.mark.django_db
 URL = "/console/audit/"

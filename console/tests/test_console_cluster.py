@@ -9,12 +9,12 @@ from audit.models import AuditLog
 from cluster.actions.mirror import mirror_nodes
 from cluster.clusters.services import rest_client, slurm_cli
 from conftest import subscribe
-from console.diagnostics import parse_nvidia_smi_query
+from console.actions.diagnostics import parse_nvidia_smi_query
 from console.heatmap import HIDDEN, heatmap_payload
 from jobs.models import Job
 from jobs.tasks import run_sync
+from telemetry.actions.storage import store_samples
 from telemetry.emulator import emulated_samples
-from telemetry.storage import store_samples
 from testing.slurm import submission, wait_for, wait_for_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -178,7 +178,7 @@ def test_settings_point_the_emulator_at_the_dev_cluster_only():
 
 @pytest.mark.slurm
 def test_gpu_reset_holds_the_node_runs_the_reset_job_in_it_and_releases_it(admin_user, provision, slurm):
-    from console import gpu_reset
+    from console.actions import gpu_reset
     from console.models import GpuReset
 
     provision(admin_user)

@@ -11,8 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from cluster.models import Node
-from console.views import SIGNUP_DAYS
-from console.views_cluster import NODE_PAGE_JOBS, SERIES_MAX_POINTS
+from console.views.cluster import NODE_PAGE_JOBS, SERIES_MAX_POINTS
+from console.views.home import SIGNUP_DAYS
 from jobs.models import Job
 from telemetry.models import GpuMinute, GpuSampleRaw
 

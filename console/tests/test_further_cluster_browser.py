@@ -14,8 +14,8 @@ from cluster.clusters.registry import ClusterConfig
 from cluster.models import FurtherNode, Node
 from jobs.models import Job
 from jobs.tests.conftest import GOOD_SPEC
+from telemetry.actions.storage import store_samples
 from telemetry.samples import GpuSample
-from telemetry.storage import store_samples
 from testing.browser import chromium_page, log_in
 from testing.servers import portal_stack
 

@@ -17,11 +17,13 @@ from cluster.errors import SlurmTransientError
 from cluster.models import ClusterStatus, FurtherNode, Node
 from cluster.records.types import GpuGroup
 from cluster.records.types import Node as SlurmNode
-from console import heatmap, node_actions, views_operations
+from console import heatmap
 from console import operations as ops
+from console.actions import node_actions
+from console.views import operations as views_operations
 from jobs.models import Job
+from telemetry.actions.storage import store_samples
 from telemetry.samples import GpuSample
-from telemetry.storage import store_samples
 
 pytestmark = pytest.mark.django_db
 OTHER = "site-b"

@@ -14,8 +14,8 @@ from cluster.actions.mirror import mirror_nodes
 from cluster.clusters.services import rest_client
 from jobs.models import Job
 from jobs.tasks import run_sync
+from telemetry.actions.storage import store_samples
 from telemetry.emulator import emulated_samples
-from telemetry.storage import store_samples
 from testing.browser import chromium_page, log_in
 from testing.servers import portal_stack
 from testing.slurm import submission, wait_for, wait_for_state

@@ -17,7 +17,7 @@ from cluster.records.types import AccountingRecord
 from cluster.slurmrest.client import SlurmRestClient
 from cluster.slurmrest.registry import adapter_for
 from console import operations as ops
-from console import views_operations
+from console.views import operations as views_operations
 from gpupool.urls import urlpatterns as project_urlpatterns
 
 # The page under test at a path of its own, ahead of the project's URLs, so the tests do

@@ -4,7 +4,7 @@ mirror seeing one first attaches it instead of recording it a second time."""
 import pytest
 
 from cluster.clusters.services import rest_client
-from console.pinned_jobs import submit_pinned_job
+from console.actions.pinned_jobs import submit_pinned_job
 from jobs import actions, protocol
 from jobs.mirror.passes import mirror_jobs
 from jobs.models import Job, JobState

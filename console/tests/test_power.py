@@ -12,7 +12,7 @@ import pytest
 from cluster.actions.mirror import record_power_states
 from cluster.commands.cli import SlurmCli
 from cluster.models import Node, NodePowerSpan
-from console import power
+from console.actions import power
 from console.models import PowerDecision, PoweredOnPin
 from jobs.models import Job, JobState
 

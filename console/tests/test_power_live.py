@@ -14,7 +14,7 @@ from cluster.actions.mirror import mirror_nodes
 from cluster.clusters.services import rest_client, slurm_cli
 from cluster.models import Node, NodePowerSpan
 from conftest import subscribe
-from console import power
+from console.actions import power
 from console.models import PowerDecision, PoweredOnPin
 from jobs import actions
 from jobs.models import Job

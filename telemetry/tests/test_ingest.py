@@ -7,8 +7,8 @@ import pytest
 import time_machine
 from django.test import Client
 
+from telemetry.actions.storage import roll_up
 from telemetry.models import GpuHour, GpuLatest, GpuMinute, GpuSampleRaw, NodeToken
-from telemetry.storage import roll_up
 
 pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)

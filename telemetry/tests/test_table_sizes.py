@@ -7,8 +7,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from telemetry.actions.storage import table_sizes
 from telemetry.models import GpuLatest
-from telemetry.storage import table_sizes
 
 MEASUREMENTS = dict(
     compute_util=1.0, memory_util=1.0, memory_used_mb=1, memory_total_mb=100, temperature_c=30.0, power_w=50.0

@@ -19,9 +19,9 @@ from cluster.clusters.registry import ClusterConfig
 from cluster.models import FurtherNode, Node
 from jobs.models import Job
 from telemetry import tasks
+from telemetry.actions.storage import roll_up
 from telemetry.emulator import emulated_further_samples
 from telemetry.models import GpuHour, GpuLatest, GpuMinute, GpuSampleRaw, NodeToken, cluster_key
-from telemetry.storage import roll_up
 
 NOW = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 SITE_B = ClusterConfig(

@@ -133,7 +133,7 @@ floor_partition() {
 # "powered down" is its slurmd stopped, "powered up" started again). SuspendTime must be finite
 # for power saving to be on at all (with INFINITE, slurmctld refuses even an explicit POWER_DOWN,
 # seen on 24.11), and scontrol cannot change it per partition: a day here, and the portal's night
-# mode powers down idle nodes itself (console/power.py). Needs sudo in the root.
+# mode powers down idle nodes itself (console/actions/power.py). Needs sudo in the root.
 power_conf() {
     if [[ ! -x "$ROOT/usr/bin/sudo" ]]; then
         echo "# No power saving: sudo is not in the root (it comes with the containers)."

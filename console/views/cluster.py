@@ -20,15 +20,15 @@ from audit.models import AuditLog
 from cluster.actions import further_nodes
 from cluster.clusters.registry import primary_cluster_name
 from cluster.models import FurtherNode, Node, SyncRun
-from console import node_actions
-from console.diagnostics import DiagnosticRefused, latest_diagnostic, start_diagnostic
+from console.actions import node_actions
+from console.actions.diagnostics import DiagnosticRefused, latest_diagnostic, start_diagnostic
 from console.heatmap import heatmap_payload, shared_heatmap
 from console.models import GpuReset
 from console.tasks import run_gpu_reset
 from datasets.actions.node_cache import node_cache_view
 from jobs.models import Job
+from telemetry.actions.storage import table_sizes
 from telemetry.models import GpuLatest, GpuMinute, GpuSampleRaw, cluster_key
-from telemetry.storage import table_sizes
 
 COMPUTE_HELP = (
     "Compute utilisation: how busy the GPU's cores (SMs) are, i.e. how hard the model computes. "
@@ -169,7 +169,7 @@ def gpu_detail(request, name: str, index: int):
         raise Http404("No such GPU on this node.")
     further = node.cluster if node.further else None
     admin = _is_admin(request)
-    target = f"{name}/gpu{index}"  # as console.gpu_reset writes it
+    target = f"{name}/gpu{index}"  # as console.actions.gpu_reset writes it
     context = {
         "node": node,
         "index": index,
@@ -327,8 +327,8 @@ def gpu_reset_view(request, name: str, index: int):
     if not request.user.profile.provisioned_at:
         messages.error(request, "Your own cluster account is not ready; the reset job runs as you.")
         return redirect("console:gpu_detail", name=name, index=index)
-    with transaction.atomic():
-        reset = GpuReset.objects.create(requested_by=request.user, node=name, index=index)
-        transaction.on_commit(lambda: run_gpu_reset.delay(reset.pk))
+    reset = GpuReset.objects.create(requested_by=request.user, node=name, index=index)
+    # The row is committed already (one write, no transaction here): the worker takes it now.
+    transaction.on_commit(lambda: run_gpu_reset.delay(reset.pk))
     messages.success(request, f"GPU reset of {name} GPU {index} started: the node is held, then reset, then released.")
     return redirect("console:gpu_detail", name=name, index=index)

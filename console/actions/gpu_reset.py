@@ -16,8 +16,8 @@ from cluster.commands.reservation_request import NOW
 from cluster.errors import SlurmError
 from cluster.models import Node
 from cluster.records.types import TERMINAL_JOB_STATES
+from console.actions.pinned_jobs import submit_pinned_job
 from console.models import GpuReset
-from console.pinned_jobs import submit_pinned_job
 from jobs.logs import local_log_path, read_tail
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,9 @@ from cluster.clusters.services import rest_client, slurm_cli
 from cluster.errors import SlurmError
 from cluster.models import ClusterStatus, Node
 from cluster.records.accounting import gpus_allocated_at
-from console import lab, power
+from console import lab
 from console import operations as ops
+from console.actions import power
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 from cluster.errors import SlurmError
+from console.actions.pinned_jobs import submit_pinned_job
 from console.models import DiagnosticRun
-from console.pinned_jobs import submit_pinned_job
 from foundation.ratelimit import hit
 from jobs.logs import local_log_path, read_tail
 from jobs.models import FINAL_STATES
