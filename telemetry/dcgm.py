@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.core.exceptions import ImproperlyConfigured
+from prometheus_client.parser import text_string_to_metric_families
 
 from telemetry.samples import GpuSample
 
@@ -74,85 +75,33 @@ MAX_METRICS_BYTES = 4 * 1024 * 1024
 # Beat scrapes every TELEMETRY_INTERVAL_SECONDS (10 s by default): a read must end well before the next.
 FETCH_TIMEOUT_SECONDS = 5.0
 
-_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
-
 
 class ParseError(ValueError):
     pass
 
 
-def _skip_spaces(line: str, pos: int) -> int:
-    while pos < len(line) and line[pos] in " \t":
-        pos += 1
-    return pos
-
-
-def _parse_labels(line: str, pos: int) -> tuple[dict[str, str], int]:
-    """Parse ``name="value",...}`` starting just after ``{``; returns the labels and the position after ``}``."""
-    labels: dict[str, str] = {}
-    while True:
-        pos = _skip_spaces(line, pos)
-        if pos < len(line) and line[pos] == "}":
-            return labels, pos + 1
-        match = _LABEL_NAME.match(line, pos)
-        if not match:
-            raise ParseError(f"bad label name at column {pos + 1}")
-        name = match.group()
-        pos = _skip_spaces(line, match.end())
-        if line[pos : pos + 1] != "=":
-            raise ParseError(f"expected '=' after label {name}")
-        pos = _skip_spaces(line, pos + 1)
-        if line[pos : pos + 1] != '"':
-            raise ParseError(f"expected '\"' to open the value of label {name}")
-        pos += 1
-        chars: list[str] = []
-        while True:
-            if pos >= len(line):
-                raise ParseError(f"unterminated value of label {name}")
-            ch = line[pos]
-            if ch == "\\" and pos + 1 < len(line):
-                nxt = line[pos + 1]
-                chars.append(_ESCAPES.get(nxt, "\\" + nxt))
-                pos += 2
-            elif ch == '"':
-                pos += 1
-                break
-            else:
-                chars.append(ch)
-                pos += 1
-        labels[name] = "".join(chars)
-        pos = _skip_spaces(line, pos)
-        if line[pos : pos + 1] == ",":
-            pos += 1
-        elif line[pos : pos + 1] != "}":
-            raise ParseError(f"expected ',' or '}}' after label {name}")
+def _too_many_fields(line: str) -> bool:
+    """More than a value and a timestamp after the name and labels (the parser ignores more)."""
+    after_labels = line[line.rindex("}") + 1 :] if "}" in line else line.split(None, 1)[-1]
+    return len(after_labels.split()) > 2
 
 
 def parse_line(line: str) -> tuple[str, dict[str, str], float] | None:
-    """One exposition line -> (metric name, labels, value); None for blank and comment lines."""
+    """One exposition line -> (metric name, labels, value); None for blank and comment lines.
+    Read by prometheus_client's own parser."""
     line = line.strip()
     if not line or line.startswith("#"):
         return None
-    match = _NAME.match(line)
-    if not match:
-        raise ParseError("no metric name")
-    name = match.group()
-    pos = _skip_spaces(line, match.end())
-    labels: dict[str, str] = {}
-    if line[pos : pos + 1] == "{":
-        labels, pos = _parse_labels(line, pos + 1)
-    rest = line[pos:].split()
-    if len(rest) not in (1, 2):
-        raise ParseError(f"expected a value and an optional timestamp after {name}")
     try:
-        value = float(rest[0])  # accepts NaN, +Inf, -Inf
-        if len(rest) == 2:
-            int(rest[1])  # timestamp in ms: validated, not used
-    except ValueError:
-        raise ParseError(f"bad number in {' '.join(rest)!r}") from None
-    return name, labels, value
+        families = list(text_string_to_metric_families(line + "\n"))
+    except Exception as exc:  # the parser raises ValueError, and IndexError on some truncations
+        raise ParseError(f"not a sample line ({exc or type(exc).__name__})") from None
+    if len(families) != 1 or len(families[0].samples) != 1:
+        raise ParseError("not one sample")
+    if _too_many_fields(line):
+        raise ParseError("expected a value and an optional timestamp")
+    sample = families[0].samples[0]
+    return sample.name, dict(sample.labels), float(sample.value)
 
 
 @dataclass
@@ -242,7 +191,23 @@ def _parse(text: str, *, now: datetime, node_override: str | None, expected_node
 
 
 def _series_of_lines(text: str, problems: list[str]) -> Iterator[tuple[str, str, dict[str, str], float]]:
-    for number, line in enumerate(text.splitlines(), start=1):
+    """(where, name, labels, value) of every sample line. The whole text is read at once when it
+    is well formed; otherwise line by line, so that one bad line costs only itself and is named."""
+    numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    numbered = [(n, line) for n, line in numbered if not line.lstrip().startswith("#")]
+    try:
+        samples = [sample for family in text_string_to_metric_families(text + "\n") for sample in family.samples]
+    except Exception:  # a bad line somewhere: found and named below
+        samples = None
+    if (
+        samples is not None
+        and len(samples) == len(numbered)
+        and not any(_too_many_fields(line) for _, line in numbered)
+    ):
+        for (number, _line), sample in zip(numbered, samples, strict=True):
+            yield f"line {number}", sample.name, dict(sample.labels), float(sample.value)
+        return
+    for number, line in numbered:
         try:
             parsed = parse_line(line)
         except ParseError as exc:

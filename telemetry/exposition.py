@@ -1,4 +1,5 @@
-"""GpuSamples written in DCGM-exporter's text format, the inverse of telemetry/dcgm.py's parser.
+"""GpuSamples written in DCGM-exporter's text format by prometheus_client, the inverse of
+telemetry/dcgm.py's parser.
 
 The dev cluster's emulator is served this way (`manage.py serve_emulated_dcgm`), so the dev
 stack's Prometheus scrapes what a site's DCGM exporters would give it, labels included. The
@@ -10,38 +11,47 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from prometheus_client.core import CollectorRegistry, GaugeMetricFamily
+from prometheus_client.exposition import generate_latest
+
 from telemetry.dcgm import FB_FREE, FB_USED, GPU_TEMP, GPU_UTIL, MEM_COPY_UTIL, POWER_USAGE
 from telemetry.samples import GpuSample
 
 FIELDS = (
-    (GPU_UTIL, "gauge", "GPU utilization (in %).", lambda s: f"{round(s.compute_util)}"),
-    (MEM_COPY_UTIL, "gauge", "Memory utilization (in %).", lambda s: f"{round(s.memory_util)}"),
-    (FB_USED, "gauge", "Framebuffer memory used (in MiB).", lambda s: f"{s.memory_used_mb}"),
-    (FB_FREE, "gauge", "Framebuffer memory free (in MiB).", lambda s: f"{s.memory_total_mb - s.memory_used_mb}"),
-    (GPU_TEMP, "gauge", "GPU temperature (in C).", lambda s: f"{round(s.temperature_c)}"),
-    (POWER_USAGE, "gauge", "Power draw (in W).", lambda s: f"{s.power_w:.3f}"),
+    (GPU_UTIL, "GPU utilization (in %).", lambda s: round(s.compute_util)),
+    (MEM_COPY_UTIL, "Memory utilization (in %).", lambda s: round(s.memory_util)),
+    (FB_USED, "Framebuffer memory used (in MiB).", lambda s: s.memory_used_mb),
+    (FB_FREE, "Framebuffer memory free (in MiB).", lambda s: s.memory_total_mb - s.memory_used_mb),
+    (GPU_TEMP, "GPU temperature (in C).", lambda s: round(s.temperature_c)),
+    (POWER_USAGE, "Power draw (in W).", lambda s: round(s.power_w, 3)),
 )
+LABELS = ("gpu", "UUID", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION")
 
 
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+class _Samples:
+    """A collector of fixed samples, for prometheus_client to write in its text format."""
+
+    def __init__(self, samples: list[GpuSample], models: dict[str, str], driver: str):
+        self.samples, self.models, self.driver = samples, models, driver
+
+    def collect(self):
+        for name, help_text, value in FIELDS:
+            family = GaugeMetricFamily(name, help_text, labels=LABELS)
+            for sample in self.samples:
+                labels = (
+                    str(sample.index),
+                    sample.uuid,
+                    f"nvidia{sample.index}",
+                    self.models.get(sample.node, ""),
+                    sample.node,
+                    self.driver,
+                )
+                family.add_metric(labels, value(sample))
+            yield family
 
 
 def render_dcgm_metrics(samples: Iterable[GpuSample], *, models: dict[str, str], driver: str = "") -> str:
     """`models`: node -> the GPU's product name (dcgm-exporter's modelName label)."""
-    samples = sorted(samples, key=lambda sample: (sample.node, sample.index))
-    # Each GPU's labels once, for all of its fields.
-    labelled = [
-        (
-            sample,
-            f'gpu="{sample.index}",UUID="{_label(sample.uuid)}",device="nvidia{sample.index}",'
-            f'modelName="{_label(models.get(sample.node, ""))}",Hostname="{_label(sample.node)}",'
-            f'DCGM_FI_DRIVER_VERSION="{_label(driver)}"',
-        )
-        for sample in samples
-    ]
-    lines = []
-    for name, kind, help_text, value in FIELDS:
-        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-        lines += [f"{name}{{{labels}}} {value(sample)}" for sample, labels in labelled]
-    return "\n".join(lines) + "\n"
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Samples(sorted(samples, key=lambda sample: (sample.node, sample.index)), models, driver))
+    return generate_latest(registry).decode()
