@@ -23,6 +23,7 @@ from django.db import transaction
 
 from cluster.errors import RETRY_WHILE_SLURM_IS_AWAY
 from foundation.enqueue import delay_or_run
+from foundation.words import counted
 from groups.group_plans import paying_groups
 from jobs import actions as job_actions
 from jobs.models import Job, JobState
@@ -78,7 +79,8 @@ def tell_owner(user, job_ids: list[int], left_name: str, new_name: str) -> None:
         try:
             send_mail(
                 "GPU pool: your waiting jobs were cancelled with your plan change",
-                f"You left the {left_name} plan for {new_name}. {len(job_ids)} job(s) queued under {left_name} had "
+                f"You left the {left_name} plan for {new_name}. {counted(len(job_ids), 'job')} queued under "
+                f"{left_name} had "
                 f"not started and were cancelled, so they do not run (and bill) at {left_name}'s terms:\n"
                 f"{names}{more}.\nRunning jobs were not touched. Submit them again to run under {new_name}.\n",
                 settings.DEFAULT_FROM_EMAIL,

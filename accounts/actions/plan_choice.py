@@ -65,7 +65,11 @@ class OfferedPlan:
         ]
         if self.included_nvme_gb:
             lines.append(f"{self.included_nvme_gb:,} GB of NVMe cache included")
-        lines += [f"{_label(gpu)} at ${rate.normalize():f} a GPU-second" for gpu, rate in self.rates_per_second.items()]
+        # The hour beside the second, to compare with the list prices, which are said by the hour.
+        lines += [
+            f"{_label(gpu)} at ${rate.normalize():f} a GPU-second (${rate * 3600:.2f} an hour)"
+            for gpu, rate in self.rates_per_second.items()
+        ]
         if self.gpu_quota:
             lines.append("At once: " + ", ".join(f"{count} {_label(gpu)}" for gpu, count in self.gpu_quota.items()))
         if self.code in settings.PAY_AFTERWARDS_PLANS:

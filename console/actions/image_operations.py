@@ -30,6 +30,7 @@ from cluster.models import Node
 from console.actions.pinned_jobs import submit_pinned_job
 from console.models import ImageOperation, ImageOperationNode, NodeImage
 from foundation.images import Image
+from foundation.words import counted
 from jobs.logs import local_log_path, read_tail
 from jobs.models import FINAL_STATES, JobState
 
@@ -231,7 +232,7 @@ def _finish(operation: ImageOperation) -> None:
         operation.image or "all images",
         parameters={"operation": operation.pk},
         succeeded=not failed,
-        result=f"{len(parts) - len(failed)} of {len(parts)} node(s) done"
+        result=f"{len(parts) - len(failed)} of {counted(len(parts), 'node')} done"
         + (f"; failed: {', '.join(p.node for p in failed)}" if failed else ""),
     )
 

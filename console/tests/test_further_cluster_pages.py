@@ -4,6 +4,7 @@ as the heatmap's), node and GPU pages that take the cluster (`?cluster=`; an unk
 404, never the own cluster's node of that name), and the heatmap's cells and names that link
 to them. Node states read in words, Slurm's term in the title."""
 
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -165,6 +166,9 @@ def test_landing_and_dashboard_count_every_clusters_gpus_as_the_heatmap_does(cli
     ]
     body = landing.content.decode()
     assert '12<span class="muted"> of 16 free now' in body and "4 of 8 on site-b" in body
+    # The list price says what it is, and a per-second plan's rate shows its hour beside it.
+    assert "data-list-price-note" in body and "beyond a plan's included hours" in body
+    assert re.search(r"a GPU-second \(\$\d+\.\d\d an hour\)", body)
     assert sum(entry["total"] for entry in landing.context["gpus"]) == 36
     client.force_login(alice)
     dashboard = client.get("/")

@@ -158,7 +158,7 @@ def test_the_beats_sweep_finishes_an_operation_whose_task_chain_was_lost(ops_on)
     operation.refresh_from_db()
     assert operation.finished_at is not None
     entry = AuditLog.objects.get(action="image.inventory.finished")
-    assert entry.succeeded is False and entry.result == "1 of 2 node(s) done; failed: n1"
+    assert entry.succeeded is False and entry.result == "1 of 2 nodes done; failed: n1"
     assert advance_image_operations() == 0  # nothing left; the audit entry is written once
     assert AuditLog.objects.filter(action="image.inventory.finished").count() == 1
 
@@ -304,7 +304,7 @@ def test_an_admin_prewarms_a_new_image_on_every_node_with_progress_then_removes_
                 page.evaluate("window.notReloaded = true")
                 # Progress while it runs; the catalogue and the node grid follow in place.
                 expect(page.locator("[data-operation]").first.locator("[data-summary]")).to_contain_text(
-                    f"{len(nodes)} of {len(nodes)} node(s) done", timeout=150_000
+                    f"{len(nodes)} of {len(nodes)} node{'s' if len(nodes) != 1 else ''} done", timeout=150_000
                 )
                 expect(page.locator("[data-operation]").first.locator("[data-summary]")).to_contain_text("finished")
                 expect(row.locator("[data-count]")).to_have_attribute("data-count", str(len(nodes)), timeout=15_000)

@@ -25,6 +25,7 @@ from datasets.paths import PathError, clashes, clean_relative_path
 from datasets.queries import DatasetError, may_write
 from datasets.quota import describe, quota_bytes, quota_refusal, used_bytes
 from datasets.signals import version_committed
+from foundation.words import counted
 from groups.models import Group
 from groups.queries import membership
 
@@ -278,7 +279,7 @@ def commit_version(version: DatasetVersion, actor) -> DatasetVersion:
                 first = unfinished[0]
                 raise DatasetError(
                     "version",
-                    f"{len(unfinished)} file(s) not fully uploaded, e.g. {first.path} ({first.offset} of "
+                    f"{counted(len(unfinished), 'file')} not fully uploaded, e.g. {first.path} ({first.offset} of "
                     f"{first.length} bytes).",
                     409,
                 )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from datasets.models import DatasetVersion, VersionState
 from datasets.queries import own_datasets
+from foundation.words import counted
 from jobs.models import FINAL_STATES, JobDataset
 from jobs.submission.spec import JobSpec, SpecError, SpecPolicy
 
@@ -112,4 +113,4 @@ def unfinished_jobs_mounting(version: DatasetVersion) -> str:
     count = JobDataset.objects.filter(version=version).exclude(job__state__in=FINAL_STATES).count()
     if not count:
         return ""
-    return f"Version {version.number} is mounted by {count} queued or running job(s); delete it once they end."
+    return f"Version {version.number} is mounted by {counted(count, 'queued or running job')}; delete it once they end."

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from foundation.ratelimit import refund
+from foundation.words import counted
 from jobs import actions as job_actions
 from jobs.costs import costs_for
 from jobs.diagnosis.reasons import explain_reason
@@ -138,7 +139,13 @@ def sweep_throttle(request, pk: int):
     text = request.POST.get("throttle", "").strip()
     try:
         actions.set_throttle(request.user, sweep, int(text) if text.isdigit() and len(text) < 8 else -1)
-        messages.success(request, f"Throttle set: {text or 0} task(s) at once.")
+        throttle = int(text or 0)
+        messages.success(
+            request,
+            f"Throttle set: {counted(throttle, 'task')} at once."
+            if throttle
+            else "Throttle off: as many tasks at once as your plan allows.",
+        )
     except actions.SweepRefused as exc:
         messages.error(request, str(exc))
     return redirect("jobs:sweep", pk=sweep.pk)
@@ -164,7 +171,9 @@ def sweep_rerun(request, pk: int):
     chosen = [int(value) for value in request.POST.getlist("tasks") if value.isdigit() and len(value) < 8]
     try:
         indexes = actions.rerun_tasks(request.user, sweep, chosen or None)
-        messages.success(request, f"Running {len(indexes)} task(s) again: {', '.join(map(str, indexes[:20]))}.")
+        messages.success(
+            request, f"Running {counted(len(indexes), 'task')} again: {', '.join(map(str, indexes[:20]))}."
+        )
     except (actions.SweepRefused, QuotaExceeded, job_actions.NotProvisioned) as exc:
         messages.error(request, str(exc))
     except SpecError as exc:

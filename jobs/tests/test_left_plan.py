@@ -29,7 +29,7 @@ def test_leaving_a_paid_plan_cancels_what_waits_under_it_and_tells_the_owner(bob
     running.refresh_from_db()
     spot.refresh_from_db()
     assert running.state == JobState.RUNNING and spot.state == JobState.SUBMITTING
-    assert len(mail.outbox) == 1 and "2 job(s)" in mail.outbox[0].body and "Free" in mail.outbox[0].body
+    assert len(mail.outbox) == 1 and "2 jobs" in mail.outbox[0].body and "Free" in mail.outbox[0].body
 
 
 def test_an_upgrade_leaves_waiting_work_alone(bob, eager_tasks):

@@ -87,7 +87,7 @@ def test_a_sweep_in_the_browser(alice, bob, provision, tmp_path):
 
         # The steering, the task table and the arrays line follow without a reload.
         page.click("[data-rerun-failed]", timeout=20000)
-        expect(page.locator(".messages")).to_contain_text("Running 2 task(s) again: 11, 23")
+        expect(page.locator(".messages")).to_contain_text("Running 2 tasks again: 11, 23")
         page.evaluate("window.__marker = 'no reload'")
         expect(page.locator("[data-sweep-grid] .cell.done")).to_have_count(24, timeout=90000)
         expect(page.locator("[data-best]")).to_contain_text("loss = 0", timeout=30000)

@@ -65,7 +65,7 @@
     }
     root.innerHTML = parts.join("");
     const gpus = data.nodes.reduce((sum, node) => sum + node.g.length, 0);
-    status.textContent = `${gpus} GPUs on ${data.nodes.length} nodes · updated ${new Date(data.generated).toLocaleTimeString()}`;
+    status.textContent = `${gpus} GPUs on ${data.nodes.length} nodes · updated ${window.portalDates.clock(data.generated)}`;
     document.querySelector("[data-emulated]").hidden = !data.sources.includes("emulator");
   }
 
