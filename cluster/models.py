@@ -46,10 +46,9 @@ class NodeFacts:
         )
 
 
-class Node(NodeFacts, models.Model):
-    """The mirror's copy of one Slurm node; pages read this, never slurmrestd."""
+class SlurmNodeRow(NodeFacts, models.Model):
+    """What Slurm says of a node, as both clusters' tables keep it."""
 
-    name = models.CharField(max_length=100, unique=True)
     state = models.CharField(max_length=32)
     state_flags = models.CharField(max_length=200, blank=True)
     reason = models.CharField(max_length=500, blank=True)
@@ -62,9 +61,18 @@ class Node(NodeFacts, models.Model):
     # [{"type": "a100", "count": 4, "used_indexes": [0, 1]}]
     gpus = models.JSONField(default=list)
     shards_total = models.IntegerField(default=0)
+    shards_used = models.IntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class Node(SlurmNodeRow):
+    """The mirror's copy of one Slurm node; pages read this, never slurmrestd."""
+
+    name = models.CharField(max_length=100, unique=True)
     # Its NVMe cache (gres/nvme), GB: what its dataset copies may fill (datasets/actions/node_cache.py).
     nvme_gb = models.PositiveIntegerField(default=0)
-    shards_used = models.IntegerField(default=0)
     # Slurm's NodeAddr: where an interactive session's server on this node is reached.
     address = models.CharField(max_length=255, blank=True)
     # The NVIDIA driver as the node's telemetry last reported it (telemetry/drivers.py; never
@@ -94,7 +102,7 @@ class Node(NodeFacts, models.Model):
         return ""
 
 
-class FurtherNode(NodeFacts, models.Model):
+class FurtherNode(SlurmNodeRow):
     """A node of a further cluster (cluster/clusters/registry.py), as that cluster's mirror pass last read
     it (cluster/actions/further_nodes.py): the heatmap, the node and GPU pages and the counts read this,
     never that cluster's slurmrestd. Apart from `Node`, which is the portal's own cluster's and
@@ -103,19 +111,6 @@ class FurtherNode(NodeFacts, models.Model):
 
     cluster = models.CharField(max_length=32)
     name = models.CharField(max_length=100)
-    state = models.CharField(max_length=32)
-    state_flags = models.CharField(max_length=200, blank=True)
-    reason = models.CharField(max_length=500, blank=True)
-    features = models.JSONField(default=list)
-    partitions = models.JSONField(default=list)
-    cpus = models.IntegerField(default=0)
-    alloc_cpus = models.IntegerField(default=0)
-    real_memory_mb = models.IntegerField(default=0)
-    alloc_memory_mb = models.IntegerField(default=0)
-    # As Node.gpus: [{"type": "a100", "count": 4, "used_indexes": [0, 1]}]
-    gpus = models.JSONField(default=list)
-    shards_total = models.IntegerField(default=0)
-    shards_used = models.IntegerField(default=0)
     # The last pass that read the cluster's nodes (one UPDATE for all of them): a node not seen
     # for a while is of a cluster whose state is unknown now.
     seen_at = models.DateTimeField()

@@ -10,9 +10,7 @@ the same input.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Literal
 
 from cluster.clusters.services import rest_client, slurm_cli
 from cluster.commands.cli import SlurmCli
@@ -49,18 +47,10 @@ class ReservationGateway:
             )
         self.service.create_gpu_reservation(request.starting_by(datetime.now(UTC)))
 
-    def create_node_reservation(
-        self,
-        name: str,
-        *,
-        nodes: Sequence[str],
-        users: Sequence[str],
-        start: datetime | Literal["now"],
-        duration_minutes: int,
-    ) -> None:
-        """Hold whole nodes for `users` (maintenance: MAINT and IGNORE_JOBS), with scontrol on
-        every generation: the REST adapters write GPU reservations only."""
-        self.cli.create_node_reservation(name, nodes=nodes, users=users, start=start, duration_minutes=duration_minutes)
+    def create_node_reservation(self, name: str, **hold) -> None:
+        """Hold whole nodes (SlurmCli.create_node_reservation's arguments: a maintenance hold by
+        default), with scontrol on every generation: the REST adapters write GPU reservations only."""
+        self.cli.create_node_reservation(name, **hold)
 
     def delete_reservation(self, name: str, *, check: bool = True) -> None:
         """`check=False` for clean-ups that may find it gone already."""
