@@ -3,7 +3,7 @@
 Plans are rows an admin edits; a user's plan is the newest of their subscription rows,
 never a string overwritten in place: a change of plan or a pause ends the current row and
 starts a new one. Read plans through `plans.catalog.plan_for(user)`, which returns a frozen
-snapshot; Slurm gets the same limits from it (accounts/actions.py, `manage.py slurm_limits`).
+snapshot; Slurm gets the same limits from it (accounts/actions/__init__.py, `manage.py slurm_limits`).
 """
 
 from datetime import date, datetime

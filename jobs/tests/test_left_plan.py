@@ -1,5 +1,5 @@
 """Work queued under a plan its owner left for a lesser one is cancelled, says why, and the
-owner hears of it once (accounts/left_plan.py); running work, upgrades and group-paid work stay."""
+owner hears of it once (jobs/left_plan.py); running work, upgrades and group-paid work stay."""
 
 from __future__ import annotations
 
