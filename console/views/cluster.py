@@ -314,7 +314,9 @@ def gpu_diagnose(request, name: str, index: int):
         if run.error:
             messages.error(request, f"Slurm refused the diagnostic job: {run.error}")
         else:
-            messages.success(request, f"Diagnostic job {run.job.pk} submitted to {name}: its result shows below when it ends.")
+            messages.success(
+                request, f"Diagnostic job {run.job.pk} submitted to {name}: its result shows below when it ends."
+            )
     return redirect("console:gpu_detail", name=name, index=index)
 
 
