@@ -6,6 +6,7 @@ from django.core.exceptions import PermissionDenied
 
 from billing.actions import approve_credit_limit
 from billing.models import CreditLimit, Invoice, InvoiceLine
+from foundation.admin_views import ViewOnlyAdmin
 
 
 class InvoiceLineInline(admin.TabularInline):
@@ -20,7 +21,7 @@ class InvoiceLineInline(admin.TabularInline):
 
 
 @admin.register(Invoice)
-class InvoiceAdmin(admin.ModelAdmin):
+class InvoiceAdmin(ViewOnlyAdmin):
     """Read-only: invoices change only through billing.actions.invoicing and billing.actions.payments (issue,
     void, payments: on the admins' Billing pages, audited)."""
 
@@ -31,15 +32,6 @@ class InvoiceAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         return [field.name for field in Invoice._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(CreditLimit)

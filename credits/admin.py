@@ -10,6 +10,7 @@ from audit.log import record
 from credits import actions
 from credits.actions import ledger
 from credits.models import BurnWeight, Campaign, CreditAccount, LedgerEntry
+from foundation.admin_views import ViewOnlyAdmin
 
 
 @admin.register(BurnWeight)
@@ -38,20 +39,11 @@ class BurnWeightAdmin(admin.ModelAdmin):
 
 
 @admin.register(LedgerEntry)
-class LedgerEntryAdmin(admin.ModelAdmin):
+class LedgerEntryAdmin(ViewOnlyAdmin):
     list_display = ("created_at", "account", "kind", "amount", "grant_kind", "campaign", "idempotency_key")
     list_filter = ("kind", "grant_kind")
     search_fields = ("account__user__username", "idempotency_key", "reference")
     list_select_related = ("account__user", "campaign")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class AdjustmentForm(forms.ModelForm):

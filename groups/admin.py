@@ -5,6 +5,7 @@ allocation queue (groups.actions: audited, written to Slurm)."""
 from django.contrib import admin
 
 from audit.log import record
+from foundation.admin_views import ViewOnlyAdmin
 from groups.models import Allocation, Group
 
 
@@ -29,15 +30,7 @@ class GroupAdmin(admin.ModelAdmin):
 
 
 @admin.register(Allocation)
-class AllocationAdmin(admin.ModelAdmin):
+class AllocationAdmin(ViewOnlyAdmin):
+    # Decided on the allocation queue (groups.actions.decide_allocation), never here.
     list_display = ("group", "gpu_type", "gpu_hours", "approved_gpu_hours", "starts_on", "ends_on", "state")
     list_filter = ("state", "gpu_type")
-
-    def has_change_permission(self, request, obj=None):
-        return False  # decided on the allocation queue (groups.actions.decide_allocation)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

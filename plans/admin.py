@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from audit.log import record
+from foundation.admin_views import ViewOnlyAdmin
 from plans import actions
 from plans.models import (
     MonthlyUsageReset,
@@ -322,20 +323,12 @@ class RateCardAdmin(admin.ModelAdmin):
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(admin.ModelAdmin):
+class SubscriptionAdmin(ViewOnlyAdmin):
     list_display = ("user", "plan", "status", "started_at", "ended_at")
     list_filter = ("plan", "status")
     search_fields = ("user__username",)
 
     # History is written by accounts.actions.lifecycle.change_plan, never edited.
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(MonthlyUsageReset)
