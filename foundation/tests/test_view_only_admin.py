@@ -14,9 +14,9 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.mark.parametrize("model", [Invoice, LedgerEntry, Subscription, Allocation])
-def test_the_admin_shows_and_never_changes_an_action_written_record(model, admin_user):
+def test_the_admin_shows_and_never_changes_an_action_written_record(model, django_user_model):
     request = RequestFactory().get("/admin/")
-    request.user = admin_user
+    request.user = django_user_model.objects.create_superuser("root", "root@example.org", "pw")
     model_admin = admin.site._registry[model]
     assert model_admin.has_view_permission(request)
     assert not model_admin.has_add_permission(request)
