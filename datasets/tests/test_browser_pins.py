@@ -44,7 +44,7 @@ def test_an_admin_pins_and_unpins_a_version_at_phone_width(alice, admin_user, tm
             page.click("[data-pin-form] button[type=submit]")
             expect(page.locator("body")).to_contain_text("corpus v1 pinned on gpu-a100-02")
             expect(row.locator("[data-pinned]")).to_contain_text("by ada")
-            expect(row.locator("[data-staging]")).to_contain_text("SUBMITTING")
+            expect(row.locator("[data-staging]")).to_contain_text("Submitting")  # the state in words
             assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
             assert list(NodePin.objects.values_list("node", flat=True)) == ["gpu-a100-02"]
 
