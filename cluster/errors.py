@@ -68,11 +68,13 @@ class SlurmCommandError(SlurmError):
 
 # What scontrol and sacctmgr print when they refuse, in words an admin or a user reads; the
 # command line and Slurm's own text stay in the error's `message` (logs, the audit's detail).
+_NODE_STATE_REFUSED = (
+    "Slurm refused that change from the node's present state: only a drained, down or failed node can be resumed."
+)
 _SLURM_OUTPUT_WORDS = (
-    (
-        "Invalid node state specified",
-        "Slurm refused the node's new state: only a drained, down or failed node can be resumed.",
-    ),
+    # 24.11 says "specified", 26.05 "transition"; resuming an idle node is the usual way to meet it.
+    ("Invalid node state specified", _NODE_STATE_REFUSED),
+    ("Invalid node state transition", _NODE_STATE_REFUSED),
     ("Requested nodes are busy", "The nodes asked for are busy in that window."),
     ("Requested node configuration is not available", "No node can hold that request (type, count or window)."),
     ("Reservation request overlaps", "It overlaps a reservation already made on those nodes."),

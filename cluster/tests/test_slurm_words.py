@@ -12,6 +12,7 @@ pytestmark = pytest.mark.pure
     ("output", "words"),
     [
         ("slurm_update error: Invalid node state specified", "only a drained, down or failed node can be resumed"),
+        ("slurm_update error: Invalid node state transition", "only a drained, down or failed node can be resumed"),
         ("Error creating the reservation: Requested nodes are busy", "The nodes asked for are busy in that window."),
         ("scontrol: error: Something brand new happened", "Slurm refused: Something brand new happened."),
         ("line one\nsacctmgr: error: the last line counts.", "Slurm refused: The last line counts."),

@@ -8,6 +8,7 @@ from django.utils import timezone
 from audit.models import AuditLog
 from cluster.actions.mirror import mirror_nodes
 from cluster.clusters.services import rest_client, slurm_cli
+from cluster.errors import words_for_slurm_output
 from conftest import subscribe
 from console.actions.diagnostics import parse_nvidia_smi_query
 from console.heatmap import HIDDEN, heatmap_payload
@@ -255,7 +256,8 @@ def test_resuming_an_idle_node_is_refused_in_words_and_slurms_text_is_kept_for_t
     browser.post("/console/nodes/gpu-4090-02/resume")
     entry = AuditLog.objects.get(action="resume")
     assert not entry.succeeded
-    assert entry.result == "Slurm refused the node's new state: only a drained, down or failed node can be resumed."
+    assert entry.result == words_for_slurm_output("Invalid node state transition")  # Slurm 24.11 and 26.05 alike
+    assert "only a drained, down or failed node can be resumed" in entry.result
     assert "scontrol update NodeName=gpu-4090-02 State=RESUME" in entry.parameters["slurm"]
     page = browser.get("/console/nodes/gpu-4090-02/").content.decode()
     assert "only a drained, down or failed node can be resumed" in page and "scontrol update" not in page
