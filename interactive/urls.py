@@ -8,7 +8,6 @@ urlpatterns = [
     path("", views.session_list, name="list"),
     path("new/", views.session_new, name="new"),
     path("<int:pk>/", views.session_detail, name="detail"),
-    path("<int:pk>/summary", views.session_summary, name="summary"),
     path("<int:pk>/stop", views.session_stop, name="stop"),
     path("open/<str:host_key>/", views.session_open, name="open"),
 ]

@@ -114,14 +114,6 @@ def session_detail(request, pk: int):
 
 
 @login_required
-def session_summary(request, pk: int):
-    """The state-dependent part of the page: swapped in whole when the session changes."""
-    session = _mine(request, pk)
-    watch_pending([session.job])
-    return render(request, "interactive/_summary.html", _detail_context(session))
-
-
-@login_required
 @require_POST
 def session_stop(request, pk: int):
     session = _mine(request, pk)

@@ -3,8 +3,8 @@
 // swapped in whole. The page polls every data-live-every seconds (on <body> or the first part;
 // 10 s unless set) while any part says it is still changing (data-live-active), and once more
 // whenever another script dispatches "live:refresh" on document (a socket message, say). The
-// [data-live-updated] element says when the parts were last read. A part holding the focused
-// field is left alone until the user moves on, and ticked checkboxes survive a swap. Flash
+// [data-live-updated] element says when the parts were last read. A part holding the field being
+// edited is left alone until the user moves on, and ticked checkboxes survive a swap. Flash
 // messages marked "transient" (a request's "started" note) go once a part has changed.
 (function () {
   "use strict";
@@ -24,6 +24,13 @@
   // Looked up each time: a stamp may sit inside a part that was just swapped.
   function say(text) { document.querySelectorAll("[data-live-updated]").forEach((stamp) => { stamp.textContent = text; }); }
 
+  // A field the person is typing in or choosing from; a focused link or button (the one just
+  // pressed) holds nothing back.
+  function editing(part) {
+    const field = document.activeElement;
+    return part.contains(field) && field.matches("input, select, textarea, [contenteditable]");
+  }
+
   function keepTicks(from, into) {
     from.querySelectorAll("input[type=checkbox]:checked").forEach((box) => {
       const twin = into.querySelector(`input[type=checkbox][name="${CSS.escape(box.name)}"][value="${CSS.escape(box.value)}"]`);
@@ -38,7 +45,7 @@
       const next = fresh.querySelector(`[data-live-part="${CSS.escape(current.dataset.livePart)}"]`);
       if (!next) return;
       if (next.outerHTML === served.get(current.dataset.livePart)) return;
-      if (current.contains(document.activeElement) && document.activeElement !== document.body) { held = true; return; }
+      if (editing(current)) { held = true; return; }
       served.set(current.dataset.livePart, next.outerHTML);
       keepTicks(current, next);
       current.replaceWith(document.importNode(next, true));
