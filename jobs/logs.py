@@ -17,6 +17,7 @@ from cluster.clusters.registry import primary_cluster_name
 from cluster.clusters.services import job_paths
 from cluster.files import jobfs
 from jobs.diagnosis.diagnose import diagnose
+from jobs.submission.batch_script import CONTAINER_LAUNCH, CONTAINER_STARTED
 
 
 @dataclass(frozen=True)
@@ -159,12 +160,11 @@ def job_logs(job, max_bytes: int) -> dict:
 # image import's progress, the dataset tool's protocol lines (jobs/dataset_staging.py). People
 # read their job's output without them; the page keeps them in a closed "setting up" detail.
 _SETUP_LINE = re.compile(
-    r"^(?:\[gpupool\] container (?:launch|started) at \S*"
-    r"|\[gpupool\] (?:staging datasets on this node|datasets in \S.*)"
+    r"^(?:\[gpupool\] (?:staging datasets on this node|datasets in \S.*)"
     r"|GPUPOOL_DATASET_(?:PROGRESS|EVICTED|VIEW) .*"
     r"|pyxis: (?:importing|imported|creating|running|reusing) .*)$"
 )
-_STAMP_LINE = re.compile(r"^\[gpupool\] container (?:launch|started) at ")
+_STAMP_LINE = re.compile(f"^(?:{re.escape(CONTAINER_LAUNCH)}|{re.escape(CONTAINER_STARTED)}) ")
 
 
 def split_setup_lines(text: str) -> tuple[str, str]:

@@ -30,6 +30,11 @@ class JobState(models.TextChoices):
     UNKNOWN = "UNKNOWN", "Unknown"
 
 
+def state_label(state: str) -> str:
+    """A job's state in words ("Time limit reached"); Slurm's term stays in `Job.state`."""
+    return JobState(state).label if state in JobState.values else state.capitalize()
+
+
 FINAL_STATES = frozenset(TERMINAL_JOB_STATES | {JobState.SUBMIT_FAILED})
 # Rows the mirror still has to read: unfinished, or told ended by an event (the state written at
 # once, Slurm's signature left empty) and not read since (exit code, nodes, exact times).
@@ -182,8 +187,7 @@ class Job(models.Model):
 
     @property
     def state_label(self) -> str:
-        """The state in words ("Time limit reached"); Slurm's term stays in `state`."""
-        return JobState(self.state).label if self.state in JobState.values else self.state.capitalize()
+        return state_label(self.state)
 
 
 class JobTemplate(models.Model):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -110,8 +110,4 @@ class GpuReservationRequest:
 
     def starting_by(self, now: datetime) -> GpuReservationRequest:
         """The same request with NOW as the moment `now` (slurmrestd takes no NOW)."""
-        if self.start != NOW:
-            return self
-        return GpuReservationRequest(
-            self.name, self.gpu_type, self.count, self.users, now, self.duration_minutes, self.flags
-        )
+        return replace(self, start=now) if self.start == NOW else self

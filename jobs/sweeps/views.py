@@ -16,7 +16,7 @@ from foundation.words import counted
 from jobs import actions as job_actions
 from jobs.costs import costs_for
 from jobs.diagnosis.reasons import explain_reason
-from jobs.models import FINAL_STATES, Job, JobState, Sweep
+from jobs.models import FINAL_STATES, Job, Sweep, state_label
 from jobs.submission import intake as job_intake
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError, job_spec_from_dict
@@ -64,7 +64,7 @@ def sweep_detail(request, pk: int):
         # Why a task waits; an ended task's last pending reason is history, not news.
         waiting = row["state"] in ("PENDING", "SUBMITTING")
         row["reason_text"] = explain_reason(row["state_reason"]) if waiting and row["state_reason"] else ""
-        row["state_label"] = JobState(row["state"]).label if row["state"] in JobState.values else row["state"]
+        row["state_label"] = state_label(row["state"])
         row["values"] = [value_text(row["parameters"][name]) for name in sweep.grid["names"]]
     grid_names = sweep.grid["names"]
     spec = job_spec_from_dict(sweep.spec)
