@@ -224,7 +224,7 @@ def held_by(job: Job) -> tuple[str, int, int, int]:
             gpu_type = gpu_type or item.gres_type
         elif item.name == "nvme":
             nvme = item.count
-    whole = 0 if shards else job.gpus
+    whole = 0 if shards else job.gpu_count or 0
     return gpu_type, whole, shards, nvme
 
 

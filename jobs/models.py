@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from cluster.clusters.registry import primary_cluster_name
-from cluster.records.gres import parse_tres, requested_gpus
+from cluster.records.gres import gpus_held
 from cluster.records.types import TERMINAL_JOB_STATES
 from jobs.diagnosis.reasons import explain_reason, short_reason
 
@@ -93,6 +93,10 @@ class Job(models.Model):
     standard_error = models.CharField(max_length=500, blank=True)
     # From slurmdbd once the job is finished.
     elapsed_seconds = models.IntegerField(null=True, blank=True)
+    # The GPUs the job holds, or asks for before Slurm allocated any (cluster.records.gres.gpus_held):
+    # the request's when the row is born (save()), overwritten from the allocation by the mirror
+    # (jobs/mirror/) once Slurm reports one. Shards sit on part of a GPU: such a job counts the
+    # GPUs they sit on. What it counts against the plan's quota is `quota_gpus` and `quota_shards`.
     gpu_count = models.IntegerField(null=True, blank=True)
     # slurmdbd can lag slurmctld: the mirror asks again on later passes, a bounded number of times.
     accounting_attempts = models.PositiveSmallIntegerField(default=0)
@@ -155,23 +159,10 @@ class Job(models.Model):
     def __str__(self):
         return f"job {self.slurm_job_id or self.uuid} ({self.state})"
 
-    @property
-    def gpus(self) -> int:
-        """The GPUs a job holds, or asked for while it holds none yet; 0 for a job without GPUs.
-
-        Slurm's allocated TRES count whole GPUs once the job runs; slurmdbd's figure
-        (`Job.gpu_count`) arrives only after it ends; before either, the request
-        (`tres_per_node`, "gres/gpu:a100:2") is what the job will hold. Shards sit on part of
-        a GPU and count as one, as the quota counts them."""
-        allocated = parse_tres(self.allocated_tres)
-        if allocated.get("gres/gpu"):
-            return allocated["gres/gpu"]
-        if self.gpu_count:
-            return self.gpu_count
-        if allocated.get("gres/shard"):
-            held = {(node, index) for node, indexes in (self.gpu_allocation or {}).items() for index in indexes}
-            return max(1, len(held))
-        return requested_gpus(self.tres_per_node)[1]
+    def save(self, *args, **kwargs):
+        if self.gpu_count is None:
+            self.gpu_count = gpus_held(self.allocated_tres, self.gpu_allocation, self.tres_per_node)
+        super().save(*args, **kwargs)
 
     @property
     def is_final(self) -> bool:

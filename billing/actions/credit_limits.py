@@ -47,6 +47,7 @@ from billing.pricing import PricingError, to_cents
 from billing.quotes import quote_job, quote_spec, shards_for
 from cluster.clusters.services import slurm_cli
 from cluster.errors import SlurmCommandError
+from cluster.records.gres import requested_gpus
 from foundation.money import usd
 from groups.group_plans import group_pays, paying_groups
 from groups.queries import owned_by
@@ -99,7 +100,13 @@ def outstanding_work(user) -> Decimal:
 
 
 def _quote_shape(user, shape: dict) -> Decimal | None:
-    gpu_type, whole, shards, nvme = held_by(Job(gpu_type=shape["gpu_type"], tres_per_node=shape["tres_per_node"]))
+    gpu_type, whole, shards, nvme = held_by(
+        Job(
+            gpu_type=shape["gpu_type"],
+            tres_per_node=shape["tres_per_node"],
+            gpu_count=requested_gpus(shape["tres_per_node"])[1],
+        )
+    )
     if not gpu_type or not (whole or shards) or not shape["time_limit_minutes"]:
         return None
     _shards, _per_gpu, shard_gb = shards_for(gpu_type, 1)

@@ -47,7 +47,7 @@ def used_gpu_seconds(reservation: Reservation, now: datetime) -> int:
     used = 0
     for job in Job.objects.filter(reservation=reservation, start_time__isnull=False):
         seconds = _overlap_seconds(job.start_time, job.end_time or now, reservation.start, reservation.end)
-        used += seconds * job.gpus
+        used += seconds * (job.gpu_count or 0)
     return used
 
 

@@ -113,6 +113,25 @@ def requested_gpus(tres_per_node: str | None) -> tuple[str, int]:
     return "", 0
 
 
+def gpus_allocated(allocated_tres: str | None, gpu_allocation: dict | None) -> int | None:
+    """The GPUs an allocation holds: Slurm's allocated `gres/gpu`; for a job on shards, the GPUs
+    its shards sit on (one at least). None while Slurm has allocated the job no GPU."""
+    allocated = parse_tres(allocated_tres)
+    if allocated.get("gres/gpu"):
+        return allocated["gres/gpu"]
+    if allocated.get("gres/shard"):
+        held = {(node, index) for node, indexes in (gpu_allocation or {}).items() for index in indexes}
+        return max(1, len(held))
+    return None
+
+
+def gpus_held(allocated_tres: str | None, gpu_allocation: dict | None, tres_per_node: str | None) -> int:
+    """The GPUs a job holds (`gpus_allocated`), or asks for (`requested_gpus`) while Slurm has
+    allocated it none: what `Job.gpu_count` stores (jobs/models.py)."""
+    allocated = gpus_allocated(allocated_tres, gpu_allocation)
+    return allocated if allocated is not None else requested_gpus(tres_per_node)[1]
+
+
 def requested_quota(tres_per_node: str | None) -> tuple[str, int, int]:
     """(GPU type, whole GPUs, shards) a job asks for per node: ("a100", 2, 0) for
     "gres/gpu:a100:2", ("a100", 0, 3) for "gres/shard:a100:3", ("", 0, 0) without a typed GPU.

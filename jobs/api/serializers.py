@@ -232,7 +232,7 @@ class JobSerializer(serializers.ModelSerializer):
         return job.exit_code if job.is_final else None
 
     def get_gpu_count(self, job) -> int:
-        return job.gpus
+        return job.gpu_count or 0
 
     def _cost(self, job) -> JobCost | None:
         # A list serializer fills known_costs for its page; a single job asks on its own, once.

@@ -60,7 +60,7 @@ def job_payload(job) -> dict:
         "submit_time": job.submit_time.isoformat() if job.submit_time else None,
         "exit_code": job.exit_code if job.is_final else None,
         "elapsed_seconds": job.elapsed_seconds,
-        "gpu_count": job.gpus,
+        "gpu_count": job.gpu_count or 0,
         "updated_at": job.updated_at.isoformat() if job.updated_at else None,
         # A sweep's task: its page puts the state in the task's cell.
         "sweep": job.sweep_id,

@@ -33,7 +33,7 @@ from cluster.records.types import TERMINAL_JOB_STATES, AccountingRecord, JobStat
 from cluster.records.types import Job as SlurmJob
 from cluster.slurmrest.client import SlurmRestClient
 from jobs.live.events import publish_job_updates
-from jobs.mirror.rows import WATCHED_FIELDS, portal_state, state_signature
+from jobs.mirror.rows import WATCHED_FIELDS, accounting_usage, portal_state, settle_allocation, state_signature
 from jobs.models import FINAL_STATES, UNREAD_OR_UNFINISHED, Job, JobArray, JobState
 from jobs.signals import array_tasks_ended
 
@@ -267,10 +267,7 @@ def apply_array_records(array_pk: int, records: list[SlurmJob]) -> int:
             if row is None:
                 continue
             fields = _task_fields(record)
-            if record.is_terminal and not fields["gpu_allocation"] and row["gpu_allocation"]:
-                fields["gpu_allocation"] = row["gpu_allocation"]  # slurmctld forgets it (rows.py says why)
-            if record.is_terminal and not fields["nodes"] and row["nodes"]:
-                fields["nodes"] = row["nodes"]
+            settle_allocation(record, fields, row)
             if row["slurm_job_id"] == record.job_id and all(row[name] == fields[name] for name in WATCHED_FIELDS):
                 continue
             if Job.objects.filter(pk=row["pk"], slurm_states=row["slurm_states"]).update(
@@ -340,9 +337,7 @@ def finish_array_from_accounting(client: SlurmRestClient, array_pk: int, array_j
             record = _record_for(records, task_id, slurm_job_id)
             if record is None or record.state not in TERMINAL_JOB_STATES:
                 continue
-            usage = (
-                {"elapsed_seconds": record.elapsed_seconds, "gpu_count": record.gpu_count} if record.is_settled else {}
-            )
+            usage = accounting_usage(record) if record.is_settled else {}
             own = {"slurm_job_id": record.job_id} if len(record.array_task_ids) == 1 and slurm_job_id is None else {}
             if Job.objects.filter(pk=pk, slurm_states=old).update(
                 state=portal_state(record.state),
@@ -394,9 +389,7 @@ def record_array_accounting(client: SlurmRestClient, limit: int = ACCOUNTING_ARR
             if record is None or not record.is_settled:
                 continue
             exact_end = {"end_time": record.end_time} if record.end_time else {}
-            if Job.objects.filter(pk=pk, elapsed_seconds__isnull=True).update(
-                elapsed_seconds=record.elapsed_seconds, gpu_count=record.gpu_count, **exact_end
-            ):
+            if Job.objects.filter(pk=pk, elapsed_seconds__isnull=True).update(**accounting_usage(record), **exact_end):
                 changed.append(pk)
         recorded += len(changed)
         transaction.on_commit(lambda changed=changed: publish_job_updates(changed))

@@ -36,6 +36,7 @@ from jobs.live.events import publish_job_update
 from jobs.live.watching import watched
 from jobs.mirror.arrays import mirror_arrays
 from jobs.mirror.rows import (
+    accounting_usage,
     apply_from_listing,
     apply_pending_estimates,
     apply_slurm_job,
@@ -305,9 +306,7 @@ def record_missing_accounting(client: SlurmRestClient, limit: int = 20, cluster:
             continue  # slurmdbd has not heard all of the run yet
         # slurmdbd's end time too: a job ended from the state listing has the pass's.
         exact_end = {"end_time": record.end_time} if record.end_time else {}
-        if Job.objects.filter(pk=job_pk, elapsed_seconds__isnull=True).update(
-            elapsed_seconds=record.elapsed_seconds, gpu_count=record.gpu_count, **exact_end
-        ):
+        if Job.objects.filter(pk=job_pk, elapsed_seconds__isnull=True).update(**accounting_usage(record), **exact_end):
             # A run the mirror first saw ended may have been listed without its nodes
             # (SlurmRestClient.ended_job_nodes): slurmdbd's record says where it ran.
             Job.objects.filter(pk=job_pk, nodes="").update(nodes=record.ran_on[:500])

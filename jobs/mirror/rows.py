@@ -22,8 +22,8 @@ import foundation.lookups  # noqa: F401  (registers __any_of)
 from cluster.clusters.registry import primary_cluster_name
 from cluster.clusters.services import rest_client
 from cluster.errors import SlurmError, SlurmNotFound
-from cluster.records.gres import requested_quota
-from cluster.records.types import TERMINAL_JOB_STATES
+from cluster.records.gres import gpus_allocated, gpus_held, requested_quota
+from cluster.records.types import TERMINAL_JOB_STATES, AccountingRecord
 from cluster.records.types import Job as SlurmJob
 from cluster.slurmrest.client import SlurmRestClient
 from foundation.sequences import batches
@@ -187,14 +187,7 @@ def apply_slurm_job(job: SlurmJob, cluster: str | None = None) -> bool:
         else:
             transaction.on_commit(lambda: publish_job_update(created.pk))
             return True
-    if job.is_terminal and not fields["gpu_allocation"] and row["gpu_allocation"]:
-        # slurmctld forgets which GPUs an ended job held (its gres_detail is empty); billing
-        # attributes those GPUs' telemetry to the run, so the last allocation stays.
-        fields["gpu_allocation"] = row["gpu_allocation"]
-    if job.is_terminal and not fields["nodes"] and row["nodes"]:
-        # Seen on 24.11 (v0.0.41 and v0.0.42 alike): a job just COMPLETED briefly reports no
-        # nodes, then its nodes again. Where it ran does not change once it has ended.
-        fields["nodes"] = row["nodes"]
+    settle_allocation(job, fields, row)
     same_user = row["cluster_user"] == fields["cluster_user"]
     if same_user and all(row[name] == fields[name] for name in WATCHED_FIELDS):
         return False
@@ -208,12 +201,36 @@ def apply_slurm_job(job: SlurmJob, cluster: str | None = None) -> bool:
     return bool(updated)
 
 
+def settle_allocation(job: SlurmJob, fields: dict, row: dict) -> None:
+    """Complete `fields` (what Slurm says of a job) with what its row knows and Slurm forgets
+    once it ended, then count the GPUs of its allocation (`gpu_count`, once Slurm allocated any)."""
+    if job.is_terminal and not fields["gpu_allocation"] and row["gpu_allocation"]:
+        # slurmctld forgets which GPUs an ended job held (its gres_detail is empty); billing
+        # attributes those GPUs' telemetry to the run, so the last allocation stays.
+        fields["gpu_allocation"] = row["gpu_allocation"]
+    if job.is_terminal and not fields["nodes"] and row["nodes"]:
+        # Seen on 24.11 (v0.0.41 and v0.0.42 alike): a job just COMPLETED briefly reports no
+        # nodes, then its nodes again. Where it ran does not change once it has ended.
+        fields["nodes"] = row["nodes"]
+    allocated = gpus_allocated(fields["allocated_tres"], fields["gpu_allocation"])
+    if allocated is not None:
+        fields["gpu_count"] = allocated
+
+
+def accounting_usage(record: AccountingRecord) -> dict:
+    """What slurmdbd's record of a finished run settles on the row: its elapsed time, and the
+    whole GPUs it held (a job on shards keeps the count the mirror took from its allocation,
+    which slurmdbd's record does not name)."""
+    whole = {"gpu_count": record.gpu_count} if record.gpu_count else {}
+    return {"elapsed_seconds": record.elapsed_seconds, **whole}
+
+
 def finish_from_accounting(client: SlurmRestClient, job_pk: int, slurm_job_id: int, old_signature: str) -> bool:
     try:
         record = client.get_accounting(slurm_job_id)
     except SlurmNotFound:
         return False
-    usage = {"elapsed_seconds": record.elapsed_seconds, "gpu_count": record.gpu_count} if record.is_settled else {}
+    usage = accounting_usage(record) if record.is_settled else {}
     updated = Job.objects.filter(pk=job_pk, slurm_states=old_signature).update(
         state=portal_state(record.state),
         slurm_states=state_signature(record.states),
@@ -253,6 +270,7 @@ def create_outside_jobs(jobs: list[SlurmJob], cluster: str | None = None) -> int
                 gpu_type=gpu_type,
                 quota_gpus=gpus,
                 quota_shards=shards,
+                gpu_count=gpus_held(job.allocated_tres, job.gpu_allocation, job.tres_per_node),
                 **_fields_from_slurm(job),
             )
         )

@@ -68,9 +68,10 @@ def gpu_seconds_this_month(user) -> int:
     """Finished jobs' GPU-seconds since the month began, and running jobs' so far (two queries)."""
     start = month_start()
     finished = (
-        Job.objects.filter(owner=user, end_time__gte=start, elapsed_seconds__isnull=False).aggregate(
-            total=Sum(F("elapsed_seconds") * F("gpu_count"))
-        )["total"]
+        Job.objects.filter(owner=user, end_time__gte=start, elapsed_seconds__isnull=False)
+        # Whole GPUs only, as for the running ones (`quota_gpus`): shares of a GPU are not hours of one.
+        .exclude(tres_per_node__contains="gres/shard")
+        .aggregate(total=Sum(F("elapsed_seconds") * F("gpu_count")))["total"]
         or 0
     )
     now = timezone.now()

@@ -16,6 +16,7 @@ from audit.log import record
 from cluster.clusters.services import rest_client, slurm_cli
 from cluster.errors import SlurmError
 from cluster.records.array_ids import compress_ids
+from cluster.records.gres import requested_gpus
 from jobs.actions import DEFAULT_GROUP, charged_group, check_allocation, locked_profile, partition_for
 from jobs.mirror.arrays import refresh_array
 from jobs.models import FINAL_STATES, Job, JobArray, JobState, Sweep
@@ -106,6 +107,8 @@ def _template(sweep: Sweep, profile: Profile, spec: JobSpec, plan: PlanSnapshot,
         "quota_gpus": spec.gpu.count,
         "quota_shards": spec.gpu.shards if not spec.gpu.count else 0,
         "tres_per_node": spec.gpu.tres_per_node(),
+        # bulk_create does not call Job.save(), which counts a new row's GPUs from its request.
+        "gpu_count": requested_gpus(spec.gpu.tres_per_node())[1],
         "time_limit_minutes": spec.time_limit_minutes,
         "partition": partition_for(plan),
         "account": group.slurm_account if group else settings.SLURM_ACCOUNT,
