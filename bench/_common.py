@@ -61,7 +61,8 @@ def bench_database():
                 time.sleep(1)
 
 
-def make_user(username: str, plan: str = "enterprise", provision: bool = True):
+def make_user(username: str, plan: str = "enterprise", provision: bool = True, role: str = ""):
+    """A user on `plan`, with a cluster account unless `provision` is False, in `role` if given."""
     from django.contrib.auth import get_user_model
 
     from accounts import actions
@@ -69,6 +70,9 @@ def make_user(username: str, plan: str = "enterprise", provision: bool = True):
     from plans.models import Plan
 
     user = get_user_model().objects.create_user(username=username, password="bench-" + username)
+    if role:
+        user.profile.role = role
+        user.profile.save(update_fields=["role"])
     subscriptions.change(user, Plan.objects.get(code=plan))
     from django.conf import settings
 
@@ -156,3 +160,20 @@ def wait_for_slurm_room(count: int, timeout: float = 900) -> None:
             raise SystemExit(f"slurmctld still holds {held} records (MaxJobCount {max_jobs}) after {timeout:.0f} s")
         print(f"waiting: slurmctld holds {held} records, {count} more would pass MaxJobCount {max_jobs}", flush=True)
         time.sleep(30)
+
+
+def options(**defaults):
+    """The command line's options, each named by a keyword (`page_size` is `--page-size`) and
+    typed by its default: `options(jobs=10_000, repeat=5)`. A default of False makes a flag; a
+    (default, help) pair says what the option is for."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    for name, default in defaults.items():
+        default, help_text = default if isinstance(default, tuple) else (default, None)
+        flag = "--" + name.replace("_", "-")
+        if default is False:
+            parser.add_argument(flag, action="store_true", help=help_text)
+        else:
+            parser.add_argument(flag, type=type(default), default=default, help=help_text)
+    return parser.parse_args()

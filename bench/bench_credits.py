@@ -11,11 +11,10 @@ campaign has 1,000 members at both sizes). Entries are inserted with one INSERT 
 the daily rollups built from them as credits.actions.ledger keeps them.
 """
 
-import argparse
 import statistics
 import time
 
-from _common import bench_database, count_queries, describe, make_user
+from _common import bench_database, count_queries, describe, make_user, options
 
 PAGES = {
     "credits page": "/credits/",
@@ -95,10 +94,7 @@ def measure(pairs: dict, repeat: int) -> dict:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--entries", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=30)
-    args = parser.parse_args()
+    args = options(entries=1_000_000, repeat=30)
 
     from django.test import Client
 
@@ -106,9 +102,7 @@ def main():
     from credits.actions import ledger
 
     with bench_database():
-        marketer = make_user("benchmarketing", plan="free", provision=False)
-        marketer.profile.role = Role.MARKETING
-        marketer.profile.save()
+        marketer = make_user("benchmarketing", plan="free", provision=False, role=Role.MARKETING)
         marketing = Client()
         marketing.force_login(marketer)
         sizes = (1000, args.entries)

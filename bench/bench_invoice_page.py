@@ -7,20 +7,16 @@ In-process (Django test client, no network) on PostgreSQL: the page's query and 
 cost, not HTTP. The page shows 100 lines at a time; the first page is measured.
 """
 
-import argparse
 import statistics
 import time
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from _common import bench_database, count_queries, describe, make_user
+from _common import bench_database, count_queries, describe, make_user, options
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--lines", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=30)
-    args = parser.parse_args()
+    args = options(lines=10_000, repeat=30)
 
     from django.test import Client
     from django.utils import timezone

@@ -12,14 +12,13 @@ whole month again (a re-run writes nothing). Prints the time per 1,000 records a
 for writing and for charging.
 """
 
-import argparse
 import json
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from _common import BASE_DIR, bench_database, make_user
+from _common import BASE_DIR, bench_database, make_user, options
 
 PAYLOADS = Path(BASE_DIR) / "cluster" / "tests" / "payloads" / "v0.0.41"
 MONTH_START = datetime(2026, 3, 1, tzinfo=UTC)
@@ -66,11 +65,7 @@ def synthetic_records(count: int, user_names: list[str]):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--users", type=int, default=200)
-    parser.add_argument("--pass-size", type=int, default=5000)
-    args = parser.parse_args()
+    args = options(records=100_000, users=200, pass_size=5000)
 
     from billing.actions import charging
     from billing.models import Invoice, UsageRecord

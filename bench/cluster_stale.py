@@ -12,7 +12,6 @@ portal's own cluster with --jobs held jobs, 200 a page) is timed with site-b up 
 cut, interleaved. On a throwaway PostgreSQL database; the jobs are cancelled at the end.
 """
 
-import argparse
 import json
 import statistics
 import tempfile
@@ -20,7 +19,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from _common import bench_database, make_user, percentile, retire_user
+from _common import bench_database, make_user, options, percentile, retire_user
 from mirror_passes import slurm_cancel_all, submit_held
 
 
@@ -48,11 +47,7 @@ def _page_times(session, url: str, count: int) -> list[float]:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--jobs", type=int, default=200)
-    parser.add_argument("--requests", type=int, default=40, help="job list requests per state and half")
-    args = parser.parse_args()
+    args = options(rounds=5, jobs=200, requests=(40, "job list requests per state and half"))
 
     import requests
     from django.conf import settings

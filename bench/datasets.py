@@ -22,7 +22,6 @@ empties the A100 nodes' caches before each placement mode.
 
 from __future__ import annotations
 
-import argparse
 import importlib.machinery
 import importlib.util
 import os
@@ -32,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import BASE_DIR, bench_database, make_user, retire_user
+from _common import BASE_DIR, bench_database, make_user, options, retire_user
 
 GOOD = {
     "name": "bench",
@@ -199,13 +198,13 @@ def enterprise(user):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--upload-mb", type=int, default=1024)
-    parser.add_argument("--jobs", type=int, default=32)
-    parser.add_argument("--datasets", type=int, default=6)
-    parser.add_argument("--upload-only", action="store_true", help="part 1 alone (needs no cluster)")
-    parser.add_argument("--parallel", type=int, default=2, help="the CLI's connections for the file's parts")
-    args = parser.parse_args()
+    args = options(
+        upload_mb=1024,
+        jobs=32,
+        datasets=6,
+        upload_only=(False, "part 1 alone (needs no cluster)"),
+        parallel=(2, "the CLI's connections for the file's parts"),
+    )
 
     from django.conf import settings
     from rest_framework.test import APIClient

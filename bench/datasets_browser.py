@@ -10,7 +10,6 @@ the click to the last byte in (the page's "Committing…"), alternating which go
 each time, the rate, and the ratio of the medians; also `cp` of the file on the same machine.
 """
 
-import argparse
 import os
 import shutil
 import statistics
@@ -18,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import bench_database, make_user
+from _common import bench_database, make_user, options
 
 
 def _upload(browser, base_url: str, dataset_id: int, source: Path, parts: bool) -> float:
@@ -47,10 +46,7 @@ def _upload(browser, base_url: str, dataset_id: int, source: Path, parts: bool) 
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mb", type=int, default=512)
-    parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
+    args = options(mb=512, rounds=2)
     from django.db import connections
     from playwright.sync_api import sync_playwright
 

@@ -15,18 +15,15 @@ grows it by at most 20 MB. Under Daphne (the server before gpupool/serve.py) pha
 process from 281 to 1,658 MB and phase 3 grew it by 400 MB.
 """
 
-import argparse
 import time
 
-from _common import bench_database, make_user
+from _common import bench_database, make_user, options
 
 MB = 1024 * 1024
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=12)
-    args = parser.parse_args()
+    args = options(seconds=12.0)
 
     from django.conf import settings
 

@@ -9,12 +9,11 @@ its own session, each refreshing every second, ten times the page's rate) for th
 intervals: how many times the picture was built per interval, and the request p50/p95.
 """
 
-import argparse
 import statistics
 import threading
 import time
 
-from _common import bench_database, count_queries, make_user
+from _common import bench_database, count_queries, make_user, options
 
 
 def build_pool(gpus: int, prefix: str):
@@ -194,15 +193,10 @@ def viewers(admin, count: int, seconds: float, threads: int = 16) -> None:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--gpus", type=int, default=10_000)
-    parser.add_argument("--viewers", type=int, default=100)
-    args = parser.parse_args()
+    args = options(gpus=10_000, viewers=100)
 
     with bench_database():
-        admin = make_user("hmadmin", plan="enterprise", provision=False)
-        admin.profile.role = "admin"
-        admin.profile.save()
+        admin = make_user("hmadmin", plan="enterprise", provision=False, role="admin")
         small = measure(admin, 96, "s")  # 12 nodes of 8: the nearest whole pool to 100 GPUs
         large = measure(admin, args.gpus, "l")
         viewers(admin, args.viewers, 30)

@@ -13,7 +13,6 @@ clients <= 2x p95 alone, throughput >= 0.5x). The sign-in limit is raised for th
 every failed sign-in costs its hash.
 """
 
-import argparse
 import os
 import re
 import secrets
@@ -21,7 +20,7 @@ import statistics
 import threading
 import time
 
-from _common import bench_database, make_user, percentile
+from _common import bench_database, make_user, options, percentile
 
 
 def _reader(base_url: str, key: str, stop: threading.Event, latencies: list, errors: list) -> None:
@@ -92,11 +91,7 @@ def _phase(base_url: str, key: str, readers: int, slow: int, seconds: float) -> 
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--readers", type=int, default=8)
-    parser.add_argument("--slow", type=int, default=4)
-    parser.add_argument("--seconds", type=float, default=15)
-    args = parser.parse_args()
+    args = options(readers=8, slow=4, seconds=15.0)
 
     from accounts.models import ApiToken
     from jobs.models import Job

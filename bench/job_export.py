@@ -8,11 +8,10 @@ Prints the time to the first byte and to the last, the rows received and the byt
 measured in the same run. On a throwaway PostgreSQL database.
 """
 
-import argparse
 import statistics
 import time
 
-from _common import bench_database, make_user
+from _common import bench_database, make_user, options
 
 
 def _timed(session, url: str) -> tuple[float, float, int, int]:
@@ -30,10 +29,7 @@ def _timed(session, url: str) -> tuple[float, float, int, int]:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--jobs", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+    args = options(jobs=10_000, repeat=5)
 
     import requests
 

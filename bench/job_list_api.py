@@ -6,19 +6,15 @@ Runs in-process (Django test client, no network) on PostgreSQL, so the figure is
 query and serialisation cost the API adds, not HTTP.
 """
 
-import argparse
 import statistics
 import time
 from datetime import timedelta
 
-from _common import bench_database, count_queries, describe, make_user
+from _common import bench_database, count_queries, describe, make_user, options
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--jobs", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=50)
-    args = parser.parse_args()
+    args = options(jobs=100_000, repeat=50)
 
     from django.db import connection
     from django.test import Client

@@ -11,14 +11,13 @@ of each, and the ratios of medians. On a throwaway PostgreSQL database; the jobs
 at the end.
 """
 
-import argparse
 import statistics
 import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from _common import bench_database, make_user, percentile, retire_user
+from _common import bench_database, make_user, options, percentile, retire_user
 from mirror_passes import slurm_cancel_all, submit_held
 
 
@@ -100,12 +99,12 @@ def measure(size: int, user, repeat: int, peer, page_size: int) -> None:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", default="1000,5000")
-    parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--page-size", type=int, default=200, help="jobs on page 1 (the API's default is 50)")
-    parser.add_argument("--no-peer", action="store_true", help="leave Slurm-web's agent out")
-    args = parser.parse_args()
+    args = options(
+        sizes="1000,5000",
+        repeat=20,
+        page_size=(200, "jobs on page 1 (the API's default is 50)"),
+        no_peer=(False, "leave Slurm-web's agent out"),
+    )
     from django.conf import settings
 
     print(f"slurm {settings.SLURM_RELEASE}")

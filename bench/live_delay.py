@@ -11,7 +11,6 @@ a worker and beat serve a throwaway database on port 8000, where the dev cluster
 posts (PORT when the cluster was started); "polling only" is the same stack with events off.
 """
 
-import argparse
 import json
 import os
 import re
@@ -19,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from _common import bench_database, make_user, percentile, retire_user
+from _common import bench_database, make_user, options, percentile, retire_user
 
 LOG_LINE = re.compile(r"^\[(?P<at>[0-9T:.-]+)\] (?P<text>.*)$")
 KINDS = {
@@ -111,10 +110,7 @@ def run_mode(label, extra_env, user, jobs, log_path):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--jobs", type=int, default=10)
-    parser.add_argument("--interval", type=float, default=2.0)
-    args = parser.parse_args()
+    args = options(jobs=10, interval=2.0)
     os.environ["CLUSTER_SYNC_INTERVAL_SECONDS"] = str(args.interval)
     from django.conf import settings
 

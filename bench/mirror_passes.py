@@ -13,13 +13,12 @@
 Leaves the cluster as it found it (the users' jobs are cancelled, their accounts removed).
 """
 
-import argparse
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from _common import bench_database, make_user, retire_user
+from _common import bench_database, make_user, options, retire_user
 from live_delay import slurmctld_times
 
 
@@ -142,10 +141,7 @@ def mass_change(count: int, user, other, log_path: Path) -> None:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", default="1000,5000")
-    parser.add_argument("--mass", type=int, default=5000)
-    args = parser.parse_args()
+    args = options(sizes="1000,5000", mass=5000)
     from django.conf import settings
 
     from cluster.clusters.services import rest_client

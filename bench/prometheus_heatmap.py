@@ -10,20 +10,16 @@ Goal: <= 500 ms for 2,048 GPUs.
     .venv/bin/python bench/prometheus_heatmap.py [--gpus 2048] [--reads 20]
 """
 
-import argparse
 import random
 import threading
 import time
 from datetime import UTC, datetime
 
-from _common import bench_database, describe, percentile
+from _common import bench_database, describe, options, percentile
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--gpus", type=int, default=2048)
-    parser.add_argument("--reads", type=int, default=20)
-    args = parser.parse_args()
+    args = options(gpus=2048, reads=20)
     from telemetry import prometheus
     from telemetry.actions import storage
     from telemetry.exporter_server import exporter_server, scrape_config

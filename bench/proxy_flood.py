@@ -14,13 +14,12 @@ what alice's clients got (answered by her server, or 429 once past her pace). Be
 had pools of its own and a pace, the same flood moved the p95 from 31 to 1,212 ms.
 """
 
-import argparse
 import asyncio
 import multiprocessing
 import statistics
 import time
 
-from _common import bench_database, make_user, percentile
+from _common import bench_database, make_user, options, percentile
 
 
 def _flood(port: int, host: str, cookie: str, clients: int, seconds: float, counts) -> None:
@@ -63,10 +62,7 @@ def _connects(base_url: str, cookie: str, seconds: float) -> list[float]:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--clients", type=int, default=48)
-    parser.add_argument("--seconds", type=float, default=15)
-    args = parser.parse_args()
+    args = options(clients=48, seconds=15.0)
 
     from django.test import Client
 

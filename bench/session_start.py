@@ -13,13 +13,12 @@ Starts the web process, a Celery worker and beat on a throwaway database, as `ma
 (docs/sessions.md): p50 <= 20 s, p95 <= 60 s.
 """
 
-import argparse
 import os
 import re
 import socket
 import time
 
-from _common import bench_database, make_user, percentile, retire_user
+from _common import bench_database, make_user, options, percentile, retire_user
 
 
 def _free_port() -> int:
@@ -38,9 +37,7 @@ def _container_launch(job) -> float:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--sessions", type=int, default=10)
-    args = parser.parse_args()
+    args = options(sessions=10)
 
     from django.db import connections
     from playwright.sync_api import expect, sync_playwright

@@ -14,19 +14,15 @@ Starts the web process, a Celery worker and beat on a throwaway database (as `ma
 with the mirror every --interval seconds (the product default is 2).
 """
 
-import argparse
 import json
 import os
 import time
 
-from _common import bench_database, describe, make_user, percentile, retire_user
+from _common import bench_database, describe, make_user, options, percentile, retire_user
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--jobs", type=int, default=20)
-    parser.add_argument("--interval", type=float, default=2.0)
-    args = parser.parse_args()
+    args = options(jobs=20, interval=2.0)
     os.environ["CLUSTER_SYNC_INTERVAL_SECONDS"] = str(args.interval)
 
     import requests

@@ -13,26 +13,21 @@
 Leaves the cluster as it found it (the user's jobs cancelled, the account removed).
 """
 
-import argparse
 import os
 import statistics
 import time
 from contextlib import ExitStack
 
-from _common import bench_database, make_user, percentile, retire_user, wait_for_slurm_room
+from _common import bench_database, make_user, options, percentile, retire_user, wait_for_slurm_room
 from mirror_passes import Counting
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--points", type=int, default=10_000)
-    parser.add_argument("--watch", type=float, default=60, help="seconds of mirror passes while tasks run")
-    parser.add_argument(
-        "--events",
-        action="store_true",
-        help="watch through the real stack (web process, worker, beat, Slurm's job events)",
+    args = options(
+        points=10_000,
+        watch=(60.0, "seconds of mirror passes while tasks run"),
+        events=(False, "watch through the real stack (web process, worker, beat, Slurm's job events)"),
     )
-    args = parser.parse_args()
     with bench_database():
         user = make_user("sweeper")
         try:
