@@ -55,9 +55,11 @@ class RegisterInputSerializer(serializers.Serializer):
 
 
 class VersionSummarySerializer(serializers.ModelSerializer):
+    id = serializers.IntegerField(read_only=True, help_text="What a job's `datasets` lists to mount this version")
+
     class Meta:
         model = DatasetVersion
-        fields = ["number", "state", "size_bytes", "file_count", "sha256", "error", "created_at", "ready_at"]
+        fields = ["id", "number", "state", "size_bytes", "file_count", "sha256", "error", "created_at", "ready_at"]
         read_only_fields = fields
 
 

@@ -34,6 +34,10 @@ def test_a_committed_version_is_verified_and_ready_with_its_checksum(tus, store)
     assert not any((store / "staging").iterdir())
     body = tus.client.get(f"{tus.base}/").json()
     assert body["state"] == "ready" and body["sha256"] == expected and len(body["files"]) == 3
+    # The version's id, which a job's `datasets` takes, is in both answers that show the version.
+    version = DatasetVersion.objects.get()
+    assert body["id"] == version.pk
+    assert [v["id"] for v in tus.client.get("/api/v1/datasets/").json()[0]["versions"]] == [version.pk]
 
 
 def test_a_declared_checksum_that_does_not_match_fails_the_version(tus, store):

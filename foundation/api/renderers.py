@@ -29,6 +29,13 @@ class JsonLinesRenderer(FileRenderer):
     format = "jsonl"
 
 
+class NdjsonRenderer(JsonLinesRenderer):
+    """JSON lines by their other common name (what most tools send as `Accept`)."""
+
+    media_type = "application/x-ndjson"
+    format = "ndjson"
+
+
 class OctetStreamRenderer(FileRenderer):
     media_type = "application/octet-stream"
     format = "bin"

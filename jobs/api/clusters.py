@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.access import is_admin
-from cluster.clusters.registry import NAME
+from cluster.clusters.registry import NAME, all_clusters
 from cluster.records.queries import cluster_views
 from jobs.api.schema import errors
 
@@ -54,17 +54,22 @@ CLUSTER_FILTER = OpenApiParameter(
     str,
     required=False,
     pattern=f"^{NAME.pattern}$",
-    description="Only the jobs of this cluster (a name from /api/v1/clusters/; one no cluster has lists none)",
+    description=(
+        "Only the jobs of this cluster: a name from /api/v1/clusters/, or one the caller's jobs ran on; another is a 400"
+    ),
 )
 
 
-def cluster_filter(params) -> str | None:
-    """The `cluster` query parameter, or None when absent. A name as names go that no cluster
-    has is kept (it matches no job: a cluster removed from the configuration still filters its
-    old jobs); anything else raises ValidationError naming the field."""
+def cluster_filter(params, jobs) -> str | None:
+    """The `cluster` query parameter, or None when absent. A name that no cluster has is a
+    ValidationError (a typo lists nothing otherwise), unless some of `jobs` ran there: a cluster
+    removed from the configuration still filters its old jobs."""
     name = params.get("cluster")
     if name is None:
         return None
     if not NAME.fullmatch(name):
         raise ValidationError({"cluster": ["A cluster's name is 1-32 of a-z, 0-9, '.' and '-'."]})
+    names = [cluster.name for cluster in all_clusters()]
+    if name not in names and not jobs.filter(cluster=name).exists():
+        raise ValidationError({"cluster": [f"No cluster is named {name!r}; the clusters are {', '.join(names)}."]})
     return name

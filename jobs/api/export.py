@@ -26,7 +26,7 @@ from rest_framework.decorators import api_view, renderer_classes
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from foundation.api.renderers import CsvRenderer, JsonLinesRenderer
+from foundation.api.renderers import CsvRenderer, JsonLinesRenderer, NdjsonRenderer
 from jobs.api.clusters import CLUSTER_FILTER, cluster_filter
 from jobs.api.schema import errors
 from jobs.models import Job
@@ -148,6 +148,7 @@ async def async_stream(user_id: int, kind, cluster: str | None = None) -> AsyncI
     ],
     responses={
         (200, "application/jsonl"): OpenApiResponse(OpenApiTypes.STR),
+        (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR),
         (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR),
         # 400: an `as` not in the list or an unknown cluster; 404: an unknown `format` (DRF's renderer override).
         **errors(400, 401, 404),
@@ -155,7 +156,7 @@ async def async_stream(user_id: int, kind, cluster: str | None = None) -> AsyncI
     tags=["jobs"],
 )
 @api_view(["GET"])
-@renderer_classes([JSONRenderer, JsonLinesRenderer, CsvRenderer])
+@renderer_classes([JSONRenderer, JsonLinesRenderer, NdjsonRenderer, CsvRenderer])
 def export(request):
     chosen = request.query_params.get("as")
     if request.query_params.get("format") == "":
@@ -169,12 +170,14 @@ def export(request):
             {"detail": "The request is invalid.", "errors": {"as": ["jsonl or csv."]}},
             status=status.HTTP_400_BAD_REQUEST,
         )
-    cluster = cluster_filter(request.query_params)
+    cluster = cluster_filter(request.query_params, Job.objects.filter(owner=request.user))
     wants_csv = chosen == "csv" or (chosen is None and "text/csv" in request.headers.get("Accept", ""))
+    # JSON lines go out under the name the client asked for them by (application/x-ndjson too).
+    lines_type = request.accepted_renderer.media_type if request.accepted_renderer.format == "ndjson" else None
     kind, content_type, name = (
         (CsvText, "text/csv; charset=utf-8", "jobs.csv")
         if wants_csv
-        else (JsonLines, "application/jsonl", "jobs.jsonl")
+        else (JsonLines, lines_type or "application/jsonl", "jobs.jsonl")
     )
     # Under ASGI Django streams only an async iterator (a sync one is read whole
     # first); under WSGI and the test client, a sync one.

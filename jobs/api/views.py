@@ -146,7 +146,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             # The schema generator has no user; it needs the model (for the id's type).
             return Job.objects.none()
         jobs = Job.objects.filter(owner=self.request.user)
-        if self.action == "list" and (cluster := cluster_filter(self.request.query_params)):
+        if self.action == "list" and (cluster := cluster_filter(self.request.query_params, jobs)):
             jobs = jobs.filter(cluster=cluster)
         # A page reads its mounts in one query of its own (JobListSerializer); one job, here.
         return jobs if self.action == "list" else jobs.prefetch_related("datasets__version")

@@ -45,6 +45,15 @@ def test_json_lines_hold_every_own_job_once_newest_first_across_chunks(alice, bo
     assert rows[0]["name"].startswith("job-") and "created_at" in rows[0] and "spec" not in rows[0]
 
 
+@pytest.mark.parametrize("accept", ["application/x-ndjson", "application/jsonl"])
+def test_json_lines_are_asked_for_by_either_common_name(alice, api_client_for, accept):
+    _jobs(alice, 3)
+    response = api_client_for(alice).get("/api/v1/jobs/export", HTTP_ACCEPT=accept)
+    assert response.status_code == 200 and response["Content-Type"] == accept
+    rows = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]
+    assert [row["id"] for row in rows] == _newest_first(alice)
+
+
 def test_csv_has_a_header_every_row_and_no_formula_cells(alice, api_client_for, monkeypatch):
     monkeypatch.setattr(export, "CHUNK_ROWS", 4)
     _jobs(alice, 9)

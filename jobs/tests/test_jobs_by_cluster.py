@@ -4,6 +4,7 @@ every writer that finds a row by its Slurm id finds only its own cluster's (docs
 from dataclasses import replace
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
 from cluster.slurmrest.v0041 import V0041Adapter
@@ -81,7 +82,16 @@ def test_the_api_lists_and_exports_one_clusters_jobs_on_request(alice, settings)
     ]
     only = client.get("/api/v1/jobs/", {"cluster": OTHER}).json()["results"]
     assert [(job["cluster"], job["slurm_job_id"], job["name"]) for job in only] == [(OTHER, 7005, "there")]
-    assert client.get("/api/v1/jobs/", {"cluster": "nowhere"}).json()["results"] == []
+    # A name no cluster has, on which none of the caller's jobs ran, is a mistake to say, not an empty list.
+    for path in ("/api/v1/jobs/", "/api/v1/jobs/export"):
+        unknown = client.get(path, {"cluster": "nowhere"})
+        assert unknown.status_code == 400, path
+        assert "No cluster is named 'nowhere'" in unknown.json()["errors"]["cluster"][0]
+        assert settings.SLURM_CLUSTER_NAME in unknown.json()["errors"]["cluster"][0]
+    # Bob never ran a job on site-b: for him it is an unknown name (were it configured, an empty list).
+    bob_client = APIClient()
+    bob_client.force_authenticate(get_user_model().objects.create_user("bob-elsewhere"))
+    assert bob_client.get("/api/v1/jobs/", {"cluster": OTHER}).status_code == 400
     refused = client.get("/api/v1/jobs/", {"cluster": "Site B!"})
     assert refused.status_code == 400 and "cluster" in refused.json()["errors"]
 
