@@ -55,7 +55,7 @@ CLUSTER_FILTER = OpenApiParameter(
     required=False,
     pattern=f"^{NAME.pattern}$",
     description=(
-        "Only the jobs of this cluster: a name from /api/v1/clusters/, or one the caller's jobs ran on; another is a 400"
+        "Only the jobs of this cluster: a name from /api/v1/clusters/ or one the caller's jobs ran on (another: 400)"
     ),
 )
 
