@@ -20,9 +20,10 @@ from billing import group_money
 from billing.invoices.drafts import month_of
 from credits import actions as credit_actions
 from credits.actions import ledger
+from foundation.api.errors import StrictBooleanField, invalid
 from foundation.money import format_amount
 from groups import actions as group_actions
-from groups.api.views import GroupAPIView, errors, invalid
+from groups.api.views import GroupAPIView, errors
 from groups.queries import GroupError, visible_group
 
 TAGS = ["groups"]
@@ -60,7 +61,7 @@ class GroupMoneySerializer(serializers.Serializer):
 
 
 def _month(text: str | None) -> date:
-    if not text:
+    if text is None:
         return month_of(timezone.now())
     try:
         year, month = (int(part) for part in text.split("-"))
@@ -78,7 +79,7 @@ class GroupMoneyView(GroupAPIView):
                 str,
                 required=False,
                 description="YYYY-MM; default this month",
-                pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])$",
+                pattern=r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])$",
             )
         ],
         responses={200: GroupMoneySerializer, **errors(400, 401, 404)},
@@ -105,7 +106,7 @@ class BudgetInput(serializers.Serializer):
     monthly_amount = serializers.RegexField(
         r"^[1-9][0-9]{0,6}(\.[0-9]{1,2})?$", help_text='USD from 1 to 9,999,999.99, e.g. "500" or "1250.50"'
     )
-    hold_at_limit = serializers.BooleanField(default=False)
+    hold_at_limit = StrictBooleanField(default=False)
 
 
 class GroupBudgetView(GroupAPIView):

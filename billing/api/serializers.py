@@ -2,6 +2,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from cluster.clusters.registry import all_clusters
+from foundation.api.errors import StrictBooleanField
 from plans.rate_cards import SLUG
 
 # Bounds that keep a quote's arithmetic small; far beyond any job the pool can run.
@@ -25,15 +26,6 @@ class StrictCharField(serializers.RegexField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """A JSON true or false: DRF's BooleanField would also take "yes", 1 and "on"."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            self.fail("invalid", input=data)
-        return data
 
 
 # Fields of a job's submission (POST /api/v1/jobs/) that do not change its price: a quote takes

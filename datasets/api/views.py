@@ -302,6 +302,7 @@ class UploadCreateView(TusView):
                 "Upload-Concat",
                 OpenApiTypes.STR,
                 location=OpenApiParameter.HEADER,
+                pattern=r"^(partial|final;.*\S.*)$",
                 description=(
                     "tus concatenation: `partial` for one part of a file sent beside the others (several "
                     "connections at once), or `final;<part URL> <part URL>...` to join complete parts, in that "

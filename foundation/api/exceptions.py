@@ -11,6 +11,8 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from foundation.api.errors import field_messages
+
 DATABASE_RETRY_SECONDS = 5
 
 
@@ -34,15 +36,5 @@ def api_exception_handler(exc, context):
     data = response.data
     if isinstance(data, dict) and "detail" in data:
         return response
-    if isinstance(data, dict):
-        field_errors = {str(name): _messages(value) for name, value in data.items()}
-    else:
-        field_errors = {"non_field_errors": _messages(data)}
-    response.data = {"detail": "Invalid input.", "errors": field_errors}
+    response.data = {"detail": "Invalid input.", "errors": field_messages(data)}
     return response
-
-
-def _messages(value) -> list[str]:
-    if isinstance(value, list | tuple):
-        return [str(item) for item in value]
-    return [str(value)]

@@ -29,3 +29,23 @@ def test_a_write_is_not_invited_to_be_sent_again_blindly():
     assert response.status_code == 503
     assert not response.has_header("Retry-After")
     assert "may or may not have been recorded" in response.data["detail"]
+
+
+def test_a_lists_or_a_nested_objects_errors_read_as_sentences_that_say_where():
+    from rest_framework import serializers
+
+    from foundation.api.errors import StrictBooleanField, field_messages
+
+    class Body(serializers.Serializer):
+        tasks = serializers.ListField(child=serializers.IntegerField(min_value=0))
+        hold = StrictBooleanField()
+
+    body = Body(data={"tasks": [1, None, -2], "hold": 0})
+    assert not body.is_valid()
+    messages = field_messages(body.errors)
+    assert messages["tasks"] == [
+        "item 1: This field may not be null.",
+        "item 2: Ensure this value is greater than or equal to 0.",
+    ]
+    assert messages["hold"] == ["Must be a valid boolean."]  # 0 is not false in a JSON body
+    assert field_messages(["alone"]) == {"non_field_errors": ["alone"]}

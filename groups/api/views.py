@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
 from rest_framework.response import Response
 
 from accounts.access import is_admin
 from cluster.errors import SlurmError
-from foundation.api.errors import error_responses
+from foundation.api.errors import error_responses, invalid
 from foundation.api.views import RefusingAPIView
 from groups import actions, usage
 from groups.api.serializers import (
@@ -50,13 +49,6 @@ def refusal(exc: GroupError) -> Response:
     if exc.status == 400:
         body = {"detail": "The request is invalid.", "errors": {exc.field: [exc.message]}}
     return Response(body, status=exc.status)
-
-
-def invalid(serializer) -> Response:
-    return Response(
-        {"detail": "The request is invalid.", "errors": {k: [str(m) for m in v] for k, v in serializer.errors.items()}},
-        status=status.HTTP_400_BAD_REQUEST,
-    )
 
 
 class GroupAPIView(RefusingAPIView):

@@ -9,7 +9,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from foundation.api.errors import RETRY_AFTER
+from foundation.api.errors import RETRY_AFTER, StrictBooleanField, invalid
 from foundation.ratelimit import refund
 from jobs import actions as job_actions
 from jobs.api.schema import errors
@@ -70,7 +70,7 @@ class RerunSerializer(serializers.Serializer):
 
 
 class CancelSerializer(serializers.Serializer):
-    pending_only = serializers.BooleanField(
+    pending_only = StrictBooleanField(
         required=False, default=True, help_text="true (default): only tasks not yet started; false: every task"
     )
 
@@ -279,13 +279,16 @@ class SweepTasksView(APIView):
     )
     def get(self, request, pk: int):
         sweep = _own(request, pk)
-        rows = queries.task_rows(sweep, history=request.query_params.get("history") in ("1", "true"))
+        history = request.query_params.get("history", "false")
+        if history not in ("true", "false"):
+            return Response({"detail": INVALID, "errors": {"history": ["true or false."]}}, status=400)
+        rows = queries.task_rows(sweep, history=history == "true")
         try:
             rows = queries.select_tasks(
                 sweep,
                 rows,
                 state=request.query_params.get("state", ""),
-                sort=request.query_params.get("sort", "index"),
+                sort=request.query_params.get("sort") or "index",
             )
         except queries.UnknownSort:
             return Response(
@@ -306,7 +309,7 @@ class SweepThrottleView(APIView):
         sweep = _own(request, pk)
         data = ThrottleSerializer(data=request.data)
         if not data.is_valid():
-            return Response({"detail": INVALID, "errors": data.errors}, status=400)
+            return invalid(data)
         try:
             sweep = actions.set_throttle(request.user, sweep, data.validated_data["throttle"])
         except actions.SweepRefused as exc:
@@ -326,7 +329,7 @@ class SweepRerunView(APIView):
         sweep = _own(request, pk)
         data = RerunSerializer(data=request.data)
         if not data.is_valid():
-            return Response({"detail": INVALID, "errors": data.errors}, status=400)
+            return invalid(data)
         try:
             actions.rerun_tasks(request.user, sweep, data.validated_data.get("tasks"))
         except Exception as exc:  # noqa: BLE001  (_refused re-raises what it does not answer)
@@ -346,7 +349,7 @@ class SweepCancelView(APIView):
         sweep = _own(request, pk)
         data = CancelSerializer(data=request.data)
         if not data.is_valid():
-            return Response({"detail": INVALID, "errors": data.errors}, status=400)
+            return invalid(data)
         try:
             actions.cancel_sweep(request.user, sweep, pending_only=data.validated_data["pending_only"])
         except actions.SweepRefused as exc:

@@ -11,11 +11,9 @@ from django.db import transaction
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
-from accounts.models import ApiToken
 from gpupool.wsgi import application
-from jobs.models import Job
-from jobs.tests.conftest import GOOD_SPEC
-from testing.api import one_connection, rolled_back
+from jobs.tests.conftest import FUZZ_TOKEN
+from testing.api import rolled_back
 
 pytestmark = pytest.mark.django_db
 
@@ -30,12 +28,15 @@ pytestmark = pytest.mark.django_db
 # could not be a mount point. Sweeps: a base job as above, and parameters the schema cannot
 # describe (a value the shell could misread, a grid of more points than allowed). Sessions: a job's
 # body as above, and an image that does not ship the app. A quote: a job's body as above (a dataset
-# version, a group or a cluster that is not the caller's to use).
+# version, a group or a cluster that is not the caller's to use). A tus upload's headers depend on
+# each other (Upload-Length unless a final concatenation; a path unless a part). A sweep's tasks
+# sort by its own parameters' names, which the schema cannot list. A job list's `cluster` is one of
+# the clusters or of the caller's jobs' clusters, which change at run time.
 SUBMISSIONS = [
     "jobs_create", "jobs_submit", "jobs_clone", "reservations_create", "reservations_reject", "plan_change",
     "groups_create", "groups_invite", "groups_member_role", "groups_invitation_accept", "groups_allocation_request",
     "groups_allocation_decide", "datasets_create", "sweeps_create", "sweeps_clone", "sessions_create",
-    "billing_quote",
+    "billing_quote", "datasets_upload_create", "sweeps_tasks", "jobs_list", "jobs_export",
 ]  # fmt: skip
 # tus answers a missing or other Tus-Resumable with 412 Precondition Failed, as the protocol says.
 TUS_OPERATIONS = ["datasets_upload_create", "datasets_upload_patch"]
@@ -45,9 +46,7 @@ schemathesis.serializer.alias("application/offset+octet-stream", "application/oc
 POSITIVE_WITH_BAD_VALUES = ["2xx", "400", "401", "403", "404", "409", "429"]
 
 
-# The fuzzing user's token: fixed, because the schema (and its auth) is loaded when the
-# tests are collected, before any user exists; the fixture gives a user this token.
-TOKEN = ApiToken.PREFIX + "schemathesis-fuzzing-user"
+TOKEN = FUZZ_TOKEN
 CONFIG = schemathesis.Config.from_dict(
     {
         "auth": {"openapi": {"bearerAuth": {"bearer": TOKEN}}},
@@ -71,26 +70,6 @@ CONFIG = schemathesis.Config.from_dict(
         ],
     }
 )
-
-
-@pytest.fixture
-def _one_connection():
-    with one_connection():
-        yield
-
-
-@pytest.fixture
-def fuzz_user(alice, settings, _one_connection):
-    # Provisioned as far as the portal can tell (alice is on the Pro plan).
-    alice.profile.cluster_username = "alice"
-    alice.profile.provisioned_at = "2026-01-01T00:00:00Z"
-    alice.profile.save()
-    # Logs are read many times a second here; their throttle has its own test.
-    settings.API_LOG_READS_PER_MINUTE = 100_000
-    ApiToken.objects.create(user=alice, name="schemathesis", key_hash=ApiToken.hash_key(TOKEN), hint=TOKEN[:12])
-    # A finished job of the user's, so that clone and logs can find one.
-    Job.objects.create(owner=alice, slurm_job_id=7001, state="COMPLETED", spec=dict(GOOD_SPEC), exit_code=0)
-    return alice
 
 
 # Loaded from the app (no server): the schema is public, so no database is needed yet.
