@@ -743,6 +743,8 @@ REST_FRAMEWORK = {
     # JSON only, as the schema says: one body type, with a size cap (foundation/api/parsers.py).
     "DEFAULT_PARSER_CLASSES": ["foundation.api.parsers.CappedJSONParser"],
     "EXCEPTION_HANDLER": "foundation.api.exceptions.api_exception_handler",
+    # `?format=` (empty) is refused, not read as no format (foundation/api/negotiation.py).
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "foundation.api.negotiation.StrictFormatNegotiation",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "accounts.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",

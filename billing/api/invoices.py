@@ -27,7 +27,7 @@ from foundation.api.renderers import CsvRenderer, PdfRenderer
 from groups.queries import GroupError
 
 ERROR_DESCRIPTIONS = {
-    400: "Bad input: a page_size outside 1-200",
+    400: "Bad input: a page_size outside 1-200, or an empty `format`",
     401: "No credentials, or an unknown or revoked token",
     403: "`group` names a group whose invoices the caller (a member, not its PI or a manager) does not see",
     404: "No such invoice among the caller's own and their groups' (or a cursor that is not one of ours)",
@@ -182,7 +182,7 @@ class InvoiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         summary="The invoice as a PDF",
         responses={
             (200, "application/pdf"): OpenApiResponse(OpenApiTypes.BINARY),
-            **error_responses(ERROR_DESCRIPTIONS, 401, 404),
+            **error_responses(ERROR_DESCRIPTIONS, 400, 401, 404),
         },
         tags=TAGS,
     )
@@ -196,7 +196,7 @@ class InvoiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         summary="The invoice's lines as CSV (amounts as decimal strings; subtotal, discount, credits and total last)",
         responses={
             (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR),
-            **error_responses(ERROR_DESCRIPTIONS, 401, 404),
+            **error_responses(ERROR_DESCRIPTIONS, 400, 401, 404),
         },
         tags=TAGS,
     )

@@ -115,8 +115,12 @@ class SweepSerializer(serializers.Serializer):
     metric_goal = serializers.CharField()
     counts = serializers.DictField(child=serializers.IntegerField(), help_text="Current tasks by state")
     arrays = serializers.ListField(child=serializers.DictField(), help_text="Slurm arrays: id, offset, tasks, state")
-    cost = serializers.CharField(help_text="USD: what its tasks were charged, every attempt")
-    cost_so_far = serializers.CharField(help_text="USD: running tasks' estimates")
+    cost = serializers.CharField(
+        allow_null=True, help_text="USD: what its tasks were charged, every attempt; null in the list (ask the sweep)"
+    )
+    cost_so_far = serializers.CharField(
+        allow_null=True, help_text="USD: running tasks' estimates; null in the list (ask the sweep)"
+    )
     gpu_seconds = serializers.IntegerField()
     quote = SweepQuoteSerializer(allow_null=True, help_text="The most the sweep could cost (every task its time limit)")
     best = serializers.DictField(allow_null=True, help_text="The task with the best metric")

@@ -31,12 +31,14 @@ pytestmark = pytest.mark.django_db
 # version, a group or a cluster that is not the caller's to use). A tus upload's headers depend on
 # each other (Upload-Length unless a final concatenation; a path unless a part). A sweep's tasks
 # sort by its own parameters' names, which the schema cannot list. A job list's `cluster` is one of
-# the clusters or of the caller's jobs' clusters, which change at run time.
+# the clusters or of the caller's jobs' clusters, which change at run time. A dataset's registered
+# folder is a path on the cluster that must exist and be the caller's.
 SUBMISSIONS = [
     "jobs_create", "jobs_submit", "jobs_clone", "reservations_create", "reservations_reject", "plan_change",
     "groups_create", "groups_invite", "groups_member_role", "groups_invitation_accept", "groups_allocation_request",
     "groups_allocation_decide", "datasets_create", "sweeps_create", "sweeps_clone", "sessions_create",
     "billing_quote", "datasets_upload_create", "sweeps_tasks", "jobs_list", "jobs_export",
+    "datasets_version_register",
 ]  # fmt: skip
 # tus answers a missing or other Tus-Resumable with 412 Precondition Failed, as the protocol says.
 TUS_OPERATIONS = ["datasets_upload_create", "datasets_upload_patch"]

@@ -81,3 +81,10 @@ def test_the_asgi_path_streams_the_same_rows(alice, monkeypatch):
 
     rows = [json.loads(line) for line in async_to_sync(collect)().splitlines()]
     assert [row["id"] for row in rows] == _newest_first(alice)
+
+
+def test_an_empty_format_is_refused_not_read_as_none(alice, api_client_for):
+    # DRF would read `?format=` as no format given; the schema lists the formats there are.
+    response = api_client_for(alice).get("/api/v1/jobs/export?format=")
+    assert response.status_code == 400
+    assert response.json()["errors"]["format"] == ["One of: json, jsonl, ndjson, csv."]
