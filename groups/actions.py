@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.access import is_admin as _is_admin
@@ -38,8 +38,18 @@ from groups.validators import validate_group_name
 from plans.models import Plan
 
 
+def slurm_must_learn(*group_ids: int) -> None:
+    """These groups changed in what Slurm holds of them (account, members, shares, limits):
+    pending until a sync after this change has written them, which is sent on commit."""
+    Group.objects.filter(pk__in=group_ids).update(
+        slurm_state=Group.SlurmState.PENDING, slurm_version=F("slurm_version") + 1
+    )
+    for group_id in group_ids:
+        transaction.on_commit(lambda group_id=group_id: sync_group.delay(group_id))
+
+
 def _sync_on_commit(group_id: int) -> None:
-    transaction.on_commit(lambda: sync_group.delay(group_id))
+    slurm_must_learn(group_id)
 
 
 def _managing(user, group_id: int) -> Membership | None:
@@ -285,7 +295,7 @@ def set_shares(group_id: int, actor, shares: int, reason: str = "") -> Group:
     with transaction.atomic():
         group = Group.objects.select_for_update().get(pk=group_id)
         before = _state(group)
-        Group.objects.filter(pk=group_id).update(shares=shares, slurm_state=Group.SlurmState.PENDING)
+        Group.objects.filter(pk=group_id).update(shares=shares)
         group.refresh_from_db()
         record(actor, "group.shares", f"group:{group.slug}", before=before, after=_state(group), reason=reason)
     _sync_on_commit(group_id)
@@ -458,9 +468,7 @@ def close_group(group_id: int, actor, reason: str = "") -> Group:
         raise GroupError("group", "Only the PI closes the group.", 403)
     with transaction.atomic():
         now = timezone.now()
-        if not Group.objects.filter(pk=group_id, closed_at__isnull=True).update(
-            closed_at=now, slurm_state=Group.SlurmState.PENDING
-        ):
+        if not Group.objects.filter(pk=group_id, closed_at__isnull=True).update(closed_at=now):
             raise GroupError("group", "The group is closed already.", 409)
         Membership.objects.active().filter(group_id=group_id).update(
             left_at=now, is_default=False, end_reason=Membership.EndReason.CLOSED

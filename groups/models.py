@@ -52,6 +52,10 @@ class Group(models.Model):
     slurm_state = models.CharField(max_length=16, choices=SlurmState.choices, default=SlurmState.PENDING)
     slurm_error = models.TextField(blank=True)
     synced_at = models.DateTimeField(null=True, blank=True)
+    # Counts the changes Slurm must learn (groups.actions.slurm_must_learn): a sync marks the group
+    # synced only if no change came after the one it read, so a job never goes out on a group
+    # whose newest allocation or members Slurm does not hold yet (groups.queries.require_in_slurm).
+    slurm_version = models.PositiveIntegerField(default=0)
     # Set when the group is closed: its account is removed from Slurm; the row stays for bills.
     closed_at = models.DateTimeField(null=True, blank=True)
     # The value of the institution's groups claim (OIDC_GROUPS_CLAIM) that makes a person a

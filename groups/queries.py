@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from accounts.access import is_admin
+from cluster.errors import SlurmTransientError
 from groups.models import Allocation, Group, Membership
 
 
@@ -137,3 +138,24 @@ def group_ids_for_accounts(accounts: set[str]) -> dict[str, int]:
     if not slugs:
         return {}
     return {slugs[slug]: pk for slug, pk in Group.objects.filter(slug__in=slugs).values_list("slug", "pk")}
+
+
+class GroupNotInSlurmYet(SlurmTransientError):
+    """A group job waits: Slurm does not hold the group's newest change yet (a just-approved
+    allocation, a new member), and would refuse the job ("violates accounting/QOS policy")."""
+
+
+def require_in_slurm(group_id: int) -> None:
+    """Raises GroupNotInSlurmYet unless the group's newest change is written to Slurm: a job's
+    submission is then retried (jobs/tasks.py), as while Slurm does not answer."""
+    found = Group.objects.filter(pk=group_id).values_list("name", "slurm_state").first()
+    if found is None or found[1] == Group.SlurmState.SYNCED:
+        return
+    name, state = found
+    raise GroupNotInSlurmYet(
+        f"group {group_id} is {state} in Slurm",
+        public_message=(
+            f"The latest change to {name} (its allocation, members or shares) is still being written to "
+            "Slurm; the job goes there as soon as it is."
+        ),
+    )

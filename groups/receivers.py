@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 from allauth.account.signals import user_logged_in
-from django.db import transaction
 from django.dispatch import receiver
 
 from accounts.oidc import claimed_groups
 from accounts.signals import account_deactivated, cluster_identity_changed
 from groups import actions
 from groups.models import Group
-from groups.tasks import sync_group
 
 
 def _sync_groups_of(user_id: int) -> None:
     groups = Group.objects.filter(memberships__user_id=user_id, closed_at__isnull=True)
-    ids = list(groups.values_list("pk", flat=True).distinct())
-    for group_id in ids:
-        transaction.on_commit(lambda group_id=group_id: sync_group.delay(group_id))
+    actions.slurm_must_learn(*groups.values_list("pk", flat=True).distinct())
 
 
 @receiver(cluster_identity_changed)

@@ -228,6 +228,7 @@ def sync_group(self, group_id: int) -> str:
         group = Group.objects.filter(pk=group_id).first()
         if group is None:
             return "gone"
+        read_version = group.slurm_version  # what this sync writes is at least this change
         try:
             changes = write_group(group)
         except Exception as exc:  # whatever failed is on the row, where the group's page shows it
@@ -239,15 +240,17 @@ def sync_group(self, group_id: int) -> str:
             if isinstance(exc, SlurmTransientError) or self.request.retries < 3:
                 raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
             return f"error: {exc}"
-    mark_synced(group_id)
+    mark_synced(group_id, read_version)
     return "; ".join(changes) or "unchanged"
 
 
-def mark_synced(group_id: int) -> None:
-    """Slurm holds the group as its rows said when write_group read them."""
-    Group.objects.filter(pk=group_id).update(
-        slurm_state=Group.SlurmState.SYNCED, slurm_error="", synced_at=timezone.now()
-    )
+def mark_synced(group_id: int, read_version: int | None = None) -> bool:
+    """Slurm holds the group as its rows said when write_group read them: synced, unless a
+    change came after `read_version` (its own sync, sent on its commit, marks it then)."""
+    rows = Group.objects.filter(pk=group_id)
+    if read_version is not None:
+        rows = rows.filter(slurm_version=read_version)
+    return bool(rows.update(slurm_state=Group.SlurmState.SYNCED, slurm_error="", synced_at=timezone.now()))
 
 
 @shared_task(ignore_result=True)

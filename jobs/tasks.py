@@ -23,6 +23,7 @@ from cluster.models import ClusterStatus
 from cluster.records.types import JobSubmission
 from datasets.actions import node_cache
 from datasets.tasks import sync_all_node_features
+from groups.queries import require_in_slurm
 from jobs import container_starts, dataset_staging, protocol
 from jobs.mirror.arrays import record_array_accounting
 from jobs.mirror.passes import ListingMemo, mirror_jobs, record_missing_accounting
@@ -148,6 +149,9 @@ def _submit_held(job: Job, profile: Profile, *, timeout: float | None, inline: b
     if timeout is not None:
         client.timeout = timeout
     try:
+        if job.group_id is not None:
+            # Slurm would refuse a group job before it holds the group's newest allocation or members.
+            require_in_slurm(job.group_id)
         if job.submit_attempts > 1:
             # An earlier try may have reached Slurm and lost the answer: never submit twice.
             existing = client.find_job_by_comment(protocol.slurm_comment(job))

@@ -214,7 +214,7 @@ class VersionFileView(DatasetAPIView):
         ),
         responses={
             (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY, description="The file"),
-            **errors(401, 404),
+            **errors(400, 401, 404),  # 400: an empty `format`
         },
         tags=TAGS,
     )

@@ -242,3 +242,27 @@ def test_a_default_group_is_checked_like_a_named_one(lab, alice):
     assert "not ready" in refused.value.errors["group"][0]  # its account is not in Slurm yet
     Group.objects.filter(pk=lab.pk).update(synced_at=timezone.now())
     assert charged_group(alice, DEFAULT_GROUP) == lab
+
+
+def test_a_change_slurm_must_learn_holds_group_jobs_until_a_sync_after_it_wrote_it(lab, alice, admin_user):
+    from cluster.errors import SlurmTransientError
+    from groups.queries import GroupNotInSlurmYet, require_in_slurm
+    from groups.tasks import mark_synced
+
+    assert mark_synced(lab.pk)
+    require_in_slurm(lab.pk)  # synced: a job goes
+    read_by_a_sync = Group.objects.get(pk=lab.pk).slurm_version
+    # An admin approves hours while that sync is writing what it read before.
+    actions.decide_allocation(_ask(lab, alice).pk, admin_user, approve=True)
+    lab.refresh_from_db()
+    assert lab.slurm_state == Group.SlurmState.PENDING and lab.slurm_version > read_by_a_sync
+    with pytest.raises(GroupNotInSlurmYet) as held:
+        require_in_slurm(lab.pk)
+    assert isinstance(held.value, SlurmTransientError)  # a submission retries, as while Slurm is away
+    assert "Vision lab" in held.value.public_message and "still being written to Slurm" in held.value.public_message
+    # That sync ends: it wrote the state before the approval, so the group stays pending ...
+    assert not mark_synced(lab.pk, read_by_a_sync)
+    assert Group.objects.get(pk=lab.pk).slurm_state == Group.SlurmState.PENDING
+    # ... until the sync sent on the approval's commit, which read it, has written it.
+    assert mark_synced(lab.pk, Group.objects.get(pk=lab.pk).slurm_version)
+    require_in_slurm(lab.pk)

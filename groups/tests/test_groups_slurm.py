@@ -20,6 +20,7 @@ from groups.tasks import differences, sync_group
 from jobs import actions as job_actions
 from jobs.models import Job
 from jobs.submission.spec import SpecError, SpecPolicy, parse_job_spec
+from jobs.tasks import submit_claimed
 from plans.catalog import plan_for
 from testing.slurm import submission, wait_for, wait_for_state
 
@@ -104,14 +105,20 @@ def test_a_group_is_an_account_with_shares_members_and_the_limits_of_its_allocat
         justification="Training the segmentation baseline.",
     )  # fmt: skip
     actions.decide_allocation(allocation.pk, admin_user, approve=True, gpu_hours=1)
+    # The member's first job, at once: Slurm does not hold the approved hours yet and would
+    # refuse it ("violates accounting/QOS policy"), so it waits for them, saying so.
+    job = job_actions.submit(bob, _spec(bob, 20), group_id=group.pk)
+    assert job.group_id == group.pk and job.account == group.slurm_account
+    job.refresh_from_db()
+    assert job.state == "SUBMITTING" and job.slurm_job_id is None
+    assert "still being written to Slurm" in job.error
     _sync(group)
     shown = accounts.show([group.slurm_account])[group.slurm_account]
     assert shown.gpu_minutes["gres/gpu:a100"] == 60 and shown.gpu_minutes["gres/shard:a100"] == 600
     assert shown.gpu_minutes["gres/gpu:h100"] == 0 and shown.gpu_minutes["gres/gpu"] == 60
 
-    # The member's job runs with the group's account.
-    job = job_actions.submit(bob, _spec(bob, 20), group_id=group.pk)
-    assert job.group_id == group.pk and job.account == group.slurm_account
+    # Its next try (a worker's retry) finds the hours in Slurm: it runs with the group's account.
+    assert submit_claimed(job.pk) in ("submitted", "not-claimable")  # or a worker sent it first
 
     def in_slurm_or_failed():
         row = Job.objects.filter(pk=job.pk).values("slurm_job_id", "error").first()

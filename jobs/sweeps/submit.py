@@ -28,6 +28,7 @@ from cluster.errors import SlurmError, SlurmTransientError
 from cluster.files import jobfs
 from cluster.records.array_ids import compress_ids
 from cluster.records.types import JobSubmission
+from groups.queries import require_in_slurm
 from jobs.live.events import publish_job_updates
 from jobs.models import Job, JobArray, JobState
 from jobs.protocol import COMMENT_PREFIX, make_user_directory
@@ -123,6 +124,8 @@ def submit_array(array_pk: int, *, timeout: float | None = None) -> str:
     if timeout is not None:
         client.timeout = timeout
     try:
+        if array.sweep.group_id is not None:
+            require_in_slurm(array.sweep.group_id)  # as a job's (jobs/tasks.py)
         if array.submit_attempts > 1:
             existing = client.find_job_by_comment(array_comment(array))
             if existing is not None:

@@ -58,3 +58,31 @@ def test_the_retry_takes_the_row_again_when_it_is_due(waiting_job, enqueued):
     Job.objects.filter(pk=waiting_job.pk).update(submit_claimed_until=timezone.now() - timedelta(seconds=1))
     assert reconcile_submissions.run() == 1
     assert enqueued == [waiting_job.pk]
+
+
+def test_a_group_job_waits_for_the_groups_newest_change_to_reach_slurm(waiting_job, alice, monkeypatch):
+    from allauth.account.models import EmailAddress
+
+    from groups import actions as group_actions
+
+    EmailAddress.objects.create(user=alice, email=alice.email, verified=True, primary=True)
+    group = group_actions.create_group(alice, name="Vision lab", slug="vision")
+    Job.objects.filter(pk=waiting_job.pk).update(group=group)
+    asked = []
+
+    class RecordingClient:
+        timeout = None
+
+        def __getattr__(self, name):
+            asked.append(name)
+            raise AssertionError(f"Slurm was asked: {name}")
+
+    monkeypatch.setattr("jobs.tasks.rest_client", lambda *args, **kwargs: RecordingClient())
+    with pytest.raises((Retry, SlurmTransientError)):
+        submit_to_slurm.run(waiting_job.pk)
+    waiting_job.refresh_from_db()
+    # Nothing was asked of Slurm, which would refuse the job; the owner reads why it waits.
+    assert waiting_job.state == JobState.SUBMITTING and waiting_job.slurm_job_id is None
+    assert "Vision lab" in waiting_job.error and "still being written to Slurm" in waiting_job.error
+    assert "Retrying in" in waiting_job.error
+    assert asked == []
