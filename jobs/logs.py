@@ -40,7 +40,7 @@ class LogPath:
         return str(self.location)
 
 
-def _owner_uid(cluster_user: str, cluster: str | None = None) -> int | None:
+def owner_uid_of(cluster_user: str, cluster: str | None = None) -> int | None:
     if cluster is not None and cluster != primary_cluster_name():
         # A further cluster's uid (accounts.models.ClusterAccount): the same name, its own number.
         return (
@@ -72,7 +72,7 @@ def local_log_path(slurm_path: str, cluster_user: str, cluster: str | None = Non
     theirs)."""
     if not slurm_path or not cluster_user:
         return None
-    return _log_path(slurm_path, cluster_user, _owner_uid(cluster_user, cluster), cluster)
+    return _log_path(slurm_path, cluster_user, owner_uid_of(cluster_user, cluster), cluster)
 
 
 def open_log(path: LogPath) -> jobfs.BoundedReader:
@@ -132,7 +132,7 @@ def read_tail(path: LogPath | None, max_bytes: int) -> LogTail:
 
 def job_logs(job, max_bytes: int) -> dict:
     """The tails of a job's stdout and stderr, and what the analyser recognises in them."""
-    owner_uid = _owner_uid(job.cluster_user, job.cluster) if job.cluster_user else None
+    owner_uid = owner_uid_of(job.cluster_user, job.cluster) if job.cluster_user else None
     stdout = read_tail(_log_path(job.standard_output, job.cluster_user, owner_uid, job.cluster), max_bytes)
     stderr = (
         read_tail(_log_path(job.standard_error, job.cluster_user, owner_uid, job.cluster), max_bytes)

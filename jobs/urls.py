@@ -1,6 +1,6 @@
 from django.urls import path
 
-from jobs import views
+from jobs import file_views, views
 from jobs.api.views import log_download
 from jobs.sweeps import views as sweep_views
 
@@ -17,6 +17,9 @@ urlpatterns = [
     path("<int:pk>/logs.json", views.job_logs_json, name="logs_json"),
     path("<int:pk>/logs/<str:stream>/download", log_download, name="log_download"),
     path("<int:pk>/cancel", views.job_cancel, name="cancel"),
+    path("<int:pk>/files/", file_views.job_files, name="files"),
+    path("<int:pk>/files/view/<path:file_path>", file_views.job_file_view, name="file_view"),
+    path("<int:pk>/files/raw/<path:file_path>", file_views.job_file_raw, name="file_raw"),
     path("<int:pk>/share-logs", views.share_logs, name="share_logs"),
     path("templates/<int:pk>/delete", views.template_delete, name="template_delete"),
     path("sweeps/", sweep_views.sweep_list, name="sweeps"),

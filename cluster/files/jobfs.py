@@ -116,6 +116,53 @@ def open_regular_file(location: Beneath, *, owner_uid: int) -> int:
         raise
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a listed directory, as lstat saw it: a link is listed, never followed."""
+
+    name: str
+    kind: str  # "file", "directory", "link" or "other" (a FIFO, a socket, a device)
+    size: int
+    modified: float  # seconds since the epoch
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return "link" if stat.S_ISLNK(mode) else "other"
+
+
+def list_directory(location: Beneath, *, owner_uid: int, limit: int) -> tuple[list[Entry], bool]:
+    """The entries of a directory owned by `owner_uid` beneath the root, reached without links,
+    at most `limit` of them (in the order the file system gives; True: there were more).
+    UnsafePath for a link on the way or a directory of another uid."""
+    parent = _walk(location.root, location.parts[:-1])
+    try:
+        fd = _open_child(
+            parent, location.parts[-1], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, str(location)
+        )
+    finally:
+        os.close(parent)
+    try:
+        if os.fstat(fd).st_uid != owner_uid:
+            raise UnsafePath(errno.EPERM, f"{location} does not belong to uid {owner_uid}")
+        entries: list[Entry] = []
+        with os.scandir(fd) as listing:
+            for found in listing:
+                if len(entries) == limit:
+                    return entries, True
+                try:
+                    info = found.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # removed by the job while listed
+                entries.append(Entry(found.name, _kind(info.st_mode), info.st_size, info.st_mtime))
+        return entries, False
+    finally:
+        os.close(fd)
+
+
 def read_at_most(fd: int, offset: int, count: int) -> bytes:
     """Up to `count` bytes from `offset`, however the file changes meanwhile."""
     chunks = []

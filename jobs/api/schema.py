@@ -66,10 +66,11 @@ RESPONSES_WITH_A_JOB = {
 def postprocess(result, generator, request, public):
     """drf-spectacular's last step (SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"])."""
     # The router accepts a job's actions with or without a trailing slash; the schema shows
-    # them as the README does (/api/v1/jobs/{id}/logs). The list and a job keep theirs.
+    # them as the README does (/api/v1/jobs/{id}/logs). The list, a job and a job's files (a
+    # folder, /api/v1/jobs/{id}/files/, not a router's action) keep theirs.
     paths = {}
     for path, item in result.get("paths", {}).items():
-        if re.fullmatch(r"/api/v1/jobs/\{id\}/\w+/", path):
+        if re.fullmatch(r"/api/v1/jobs/\{id\}/(?!files/)\w+/", path):
             path = path.rstrip("/")
         paths[path] = item
     result["paths"] = paths

@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
-from jobs.api import clusters, dataset_pins, export, sweeps, views
+from jobs.api import clusters, dataset_pins, export, files, sweeps, views
 
 
 class OptionalSlashRouter(SimpleRouter):
@@ -32,6 +32,8 @@ urlpatterns = [
         dataset_pins.VersionPinView.as_view(),
         name="api-dataset-pin",
     ),
+    path("jobs/<int:pk>/files/", files.JobFileListView.as_view(), name="api-job-files"),
+    path("jobs/<int:pk>/files/<path:file_path>", files.JobFileDownloadView.as_view(), name="api-job-file"),
     path("sweeps/", sweeps.SweepListView.as_view(), name="api-sweeps"),
     path("sweeps/<int:pk>", sweeps.SweepDetailView.as_view(), name="api-sweep"),
     path("sweeps/<int:pk>/tasks", sweeps.SweepTasksView.as_view(), name="api-sweep-tasks"),

@@ -42,6 +42,8 @@ def test_the_schema_is_public_and_lists_the_readmes_paths(client):
         "/api/v1/jobs/{id}/logs",
         "/api/v1/jobs/{id}/cancel",
         "/api/v1/jobs/{id}/clone",
+        "/api/v1/jobs/{id}/files/",
+        "/api/v1/jobs/{id}/files/{file_path}",
         "/api/v1/jobs/export",
         "/api/v1/resources/usage",
     } == {path for path in paths if path.startswith(JOBS)}
@@ -78,6 +80,8 @@ def test_every_refusal_is_declared_with_its_body(schema):
         ("post", "/api/v1/jobs/{id}/clone"): {"400", "401", "403", "404", "409", "413", "415", "429"},
         ("get", "/api/v1/resources/usage"): {"401"},
         ("get", "/api/v1/jobs/export"): {"400", "401", "404"},
+        ("get", "/api/v1/jobs/{id}/files/"): {"400", "401", "404"},
+        ("get", "/api/v1/jobs/{id}/files/{file_path}"): {"400", "401", "404"},
     }
     for path, method, operation in _operations(schema):
         refusals = {code: response for code, response in operation["responses"].items() if code >= "400"}
