@@ -1,10 +1,13 @@
 """The pages of a job's files: a folder's listing, a file's preview (text or image), its bytes
 (jobs/files.py reads them; the API has the same in jobs/api/files.py). The owner's only."""
 
+import os
+
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404
+from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 
+from foundation import file_streams
 from jobs import files
 from jobs.models import Job
 
@@ -47,8 +50,8 @@ def job_file_view(request, pk: int, file_path: str):
         if kind == "text":
             context["text"], context["longer"] = files.read_preview(job, file_path)
         else:
-            reader, size, _name = files.open_file(job, file_path)
-            reader.close()
+            fd, size, _name = files.open_file(job, file_path)
+            os.close(fd)
             context["size"] = size
     except files.JobFilesError as exc:
         return _refused(request, job, exc)
@@ -61,12 +64,12 @@ def job_file_raw(request, pk: int, file_path: str):
     """The file's bytes: an image inline (for its preview), anything else as a download."""
     job = _own(request, pk)
     try:
-        reader, _size, name = files.open_file(job, file_path)
+        fd, size, name = files.open_file(job, file_path)
     except files.JobFilesError as exc:
         raise Http404(exc.message) from None
     image = files.image_type(name) if "download" not in request.GET else None
-    response = FileResponse(
-        reader, as_attachment=image is None, filename=name, content_type=image or "application/octet-stream"
+    response = file_streams.file_response(
+        request, fd, size, filename=name, content_type=image or "application/octet-stream", inline=image is not None
     )
     response["X-Content-Type-Options"] = "nosniff"
     # A job wrote these bytes: shown as an image, never run as a page of the portal's.

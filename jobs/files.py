@@ -98,9 +98,10 @@ def list_files(job: Job, path: str | None) -> Listing:
     return Listing(path=prefix, entries=entries, truncated=truncated)
 
 
-def open_file(job: Job, path: str | None) -> tuple[jobfs.BoundedReader, int, str]:
-    """A regular file of the job's user, as (reader ending where the file ended when opened,
-    size, name); 404 for anything else (a link, a folder, a file of another uid)."""
+def open_file(job: Job, path: str | None) -> tuple[int, int, str]:
+    """A regular file of the job's user, as (descriptor, its size when opened, name): the caller
+    reads at most that size and closes it; 404 for anything else (a link, a folder, a file of
+    another uid)."""
     directory, uid = _directory(job)
     parts = relative_parts(path)
     if not parts:
@@ -114,7 +115,7 @@ def open_file(job: Job, path: str | None) -> tuple[jobfs.BoundedReader, int, str
     except BaseException:
         os.close(fd)
         raise
-    return jobfs.BoundedReader(fd, size), size, parts[-1]
+    return fd, size, parts[-1]
 
 
 def preview_kind(name: str) -> str:
@@ -128,9 +129,11 @@ def preview_kind(name: str) -> str:
 def read_preview(job: Job, path: str | None) -> tuple[str, bool]:
     """The first PREVIEW_BYTES of a text file, as text (undecodable bytes replaced), and whether
     the file is longer; the end of a large log is the log view's."""
-    reader, size, _name = open_file(job, path)
-    with reader:
-        head = reader.read(PREVIEW_BYTES)
+    fd, size, _name = open_file(job, path)
+    try:
+        head = jobfs.read_at_most(fd, 0, min(size, PREVIEW_BYTES))
+    finally:
+        os.close(fd)
     return head.decode("utf-8", errors="replace"), size > PREVIEW_BYTES
 
 

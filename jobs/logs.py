@@ -75,16 +75,15 @@ def local_log_path(slurm_path: str, cluster_user: str, cluster: str | None = Non
     return _log_path(slurm_path, cluster_user, owner_uid_of(cluster_user, cluster), cluster)
 
 
-def open_log(path: LogPath) -> jobfs.BoundedReader:
-    """A file object for a download: raises OSError unless the log is a regular file of
-    its owner's reached without symlinks; reads end where the file ended when opened."""
+def open_log(path: LogPath) -> tuple[int, int]:
+    """(descriptor, size when opened) for a download, which sends no more than that size:
+    raises OSError unless the log is a regular file of its owner's reached without symlinks."""
     fd = jobfs.open_regular_file(path.location, owner_uid=path.owner_uid)
     try:
-        size = os.fstat(fd).st_size
+        return fd, os.fstat(fd).st_size
     except BaseException:
         os.close(fd)
         raise
-    return jobfs.BoundedReader(fd, size)
 
 
 def read_head(path: LogPath | None, max_bytes: int) -> str:

@@ -1,12 +1,13 @@
 """`GET /api/v1/jobs/{id}/files/?path=`: what a job wrote, listed; `GET /api/v1/jobs/{id}/files/{path}`:
 one file, streamed (jobs/files.py reads them). The caller's own jobs only: another's is a 404."""
 
-from django.http import FileResponse, Http404
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from foundation import file_streams
 from foundation.api.views import RefusingAPIView
 from jobs import files
 from jobs.api.schema import errors
@@ -69,5 +70,5 @@ class JobFileDownloadView(JobFilesView):
         tags=["jobs"],
     )
     def get(self, request, pk: int, file_path: str):
-        reader, _size, name = files.open_file(self.own_job(request, pk), file_path)
-        return FileResponse(reader, as_attachment=True, filename=name, content_type="application/octet-stream")
+        fd, size, name = files.open_file(self.own_job(request, pk), file_path)
+        return file_streams.file_response(request, fd, size, filename=name)

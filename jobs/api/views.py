@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
-from django.http import FileResponse, Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -9,6 +9,7 @@ from rest_framework.decorators import action, api_view
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from foundation import file_streams
 from foundation.api.errors import RETRY_AFTER
 from jobs import actions
 from jobs.api.clusters import CLUSTER_FILTER, cluster_filter
@@ -269,12 +270,14 @@ def log_download(request, pk: int, stream: str):
         job.standard_output if stream == "stdout" else job.standard_error, job.cluster_user, job.cluster
     )
     try:
-        handle = open_log(path) if path is not None else None
+        opened = open_log(path) if path is not None else None
     except OSError:
-        handle = None
-    if handle is None:
+        opened = None
+    if opened is None:
         raise Http404("This log does not exist (yet).")
-    return FileResponse(handle, as_attachment=True, filename=f"job-{job.slurm_job_id or job.pk}-{stream}.log")
+    fd, size = opened
+    name = f"job-{job.slurm_job_id or job.pk}-{stream}.log"
+    return file_streams.file_response(request, fd, size, filename=name, content_type="text/plain; charset=utf-8")
 
 
 @extend_schema(
