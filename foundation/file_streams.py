@@ -56,3 +56,24 @@ def file_response(
     disposition = "inline" if inline else "attachment"
     response["Content-Disposition"] = f"{disposition}; filename*=UTF-8''{quote(filename, safe='')}"
     return response
+
+
+async def _in_threads(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """A synchronous iterator's chunks, each made in a worker thread."""
+    make_next = sync_to_async(next, thread_sensitive=False)
+    try:
+        while (chunk := await make_next(chunks, None)) is not None:
+            yield chunk
+    finally:
+        chunks.close()
+
+
+def stream_response(request, chunks: Iterator[bytes], *, filename: str, content_type: str) -> StreamingHttpResponse:
+    """A body made as it is sent (an archive of many files): one chunk held at a time, under
+    ASGI too. `chunks` must be a generator (it is closed when the client goes away)."""
+    django_request = getattr(request, "_request", request)
+    body = _in_threads(chunks) if isinstance(django_request, ASGIRequest) else chunks
+    response = StreamingHttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f"attachment; filename*=UTF-8''{quote(filename, safe='')}"
+    return response
+

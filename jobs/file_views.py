@@ -75,3 +75,13 @@ def job_file_raw(request, pk: int, file_path: str):
     # A job wrote these bytes: shown as an image, never run as a page of the portal's.
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     return response
+
+
+@login_required
+def job_folder_archive(request, pk: int):
+    job = _own(request, pk)
+    try:
+        chunks, name = files.archive(job, request.GET.get("path"))
+    except files.JobFilesError as exc:
+        return _refused(request, job, exc)
+    return file_streams.stream_response(request, chunks, filename=name, content_type="application/zip")

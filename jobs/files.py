@@ -9,6 +9,9 @@ as a link and never opened. Listings and reads are bounded."""
 from __future__ import annotations
 
 import os
+import time
+import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -18,6 +21,9 @@ from jobs.logs import owner_uid_of
 from jobs.models import Job
 
 MAX_ENTRIES = 1000
+# An archive of a folder holds at most this many files; past it, a note in the archive says so.
+MAX_ARCHIVE_FILES = 10_000
+ARCHIVE_BLOCK = 1024 * 1024
 PREVIEW_BYTES = 64 * 1024
 TEXT_KINDS = {".txt", ".log", ".out", ".err", ".csv", ".tsv", ".json", ".jsonl", ".yaml", ".yml", ".md", ".py", ".sh"}
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".svg": None}
@@ -139,3 +145,97 @@ def read_preview(job: Job, path: str | None) -> tuple[str, bool]:
 
 def image_type(name: str) -> str | None:
     return IMAGE_TYPES.get(os.path.splitext(name)[1].lower())
+
+
+class _Sink:
+    """Where zipfile writes: what it wrote so far, handed out as the archive's next chunk. It
+    has no tell(), so zipfile writes for a stream (sizes after each file's data)."""
+
+    def __init__(self):
+        self._pieces: list[bytes] = []
+
+    def write(self, data) -> int:
+        self._pieces.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def take(self) -> bytes:
+        data, self._pieces = b"".join(self._pieces), []
+        return data
+
+
+def _zip_time(modified: float) -> tuple[int, int, int, int, int, int]:
+    moment = time.gmtime(max(modified, 315532800))  # a zip's clock starts in 1980
+    return moment[:6]
+
+
+def archive(job: Job, path: str | None) -> tuple[Iterator[bytes], str]:
+    """A folder of the job's directory as a zip made while it is sent (one block held at a time),
+    and its name. Only regular files of the job's user go in, reached without links; at most
+    MAX_ARCHIVE_FILES of them. 404 now for a folder that is not there."""
+    directory, uid = _directory(job)
+    parts = relative_parts(path)
+    try:
+        jobfs.list_directory(_beneath(directory, parts), owner_uid=uid, limit=1)
+    except (FileNotFoundError, NotADirectoryError, jobfs.UnsafePath):
+        raise JobFilesError("No such folder in the job's directory (yet).", 404) from None
+    name = "-".join((f"job-{job.slurm_job_id or job.pk}", *parts)) + ".zip"
+    return _archive_chunks(directory, parts, uid), name
+
+
+def _archive_chunks(directory: jobfs.Beneath, top: tuple[str, ...], uid: int) -> Iterator[bytes]:
+    sink = _Sink()
+    written = 0
+    with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_STORED) as archive_file:
+        folders = [()]
+        while folders:
+            below = folders.pop()
+            try:
+                entries, _more = jobfs.list_directory(
+                    _beneath(directory, (*top, *below)), owner_uid=uid, limit=MAX_ENTRIES
+                )
+            except OSError:
+                continue  # removed or swapped for a link while the archive was made
+            for entry in sorted(entries, key=lambda entry: entry.name):
+                inside = (*below, entry.name)
+                if entry.kind == "directory":
+                    folders.append(inside)
+                    continue
+                if entry.kind != "file":
+                    continue
+                if written == MAX_ARCHIVE_FILES:
+                    archive_file.writestr(
+                        "NOT-ALL-FILES.txt", f"This archive holds the first {MAX_ARCHIVE_FILES} files of the folder.\n"
+                    )
+                    folders = []
+                    break
+                added = yield from _add_file(
+                    archive_file, sink, _beneath(directory, (*top, *inside)), "/".join(inside), uid
+                )
+                written += added
+    yield sink.take()  # the central directory, written as the archive closed
+
+
+def _add_file(archive_file, sink: _Sink, location: jobfs.Beneath, name: str, uid: int):
+    """Adds the file, yielding the archive's chunks as they are made; returns whether it did."""
+    try:
+        fd = jobfs.open_regular_file(location, owner_uid=uid)
+    except OSError:
+        return False  # a link, a file of another uid, or gone: left out
+    try:
+        info = os.fstat(fd)
+        member = zipfile.ZipInfo(name, date_time=_zip_time(info.st_mtime))
+        position, size = 0, info.st_size
+        with archive_file.open(member, "w", force_zip64=True) as target:
+            while position < size:
+                block = jobfs.read_at_most(fd, position, min(ARCHIVE_BLOCK, size - position))
+                if not block:
+                    break
+                position += len(block)
+                target.write(block)
+                yield sink.take()
+    finally:
+        os.close(fd)
+    return True

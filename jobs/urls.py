@@ -18,6 +18,7 @@ urlpatterns = [
     path("<int:pk>/logs/<str:stream>/download", log_download, name="log_download"),
     path("<int:pk>/cancel", views.job_cancel, name="cancel"),
     path("<int:pk>/files/", file_views.job_files, name="files"),
+    path("<int:pk>/files/archive", file_views.job_folder_archive, name="files_archive"),
     path("<int:pk>/files/view/<path:file_path>", file_views.job_file_view, name="file_view"),
     path("<int:pk>/files/raw/<path:file_path>", file_views.job_file_raw, name="file_raw"),
     path("<int:pk>/share-logs", views.share_logs, name="share_logs"),

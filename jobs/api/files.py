@@ -72,3 +72,19 @@ class JobFileDownloadView(JobFilesView):
     def get(self, request, pk: int, file_path: str):
         fd, size, name = files.open_file(self.own_job(request, pk), file_path)
         return file_streams.file_response(request, fd, size, filename=name)
+
+
+class JobFolderArchiveView(JobFilesView):
+    @extend_schema(
+        operation_id="jobs_files_archive",
+        summary="A folder a job wrote (default: its whole directory) as a zip, made while it is sent",
+        parameters=[OpenApiParameter("path", str, description="A folder inside the job's directory; default: itself")],
+        responses={
+            (200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY, description="The folder's files"),
+            **errors(400, 401, 404),
+        },
+        tags=["jobs"],
+    )
+    def get(self, request, pk: int):
+        chunks, name = files.archive(self.own_job(request, pk), request.query_params.get("path"))
+        return file_streams.stream_response(request, chunks, filename=name, content_type="application/zip")

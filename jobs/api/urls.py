@@ -34,6 +34,7 @@ urlpatterns = [
     ),
     path("jobs/<int:pk>/files/", files.JobFileListView.as_view(), name="api-job-files"),
     path("jobs/<int:pk>/files/<path:file_path>", files.JobFileDownloadView.as_view(), name="api-job-file"),
+    path("jobs/<int:pk>/archive", files.JobFolderArchiveView.as_view(), name="api-job-archive"),
     path("sweeps/", sweeps.SweepListView.as_view(), name="api-sweeps"),
     path("sweeps/<int:pk>", sweeps.SweepDetailView.as_view(), name="api-sweep"),
     path("sweeps/<int:pk>/tasks", sweeps.SweepTasksView.as_view(), name="api-sweep-tasks"),

@@ -44,6 +44,7 @@ def test_the_schema_is_public_and_lists_the_readmes_paths(client):
         "/api/v1/jobs/{id}/clone",
         "/api/v1/jobs/{id}/files/",
         "/api/v1/jobs/{id}/files/{file_path}",
+        "/api/v1/jobs/{id}/archive",
         "/api/v1/jobs/export",
         "/api/v1/resources/usage",
     } == {path for path in paths if path.startswith(JOBS)}
@@ -82,6 +83,7 @@ def test_every_refusal_is_declared_with_its_body(schema):
         ("get", "/api/v1/jobs/export"): {"400", "401", "404"},
         ("get", "/api/v1/jobs/{id}/files/"): {"400", "401", "404"},
         ("get", "/api/v1/jobs/{id}/files/{file_path}"): {"400", "401", "404"},
+        ("get", "/api/v1/jobs/{id}/archive"): {"400", "401", "404"},
     }
     for path, method, operation in _operations(schema):
         refusals = {code: response for code, response in operation["responses"].items() if code >= "400"}

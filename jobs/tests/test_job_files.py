@@ -92,3 +92,35 @@ def test_the_page_lists_previews_and_downloads(alice, bob, finished):
     raw = browser.get(f"/jobs/{finished.pk}/files/raw/plot.png")
     assert raw["Content-Type"] == "image/png" and raw["X-Content-Type-Options"] == "nosniff"
     assert _browser(bob).get(f"/jobs/{finished.pk}/files/").status_code == 404
+
+
+def _zip_members(response) -> dict[str, bytes]:
+    import io
+    import zipfile
+
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+    assert archive.testzip() is None  # every member's CRC holds
+    return {name: archive.read(name) for name in archive.namelist()}
+
+
+def test_a_folder_downloads_as_a_zip_of_the_users_own_files_only(alice, bob, api_client_for, finished, monkeypatch):
+    client = api_client_for(alice)
+    whole = client.get(f"/api/v1/jobs/{finished.pk}/archive")
+    assert whole.status_code == 200 and whole["Content-Type"] == "application/zip"
+    assert "job-9200.zip" in whole["Content-Disposition"]
+    members = _zip_members(whole)
+    assert sorted(members) == ["checkpoints/model-final.pt", "metrics.csv", "plot.png", "stdout.log"]
+    assert members["checkpoints/model-final.pt"] == b"\x00weights" * 1000  # no link, no file of another uid
+    folder = client.get(f"/api/v1/jobs/{finished.pk}/archive", {"path": "checkpoints"})
+    assert (
+        list(_zip_members(folder)) == ["model-final.pt"] and "job-9200-checkpoints.zip" in folder["Content-Disposition"]
+    )
+    assert client.get(f"/api/v1/jobs/{finished.pk}/archive", {"path": "escape-dir"}).status_code == 404
+    assert client.get(f"/api/v1/jobs/{finished.pk}/archive", {"path": "../u"}).status_code == 400
+    assert api_client_for(bob).get(f"/api/v1/jobs/{finished.pk}/archive").status_code == 404
+    # A folder of very many files: the first ones, and a note that says so.
+    monkeypatch.setattr(files, "MAX_ARCHIVE_FILES", 2)
+    capped = _zip_members(client.get(f"/api/v1/jobs/{finished.pk}/archive"))
+    assert len(capped) == 3 and b"first 2 files" in capped["NOT-ALL-FILES.txt"]
+    page = _browser(alice).get(f"/jobs/{finished.pk}/files/archive", {"path": "checkpoints"})
+    assert list(_zip_members(page)) == ["model-final.pt"]
