@@ -76,4 +76,3 @@ def stream_response(request, chunks: Iterator[bytes], *, filename: str, content_
     response = StreamingHttpResponse(body, content_type=content_type)
     response["Content-Disposition"] = f"attachment; filename*=UTF-8''{quote(filename, safe='')}"
     return response
-
