@@ -6,7 +6,8 @@ The web process as `make dev` serves it (gpupool/serve.py) on a throwaway Postgr
 and, in one run:
 1. two clients that read only the status line of a notebook's endless answer through the
    session proxy (a stand-in Jupyter that writes 1 MiB after 1 MiB for ever), `--seconds` long;
-2. three clients that read only the status line of a 300 MB dataset file;
+2. three clients that read only the status line of a 300 MB dataset file, then of a job's
+   300 MB checkpoint, then of a zip of that job's folder (made while it is sent);
 3. a 400 MB unauthenticated POST /api/v1/jobs/ (Content-Length), and the same chunked;
 4. a 300 MB POST to a session host name that names nothing.
 Prints the process's resident memory before, at its peak during each, and after.
@@ -15,7 +16,10 @@ grows it by at most 20 MB. Under Daphne (the server before gpupool/serve.py) pha
 process from 281 to 1,658 MB and phase 3 grew it by 400 MB.
 """
 
+import os
+import tempfile
 import time
+from pathlib import Path
 
 from _common import bench_database, make_user, options
 
@@ -40,7 +44,10 @@ def main():
         file_path = large_dataset_file(user, 300 * MB)
         session = session_on(user, port=http_port)
         cookie = f"{origins.SESSION_COOKIE}={origins.cookie_value(session.pk, user)}"
-        with portal_processes(extra_env={"DATASET_STORE": str(settings.DATASET_STORE)}) as (base_url, pid):
+        job_root = Path(tempfile.mkdtemp(prefix="bench-jobs-"))
+        job = _job_with_a_checkpoint(user, job_root, 300 * MB)
+        env = {"DATASET_STORE": str(settings.DATASET_STORE), "SLURM_JOB_ROOT_LOCAL": str(job_root)}
+        with portal_processes(extra_env=env) as (base_url, pid):
             port = int(base_url.rsplit(":", 1)[1])
             post_body(port, "/api/v1/jobs/", host="127.0.0.1", size=1024)
             time.sleep(1)
@@ -60,6 +67,16 @@ def main():
                 f"3 stalled downloads of a 300 MB dataset file ({firsts[0]}): "
                 f"peak {peak:.0f} MB (+{peak - start:.0f}; goal <= +50)"
             )
+            for label, path in (
+                ("a job's 300 MB checkpoint", f"/api/v1/jobs/{job.pk}/files/checkpoint.pt"),
+                ("a zip of that job's folder", f"/api/v1/jobs/{job.pk}/archive"),
+            ):
+                with stalled_readers(port, path, host="127.0.0.1", headers=auth, count=3) as firsts:
+                    peak = peak_rss_mb(pid, args.seconds)
+                grown = peak - start
+                lines.append(
+                    f"3 stalled downloads of {label} ({firsts[0]}): peak {peak:.0f} MB (+{grown:.0f}; goal <= +50)"
+                )
             time.sleep(1)
             lines.append(f"after they closed: {rss_mb(pid):.0f} MB (+{rss_mb(pid) - start:.0f})")
             before = rss_mb(pid)
@@ -89,6 +106,27 @@ def main():
                     f"process {now:.0f} MB (+{now - before:.0f}; goal <= +20)"
                 )
     print("\n".join(lines))
+
+
+def _job_with_a_checkpoint(user, job_root: Path, size: int):
+    """A finished job of `user` whose directory (under `job_root`, as the web process reads the
+    job root) holds a checkpoint of `size` bytes; the files are this process's, as its uid."""
+    from jobs.models import Job
+
+    directory = job_root / "bench" / "j"
+    directory.mkdir(parents=True)
+    with open(directory / "checkpoint.pt", "wb") as checkpoint:
+        checkpoint.truncate(size)
+    (directory / "stdout.log").write_text("trained\n")
+    user.profile.cluster_username, user.profile.cluster_uid = "bench", os.getuid()
+    user.profile.save()
+    return Job.objects.create(
+        owner=user,
+        cluster_user="bench",
+        state="COMPLETED",
+        standard_output="/srv/gpupool/jobs/bench/j/stdout.log",
+        standard_error="/srv/gpupool/jobs/bench/j/stdout.log",
+    )
 
 
 if __name__ == "__main__":

@@ -96,6 +96,7 @@ def test_other_users_and_roles_see_nothing_of_a_session(alice, bob, admin_user, 
     client.force_login(alice)
     page = client.get(f"/sessions/{session.pk}/").content.decode()
     assert "alices-lab" in page and "Waiting for a GPU" in page
+    assert f'href="/jobs/{session.job_id}/files/"' in page  # the session's directory, as a job's
     opened = client.get(f"/sessions/open/{session.host_key}/")
     assert opened.status_code == 302 and "/_gpupool/open?ticket=" in opened["Location"]
 
