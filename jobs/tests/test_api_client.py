@@ -23,11 +23,12 @@ def generate_client(schema_url: str, directory: Path) -> None:
     """openapi-python-client's generate, from the URL without credentials (the schema is
     public), failing on any warning: a schema it cannot fully read fails this test."""
     config = directory / "config.yaml"
-    # Invoices download as PDF, and a dataset upload's tus PATCH sends application/offset+octet-stream:
-    # the generator takes both as octet streams (a file body), as a user would configure it.
+    # Invoices download as PDF, a job's folder as a zip, and a dataset upload's tus PATCH sends
+    # application/offset+octet-stream: the generator takes them as octet streams (a file body), as a
+    # user would configure it.
     config.write_text(
         f"package_name_override: {PACKAGE}\ncontent_type_overrides:\n  application/pdf: application/octet-stream\n"
-        "  application/offset+octet-stream: application/octet-stream\n"
+        "  application/zip: application/octet-stream\n  application/offset+octet-stream: application/octet-stream\n"
     )
     # It formats what it writes with ruff, found on PATH: the one in this virtualenv.
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -75,7 +76,16 @@ def test_a_generated_client_submits_reads_and_cancels_a_job(alice, provision, cl
         client_module = importlib.import_module(PACKAGE)
         jobs = {
             name: importlib.import_module(f"{PACKAGE}.api.jobs.{name}")
-            for name in ["jobs_submit", "jobs_create", "jobs_list", "jobs_retrieve", "jobs_logs", "jobs_cancel"]
+            for name in [
+                "jobs_submit",
+                "jobs_create",
+                "jobs_list",
+                "jobs_retrieve",
+                "jobs_logs",
+                "jobs_cancel",
+                "jobs_files_list",
+                "jobs_files_download",
+            ]
         }
         models = importlib.import_module(f"{PACKAGE}.models")
         client = client_module.AuthenticatedClient(base_url=base_url, token=key, raise_on_unexpected_status=True)
@@ -120,6 +130,11 @@ def test_a_generated_client_submits_reads_and_cancels_a_job(alice, provision, cl
             what="the job's first line in its log",
         )
         assert logs.diagnosis == []
+        # What the job wrote in its directory: listed, and downloaded as it is.
+        listing = jobs["jobs_files_list"].sync(client=client, id=job.id)
+        assert "stdout.log" in [entry.name for entry in listing.entries], listing
+        downloaded = jobs["jobs_files_download"].sync_detailed(client=client, id=job.id, file_path="stdout.log")
+        assert downloaded.status_code == 200 and b"started" in downloaded.content
         listed = jobs["jobs_list"].sync(client=client, page_size=10, cluster=own)
         assert submitted.id in [item.id for item in listed.results]
         # A cluster no one has (and none of the caller's jobs ran on) is the declared Error, naming it.
