@@ -1,10 +1,12 @@
-"""A file's bytes as a streamed response that holds one block at a time, under ASGI too.
+"""A file's bytes as a streamed response that holds one block at a time, whichever handler serves it.
 
-Django reads a synchronous iterator whole before it sends it under ASGI (a FileResponse of a
-file object included): for a 50 GB dataset file or a checkpoint that is not an option. Under
-ASGI the body is an async iterator that reads a block at a time in a worker thread; under WSGI
-(and the test client) a plain one. At most `size` bytes are sent, so a file that grows while it
-is read cannot make the answer longer than its Content-Length."""
+The portal serves HTTP through Django's WSGI handler on threads (gpupool/asgi_http.py), where a
+plain iterator streams. Django's own ASGI handler instead reads a synchronous body whole before
+it sends it (a FileResponse included: a 200 MB file took its process from 91 to 294 MB, measured
+in-process), so under an ASGIRequest the body is an async iterator that reads a block at a time
+in a worker thread. At most `size` bytes are sent, so a file that grows while it is read cannot
+make the answer longer than its Content-Length. One helper for every download (a job's files
+and folders, logs, dataset files)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ opened in the store one component at a time without following links. At most the
 recorded size is sent, so a file that changed on disk cannot make the answer longer than its
 Content-Length; the sha256 is in `Digest` (RFC 3230) and the ETag.
 
-The body streams a block at a time, under ASGI too (foundation/file_streams.py)."""
+The body streams a block at a time (foundation/file_streams.py)."""
 
 from __future__ import annotations
 
