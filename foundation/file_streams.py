@@ -35,29 +35,23 @@ def blocks(fd: int, size: int) -> Iterator[bytes]:
         os.close(fd)
 
 
-async def async_blocks(fd: int, size: int) -> AsyncIterator[bytes]:
-    """`blocks`, each read in a worker thread."""
-    reading = blocks(fd, size)
-    read_next = sync_to_async(next, thread_sensitive=False)
-    try:
-        while (block := await read_next(reading, None)) is not None:
-            yield block
-    finally:
-        reading.close()
-
-
 def file_response(
     request, fd: int, size: int, *, filename: str, content_type: str = "application/octet-stream", inline=False
 ) -> StreamingHttpResponse:
     """The response for an open file (this takes `fd` over and closes it). `request`: Django's or
     DRF's; `inline`: shown by the browser (an image's preview) rather than saved."""
-    django_request = getattr(request, "_request", request)
-    body = async_blocks if isinstance(django_request, ASGIRequest) else blocks
-    response = StreamingHttpResponse(body(fd, size), content_type=content_type)
+    response = StreamingHttpResponse(_served(request, blocks(fd, size)), content_type=content_type)
     response["Content-Length"] = str(size)
     disposition = "inline" if inline else "attachment"
     response["Content-Disposition"] = f"{disposition}; filename*=UTF-8''{quote(filename, safe='')}"
     return response
+
+
+def _served(request, chunks: Iterator[bytes]):
+    """`chunks` as the handler of `request` (Django's or DRF's) streams them: as they are under
+    WSGI, each made in a worker thread under Django's ASGI handler."""
+    django_request = getattr(request, "_request", request)
+    return _in_threads(chunks) if isinstance(django_request, ASGIRequest) else chunks
 
 
 async def _in_threads(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
@@ -73,8 +67,6 @@ async def _in_threads(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
 def stream_response(request, chunks: Iterator[bytes], *, filename: str, content_type: str) -> StreamingHttpResponse:
     """A body made as it is sent (an archive of many files): one chunk held at a time, under
     ASGI too. `chunks` must be a generator (it is closed when the client goes away)."""
-    django_request = getattr(request, "_request", request)
-    body = _in_threads(chunks) if isinstance(django_request, ASGIRequest) else chunks
-    response = StreamingHttpResponse(body, content_type=content_type)
+    response = StreamingHttpResponse(_served(request, chunks), content_type=content_type)
     response["Content-Disposition"] = f"attachment; filename*=UTF-8''{quote(filename, safe='')}"
     return response
