@@ -20,6 +20,7 @@ _NAVIGATION = {
         ("Nodes", "console:nodes"),
         ("All jobs", "console:all_jobs"),
         ("Alerts", "console:alerts"),
+        ("Failures", "failures:groups"),
         ("Audit", "console:audit"),
         ("Telemetry", "console:telemetry"),
         ("Images", "console:images"),

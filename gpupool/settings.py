@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "telemetry",
     "alerts",
     "interactive",
+    "failures",
 ]
 
 MIDDLEWARE = [
@@ -403,6 +404,17 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(ALERT_EVALUATION_SECONDS),
         "options": {"expires": float(ALERT_EVALUATION_SECONDS)},
     },
+    # Ended jobs whose failure record a lost message or a stopped worker missed (failures/tasks.py).
+    "failures-record-missed": {
+        "task": "failures.tasks.record_missed_runs",
+        "schedule": 600.0,
+        "options": {"expires": 600.0},
+    },
+    "failures-forget-old": {
+        "task": "failures.tasks.forget_old_runs",
+        "schedule": 86400.0,
+        "options": {"expires": 3600.0},
+    },
     # Hourly, so each month starts with the limits an allocation has left (groups/slurm_terms.py).
     "groups-sync": {"task": "groups.tasks.sync_all_groups", "schedule": 3600.0, "options": {"expires": 3600.0}},
     # Right after Slurm's monthly reset, so no group runs on last month's stale limits for long.
@@ -463,6 +475,8 @@ CELERY_BEAT_SCHEDULE = {
 }
 # One beat sends, however many are started (a second stands by): gpupool/beat.py.
 CELERY_BEAT_SCHEDULER = "gpupool.beat:SingleBeatScheduler"
+# How long an ended job's log tail is kept for the failures page and for trying new rules (failures/).
+FAILURE_RUNS_KEPT_DAYS = env_int("FAILURE_RUNS_KEPT_DAYS", 35, minimum=31)
 # Task modules other than the apps' tasks.py, which Celery finds by itself.
 CELERY_IMPORTS = ("billing.actions.closing", "jobs.moves", "jobs.left_plan")
 # How long after a month ends its invoices wait for slurmdbd's late records before issue.

@@ -20,6 +20,7 @@ urlpatterns = [
     path("accounts/", include("allauth.urls")),
     path("settings/", include("accounts.urls")),
     path("", include("credits.urls")),
+    path("", include("failures.urls")),
     # The Django admin signs in through the portal's own sign-in and its limits (accounts/adapter.py),
     # never through a form of its own with none.
     path("django-admin/login/", RedirectView.as_view(url="/accounts/login/", query_string=True)),

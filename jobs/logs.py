@@ -16,6 +16,7 @@ from accounts.models import ClusterAccount, Profile
 from cluster.clusters.registry import primary_cluster_name
 from cluster.clusters.services import job_paths
 from cluster.files import jobfs
+from jobs import site_rules
 from jobs.diagnosis.diagnose import diagnose
 from jobs.submission.batch_script import CONTAINER_LAUNCH, CONTAINER_STARTED
 
@@ -129,8 +130,13 @@ def read_tail(path: LogPath | None, max_bytes: int) -> LogTail:
     return LogTail(data.decode("utf-8", errors="replace"), size, truncated, True)
 
 
-def job_logs(job, max_bytes: int) -> dict:
-    """The tails of a job's stdout and stderr, and what the analyser recognises in them."""
+def log_text(stdout: LogTail, stderr: LogTail) -> str:
+    """What the diagnosis reads: the output's tail, then the errors' tail."""
+    return stdout.text + "\n" + stderr.text
+
+
+def job_log_tails(job, max_bytes: int) -> tuple[LogTail, LogTail]:
+    """The tails of a job's stdout and stderr (stderr empty when it is the same file)."""
     owner_uid = owner_uid_of(job.cluster_user, job.cluster) if job.cluster_user else None
     stdout = read_tail(_log_path(job.standard_output, job.cluster_user, owner_uid, job.cluster), max_bytes)
     stderr = (
@@ -138,11 +144,19 @@ def job_logs(job, max_bytes: int) -> dict:
         if job.standard_error and job.standard_error != job.standard_output
         else LogTail("", 0, False, False)
     )
+    return stdout, stderr
+
+
+def job_logs(job, max_bytes: int) -> dict:
+    """The tails of a job's stdout and stderr, and what the analyser recognises in them."""
+    stdout, stderr = job_log_tails(job, max_bytes)
     findings = []
     if job.state not in {"PENDING", "RUNNING", "SUBMITTING", "COMPLETED"}:
         findings = [
             finding.__dict__
-            for finding in diagnose(stdout.text + "\n" + stderr.text, state=job.state, exit_code=job.exit_code)
+            for finding in diagnose(
+                log_text(stdout, stderr), state=job.state, exit_code=job.exit_code, extra_rules=site_rules.current()
+            )
         ]
     return {
         "stdout": stdout.text,

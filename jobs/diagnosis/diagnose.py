@@ -19,7 +19,18 @@ from dataclasses import dataclass
 
 from jobs.diagnosis.rules import RULES, Rule, Run, Stage
 
-__all__ = ["EVIDENCE_MAX", "MAX_SCAN_CHARS", "RULES", "Finding", "Rule", "Run", "Stage", "diagnose"]
+__all__ = [
+    "EVIDENCE_MAX",
+    "MAX_SCAN_CHARS",
+    "RULES",
+    "Diagnosis",
+    "Finding",
+    "Rule",
+    "Run",
+    "Stage",
+    "diagnose",
+    "diagnose_explained",
+]
 
 log = logging.getLogger(__name__)
 
@@ -165,44 +176,99 @@ def _unwrap(text: str) -> tuple[str, list[int]] | None:
     return "\n".join(joined), origin
 
 
-_INDEX = {rule.rule_id: index for index, rule in enumerate(RULES)}
+@dataclass(frozen=True)
+class Diagnosis:
+    """The findings, best first, and in words why the first one won (what the evaluation prints)."""
+
+    findings: list[Finding]
+    why: str
 
 
-def _rank(rule_index: int) -> tuple[int, int]:
-    """Findings are ranked by causal stage, then by the rule's place in the table."""
-    return RULES[rule_index].stage, rule_index
+# A catch-all is evidence, not a cause: it ranks after every cause found (stages up to LIMIT). Consequences
+# (another process's NCCL errors, timeouts, kills) are not causes, so a rank's own error still comes before them.
+_LAST_CAUSE_STAGE = Stage.LIMIT
 
 
-def _run_rules(text: str, line_of: Callable[[int], int], state: str, exit_code: int | None) -> list[Finding]:
-    """Every rule's finding, the cascade applied: causes before their consequences, catch-alls only when alone."""
-    found: dict[int, Finding] = {}
-    for index, rule in enumerate(RULES):
+def _rank(rule: Rule, order: int) -> tuple[float, int]:
+    """Findings are ranked by causal stage, then by the rule's place in the table; a catch-all after every cause."""
+    if rule.fallback:
+        return max(rule.stage, _LAST_CAUSE_STAGE) + 0.5, order
+    return rule.stage, order
+
+
+@dataclass(frozen=True)
+class _Found:
+    rule: Rule
+    order: int
+    finding: Finding
+
+    @property
+    def rank(self) -> tuple[float, int]:
+        return _rank(self.rule, self.order)
+
+
+def _run_rules(
+    rules: tuple[Rule, ...], text: str, line_of: Callable[[int], int], state: str, exit_code: int | None
+) -> tuple[list[_Found], list[str]]:
+    """Every rule's finding, ranked, the cascade applied; and what was set aside, in words."""
+    found: list[_Found] = []
+    for order, rule in enumerate(rules):
         try:
             finding = _match_rule(rule, text, line_of, state, exit_code)
         except Exception:  # a broken rule must not take the job page down
             log.exception("diagnosis rule %s failed", rule.rule_id)
             continue
         if finding is not None:
-            found[index] = finding
-    ids = {finding.rule_id for finding in found.values()}
-    kept = []
-    for index in found:
-        rule = RULES[index]
-        if ids.intersection(rule.suppressed_by):
+            found.append(_Found(rule, order, finding))
+    ids = {item.rule.rule_id for item in found}
+    kept, set_aside = [], []
+    for item in found:
+        rule = item.rule
+        explained_by = ids.intersection(rule.suppressed_by)
+        if explained_by:
+            set_aside.append(f"{rule.rule_id} left out: {', '.join(sorted(explained_by))} explains it")
             continue
         # A catch-all speaks only when no specific failure of its stage or an earlier one was recognised.
-        if rule.fallback and any(
-            not RULES[other].fallback and RULES[other].stage <= rule.stage for other in found if other != index
-        ):
+        specific = [other.rule.rule_id for other in found if not other.rule.fallback and other.rule.stage <= rule.stage]
+        if rule.fallback and specific:
+            set_aside.append(f"catch-all {rule.rule_id} left out: {specific[0]} is specific")
             continue
-        kept.append(index)
-    return [found[index] for index in sorted(kept, key=_rank)]
+        kept.append(item)
+    kept.sort(key=lambda item: item.rank)
+    return kept, set_aside
 
 
-def diagnose(
-    text: str, *, state: str | None = None, exit_code: int | None = None, max_findings: int = 5
-) -> list[Finding]:
-    """The failures recognised in a job's log, most specific first, at most `max_findings` of them."""
+def _why(kept: list[_Found], set_aside: list[str]) -> str:
+    if not kept:
+        return "; ".join(["no rule matched", *set_aside])
+    first = kept[0]
+    stage = Stage(first.rule.stage).name.lower()
+    if len(kept) == 1:
+        reason = f"{first.rule.rule_id} won: the only finding kept (stage {stage})"
+    else:
+        second = kept[1]
+        if second.rule.fallback and not first.rule.fallback:
+            reason = f"{first.rule.rule_id} won: a specific cause outranks the catch-all {second.rule.rule_id}"
+        elif first.rule.stage < second.rule.stage:
+            reason = (
+                f"{first.rule.rule_id} won: stage {stage} comes before "
+                f"{Stage(second.rule.stage).name.lower()} ({second.rule.rule_id})"
+            )
+        else:
+            reason = f"{first.rule.rule_id} won: same stage ({stage}) as {second.rule.rule_id}, earlier in the table"
+    return "; ".join([reason, *set_aside])
+
+
+def diagnose_explained(
+    text: str,
+    *,
+    state: str | None = None,
+    exit_code: int | None = None,
+    max_findings: int = 5,
+    extra_rules: tuple[Rule, ...] = (),
+) -> Diagnosis:
+    """`diagnose`, with why the first finding won. `extra_rules` (a site's own, failures.site_rules) join the
+    shipped table, each ranked by its stage after the shipped rules of that stage."""
     if isinstance(text, bytes | bytearray):
         text = bytes(text).decode("utf-8", errors="replace")
     elif not isinstance(text, str):
@@ -214,18 +280,19 @@ def diagnose(
     except (TypeError, ValueError):
         limit = 5
     if limit <= 0:
-        return []
+        return Diagnosis([], "no findings asked for")
     line_offset = 0
     if len(text) > MAX_SCAN_CHARS:
         cut = len(text) - MAX_SCAN_CHARS
         line_offset = text.count("\n", 0, cut)
         text = text[cut:]
     normalised_state = _normalise_state(state)
+    rules = RULES + tuple(extra_rules)
 
     def line_of(pos: int) -> int:
         return line_offset + text.count("\n", 0, pos) + 1
 
-    findings = _run_rules(text, line_of, normalised_state, exit_code)
+    kept, set_aside = _run_rules(rules, text, line_of, normalised_state, exit_code)
     unwrapped = _unwrap(text)
     if unwrapped is not None:
         # A terminal may have broken the very line that names the failure: read the joined lines too, and keep
@@ -235,8 +302,22 @@ def diagnose(
         def joined_line_of(pos: int) -> int:
             return line_offset + origin[joined.count("\n", 0, pos)] + 1
 
-        again = _run_rules(joined, joined_line_of, normalised_state, exit_code)
+        again, again_set_aside = _run_rules(rules, joined, joined_line_of, normalised_state, exit_code)
         # Keep the joined reading when it names an earlier cause (or any, where the lines as given named none).
-        if again and (not findings or _rank(_INDEX[again[0].rule_id]) < _rank(_INDEX[findings[0].rule_id])):
-            findings = again
-    return findings[:limit]
+        if again and (not kept or again[0].rank < kept[0].rank):
+            kept, set_aside = again, [*again_set_aside, "read with the terminal's wrapped lines joined"]
+    return Diagnosis([item.finding for item in kept[:limit]], _why(kept, set_aside))
+
+
+def diagnose(
+    text: str,
+    *,
+    state: str | None = None,
+    exit_code: int | None = None,
+    max_findings: int = 5,
+    extra_rules: tuple[Rule, ...] = (),
+) -> list[Finding]:
+    """The failures recognised in a job's log, most specific first, at most `max_findings` of them."""
+    return diagnose_explained(
+        text, state=state, exit_code=exit_code, max_findings=max_findings, extra_rules=extra_rules
+    ).findings

@@ -87,6 +87,7 @@ def read_samples(folder: Path = SAMPLES) -> list[Sample]:
 class Result:
     sample: Sample
     got: str  # the first finding's rule id, or "none"
+    why: str = ""  # why the first finding won (jobs.diagnosis.diagnose.Diagnosis.why)
 
     @property
     def right(self) -> bool:
@@ -95,12 +96,13 @@ class Result:
 
 def evaluate(samples: list[Sample]) -> list[Result]:
     # Here, not at the top: the rules read Django settings when imported, and main() sets Django up first.
-    from jobs.diagnosis.diagnose import diagnose
+    from jobs.diagnosis.diagnose import diagnose_explained
 
     results = []
     for sample in samples:
-        findings = diagnose(sample.text, state=sample.state, exit_code=sample.exit_code)
-        results.append(Result(sample, findings[0].rule_id if findings else "none"))
+        diagnosis = diagnose_explained(sample.text, state=sample.state, exit_code=sample.exit_code)
+        first = diagnosis.findings[0].rule_id if diagnosis.findings else "none"
+        results.append(Result(sample, first, diagnosis.why))
     return results
 
 
@@ -139,6 +141,44 @@ def figures(results: list[Result]) -> Figures:
     )
 
 
+@dataclass(frozen=True)
+class FamilyFigures:
+    """One family's figures in a set: its failures named right, and how precise it is when it speaks first."""
+
+    family: str
+    expected: int  # samples whose cause is this family
+    named: int  # of those, named right first
+    given_first: int  # samples where this family came first (right or not, healthy runs included)
+
+    @property
+    def precision(self) -> float | None:
+        return self.named / self.given_first if self.given_first else None
+
+
+def per_family(results: list[Result]) -> list[FamilyFigures]:
+    families = sorted({r.sample.expect for r in results} | {r.got for r in results} - {"none"})
+    return [
+        FamilyFigures(
+            family,
+            expected=sum(r.sample.expect == family for r in results),
+            named=sum(r.sample.expect == family and r.right for r in results),
+            given_first=sum(r.got == family for r in results),
+        )
+        for family in families
+        if family != "none"
+    ]
+
+
+def confusion(results: list[Result]) -> dict[tuple[str, str], int]:
+    """(expected, got) for every sample whose first finding was not the expected one, counted."""
+    pairs: dict[tuple[str, str], int] = {}
+    for r in results:
+        if not r.right:
+            key = (r.sample.expect, r.got)
+            pairs[key] = pairs.get(key, 0) + 1
+    return pairs
+
+
 def _percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f} %" if whole else "-"
 
@@ -151,18 +191,26 @@ def report(results: list[Result]) -> str:
             continue
         f = figures(chosen)
         lines += [f"== {name} ({len(chosen)} samples from {f.sources} cited sources)"]
-        lines += [
-            f"{'ok' if r.right else 'MISS':4}  {r.sample.name:40} expect {r.sample.expect:22} got {r.got}"
-            for r in chosen
-        ]
+        for r in chosen:
+            lines.append(f"{'ok' if r.right else 'MISS':4}  {r.sample.name:40} expect {r.sample.expect:22} got {r.got}")
+            lines.append(f"      why: {r.why}")
         precision = "-" if f.precision is None else f"{100 * f.precision:.0f} %"
         lines += [
             f"{name}: failures named right: {f.named}/{f.failures} ({_percent(f.named, f.failures)}, "
             f"{f.families} families); misdiagnosed: {f.misdiagnosed}; not recognised: {f.missed}",
             f"{name}: healthy runs with a false finding: {f.false_findings}/{f.healthy}",
             f"{name}: precision of the first finding: {precision}",
-            "",
+            f"{name}: per family (named right / samples of it, precision when first):",
         ]
+        for fam in per_family(chosen):
+            fam_precision = "-" if fam.precision is None else f"{100 * fam.precision:.0f} %"
+            lines.append(f"    {fam.family:24} {fam.named}/{fam.expected}  precision {fam_precision}")
+        pairs = confusion(chosen)
+        lines.append(
+            f"{name}: confusion (expected -> got): "
+            + (", ".join(f"{expect} -> {got} x{count}" for (expect, got), count in sorted(pairs.items())) or "none")
+        )
+        lines.append("")
     return "\n".join(lines).rstrip("\n")
 
 

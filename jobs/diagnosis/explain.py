@@ -406,17 +406,23 @@ ONE_PROCESS_PER_GPU = (
 )
 
 
+def explain_device_ordinal(m: re.Match[str], line: str) -> tuple[str, str] | None:
+    """`mig-unsupported`'s "invalid device ordinal": more processes, or a higher GPU index, than GPUs seen."""
+    if not re.search(r"invalid device ordinal|cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE\b", m.group(0)):
+        return None
+    return (
+        "A process asked for a GPU index the job does not have: a job sees only its own GPUs, numbered from 0 to "
+        "(GPU count - 1), and each MIG slice shows as a single GPU 0 to its process; more processes than GPUs were "
+        "started, or a global rank or a fixed index (e.g. `cuda:3`) was used as the GPU number.",
+        "Start one process per GPU of the job (`torchrun --nproc_per_node=<GPU count>`), select the GPU with the "
+        "local rank (`torch.cuda.set_device(int(os.environ['LOCAL_RANK']))`), and do not hard-code GPU indices; on "
+        "a MIG slice run one process on `cuda:0`. Raise the GPU count in the job form if the script needs more "
+        "GPUs (a full-GPU type for multi-GPU training).",
+    )
+
+
 def explain_gpu_unavailable(m: re.Match[str], line: str) -> tuple[str, str] | None:
     text = m.group(0)
-    if re.search(r"invalid device ordinal|cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE\b", text):
-        return (
-            "A process asked for a GPU index the job does not have: a job sees only its own GPUs, numbered from 0 "
-            "to (GPU count - 1), and more processes than GPUs were started, or a global rank or a fixed index "
-            "(e.g. `cuda:3`) was used as the GPU number.",
-            "Start one process per GPU of the job (`torchrun --nproc_per_node=<GPU count>`), select the GPU with "
-            "the local rank (`torch.cuda.set_device(int(os.environ['LOCAL_RANK']))`), and do not hard-code GPU "
-            "indices; raise the GPU count in the job form if the script needs more GPUs.",
-        )
     # Only the set_device pattern matches an out of memory: the GPU was full before this process used it.
     if "out of memory" in text:
         return (

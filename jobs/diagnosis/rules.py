@@ -30,6 +30,7 @@ from jobs.diagnosis.explain import (
     explain_arch,
     explain_container_start,
     explain_data_permission,
+    explain_device_ordinal,
     explain_disk_full,
     explain_driver,
     explain_exception,
@@ -191,6 +192,28 @@ RULES: tuple[Rule, ...] = (
         stage=Stage.PLATFORM,
     ),
     Rule(
+        rule_id="container-runtime",
+        title="Docker, Podman or Shifter could not start the container",
+        cause="The job started a container with a runtime of its own (Docker, Podman, Shifter...) instead of the "
+        "pool's, and that runtime could not start it: no Docker daemon on the compute node, a GPU request the "
+        "runtime has no driver or hook for (`--gpus all` without the NVIDIA container toolkit), or an image it "
+        "could not mount.",
+        fix="Give the image in the job form's Image field and the command without `docker run`/`podman run`: the "
+        "pool runs every job's container itself (Pyxis/Enroot) with the job's GPUs already inside, so no runtime "
+        "or `--gpus` flag is needed. An image only on Docker Hub or in your own registry can be added to the "
+        "pool's catalogue by the admins.",
+        patterns=_re(
+            r"could not select device driver \"[^\"\n]{0,40}\" with capabilities: \[\[gpu\]\]",
+            r"docker: Error response from daemon: [^\n]{1,300}",
+            r"Cannot connect to the Docker daemon at [^\n]{1,120}",
+            r"Error: OCI runtime error: [^\n]{1,300}",
+            r"OCI runtime (?:create|start|exec) failed[^\n]{0,300}",
+            # Shifter (NERSC's runtime): the image's squashfs could not be mounted.
+            r"FAILED to (?:loop mount image|mount image on loop device|setup image)[^\n]{0,200}",
+        ),
+        stage=Stage.PLATFORM,
+    ),
+    Rule(
         rule_id="container-start",
         title="Container could not start",
         cause="Pyxis/Enroot imported the image but could not start the container, so your command never ran.",
@@ -207,7 +230,7 @@ RULES: tuple[Rule, ...] = (
             r"pyxis: couldn't start container",
         ),
         # The mount, the image or the driver already explain a container that did not start.
-        suppressed_by=("container-mount", "image-import", "driver-mismatch"),
+        suppressed_by=("container-mount", "image-import", "driver-mismatch", "container-runtime"),
         explain=explain_container_start,
         stage=Stage.PLATFORM,
     ),
@@ -220,7 +243,8 @@ RULES: tuple[Rule, ...] = (
         "system the node reads (not a path of the login node), and clone and resubmit; if an official image fails "
         "the same way on one node, tell the admins the node name.",
         patterns=_re(
-            r"^(?:\x1b\[\d{1,3}m)?FATAL:(?:\x1b\[0m)? {1,8}(?:container creation failed|could not open image"
+            # Indented when a workflow manager (Nextflow, Snakemake) quotes it under "Command error:".
+            r"^[ \t]{0,8}(?:\x1b\[\d{1,3}m)?FATAL:(?:\x1b\[0m)? {1,8}(?:container creation failed|could not open image"
             r"|while (?:mounting|extracting|creating)|Unable to (?:handle|pull|open))[^\n]{0,250}",
             r"(?:singularity|apptainer)(?:-ce)?: [^\n]{0,40}FATAL[^\n]{0,200}",
         ),
@@ -299,20 +323,40 @@ RULES: tuple[Rule, ...] = (
             # An error raised inside `torch.cuda.set_device(...)`: its library frame, maybe a line of carets (Python
             # 3.11+), then the error (with or without a "[rankN]:" prefix).
             r"_cuda_setDevice\(\w{0,20}\)\n(?:[ \t^\[\]\w:]{0,200}\n)?"
-            r"(?P<at>[^\n]{0,60}?Error: CUDA error: (?!no CUDA-capable|CUDA driver version)[^\n]{1,200})",
+            r"(?P<at>[^\n]{0,60}?Error: CUDA error: "
+            r"(?!no CUDA-capable|CUDA driver version|invalid device ordinal)[^\n]{1,200})",
             r"all CUDA-capable devices are busy or unavailable",
             r"CUDA-capable device\(s\) is/are busy or unavailable",
             r"cudaErrorDevicesUnavailable",
             r"CUDA_ERROR_DEVICE_UNAVAILABLE",
-            r"invalid device ordinal",
-            r"cudaErrorInvalidDevice\b",
-            r"CUDA_ERROR_INVALID_DEVICE\b",
             r"CUDA unknown error - this may be due to an incorrectly set up environment",
             r"Error 802: system not yet initialized",
             r"failed call to cuInit: CUDA_ERROR_UNKNOWN",
             r"Unable to determine the device handle for GPU[^\n]{0,60}: (?:Unknown Error|GPU is lost)",
         ),
         explain=explain_gpu_unavailable,
+        stage=Stage.PLATFORM,
+    ),
+    Rule(
+        rule_id="mig-config",
+        title="GPU in MIG mode, asked for or read as a whole GPU",
+        cause="The GPU is split into MIG slices, and the job asked for or read it as a whole GPU: inside a slice "
+        "NVML and nvidia-smi refuse the whole GPU's figures ('Insufficient Permissions'), and a slice that was "
+        "not asked for, or that the node's layout does not have, is not there to use.",
+        fix="Ask for the slice as its GPU type in the job form (Slurm: `--gres=gpu:<profile>:1`, e.g. "
+        "`--gres=gpu:1g.10gb:1`), never a whole A100/H100 that is in MIG mode; do not set CUDA_VISIBLE_DEVICES "
+        "to a MIG UUID yourself; read memory from the framework (`torch.cuda.mem_get_info()`) rather than from "
+        "nvidia-smi or NVML. If the node's slices are not the ones its GPU type says (`nvidia-smi mig -lgi`), "
+        "tell the admins the node name.",
+        patterns=_re(
+            r"NVMLError_NoPermission: Insufficient Permissions",
+            # A tool parsing nvidia-smi's memory figure, which a MIG-mode GPU gives as "Insufficient Permissions".
+            r"invalid literal for int\(\) with base 10: '\[?Insufficient'?",
+            r"No MIG devices? (?:found|available)[^\n]{0,120}",
+            r"MIG mode is (?:not enabled|disabled)[^\n]{0,120}",
+            r"Unable to (?:find|locate) MIG device[^\n]{0,120}",
+            r"Failed to create (?:GPU|compute) instance[^\n]{0,160}",
+        ),
         stage=Stage.PLATFORM,
     ),
     Rule(
@@ -392,6 +436,11 @@ RULES: tuple[Rule, ...] = (
             r"Out Of Memory\b",
             r"Memory cgroup out of memory",
             r"[Ee]xceeded (?:job |step )?memory limit",
+            # The kernel's own words (dmesg), and Ray's memory monitor killing a worker before the kernel does.
+            r"Out of memory: Kill(?:ed)? process[^\n]{0,160}",
+            r"invoked oom-killer[^\n]{0,120}",
+            r"Task was killed due to the node running low on memory[^\n]{0,120}",
+            r"ray\.exceptions\.OutOfMemoryError[^\n]{0,200}",
         ),
         states=frozenset({"OUT_OF_MEMORY"}),
         stage=Stage.RESOURCE,
@@ -466,7 +515,12 @@ RULES: tuple[Rule, ...] = (
             r"(?i:MIG)[- ](?:device|slice|instance|mode)[^\n]{0,120}?(?:not supported|unsupported|is not allowed"
             r"|cannot|failed)[^\n]{0,120}",
             r"device >= 0 && device < num_gpus INTERNAL ASSERT FAILED[^\n]{0,200}",
+            # A process asking for GPU index N where it sees fewer: a slice shows as one GPU to each process.
+            r"invalid device ordinal",
+            r"cudaErrorInvalidDevice\b",
+            r"CUDA_ERROR_INVALID_DEVICE\b",
         ),
+        explain=explain_device_ordinal,
         stage=Stage.ENVIRONMENT,
     ),
     Rule(
@@ -528,7 +582,14 @@ RULES: tuple[Rule, ...] = (
         "have other CPUs); `ATEN_CPU_CAPABILITY=default` avoids it for PyTorch's own CPU kernels.",
         patterns=_re(
             r"Fatal Python error: Illegal instruction",
-            r"(?<![\w-])Illegal instruction(?: \(core dumped\))?[ \t]*\r?$",
+            r"(?<![\w-])Illegal instruction(?:[ \t]{1,20}\(core dumped\))?[ \t]*\r?$",
+            # A shell's job report (bash: "line 3: 123 Illegal instruction (core dumped) python x.py"; zsh).
+            r"\d{1,10} (?:Illegal instruction|illegal hardware instruction)\b[^\n]{0,160}",
+            r"signal 4[ ,(]{1,3}Illegal instruction[^\n]{0,80}",
+            r"trap invalid opcode[^\n]{0,160}",
+            r"The TensorFlow library was compiled to use [\w.-]{1,20} instructions, but these aren't available on "
+            r"your machine",
+            r"exited with code 132\b",
             r"killed by signal: Illegal instruction",
             r"received signal SIGILL\b[^\n]{0,120}",
             r"Signal 4 \(SIGILL\)[^\n]{0,120}",
@@ -626,6 +687,10 @@ RULES: tuple[Rule, ...] = (
             r"Temporary failure in name resolution[^\n]{0,120}",
             r"<urlopen error \[Errno (?:101|110|111|-2|-3|-5)\][^\n]{0,120}",
             r"Could not resolve host: [^\n]{1,120}",
+            # Hugging Face datasets' own words for a script or file it could not download.
+            r"ConnectionError: Couldn't reach [^\n]{1,200}",
+            # Weights & Biases could not reach its server to start the run (a retry line alone may recover).
+            r"Run initialization has timed out after [\d.]{1,10} ?sec[^\n]{0,200}",
             r"Could not find a version that satisfies the requirement[^\n]{0,200}(?=[\s\S]{0,2000}?"
             r"(?:NewConnectionError|Network is unreachable|name resolution))",
         ),
@@ -658,6 +723,8 @@ RULES: tuple[Rule, ...] = (
             r"(?:bind|listen)(?:\(\))?(?: failed)?: (?i:address already in use)",
             r"code: -98\b[^\n]{0,80}",
             r"The server socket has failed to (?:listen|bind)[^\n]{0,200}?\(errno: 98",
+            # Ray's raylet and GCS, whose gRPC server could not take its port.
+            r"Failed to start the grpc server\. The specified port is \d{1,5}[^\n]{0,200}",
         ),
         stage=Stage.ENVIRONMENT,
     ),

@@ -64,7 +64,7 @@ SAMPLES = [
     # GPUs present but unusable: CUDA 10 and 12 wordings, set_device failures.
     ("gpu-busy.log", "gpu-unavailable", "[rank1]: RuntimeError: CUDA error: CUDA-capable device(s)", {}),
     ("gpu-busy-old.log", "gpu-unavailable", "THCudaCheck FAIL", {}),
-    ("gpu-invalid-ordinal.log", "gpu-unavailable", "RuntimeError: CUDA error: invalid device ordinal", {}),
+    ("gpu-invalid-ordinal.log", "mig-unsupported", "RuntimeError: CUDA error: invalid device ordinal", {}),
     ("gpu-unknown-error.log", "gpu-unavailable", "CUDA unknown error - this may be due to", {}),
     # Containers that were imported but did not start.
     ("container-start-nsenter.log", "container-start", "enroot-nsenter: failed to create user namespace", {}),

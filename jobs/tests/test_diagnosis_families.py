@@ -124,7 +124,7 @@ def first(line: str):
         ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: cudaErrorDevicesUnavailable", "gpu-unavailable"),
         (
             "RuntimeError: cuda runtime error (10) : invalid device ordinal at /pytorch/torch/csrc/cuda/Module.cpp:59",
-            "gpu-unavailable",
+            "mig-unsupported",
         ),
         (
             "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
