@@ -17,7 +17,7 @@ from django.utils import timezone
 from audit.log import record
 from failures.models import DiagnosisMark, FinishedRun, SiteRule
 from failures.site_rules import as_rule, compile_pattern, enabled_rules
-from jobs.diagnosis.diagnose import RULES, diagnose
+from jobs.diagnosis.diagnose import SHIPPED_RULES, diagnose
 from jobs.diagnosis.rules import Stage
 from jobs.diagnosis.signature import signature_of
 from jobs.logs import job_log_tails, log_text
@@ -95,7 +95,7 @@ def check_rule(fields: RuleFields, *, editing: SiteRule | None = None) -> None:
         taken = taken.exclude(pk=editing.pk)
     if not fields.slug:
         errors["slug"] = "Give the rule a short name (letters, digits and dashes)."
-    elif taken.exists() or any(rule.rule_id == "site-" + fields.slug for rule in RULES):
+    elif taken.exists() or any(rule.rule_id == "site-" + fields.slug for rule in SHIPPED_RULES):
         errors["slug"] = "Another rule has this name."
     for name in ("title", "cause", "fix"):
         if not getattr(fields, name).strip():
@@ -193,7 +193,7 @@ def mark_diagnosis(user, job: Job, rule_id: str, verdict: str) -> DiagnosisMark:
     """The user's word on one finding of their own job (the view has checked the job is theirs)."""
     if verdict not in DiagnosisMark.Verdict.values:
         raise ValueError("Say whether the diagnosis helped or was wrong.")
-    known = {rule.rule_id for rule in RULES} | {rule.rule_id for rule in SiteRule.objects.all()}
+    known = {rule.rule_id for rule in SHIPPED_RULES} | {rule.rule_id for rule in SiteRule.objects.all()}
     if rule_id not in known:
         raise ValueError("That is not a finding of this job's diagnosis.")
     mark, _ = DiagnosisMark.objects.update_or_create(job=job, user=user, rule_id=rule_id, defaults={"verdict": verdict})

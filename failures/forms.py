@@ -18,6 +18,7 @@ class SiteRuleForm(forms.Form):
     )
     pattern = forms.CharField(
         max_length=500,
+        required=False,  # failures.site_rules.compile_pattern says what an empty one lacks
         widget=forms.TextInput(attrs={"spellcheck": "false", "autocomplete": "off"}),
         help_text="RE2 syntax, matched against each line of the log (no look-arounds or back-references).",
     )

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from failures.models import DiagnosisMark, FinishedRun, SiteRule
 from failures.site_rules import enabled_rules
-from jobs.diagnosis.diagnose import RULES, diagnose
+from jobs.diagnosis.diagnose import SHIPPED_RULES, diagnose
 from jobs.diagnosis.rules import Rule
 
 WEEK, MONTH = 7, 30
@@ -181,7 +181,7 @@ def rule_figures() -> list[RuleFigures]:
         )
 
     site = [figures(row.rule_id, row.title, "site", row.enabled, row) for row in SiteRule.objects.order_by("slug")]
-    shipped = [figures(rule.rule_id, rule.title, "shipped", True) for rule in RULES]
+    shipped = [figures(rule.rule_id, rule.title, "shipped", True) for rule in SHIPPED_RULES]
     return site + shipped
 
 

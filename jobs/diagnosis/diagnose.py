@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from jobs.diagnosis import contributed
 from jobs.diagnosis.rules import RULES, Rule, Run, Stage
 
 __all__ = [
@@ -184,6 +185,9 @@ class Diagnosis:
     why: str
 
 
+# The shipped rules and those a site contributed (jobs/diagnosis/contributed/), ranked by stage all together.
+SHIPPED_RULES: tuple[Rule, ...] = RULES + contributed.load()
+
 # A catch-all is evidence, not a cause: it ranks after every cause found (stages up to LIMIT). Consequences
 # (another process's NCCL errors, timeouts, kills) are not causes, so a rank's own error still comes before them.
 _LAST_CAUSE_STAGE = Stage.LIMIT
@@ -287,7 +291,7 @@ def diagnose_explained(
         line_offset = text.count("\n", 0, cut)
         text = text[cut:]
     normalised_state = _normalise_state(state)
-    rules = RULES + tuple(extra_rules)
+    rules = SHIPPED_RULES + tuple(extra_rules)
 
     def line_of(pos: int) -> int:
         return line_offset + text.count("\n", 0, pos) + 1

@@ -22,8 +22,11 @@ MAX_LINE_CHARS = 240
 
 _ERRORISH = re.compile(
     r"(?i:error|exception|failed|failure|fatal|abort|killed|denied|refused|cannot|can't|could not|unable|invalid"
-    r"|not found|no such|timed? ?out|terminat|traceback|panic|segmentation|core dumped)"
+    r"|not found|no such|timed? ?out|terminat|panic|segmentation|core dumped)"
 )
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+# A frame of a traceback with a prefix of its own (`[rank1]:   File "x.py"`), still inside the traceback.
+_INDENTED_FRAME = re.compile(r"^(?:\[rank\d+\]: ?)?\s|^\S{0,40}\s+(?:File \"|\^)")
 # In this order: the specific shapes first, so a path's digits or a UUID's hex are not folded piecemeal.
 _FOLDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\x1b\[[0-9;]{0,20}[A-Za-z]"), ""),
@@ -55,9 +58,23 @@ def fold(line: str) -> str:
 
 
 def error_lines(text: str, count: int = LINES) -> list[str]:
-    """The last `count` lines that look like an error, in log order; or the last non-blank ones."""
+    """The last `count` lines that look like an error, in log order; or the last non-blank ones.
+
+    A line looks like an error when it has one of the words of `_ERRORISH`, or when it closes a Python
+    traceback (the first line after "Traceback (most recent call last):" that is not indented): that is the
+    exception, whatever its library named it.
+    """
     lines = [line for line in text[-MAX_SCAN_CHARS:].splitlines() if line.strip()]
-    errorish = [line for line in lines if _ERRORISH.search(line)]
+    errorish, in_traceback = [], False
+    for line in lines:
+        if _TRACEBACK.search(line):
+            in_traceback = True
+            continue
+        closes = in_traceback and not line[:1].isspace() and not _INDENTED_FRAME.match(line)
+        if closes:
+            in_traceback = False
+        if closes or _ERRORISH.search(line):
+            errorish.append(line)
     return (errorish or lines)[-count:]
 
 
