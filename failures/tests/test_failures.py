@@ -159,7 +159,9 @@ def test_enabling_names_past_failures_shows_on_job_pages_and_is_audited(ended_jo
     assert "Shard index corrupt" in page and "lakefs reindex" in page
     new = _record(ended_job(SHARD_ERROR.format(n=5)))
     assert new.rule_id == "site-shard-index"
-    actions_done = list(AuditLog.objects.filter(target="site-shard-index").order_by("pk").values_list("action", flat=True))
+    actions_done = list(
+        AuditLog.objects.filter(target="site-shard-index").order_by("pk").values_list("action", flat=True)
+    )
     assert actions_done == ["diagnosis_rule.create", "diagnosis_rule.enable"]
 
     _browser(admin_user).post(f"/console/failures/rules/{rule.pk}/enable", {"enabled": "0"})
