@@ -200,3 +200,19 @@ def test_a_user_marks_a_diagnosis_and_the_admin_sees_it_beside_the_rule(ended_jo
     _browser(alice).post(f"/jobs/{job.pk}/diagnosis/mark", {"rule_id": "no-such-rule", "verdict": "wrong"})
     _browser(alice).post(f"/jobs/{job.pk}/diagnosis/mark", {"rule_id": "cuda-oom", "verdict": "meh"})
     assert list(DiagnosisMark.objects.values_list("rule_id", "verdict")) == [("cuda-oom", "helped")]
+
+
+def test_a_broker_that_is_down_loses_no_record(ended_job, monkeypatch, caplog):
+    from kombu.exceptions import OperationalError
+
+    def broker_down(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks.record_finished_job, "delay", broker_down)
+    job = ended_job(SHARD_ERROR.format(n=1))
+    job_changed.send(sender=type(job), job=job)  # the mirror's write goes on
+    assert not FinishedRun.objects.filter(job=job).exists()
+    assert "the sweep will" in caplog.text
+    monkeypatch.undo()
+    assert tasks.record_missed_runs() == 1
+    assert FinishedRun.objects.get(job=job).rule_id == ""
