@@ -234,6 +234,23 @@ def api_client_for():
     return _client
 
 
+# alice's cluster uid where her jobs' files are written (as Slurm does, as her); need not exist on this host.
+ALICE_CLUSTER_UID = 4242
+
+
+@pytest.fixture
+def job_root(settings, tmp_path, alice):
+    """A job root of alice's (cluster user "u"): Slurm's path /srv/gpupool/jobs, here a folder of tmp_path."""
+    settings.SLURM_JOB_ROOT = "/srv/gpupool/jobs"
+    settings.SLURM_JOB_ROOT_LOCAL = tmp_path / "jobs"
+    (tmp_path / "jobs").mkdir()
+    alice.profile.cluster_username = "u"
+    alice.profile.cluster_uid = ALICE_CLUSTER_UID
+    alice.profile.cluster_gid = ALICE_CLUSTER_UID
+    alice.profile.save()
+    return tmp_path / "jobs"
+
+
 @pytest.fixture
 def eager_tasks():
     """Tasks enqueued on commit run at once, as a worker would run them."""

@@ -39,7 +39,7 @@ def suggested_pattern(signature_text: str) -> str:
     lines = [line for line in signature_text.splitlines() if line.strip()]
     if not lines:
         return ""
-    pattern = re.escape(lines[-1][:200])
+    pattern = re.escape(lines[-1][:200]).replace("\\ ", " ")  # a space needs no escape; it reads better bare
     for placeholder, piece in _PLACEHOLDERS.items():
         pattern = pattern.replace(placeholder, piece)
     return pattern

@@ -10,18 +10,6 @@ OWNER = 4242  # alice's cluster uid in these tests; need not exist on this host
 
 
 @pytest.fixture
-def job_root(settings, tmp_path, alice):
-    settings.SLURM_JOB_ROOT = "/srv/gpupool/jobs"
-    settings.SLURM_JOB_ROOT_LOCAL = tmp_path / "jobs"
-    (tmp_path / "jobs").mkdir()
-    alice.profile.cluster_username = "u"
-    alice.profile.cluster_uid = OWNER
-    alice.profile.cluster_gid = OWNER
-    alice.profile.save()
-    return tmp_path / "jobs"
-
-
-@pytest.fixture
 def ended_job(job_root, alice):
     """A job of alice's that ended `days_ago` with `log` as its output (written as her, as Slurm does)."""
     made = []

@@ -4,6 +4,7 @@ enables it (asked first) and finds the user's job page naming the failure; the g
 width too. The week's runs are recorded rows (failures.actions keeps the same from real logs)."""
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -16,6 +17,8 @@ from testing.servers import daphne_server
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "test-logs"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -103,3 +106,8 @@ def test_the_failures_page_fits_a_phone(admin_user, alice):
         expect(page.locator("tr[data-failure-group]")).to_have_count(1)
         page_width, viewport = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
         assert page_width <= viewport, (page_width, viewport)
+        page.locator("tr[data-failure-group] a").click()
+        expect(page.locator("[data-rule-form]")).to_be_visible()
+        page_width, viewport = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+        assert page_width <= viewport, (page_width, viewport)
+        page.screenshot(path=str(SCREENSHOTS / "failure-group-phone.png"), full_page=True)

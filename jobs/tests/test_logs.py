@@ -17,18 +17,6 @@ pytestmark = pytest.mark.django_db
 OWNER = 4242  # alice's cluster uid in these tests; need not exist on this host
 
 
-@pytest.fixture
-def job_root(settings, tmp_path, alice):
-    settings.SLURM_JOB_ROOT = "/srv/gpupool/jobs"
-    settings.SLURM_JOB_ROOT_LOCAL = tmp_path / "jobs"
-    (tmp_path / "jobs").mkdir()
-    alice.profile.cluster_username = "u"
-    alice.profile.cluster_uid = OWNER
-    alice.profile.cluster_gid = OWNER
-    alice.profile.save()
-    return tmp_path / "jobs"
-
-
 def _write(path, data: bytes, uid: int = OWNER):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
