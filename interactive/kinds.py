@@ -41,7 +41,7 @@ JUPYTERLAB = Kind(
         f"printf '{PORT_LINE}%s\\n' \"$port\"; "
         'exec python3 -m jupyterlab --no-browser --ip=0.0.0.0 --port="$port" --port-retries=0'
         ' --ServerApp.allow_remote_access=True --ServerApp.root_dir="$PWD" --ServerApp.password=""'
-        " --ServerApp.terminals_enabled=False"
+        " --ServerApp.terminals_enabled=True"
     ),
     landing_path="/lab",
     status_path="/api/status",

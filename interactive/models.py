@@ -50,6 +50,10 @@ class InteractiveSession(models.Model):
     last_activity_at = models.DateTimeField(null=True, blank=True)
     # The kernels' own part of it (never the GPUs'): what the dev cluster's GPU emulator draws from.
     kernel_activity_at = models.DateTimeField(null=True, blank=True)
+    # What the proxy saw pass through a JupyterLab terminal's socket (interactive/terminal_activity.py):
+    # a keystroke in, and output out (output alone keeps a session only while its GPUs move).
+    terminal_input_at = models.DateTimeField(null=True, blank=True)
+    terminal_output_at = models.DateTimeField(null=True, blank=True)
     idle_warned_at = models.DateTimeField(null=True, blank=True)
     stop_reason = models.CharField(max_length=8, choices=StopReason.choices, blank=True)
     # What went wrong starting it, in words its owner may read.

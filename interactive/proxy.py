@@ -34,6 +34,7 @@ from interactive import access, origins
 from interactive.events import session_payload
 from interactive.models import InteractiveSession
 from interactive.proxy_decisions import DecisionCache, RequestBudget
+from interactive.terminal_activity import TerminalWatch, is_terminal_socket
 
 log = logging.getLogger(__name__)
 
@@ -384,12 +385,19 @@ class SessionProxy:
             await send({"type": "websocket.close", "code": 1011})
             return
         await send({"type": "websocket.accept", "subprotocol": upstream.subprotocol})
-        await _bridge(receive, send, upstream, first=leaving)
+        watch = TerminalWatch(decision.session_id) if is_terminal_socket(scope.get("path", "")) else None
+        await _bridge(receive, send, upstream, first=leaving, watch=watch)
 
 
-async def _bridge(receive, send, upstream, *, first: asyncio.Future) -> None:
+async def _bridge(receive, send, upstream, *, first: asyncio.Future, watch: TerminalWatch | None = None) -> None:
     """Message for message both ways until either side closes. `first`: the browser's next
-    message, already asked for while the server's handshake was awaited."""
+    message, already asked for while the server's handshake was awaited. `watch`: a terminal's
+    socket, whose keystrokes and output are noted for the idle culling."""
+
+    async def noted(data) -> None:
+        note = watch.seen(data) if watch is not None else None
+        if note is not None:
+            await note
 
     async def browser_to_server():
         message = await first
@@ -398,12 +406,15 @@ async def _bridge(receive, send, upstream, *, first: asyncio.Future) -> None:
                 return
             if message["type"] == "websocket.receive":
                 data = message.get("bytes")
-                await upstream.send(data if data is not None else message.get("text", ""))
+                data = data if data is not None else message.get("text", "")
+                await noted(data)
+                await upstream.send(data)
             message = await receive()
 
     async def server_to_browser():
         try:
             async for data in upstream:
+                await noted(data)
                 if isinstance(data, bytes):
                     await send({"type": "websocket.send", "bytes": data})
                 else:

@@ -60,6 +60,15 @@ def kernel_activity(session: InteractiveSession, now: datetime, *, gpus_moved: b
     return newest
 
 
+def terminal_activity(session: InteractiveSession, *, gpus_moved: bool) -> list[datetime]:
+    """A terminal's own rule (interactive/terminal_activity.py): a keystroke is use; output alone is
+    use only while the session's GPUs moved in the idle window (a `watch` over still GPUs is not)."""
+    moments = [session.terminal_input_at]
+    if gpus_moved:
+        moments.append(session.terminal_output_at)
+    return [moment for moment in moments if moment is not None]
+
+
 def _samples_of(session: InteractiveSession, since: datetime, now: datetime):
     """Telemetry's samples of the GPUs the session's job holds, from `since` to `now`."""
     held = Q(pk__in=[])
@@ -105,8 +114,9 @@ def cull_idle_sessions(now: datetime | None = None) -> dict:
         if session.owner_id not in idle_minutes:
             idle_minutes[session.owner_id] = plan_for(session.owner).session_idle_minutes
         limit = timedelta(minutes=idle_minutes[session.owner_id])
-        kernels = kernel_activity(session, now, gpus_moved=gpus_moved(session, now - limit, now))
-        moments = [session.ready_at, session.last_activity_at, kernels]
+        moved = gpus_moved(session, now - limit, now)
+        kernels = kernel_activity(session, now, gpus_moved=moved)
+        moments = [session.ready_at, session.last_activity_at, kernels, *terminal_activity(session, gpus_moved=moved)]
         moments.append(gpu_busy_at(session, now - limit - warning, now))
         last = max(moment for moment in moments if moment is not None)
         seen = {}

@@ -103,3 +103,28 @@ def _socket_to(base_url: str):
 
     parts = urlsplit(base_url)
     return socket.create_connection((parts.hostname, parts.port), timeout=10)
+
+
+def run_in_terminal(base_url: str, session: InteractiveSession, token: str, command: str, timeout: float = 30) -> str:
+    """Opens a JupyterLab terminal through the proxy (POST /api/terminals, then its terminado socket),
+    types `command` and returns what the shell printed until the line after it."""
+    created = through_proxy(base_url, session, "/api/terminals", token=token, method="POST")
+    assert created.status_code == 200, created.text
+    name = created.json()["name"]
+    port = urlsplit(base_url).port
+    url = f"ws://{session_host(session.host_key)}:{port}/terminals/websocket/{name}"
+    marker = uuid.uuid4().hex[:8]
+    printed = []
+    deadline = time.monotonic() + timeout
+    with websocket_connect(
+        url, additional_headers={"Authorization": f"Bearer {token}"}, sock=_socket_to(base_url), open_timeout=20
+    ) as socket:
+        socket.send(json.dumps(["stdin", f"{command}; echo done-{marker}\r"]))
+        while time.monotonic() < deadline:
+            message = json.loads(socket.recv(timeout=max(0.1, deadline - time.monotonic())))
+            if message[0] == "stdout":
+                printed.append(message[1])
+                # The shell echoes what was typed; the marker printed alone ends the command.
+                if f"\ndone-{marker}" in "".join(printed).replace("\r", ""):
+                    return "".join(printed)
+    raise AssertionError(f"no answer from the terminal within {timeout} s: {printed}")

@@ -141,3 +141,25 @@ def test_a_server_that_calls_its_kernel_busy_over_still_gpus_is_idle(alice):
         assert cull_idle_sessions(now=start + timedelta(minutes=31))["warned"] == 1
         session.refresh_from_db()
         assert session.idle_warned_at is not None
+
+
+def test_a_terminals_keystrokes_are_use_and_its_output_only_while_the_gpus_move(alice):
+    start = timezone.now()
+    with upstream_server() as (port, _ws, server):
+        session = _ready_session(alice, port, start)
+        server.kernels = []
+        late = start + timedelta(minutes=40)
+        # `watch nvidia-smi` printing in a terminal over still GPUs: not use.
+        InteractiveSession.objects.filter(pk=session.pk).update(terminal_output_at=late - timedelta(minutes=1))
+        assert cull_idle_sessions(now=late)["warned"] == 1
+        # A keystroke is: the warning goes.
+        InteractiveSession.objects.filter(pk=session.pk).update(terminal_input_at=late + timedelta(minutes=1))
+        assert cull_idle_sessions(now=late + timedelta(minutes=2))["used_again"] == 1
+        # Output while the GPUs move (a training run started from the terminal) is use too.
+        much_later = late + timedelta(minutes=50)
+        InteractiveSession.objects.filter(pk=session.pk).update(terminal_output_at=much_later - timedelta(minutes=1))
+        GpuSampleRaw.objects.create(
+            time=much_later - timedelta(minutes=5), node="gpu-4090-01", index=1, compute_util=3, memory_util=2,
+            memory_used_mb=100, memory_total_mb=24000, temperature_c=40, power_w=60,
+        )  # fmt: skip
+        assert cull_idle_sessions(now=much_later)["warned"] == 0

@@ -359,3 +359,39 @@ def test_a_session_stopped_since_a_reused_decision_says_so_not_that_its_server_i
     Job.objects.filter(pk=session.job_id).update(state=JobState.RUNNING)
     answer = _get(session, headers=[(b"cookie", cookie)])
     assert answer["status"] == 502 and b"not answering" in answer["body"]
+
+
+def test_a_terminals_keystrokes_and_output_are_noted_as_they_pass_and_a_kernels_are_not(alice):
+    with upstream_server() as (_http, ws_port, _server):
+        session = _session(alice, port=ws_port)
+
+        async def type_in(path, text):
+            communicator = WebsocketCommunicator(
+                application,
+                path,
+                headers=[
+                    (b"host", _host(session)),
+                    (b"cookie", _cookie_for(session, alice)),
+                    (b"origin", f"http://{origins.session_host(session.host_key)}".encode()),
+                ],
+                # The stand-in server insists on one; terminado's socket has none, and none is needed here.
+                subprotocols=["v1.kernel.websocket.jupyter.org"],
+            )
+            connected, _ = await communicator.connect(timeout=10)
+            assert connected
+            await communicator.receive_from(timeout=10)  # the echo server's hello
+            await communicator.send_to(text_data=text)
+            echoed = await communicator.receive_from(timeout=10)  # the echo: a terminal's output
+            await communicator.disconnect()
+            return echoed
+
+        assert async_to_sync(type_in)("/api/kernels/k1/channels", '["stdin", "ls\\r"]') == '["stdin", "ls\\r"]'
+        session.refresh_from_db()
+        assert session.terminal_input_at is None  # a kernel's socket is not a terminal's
+        async_to_sync(type_in)("/terminals/websocket/1", '["stdin", "ls\\r"]')
+        session.refresh_from_db()
+        assert session.terminal_input_at is not None and session.terminal_output_at is None
+        # The echo server answers with the same message; a shell's output is ["stdout", ...].
+        async_to_sync(type_in)("/terminals/websocket/1", '["stdout", "total 0\\r\\n"]')
+        session.refresh_from_db()
+        assert session.terminal_output_at is not None

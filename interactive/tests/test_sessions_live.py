@@ -13,7 +13,7 @@ from billing.usage.metering import run_metering
 from cluster.clusters.services import rest_client
 from interactive.actions.culling import cull_idle_sessions
 from interactive.models import InteractiveSession
-from interactive.tests.live import SESSION, run_code, through_proxy, until_ready
+from interactive.tests.live import SESSION, run_code, run_in_terminal, through_proxy, until_ready
 from jobs.tasks import run_sync
 from testing.servers import portal_stack
 from testing.slurm import wait_for, wait_for_state
@@ -53,6 +53,13 @@ def test_a_session_starts_answers_through_the_portal_only_and_is_culled_when_idl
         code = "import os; print('gpus=' + os.environ['CUDA_VISIBLE_DEVICES'])"
         printed = run_code(base_url, session, alice_key, code)
         assert printed.strip() == "gpus=0"
+
+        # A terminal: created through the proxy, the shell runs in the job's container; the proxy notes
+        # the keystrokes and the output (the idle culling's terminal rule).
+        shell = run_in_terminal(base_url, session, alice_key, "echo gpus=$CUDA_VISIBLE_DEVICES")
+        assert "gpus=0" in shell
+        session.refresh_from_db()
+        assert session.terminal_input_at is not None and session.terminal_output_at is not None
 
         # Another user, no credentials, a wrong token: nothing to learn.
         assert through_proxy(base_url, session, "/api/kernelspecs", token=bob_key).status_code == 404

@@ -1,0 +1,67 @@
+"""What a JupyterLab terminal does, as the session proxy sees it pass (interactive/proxy.py).
+
+A terminal speaks terminado's protocol over its WebSocket (`/terminals/websocket/<name>`): JSON
+arrays, `["stdin", text]` from the browser and `["stdout", text]` from the shell. The proxy notes
+the moment of each on the session's row, at most once every NOTE_SECONDS per direction, and the
+idle culling (interactive/actions/culling.py) applies a terminal's own rule: a keystroke is use;
+output alone (a `watch nvidia-smi`, a training loop's progress printed in a terminal) keeps the
+session only while its GPUs move. The server is never asked: its word would be the user's.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime
+
+from django.db.models import Q
+from django.utils import timezone
+
+from foundation.async_db import PROXY_DB
+from interactive.models import InteractiveSession
+
+NOTE_SECONDS = 15.0
+_TERMINAL_SOCKET = re.compile(r"^/terminals/websocket/[\w.-]{1,64}/?$")
+_FIELDS = {"stdin": "terminal_input_at", "stdout": "terminal_output_at"}
+
+
+def is_terminal_socket(path: str) -> bool:
+    return bool(_TERMINAL_SOCKET.match(path))
+
+
+def kind_of(data: str | bytes | None) -> str | None:
+    """ "stdin" or "stdout" for a terminado message that carries keystrokes or output, else None."""
+    if not isinstance(data, str):
+        return None
+    head = data[:12].replace(" ", "")
+    for kind in _FIELDS:
+        if head.startswith(f'["{kind}"'):
+            return kind
+    return None
+
+
+@PROXY_DB
+def _note(session_id: int, field: str, at: datetime) -> None:
+    # Conditional: a slower writer never moves the moment back.
+    InteractiveSession.objects.filter(
+        Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__lt": at}), pk=session_id
+    ).update(**{field: at})
+
+
+class TerminalWatch:
+    """One terminal socket's notes: `seen(message)` for every message either way; returns the note to
+    await (None when nothing is due), so the bridge awaits a database write at most every NOTE_SECONDS."""
+
+    def __init__(self, session_id: int):
+        self.session_id = session_id
+        self._last: dict[str, float] = {}
+
+    def seen(self, data):
+        kind = kind_of(data)
+        if kind is None:
+            return None
+        now = time.monotonic()
+        if now - self._last.get(kind, -NOTE_SECONDS) < NOTE_SECONDS:
+            return None
+        self._last[kind] = now
+        return _note(self.session_id, _FIELDS[kind], timezone.now())
