@@ -57,6 +57,15 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+class StrictCharField(serializers.CharField):
+    """A JSON string: DRF's CharField would also take 0 or true and store their text."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 def error_responses(descriptions: dict[int, str], *codes: int) -> dict[int, OpenApiResponse]:
     """`responses` entries for the refusals an operation can answer, each with its body."""
     return {code: OpenApiResponse(ErrorSerializer, description=descriptions[code]) for code in codes}

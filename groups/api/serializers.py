@@ -7,6 +7,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from foundation.api.errors import StrictBooleanField, StrictCharField
 from groups.models import Allocation, Group, GroupRole, Invitation, Membership
 from groups.validators import NAME_MAX_LENGTH, validate_group_name
 
@@ -121,9 +122,9 @@ class AllocationInputSerializer(serializers.Serializer):
 
 
 class DecisionInputSerializer(serializers.Serializer):
-    approve = serializers.BooleanField()
+    approve = StrictBooleanField()
     gpu_hours = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False, allow_null=True)
-    note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+    note = StrictCharField(max_length=500, required=False, allow_blank=True, default="")
 
 
 class GroupUsageRowSerializer(serializers.Serializer):

@@ -1,7 +1,7 @@
 """schemathesis against every operation on objects the caller owns: the general fuzz test
 (test_api_schema_fuzz.py) draws random ids, which name nothing and answer 404 before a body or
 a query parameter is read; here each `{id}` names the caller's own job, sweep, group, dataset,
-invoice, so the rest of the request is what the operation answers, and their lists show them."""
+invoice, session, so the rest of the request is what the operation answers, and their lists show them."""
 
 import re
 from datetime import date
@@ -22,8 +22,11 @@ from testing.api import one_connection, rolled_back
 
 pytestmark = pytest.mark.django_db
 
+# A session's body: a job's, less the command and spot (the portal runs the app).
+SESSION_SPEC = {key: value for key, value in GOOD_SPEC.items() if key not in ("command", "spot", "environment")}
+
 # The operations on one of them, and their lists (which show them).
-OWNED = re.compile(r"^/api/v1/(jobs|sweeps|groups|datasets|invoices)/(\{id\}|$)")
+OWNED = re.compile(r"^/api/v1/(jobs|sweeps|groups|datasets|invoices|sessions)/(\{id\}|$)")
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application, config=CONFIG).include(
     path_regex=OWNED.pattern
 )
@@ -45,6 +48,8 @@ def owned(fuzz_user, api_client_for):
     assert dataset.status_code == 201, dataset.content
     assert client.post(f"/api/v1/datasets/{dataset.json()['id']}/versions/", format="json").status_code == 201
     invoice = Invoice.objects.create(user=fuzz_user, period=date(2026, 1, 1))
+    session = client.post("/api/v1/sessions/", {**SESSION_SPEC, "kind": "jupyterlab"}, format="json")
+    assert session.status_code == 201, session.content
     # The test client's requests connect the handler's connection closing again: undo it.
     with one_connection():
         yield {
@@ -53,6 +58,7 @@ def owned(fuzz_user, api_client_for):
             "groups": group.json()["id"],
             "datasets": dataset.json()["id"],
             "invoices": invoice.pk,
+            "sessions": session.json()["id"],
         }
 
 
