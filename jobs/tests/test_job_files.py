@@ -8,7 +8,7 @@ import pytest
 
 from jobs import files
 from jobs.models import Job
-from jobs.tests.test_logs import OWNER, _browser, _write, job_root  # noqa: F401  (a fixture)
+from jobs.tests.test_logs import OWNER, _browser, _write
 
 pytestmark = pytest.mark.django_db
 
