@@ -404,6 +404,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(ALERT_EVALUATION_SECONDS),
         "options": {"expires": float(ALERT_EVALUATION_SECONDS)},
     },
+    # Ended jobs whose efficiency a lost message or a stopped worker missed (telemetry/efficiency.py).
+    "telemetry-missed-efficiencies": {
+        "task": "telemetry.tasks.compute_missed_efficiencies",
+        "schedule": 600.0,
+        "options": {"expires": 600.0},
+    },
     # Ended jobs whose failure record a lost message or a stopped worker missed (failures/tasks.py).
     "failures-record-missed": {
         "task": "failures.tasks.record_missed_runs",

@@ -20,6 +20,7 @@ from jobs import actions
 from jobs.costs import cost_for
 from jobs.diagnosis.reasons import explain_reason
 from jobs.drivers import drivers_by_gpu_type
+from jobs.efficiency import efficiency_for
 from jobs.forms import combination_errors, form_data_from_post, initial_from_spec
 from jobs.live.events import job_payload
 from jobs.live.watching import watch_pending
@@ -136,7 +137,13 @@ def job_detail(request, pk: int):
     return render(
         request,
         "jobs/detail.html",
-        {"job": job, "logs": logs, "reason_text": explain_reason(job.state_reason), "cost": cost_for(job)},
+        {
+            "job": job,
+            "logs": logs,
+            "reason_text": explain_reason(job.state_reason),
+            "cost": cost_for(job),
+            "efficiency": efficiency_for(job) if job.is_final else None,
+        },
     )
 
 

@@ -156,3 +156,25 @@ class NodeToken(models.Model):
         key = cls.PREFIX + secrets.token_urlsafe(32)
         cls.objects.update_or_create(cluster=cluster, node=node, defaults={"key_hash": cls.hash_key(key)})
         return key
+
+
+class JobEfficiency(models.Model):
+    """How a finished job used its GPUs, from the telemetry of its run (telemetry/efficiency.py):
+    computed once when it ends, while the minute roll-ups still cover its run, and kept after they go."""
+
+    job = models.OneToOneField("jobs.Job", on_delete=models.CASCADE, related_name="efficiency")
+    computed_at = models.DateTimeField()
+    # Minutes of the run that telemetry covered, GPU by GPU (a GPU-minute per GPU and minute).
+    gpu_minutes = models.IntegerField()
+    gpu_util_mean = models.FloatField(null=True)  # percent, over the run and the job's GPUs
+    gpu_util_peak = models.FloatField(null=True)
+    gpu_memory_peak_gb = models.FloatField(null=True)  # the largest on one GPU
+    gpu_memory_asked_gb = models.FloatField(null=True)  # per GPU: a share's, or the whole card's
+    idle_fraction = models.FloatField(null=True)  # of GPU-minutes under SESSION_IDLE_GPU_PERCENT
+    # The GPU was shared with other jobs (shards): its figures are the card's, every sharer's together.
+    shared_gpu = models.BooleanField(default=False)
+    # Up to SERIES_POINTS (minute, mean compute %, peak memory GB) for the job page's chart.
+    series = models.JSONField(default=list)
+
+    def __str__(self):
+        return f"job {self.job_id}: {self.gpu_util_mean} % mean"

@@ -5,10 +5,13 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from jobs.models import FINAL_STATES, Job
 from telemetry.actions import storage
 from telemetry.dcgm import scrape_exporter
 from telemetry.drivers import record_drivers
+from telemetry.efficiency import compute
 from telemetry.emulator import emulated_further_samples, emulated_samples
+from telemetry.models import JobEfficiency
 from telemetry.prometheus import read_and_log
 
 log = logging.getLogger(__name__)
@@ -71,3 +74,23 @@ def read_prometheus_telemetry() -> int:
 @shared_task(ignore_result=True)
 def roll_up_telemetry() -> dict:
     return storage.roll_up()
+
+
+@shared_task(ignore_result=True)
+def compute_job_efficiency(job_id: int) -> None:
+    job = Job.objects.filter(pk=job_id).first()
+    if job is not None:
+        compute(job)
+
+
+@shared_task(ignore_result=True)
+def compute_missed_efficiencies() -> int:
+    """Ended jobs of the minute roll-ups' reach without figures (a lost message, a stopped worker)."""
+    since = timezone.now() - settings.TELEMETRY_MINUTE_RETENTION
+    missed = (
+        Job.objects.filter(state__in=FINAL_STATES, end_time__gte=since)
+        .exclude(gpu_allocation={})
+        .exclude(pk__in=JobEfficiency.objects.values("job_id"))
+        .order_by("end_time")[:500]
+    )
+    return sum(compute(job) is not None for job in missed)

@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from jobs.costs import JobCost, cost_for, costs_for, money
 from jobs.diagnosis.reasons import explain_reason
+from jobs.efficiency import efficiencies_for, efficiency_for
 from jobs.models import Job, JobDataset
 from jobs.submission.spec import IMAGE_RE, MAX_DATASETS, MAX_IMAGE_CHARS, NAME_RE
 
@@ -52,6 +53,22 @@ class CostDetailSerializer(serializers.Serializer):
         }
 
 
+class EfficiencySerializer(serializers.Serializer):
+    """How a finished job used its GPUs (jobs.efficiency; the figures: telemetry/efficiency.py)."""
+
+    gpu_util_mean = serializers.FloatField(help_text="Mean GPU compute utilisation over the run, percent")
+    gpu_util_peak = serializers.FloatField(help_text="Highest minute's GPU compute utilisation, percent")
+    gpu_memory_peak_gb = serializers.FloatField(help_text="The most GPU memory one of its GPUs held, GB")
+    gpu_memory_asked_gb = serializers.FloatField(
+        allow_null=True, help_text="What it asked per GPU: a share's GB, or the whole card's"
+    )
+    idle_fraction = serializers.FloatField(help_text="Share of its GPU-minutes under the idle line (0 to 1)")
+    gpu_minutes = serializers.IntegerField(help_text="GPU-minutes of telemetry the figures stand on")
+    shared_gpu = serializers.BooleanField(
+        help_text="It ran on a share of a GPU: the figures are the card's, every sharer's together"
+    )
+
+
 class JobListSerializer(serializers.ListSerializer):
     """Asks for the costs of a page of jobs at once (a fixed number of queries)."""
 
@@ -59,6 +76,8 @@ class JobListSerializer(serializers.ListSerializer):
         jobs = list(data.all() if hasattr(data, "all") else data)
         costs = costs_for(jobs)
         self.child.known_costs = {job.pk: costs.get(job.pk) for job in jobs}
+        found = efficiencies_for(jobs)
+        self.child.known_efficiencies = {job.pk: found.get(job.pk) for job in jobs}
         # The page's dataset mounts in one query (a prefetch builds a queryset per job).
         mounts: dict[int, list[JobDataset]] = {job.pk: [] for job in jobs}
         for mount in JobDataset.objects.filter(job__in=jobs).select_related("version"):
@@ -121,6 +140,9 @@ class JobSerializer(serializers.ModelSerializer):
         help_text="How cost or cost_so_far comes about (plan hours, credits, billable); null when both are null"
     )
     datasets = JobDatasetSerializer(many=True, read_only=True, help_text="The dataset versions it mounts")
+    efficiency = serializers.SerializerMethodField(
+        help_text="How it used its GPUs, once it has ended and telemetry covered its run; null otherwise"
+    )
 
     class Meta:
         model = Job
@@ -156,6 +178,7 @@ class JobSerializer(serializers.ModelSerializer):
             "cost",
             "cost_so_far",
             "cost_detail",
+            "efficiency",
             "error",
             "spec",
             "datasets",
@@ -203,6 +226,7 @@ class JobSerializer(serializers.ModelSerializer):
             "cost": self.get_cost(job),
             "cost_so_far": self.get_cost_so_far(job),
             "cost_detail": self.get_cost_detail(job),
+            "efficiency": self.get_efficiency(job),
             "error": job.error,
             "spec": {str(key): value for key, value in job.spec.items()},
             "datasets": fields["datasets"].to_representation(datasets) if datasets else [],
@@ -250,6 +274,16 @@ class JobSerializer(serializers.ModelSerializer):
     def get_cost_so_far(self, job) -> str | None:
         cost = self._cost(job)
         return money(cost.cost_so_far) if cost else None
+
+    @extend_schema_field(EfficiencySerializer(allow_null=True))
+    def get_efficiency(self, job):
+        known = getattr(self, "known_efficiencies", None)
+        if known is None:
+            known = self.known_efficiencies = {}
+        if job.pk not in known:
+            known[job.pk] = efficiency_for(job)
+        figures = known[job.pk]
+        return None if figures is None else {name: figures[name] for name in EfficiencySerializer().fields}
 
     @extend_schema_field(CostDetailSerializer(allow_null=True))
     def get_cost_detail(self, job):
