@@ -21,6 +21,7 @@ _NAVIGATION = {
         ("All jobs", "console:all_jobs"),
         ("Alerts", "console:alerts"),
         ("Failures", "failures:groups"),
+        ("Idle GPUs", "console:efficiency"),
         ("Audit", "console:audit"),
         ("Telemetry", "console:telemetry"),
         ("Images", "console:images"),

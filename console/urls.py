@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console.views import audit, cluster, dataset_pins, home, images, operations
+from console.views import audit, cluster, dataset_pins, efficiency, home, images, operations
 
 app_name = "console"
 urlpatterns = [
@@ -19,6 +19,8 @@ urlpatterns = [
     path("console/datasets/versions/<int:pk>/pin", dataset_pins.pin_version, name="dataset_pin"),
     path("console/datasets/versions/<int:pk>/unpin", dataset_pins.unpin_version, name="dataset_unpin"),
     path("console/alerts/", cluster.alerts, name="alerts"),
+    path("console/efficiency/", efficiency.efficiency_board, name="efficiency"),
+    path("console/efficiency.csv", efficiency.efficiency_csv, name="efficiency_csv"),
     path("console/audit/", audit.audit_log, name="audit"),
     path("console/telemetry/", cluster.telemetry_status, name="telemetry"),
     path("console/images/", images.images, name="images"),

@@ -15,10 +15,11 @@ hour roll-ups (weighted by their samples). A job with no telemetry for its GPUs 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Count, ExpressionWrapper, F, FloatField, Q, Sum
 from django.utils import timezone
 
 from jobs.models import FINAL_STATES, Job
@@ -122,3 +123,54 @@ def efficiencies(jobs: list[Job]) -> dict[int, dict]:
     """The provider jobs.efficiency asks: the kept figures of the given jobs."""
     rows = JobEfficiency.objects.filter(job_id__in=[job.pk for job in jobs])
     return {row.job_id: {**as_dict(row), "series": row.series} for row in rows}
+
+
+@dataclass(frozen=True)
+class EfficiencyRow:
+    """One user's, group's or GPU type's ended jobs over a period."""
+
+    key: str
+    jobs: int
+    gpu_minutes: float  # of telemetry: the GPU-minutes the figures stand on
+    util_mean: float  # percent, weighted by GPU-minutes
+    idle_gpu_minutes: float  # held but under the idle line
+
+    @property
+    def gpu_hours(self) -> float:
+        return round(self.gpu_minutes / 60, 2)
+
+    @property
+    def idle_gpu_hours(self) -> float:
+        return round(self.idle_gpu_minutes / 60, 2)
+
+    @property
+    def idle_share(self) -> float:
+        return self.idle_gpu_minutes / self.gpu_minutes if self.gpu_minutes else 0.0
+
+
+GROUPINGS = {"user": "job__owner__username", "group": "job__group__name", "gpu_type": "job__gpu_type"}
+
+
+def summary(by: str, since: datetime, until: datetime, *, owner_id: int | None = None) -> list[EfficiencyRow]:
+    """Ended jobs' figures per user, group or GPU type over [since, until), the most idle GPU-hours first."""
+    field = GROUPINGS[by]
+    rows = JobEfficiency.objects.filter(job__end_time__gte=since, job__end_time__lt=until)
+    if owner_id is not None:
+        rows = rows.filter(job__owner_id=owner_id)
+    weighted = ExpressionWrapper(F("gpu_util_mean") * F("gpu_minutes"), output_field=FloatField())
+    idle = ExpressionWrapper(F("idle_fraction") * F("gpu_minutes"), output_field=FloatField())
+    grouped = (
+        rows.values(field)
+        .annotate(jobs=Count("pk"), minutes=Sum("gpu_minutes"), util=Sum(weighted), idle=Sum(idle))
+        .order_by("-idle", field)
+    )
+    return [
+        EfficiencyRow(
+            key=row[field] or ("(no group)" if by == "group" else "—"),
+            jobs=row["jobs"],
+            gpu_minutes=row["minutes"] or 0,
+            util_mean=round((row["util"] or 0) / row["minutes"], 1) if row["minutes"] else 0.0,
+            idle_gpu_minutes=row["idle"] or 0,
+        )
+        for row in grouped
+    ]

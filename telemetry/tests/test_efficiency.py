@@ -136,3 +136,22 @@ def test_another_user_sees_nothing_of_it(a_run, bob, api_client_for):
     browser = Client()
     browser.force_login(bob)
     assert browser.get(f"/jobs/{a_run.pk}/").status_code == 404
+
+
+def test_the_admins_board_adds_idle_gpu_hours_by_user_group_and_type_with_csv(a_run, alice, admin_user, marketer):
+    compute(a_run)
+    browser = Client()
+    browser.force_login(admin_user)
+    page = browser.get("/console/efficiency/?days=7").content.decode()
+    assert 'data-efficiency-by="user"' in page and 'data-row="alice"' in page and 'data-row="a100"' in page
+    assert "<strong>0.1</strong> of 0.3 GPU-hours" in page  # 6 idle GPU-minutes of 20
+    rows = browser.get("/console/efficiency.csv?days=7").content.decode().splitlines()
+    assert rows[0] == "by,key,jobs,gpu_hours,mean_compute_percent,idle_gpu_hours,idle_share"
+    assert "user,alice,1,0.33,52.0,0.1,0.300" in rows
+    assert "group,(no group),1,0.33,52.0,0.1,0.300" in rows
+    # A longer period holds it too.
+    assert 'data-row="alice"' in browser.get("/console/efficiency/?days=30").content.decode()
+    for other in (alice, marketer):
+        browser.force_login(other)
+        assert browser.get("/console/efficiency/").status_code == 403
+        assert browser.get("/console/efficiency.csv").status_code == 403
