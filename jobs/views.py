@@ -26,6 +26,8 @@ from jobs.live.events import job_payload
 from jobs.live.watching import watch_pending
 from jobs.logs import job_logs, job_logs_for_people
 from jobs.models import Job, JobTemplate
+from jobs.right_size import apply as apply_share
+from jobs.right_size import proposal_for
 from jobs.submission import intake
 from jobs.submission.clusters import ANY, cluster_asked_by
 from jobs.submission.quota import QuotaExceeded
@@ -264,6 +266,7 @@ def _id_or_404(text: str) -> int:
 def job_new(request):
     errors: dict = {}
     sweep_context: dict = {}
+    right_size = None
     chosen_datasets: set[int] = set()
     values = {"time_limit_minutes": 60, "gpu_count": 1, "command": "", "environment": ""}
     if request.method == "POST":
@@ -302,6 +305,13 @@ def job_new(request):
             # The cluster is not in the spec: the clone asks where its job's owner asked.
             values["cluster"] = cluster_asked_by(cloned)
             _warn_if_not_offered(request, values["cluster"])
+            right_size = proposal_for(cloned, request.user)
+            if right_size is not None and request.GET.get("share") == str(right_size.share_gb):
+                values = apply_share(values, right_size)
+                messages.info(
+                    request, f"Asking for a {right_size.share_gb} GB share of a GPU instead of the whole GPU."
+                )
+                right_size = None
     plan = plan_for(request.user)
     images = settings.IMAGE_CATALOGUE.for_plan(plan.code)
     context = {
@@ -315,6 +325,7 @@ def job_new(request):
         "groups": groups_of(request.user).order_by("name"),
         "default_group": default_group(request.user),
         "is_clone": "clone" in request.GET,
+        "right_size": right_size,
         # The picker: the catalogue images of the user's plan (foundation/images.py).
         "images": images,
         "dataset_versions": mountable_versions(request.user),
