@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from billing import group_money
+from billing import digests, group_money
 from billing.actions import budgets, closing, credit_limits, reserved_time
 from billing.usage.metering import run_metering
 from cluster.clusters.sync import single_flight
@@ -56,3 +56,8 @@ def meter_reservations() -> int:
 def hold_work_at_credit_limits() -> dict:
     """billing/actions/credit_limits.py: waiting work held at a pay-afterwards account's limit, released below it."""
     return credit_limits.hold_work_at_limits()
+
+
+@shared_task(ignore_result=True)
+def send_weekly_digests() -> int:
+    return digests.send_weekly_digests()

@@ -404,6 +404,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(ALERT_EVALUATION_SECONDS),
         "options": {"expires": float(ALERT_EVALUATION_SECONDS)},
     },
+    # Mondays at 07:00: each user's and each group's GPU week (billing/digests.py); once per week and recipient.
+    "billing-weekly-digests": {
+        "task": "billing.tasks.send_weekly_digests",
+        "schedule": crontab(minute=0, hour=7, day_of_week=1),
+        "options": {"expires": 6 * 3600.0},
+    },
     # Ended jobs whose efficiency a lost message or a stopped worker missed (telemetry/efficiency.py).
     "telemetry-missed-efficiencies": {
         "task": "telemetry.tasks.compute_missed_efficiencies",

@@ -4,12 +4,14 @@ the catalogue's: plans/rate_cards.py."""
 
 from billing.models.budgets import Budget
 from billing.models.credit_limits import CreditLimit
+from billing.models.digests import DigestSent
 from billing.models.invoices import Invoice, InvoiceFrozen, InvoiceLine, InvoiceNumber, Payment
 from billing.models.usage import UsageRecord
 
 __all__ = [
     "Budget",
     "CreditLimit",
+    "DigestSent",
     "Invoice",
     "InvoiceFrozen",
     "InvoiceLine",
