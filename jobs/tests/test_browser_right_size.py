@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import Job
+from jobs.tests.test_right_size import SPEC
 from telemetry.models import JobEfficiency
 from testing.browser import chromium_page, log_in
 from testing.servers import daphne_server
@@ -16,15 +17,6 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-SPEC = {
-    "name": "train",
-    "image": "nvcr.io/nvidia/pytorch:24.05-py3",
-    "gpu_type": "a100",
-    "gpu_count": 1,
-    "command": "python train.py",
-    "time_limit_minutes": 120,
-}
 
 
 def test_a_researcher_reads_the_efficiency_and_clones_on_the_share_that_fits(alice):
