@@ -105,6 +105,22 @@ class SlurmCli:
         return result
 
     # --- the operations the portal needs -------------------------------------------------
+    def cluster_name(self) -> str:
+        """Slurm's ClusterName, as `scontrol show config` says it."""
+        for line in self.run("scontrol", "show", "config").stdout.splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "ClusterName" and value.strip():
+                return value.strip()
+        raise SlurmCommandError("scontrol show config names no ClusterName")
+
+    def dump_associations(self, cluster_name: str) -> str:
+        """`sacctmgr dump`: the cluster's accounts, users, associations and their limits, in the file
+        format `sacctmgr load` takes back (written to its standard output)."""
+        dumped = self.run("sacctmgr", "-i", "dump", cluster_name, "file=/dev/stdout").stdout
+        if "Cluster - " not in dumped:
+            raise SlurmCommandError(f"sacctmgr dump {cluster_name} wrote no cluster line")
+        return dumped
+
     def drain_node(self, node: str, reason: str) -> CommandResult:
         return self.run("scontrol", "update", f"NodeName={node}", "State=DRAIN", reason_argument=reason)
 
