@@ -4,6 +4,7 @@ from django.utils.functional import SimpleLazyObject
 from accounts.access import user_role
 from accounts.models import Role
 from cluster.records.queries import clusters_not_answering
+from console.actions.maintenance import announced
 
 _NAVIGATION = {
     Role.USER: [
@@ -44,7 +45,7 @@ def navigation(request):
         {"label": label, "url": reverse(name), "active": request.path == reverse(name)}
         for label, name in _NAVIGATION.get(role, _NAVIGATION[Role.USER])
     ]
-    context = {"nav_items": items, "nav_role": role}
+    context = {"nav_items": items, "nav_role": role, "maintenance": SimpleLazyObject(lambda: list(announced()))}
     if role in (Role.USER, Role.ADMIN):
         # A cluster that stopped answering: every page of its jobs and GPUs is as of its last answer.
         context["stale_clusters"] = SimpleLazyObject(clusters_not_answering)

@@ -154,3 +154,31 @@ class PoweredOnPin(models.Model):
 
     def __str__(self):
         return self.node
+
+
+class MaintenanceWindow(models.Model):
+    """Planned maintenance (console/actions/maintenance.py): a Slurm MAINT reservation of all nodes or
+    some, which holds every job whose time limit would cross it; users see it a day ahead."""
+
+    class State(models.TextChoices):
+        PLANNED = "planned", "planned"
+        CANCELLED = "cancelled", "cancelled"
+
+    start = models.DateTimeField()
+    end = models.DateTimeField()
+    # Empty: every node of the pool.
+    nodes = models.JSONField(default=list, blank=True)
+    reason = models.CharField(max_length=300)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PLANNED)
+    slurm_name = models.CharField(max_length=64, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["start"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(end__gt=models.F("start")), name="window_ends_after_start")
+        ]
+
+    def __str__(self):
+        return f"maintenance {self.start:%Y-%m-%d %H:%M}-{self.end:%H:%M} ({self.state})"

@@ -35,6 +35,8 @@ urlpatterns = [
     path("api/v1/", include("credits.api.urls")),
     path("api/v1/invoices/", include("billing.api.invoice_urls")),
     path("api/v1/", include("interactive.api.urls")),
+    path("api/v1/", include("console.api.urls")),
+    # Last: jobs' URLs end with the API's own 404 for every other path under /api/v1/.
     path("api/v1/", include("jobs.api.urls")),
     path("api/schema/", schema_view, name="api-schema"),
 ]
