@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.log import record
-from failures.models import DiagnosisMark, FinishedRun, SiteRule
+from failures.models import SITE_RULE_PREFIX, DiagnosisMark, FinishedRun, SiteRule
 from failures.site_rules import as_rule, compile_pattern, enabled_rules
 from jobs.diagnosis.diagnose import SHIPPED_RULES, diagnose
 from jobs.diagnosis.rules import Stage
@@ -95,7 +95,7 @@ def check_rule(fields: RuleFields, *, editing: SiteRule | None = None) -> None:
         taken = taken.exclude(pk=editing.pk)
     if not fields.slug:
         errors["slug"] = "Give the rule a short name (letters, digits and dashes)."
-    elif taken.exists() or any(rule.rule_id == "site-" + fields.slug for rule in SHIPPED_RULES):
+    elif taken.exists() or any(rule.rule_id == SITE_RULE_PREFIX + fields.slug for rule in SHIPPED_RULES):
         errors["slug"] = "Another rule has this name."
     for name in ("title", "cause", "fix"):
         if not getattr(fields, name).strip():

@@ -40,7 +40,6 @@ class FailureGroup:
     images: list[str]
     latest_at: object
     sample: FinishedRun | None = None
-    runs: list[FinishedRun] = field(default_factory=list)
 
 
 def unrecognised_groups(limit: int = GROUPS_SHOWN) -> list[FailureGroup]:
@@ -82,7 +81,6 @@ def failure_group(signature: str) -> FailureGroup | None:
         return None
     group = FailureGroup(signature, "", counts["last_7_days"], counts["last_30_days"], [], [], counts["latest"])
     _fill(group, listed=20)
-    group.runs = list(runs.select_related("owner", "job").order_by("-ended_at")[:TRY_LISTED])
     return group
 
 
@@ -183,8 +181,3 @@ def rule_figures() -> list[RuleFigures]:
     site = [figures(row.rule_id, row.title, "site", row.enabled, row) for row in SiteRule.objects.order_by("slug")]
     shipped = [figures(rule.rule_id, rule.title, "shipped", True) for rule in SHIPPED_RULES]
     return site + shipped
-
-
-def marks_of(user, job_id: int) -> dict[str, str]:
-    """The user's marks on one job's findings: rule id to verdict."""
-    return dict(DiagnosisMark.objects.filter(user=user, job_id=job_id).values_list("rule_id", "verdict"))

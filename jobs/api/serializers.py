@@ -69,6 +69,9 @@ class EfficiencySerializer(serializers.Serializer):
     )
 
 
+EFFICIENCY_FIELDS = tuple(EfficiencySerializer._declared_fields)
+
+
 class JobListSerializer(serializers.ListSerializer):
     """Asks for the costs of a page of jobs at once (a fixed number of queries)."""
 
@@ -283,7 +286,7 @@ class JobSerializer(serializers.ModelSerializer):
         if job.pk not in known:
             known[job.pk] = efficiency_for(job)
         figures = known[job.pk]
-        return None if figures is None else {name: figures[name] for name in EfficiencySerializer().fields}
+        return None if figures is None else {name: figures[name] for name in EFFICIENCY_FIELDS}
 
     @extend_schema_field(CostDetailSerializer(allow_null=True))
     def get_cost_detail(self, job):

@@ -233,10 +233,14 @@ def _run_rules(
             set_aside.append(f"{rule.rule_id} left out: {', '.join(sorted(explained_by))} explains it")
             continue
         # A catch-all speaks only when no specific failure of its stage or an earlier one was recognised.
-        specific = [other.rule.rule_id for other in found if not other.rule.fallback and other.rule.stage <= rule.stage]
-        if rule.fallback and specific:
-            set_aside.append(f"catch-all {rule.rule_id} left out: {specific[0]} is specific")
-            continue
+        if rule.fallback:
+            specific = next(
+                (other.rule.rule_id for other in found if not other.rule.fallback and other.rule.stage <= rule.stage),
+                None,
+            )
+            if specific is not None:
+                set_aside.append(f"catch-all {rule.rule_id} left out: {specific} is specific")
+                continue
         kept.append(item)
     kept.sort(key=lambda item: item.rank)
     return kept, set_aside
