@@ -98,6 +98,7 @@ def submit(
     plan: PlanSnapshot | None = None,
     mounts: Sequence[Mount] = (),
     cluster=None,
+    right_sized: dict | None = None,
 ) -> Job:
     """Accept a job: check the plan (and the reservation it should run in), record it as
     SUBMITTING, and hand it on once the row is committed: straight to Slurm from this request
@@ -105,7 +106,8 @@ def submit(
     Raises QuotaExceeded, NotProvisioned or SpecError (on `reservation`); changes nothing then.
     `plan`: the caller's plan_for(user) when it has just read it (the spec was checked against it).
     `mounts`: the spec's dataset versions as jobs.submission.datasets.resolve_mounts found them.
-    `cluster`: where it runs (jobs/submission/clusters.py): absent, a cluster's name, or `any`."""
+    `cluster`: where it runs (jobs/submission/clusters.py): absent, a cluster's name, or `any`.
+    `right_sized`: how the plan's right-sizing changed the ask (jobs/right_size.py), kept on the row."""
     plan = plan if plan is not None else plan_for(user)
     # Before the transaction: `any` asks every cluster's scheduler for its estimate.
     choice = _cluster_for(user, spec, cluster, reservation_id=reservation_id, group_id=group_id, plan=plan)
@@ -161,6 +163,7 @@ def submit(
             group=group,
             qos=settings.SPOT_QOS if spec.spot else plan.qos,
             reservation=reservation,
+            right_sized=right_sized or {},
             state=JobState.SUBMITTING,
             # Inline, the row is born claimed by this request (the claim a worker would take
             # with an UPDATE): a request that dies here leaves it to the reconciler once the

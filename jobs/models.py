@@ -93,6 +93,14 @@ class Job(models.Model):
     standard_error = models.CharField(max_length=500, blank=True)
     # From slurmdbd once the job is finished.
     elapsed_seconds = models.IntegerField(null=True, blank=True)
+    # From slurmdbd too, where jobacct_gather sampled the run: CPU time of all steps, and the most
+    # resident memory one step held (null: not sampled, never 0).
+    cpu_seconds = models.IntegerField(null=True, blank=True)
+    host_memory_peak_mb = models.IntegerField(null=True, blank=True)
+    # How the portal right-sized the ask when it was accepted (jobs/right_size.py; the plan shrinks
+    # for repeated low GPU memory use): empty when it asked for what it asked.
+    # db_default: the release before this column still inserts rows while this one migrates (expand first).
+    right_sized = models.JSONField(default=dict, db_default=models.Value({}, models.JSONField()), blank=True)
     # The GPUs the job holds, or asks for before Slurm allocated any (cluster.records.gres.gpus_held):
     # the request's when the row is born (save()), overwritten from the allocation by the mirror
     # (jobs/mirror/) once Slurm reports one. Shards sit on part of a GPU: such a job counts the

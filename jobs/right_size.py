@@ -5,6 +5,12 @@ have cost on it and how much sooner such jobs have started lately.
 The peak is telemetry's (jobs.efficiency); a share is whole shards of the type's memory
 (foundation.gpu_types), with HEADROOM over the peak, and is offered only when it is at most half the
 card: a share runs beside other jobs, so a job that nearly fills the card keeps it.
+
+A template has no run of its own: its evidence is the user's last jobs of the same image on the same
+GPU type. A plan that shrinks (Plan.right_sizing) gives a new one-GPU job the share itself when the
+user's last EVIDENCE_JOBS jobs on the type all fit one (`standing_shrink`); a job asked with
+`keep_whole_gpu` keeps the whole GPU, and one asked for in a reservation or as a share is left alone.
+The shrunk job is priced as the share it runs on, through the one charge split (jobs.costs).
 """
 
 from __future__ import annotations
@@ -19,13 +25,16 @@ from django.utils import timezone
 
 from foundation.gpu_types import gpu_types_from_mapping
 from jobs.costs import quote_runs
-from jobs.efficiency import efficiency_for
+from jobs.efficiency import efficiencies_for, efficiency_for
 from jobs.models import Job
-from jobs.submission.spec import job_spec_from_dict
+from jobs.submission.spec import JobSpec, job_spec_from_dict
 
 HEADROOM = 1.25
 WAIT_DAYS = 14
 WAIT_SAMPLES = 5
+# Jobs that must all have fitted a share before a template is advised or a plan shrinks the next ask.
+EVIDENCE_JOBS = 3
+EVIDENCE_DAYS = 30
 
 
 @dataclass(frozen=True)
@@ -53,19 +62,35 @@ def _median_wait_minutes(gpu_type: str, *, shares: bool) -> int | None:
     return round(median(waits)) if len(waits) >= WAIT_SAMPLES else None
 
 
-def proposal_for(job: Job, user) -> Proposal | None:
-    """The share a clone of `job` could ask for, or None (no figures, a share already, several GPUs, no fit)."""
-    figures = efficiency_for(job) if job.is_final else None
-    spec = job.spec or {}
-    if not figures or figures["shared_gpu"] or spec.get("gpu_count") != 1 or not figures["gpu_memory_peak_gb"]:
-        return None
-    gpu_type = dict(gpu_types_from_mapping(settings.GPU_TYPES)).get(spec.get("gpu_type", ""))
+def _fitting_share_gb(gpu_type_name: str, peak_gb: float) -> int | None:
+    """GB of the share that holds `peak_gb` with headroom, when it is at most half the card."""
+    gpu_type = dict(gpu_types_from_mapping(settings.GPU_TYPES)).get(gpu_type_name)
     if gpu_type is None or gpu_type.shards_per_gpu <= 1:
         return None
-    shards = max(1, math.ceil(figures["gpu_memory_peak_gb"] * HEADROOM / gpu_type.shard_gb))
+    shards = max(1, math.ceil(peak_gb * HEADROOM / gpu_type.shard_gb))
     share_gb = shards * gpu_type.shard_gb
-    if share_gb * 2 > gpu_type.memory_gb:
+    return share_gb if share_gb * 2 <= gpu_type.memory_gb else None
+
+
+def _whole_gpu_peak(job: Job, figures: dict | None) -> float | None:
+    """The GPU memory peak of a finished one-whole-GPU job, None for any other job or without figures."""
+    if not figures or figures["shared_gpu"] or (job.spec or {}).get("gpu_count") != 1:
         return None
+    return figures["gpu_memory_peak_gb"] or None
+
+
+def proposal_for(job: Job, user) -> Proposal | None:
+    """The share a clone of `job` could ask for, or None (no figures, a share already, several GPUs, no fit)."""
+    peak = _whole_gpu_peak(job, efficiency_for(job) if job.is_final else None)
+    return _proposal(job, user, peak) if peak else None
+
+
+def _proposal(job: Job, user, peak_gb: float) -> Proposal | None:
+    spec = job.spec or {}
+    share_gb = _fitting_share_gb(spec.get("gpu_type", ""), peak_gb)
+    if share_gb is None:
+        return None
+    gpu_type = dict(gpu_types_from_mapping(settings.GPU_TYPES))[spec["gpu_type"]]
     whole = job_spec_from_dict(spec)
     minutes = max(1, math.ceil((job.elapsed_seconds or whole.time_limit_minutes * 60) / 60))
     as_run = quote_runs(user, replace(whole, time_limit_minutes=minutes), runs=1)
@@ -76,7 +101,7 @@ def proposal_for(job: Job, user) -> Proposal | None:
         job_id=job.pk,
         gpu_type=gpu_type.name,
         asked_gb=float(gpu_type.memory_gb),
-        peak_gb=figures["gpu_memory_peak_gb"],
+        peak_gb=peak_gb,
         share_gb=share_gb,
         cost_as_run=as_run.total_text if as_run else None,
         cost_on_share=on_share.total_text if on_share else None,
@@ -88,3 +113,68 @@ def proposal_for(job: Job, user) -> Proposal | None:
 def apply(values: dict, proposal: Proposal) -> dict:
     """The job form's values with the share asked instead of the whole GPU."""
     return {**values, "gpu_count": "", "gpu_memory_gb": proposal.share_gb}
+
+
+def _evidence(user, gpu_type: str, *, image: str | None = None) -> list[tuple[Job, float]]:
+    """The user's last EVIDENCE_JOBS finished one-whole-GPU jobs on `gpu_type` (of `image`, when given)
+    with their GPU memory peaks, newest first; fewer when some have no figures."""
+    since = timezone.now() - timedelta(days=EVIDENCE_DAYS)
+    jobs = Job.objects.filter(owner=user, gpu_type=gpu_type, end_time__gte=since, quota_shards=0, spec__gpu_count=1)
+    if image is not None:
+        jobs = jobs.filter(image=image)
+    recent = [job for job in jobs.order_by("-end_time", "-pk")[:EVIDENCE_JOBS] if job.is_final]
+    figures = efficiencies_for(recent)
+    peaks = [(job, _whole_gpu_peak(job, figures.get(job.pk))) for job in recent]
+    return [(job, peak) for job, peak in peaks if peak]
+
+
+def _all_fit(evidence: list[tuple[Job, float]]) -> tuple[Job, float] | None:
+    """The job with the highest peak, when there are EVIDENCE_JOBS and a share holds every one."""
+    if len(evidence) < EVIDENCE_JOBS:
+        return None
+    job, peak = max(evidence, key=lambda pair: pair[1])
+    return (job, peak) if _fitting_share_gb(job.gpu_type, peak) else None
+
+
+def proposal_for_template(spec: dict, user) -> Proposal | None:
+    """The share a template asking for one whole GPU could ask for: from the user's last jobs of the
+    same image on its GPU type, all of which must fit the share."""
+    if spec.get("gpu_count") != 1 or not spec.get("image"):
+        return None
+    worst = _all_fit(_evidence(user, spec.get("gpu_type", ""), image=spec["image"]))
+    return _proposal(worst[0], user, worst[1]) if worst else None
+
+
+@dataclass(frozen=True)
+class Shrink:
+    """A new job's ask made the share its owner's last jobs fitted (the plan shrinks)."""
+
+    spec: JobSpec
+    record: dict  # kept on the job as Job.right_sized
+
+
+def standing_shrink(user, spec: JobSpec, plan) -> Shrink | None:
+    """The share the next one-whole-GPU job on this type gets under a plan that shrinks, or None."""
+    if plan.right_sizing != "shrink" or spec.gpu.count != 1 or spec.spot:
+        return None
+    evidence = _evidence(user, spec.gpu.gpu_type)
+    worst = _all_fit(evidence)
+    if worst is None:
+        return None
+    peak = worst[1]
+    share_gb = _fitting_share_gb(spec.gpu.gpu_type, peak)
+    asked = spec.to_dict()
+    del asked["gpu_count"]
+    shared = job_spec_from_dict({**asked, "gpu_memory_gb": share_gb})
+    whole_gb = dict(gpu_types_from_mapping(settings.GPU_TYPES))[spec.gpu.gpu_type].memory_gb
+    return Shrink(
+        spec=shared,
+        record={
+            "asked_gpus": 1,
+            "whole_gpu_gb": whole_gb,
+            "share_gb": share_gb,
+            "peak_gb": peak,
+            "evidence_jobs": sorted(job.pk for job, _peak in evidence),
+            "plan": plan.code,
+        },
+    )

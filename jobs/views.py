@@ -26,8 +26,8 @@ from jobs.live.events import job_payload
 from jobs.live.watching import watch_pending
 from jobs.logs import job_logs, job_logs_for_people
 from jobs.models import Job, JobTemplate
+from jobs.right_size import Proposal, proposal_for, proposal_for_template
 from jobs.right_size import apply as apply_share
-from jobs.right_size import proposal_for
 from jobs.submission import intake
 from jobs.submission.clusters import ANY, cluster_asked_by
 from jobs.submission.quota import QuotaExceeded
@@ -247,7 +247,7 @@ def _warn_if_not_offered(request, cluster: str) -> None:
 
 def _spec_errors(user, data: dict) -> dict:
     """What the spec checks (jobs.submission.spec) find in the form's job, without submitting it."""
-    job_data = {key: value for key, value in data.items() if key not in ("reservation", "group", "cluster")}
+    job_data = {key: value for key, value in data.items() if key not in ("reservation", "group", "cluster", "keep_whole_gpu")}
     try:
         parse_job_spec(job_data, plan=plan_for(user), policy=SpecPolicy.from_settings())
     except SpecError as exc:
@@ -287,31 +287,13 @@ def job_new(request):
                 return redirect("jobs:sweep", pk=outcome.sweep.pk)
             errors, sweep_context = outcome.errors, outcome.context
         else:
+            if request.POST.get("keep_whole_gpu"):
+                data["keep_whole_gpu"] = True
             job, errors = _accept_job(request, data)
             if job is not None:
                 return redirect("jobs:detail", pk=job.pk)
     else:
-        source, cloned = None, None
-        clone_id, template_id = request.GET.get("clone", ""), request.GET.get("template", "")
-        if clone_id:
-            cloned = get_object_or_404(Job, pk=_id_or_404(clone_id), owner=request.user)
-            source = cloned.spec
-        elif template_id:
-            source = get_object_or_404(JobTemplate, pk=_id_or_404(template_id), owner=request.user, kind="").spec
-        if source:
-            values = initial_from_spec(source)
-            chosen_datasets = {int(value) for value in source.get("datasets", []) if isinstance(value, int)}
-        if source and cloned is not None:
-            # The cluster is not in the spec: the clone asks where its job's owner asked.
-            values["cluster"] = cluster_asked_by(cloned)
-            _warn_if_not_offered(request, values["cluster"])
-            right_size = proposal_for(cloned, request.user)
-            if right_size is not None and request.GET.get("share") == str(right_size.share_gb):
-                values = apply_share(values, right_size)
-                messages.info(
-                    request, f"Asking for a {right_size.share_gb} GB share of a GPU instead of the whole GPU."
-                )
-                right_size = None
+        values, chosen_datasets, right_size = _form_from_source(request, values)
     plan = plan_for(request.user)
     images = settings.IMAGE_CATALOGUE.for_plan(plan.code)
     context = {
@@ -326,6 +308,11 @@ def job_new(request):
         "default_group": default_group(request.user),
         "is_clone": "clone" in request.GET,
         "right_size": right_size,
+        # Where the offer's link goes back to: the clone's job or the template.
+        "right_size_source": f"clone={request.GET['clone']}"
+        if "clone" in request.GET
+        else f"template={request.GET.get('template', '')}",
+        "plan_shrinks": plan.right_sizing == "shrink",
         # The picker: the catalogue images of the user's plan (foundation/images.py).
         "images": images,
         "dataset_versions": mountable_versions(request.user),
@@ -342,6 +329,39 @@ def job_new(request):
         },
     }
     return render(request, "jobs/new.html", context, status=400 if errors else 200)
+
+
+def _form_from_source(request, values: dict) -> tuple[dict, set[int], Proposal | None]:
+    """The form filled from `?clone=` (a job of the user's) or `?template=`, with the share right-sizing
+    offers for it (`&share=GB` takes the offer; `&whole=1` asks again for the whole GPU a plan shrank)."""
+    clone_id, template_id = request.GET.get("clone", ""), request.GET.get("template", "")
+    if clone_id:
+        cloned = get_object_or_404(Job, pk=_id_or_404(clone_id), owner=request.user)
+        source = cloned.spec
+    elif template_id:
+        cloned, source = (
+            None,
+            get_object_or_404(JobTemplate, pk=_id_or_404(template_id), owner=request.user, kind="").spec,
+        )
+    else:
+        return values, set(), None
+    values = initial_from_spec(source)
+    chosen_datasets = {int(value) for value in source.get("datasets", []) if isinstance(value, int)}
+    if cloned is not None:
+        # The cluster is not in the spec: the clone asks where its job's owner asked.
+        values["cluster"] = cluster_asked_by(cloned)
+        _warn_if_not_offered(request, values["cluster"])
+        if cloned.right_sized and request.GET.get("whole") == "1":
+            values.update(gpu_count=cloned.right_sized["asked_gpus"], gpu_memory_gb="", keep_whole_gpu="on")
+            messages.info(request, "Asking for the whole GPU again: your plan will not right-size this job.")
+            return values, chosen_datasets, None
+        right_size = proposal_for(cloned, request.user)
+    else:
+        right_size = proposal_for_template(source, request.user)
+    if right_size is not None and request.GET.get("share") == str(right_size.share_gb):
+        messages.info(request, f"Asking for a {right_size.share_gb} GB share of a GPU instead of the whole GPU.")
+        return apply_share(values, right_size), chosen_datasets, None
+    return values, chosen_datasets, right_size
 
 
 def save_template(request, name: str, spec: dict, kind: str = "") -> None:

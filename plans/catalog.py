@@ -31,6 +31,7 @@ class PlanSnapshot:
     dataset_quota_gb: int = 0
     max_reservation_minutes: int = 0
     session_idle_minutes: int = 30
+    right_sizing: str = "advise"
     # The subscription's state: a paused plan's jobs are refused (docs/product.md, Pro).
     status: str = Subscription.Status.ACTIVE
 
@@ -73,6 +74,7 @@ def snapshot(plan: Plan, status: str = Subscription.Status.ACTIVE) -> PlanSnapsh
         dataset_quota_gb=plan.dataset_quota_gb,
         max_reservation_minutes=plan.max_reservation_minutes,
         session_idle_minutes=plan.session_idle_minutes,
+        right_sizing=plan.right_sizing,
         status=status,
     )
 

@@ -57,6 +57,22 @@ class Plan(models.Model):
     # An interactive session (interactive/) with no kernel activity and its GPUs under 5 % for this
     # long is warned, then stopped (interactive/actions/culling.py).
     session_idle_minutes = models.PositiveIntegerField(default=30, validators=[MinValueValidator(1)])
+
+    class RightSizing(models.TextChoices):
+        ADVISE = "advise", "Advise only"
+        SHRINK = "shrink", "Shrink automatically, with notice"
+
+    # What the portal does when a user's last jobs on a GPU type all peaked well under the whole GPU
+    # they asked for (jobs/right_size.py): offer the share on the job form, or give the next such
+    # job the share itself and say so on it (the user may insist on the whole GPU).
+    right_sizing = models.CharField(
+        max_length=8,
+        choices=RightSizing.choices,
+        default=RightSizing.ADVISE,
+        db_default=RightSizing.ADVISE,  # the release before this column still inserts plans while this one migrates
+        help_text="Advise: the job form offers a share of a GPU. Shrink: a user whose last jobs on a GPU type "
+        "all used well under a whole GPU's memory gets the share on the next one, with a notice on the job",
+    )
     # The code of the rate card its use is priced at (plans/rate_cards.py): the card of that code
     # in force when a run starts. Every card of the code must price each GPU type of the plan
     # (plans.rates.check_plan_prices; the admin refuses a plan or a card that breaks this).

@@ -6,6 +6,11 @@ roll-ups over the job's GPUs and run).
   asked per GPU (a share's GB, or the whole card's);
 - idle_fraction: the share of GPU-minutes under SESSION_IDLE_GPU_PERCENT (the idle culling's line).
 
+And from Slurm's accounting (jobacct_gather, settled on the row by the mirror), where it sampled the run:
+- cpu_efficiency: CPU time over elapsed time times the CPUs allocated (0 to 1);
+- host_memory_peak_gb against host_memory_asked_gb: the most resident memory a step held, and the
+  job's allocated memory. None where slurmdbd has no figure (a run shorter than the gather interval).
+
 A share of a GPU (shards) runs beside other jobs on the same card, and NVML tells a card's use, not a
 process's: such a job's figures are the card's (`shared_gpu`), an upper bound of its own.
 
@@ -22,6 +27,7 @@ from django.conf import settings
 from django.db.models import Count, ExpressionWrapper, F, FloatField, Q, Sum
 from django.utils import timezone
 
+from cluster.records.gres import parse_tres
 from jobs.models import FINAL_STATES, Job
 from telemetry.models import GpuHour, GpuMinute, JobEfficiency, cluster_key
 
@@ -119,10 +125,27 @@ def as_dict(efficiency: JobEfficiency) -> dict:
     return {name: getattr(efficiency, name) for name in FIELDS}
 
 
+def host_figures(job: Job) -> dict:
+    """CPU and host memory use from the row's accounting figures (None where Slurm has none)."""
+    allocated = parse_tres(job.allocated_tres)
+    cpus, memory_mb = allocated.get("cpu", 0), allocated.get("mem", 0)
+    cpu = None
+    if job.cpu_seconds is not None and job.elapsed_seconds and cpus:
+        cpu = round(min(1.0, job.cpu_seconds / (job.elapsed_seconds * cpus)), 3)
+    peak = job.host_memory_peak_mb
+    return {
+        "cpu_efficiency": cpu,
+        "host_memory_peak_gb": round(peak / MB_PER_GB, 2) if peak else None,
+        "host_memory_asked_gb": round(memory_mb / MB_PER_GB, 2) if memory_mb else None,
+    }
+
+
 def efficiencies(jobs: list[Job]) -> dict[int, dict]:
-    """The provider jobs.efficiency asks: the kept figures of the given jobs."""
+    """The provider jobs.efficiency asks: the kept figures of the given jobs, with their CPU and host
+    memory figures beside them."""
     rows = JobEfficiency.objects.filter(job_id__in=[job.pk for job in jobs])
-    return {row.job_id: {**as_dict(row), "series": row.series} for row in rows}
+    by_id = {job.pk: job for job in jobs}
+    return {row.job_id: {**as_dict(row), **host_figures(by_id[row.job_id]), "series": row.series} for row in rows}
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,10 @@ class AccountingRecord:
     # for the array's record, the tasks that never had a record of their own).
     array_job_id: int | None = None
     array_task_ids: tuple[int, ...] = ()
+    # CPU time of all its steps, and the most resident memory one step held (bytes): None where
+    # slurmdbd has no steps, or no memory sample (a step shorter than JobAcctGatherFrequency).
+    cpu_seconds: int | None = None
+    max_rss_bytes: int | None = None
 
     @property
     def state(self) -> str:

@@ -43,6 +43,24 @@ def _time(value: Any) -> datetime | None:
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
+def _step_usage(steps: list) -> dict:
+    """CPU time and the largest resident memory over a job's steps (jobacct_gather's figures).
+    The job's own `time.total` stays 0 in slurmdbd's answer (seen on 24.11 and 26.05): the steps
+    carry it. Memory in a step's usage TRES is in bytes; a step shorter than the gather interval
+    has none, and the job then has no memory figure (None, never 0)."""
+    if not steps:
+        return {}
+    cpu = 0.0
+    rss: int | None = None
+    for step in steps:
+        total = (step.get("time") or {}).get("total") or {}
+        cpu += int(total.get("seconds", 0) or 0) + int(total.get("microseconds", 0) or 0) / 1_000_000
+        for tres in ((step.get("tres") or {}).get("requested") or {}).get("max") or []:
+            if tres.get("type") == "mem" and int(tres.get("count", 0) or 0) > 0:
+                rss = max(rss or 0, int(tres["count"]))
+    return {"cpu_seconds": round(cpu), "max_rss_bytes": rss}
+
+
 def _strings(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -249,6 +267,7 @@ class V0041Adapter(ApiAdapter):
                     exit_code=exit_code,
                     array_job_id=array_job_id,
                     array_task_ids=task_ids,
+                    **_step_usage(item.get("steps") or []),
                 )
             )
         return records

@@ -67,6 +67,28 @@ class EfficiencySerializer(serializers.Serializer):
     shared_gpu = serializers.BooleanField(
         help_text="It ran on a share of a GPU: the figures are the card's, every sharer's together"
     )
+    cpu_efficiency = serializers.FloatField(
+        allow_null=True,
+        help_text="CPU time over elapsed time times its CPUs (0 to 1), from Slurm's accounting; null where "
+        "Slurm sampled none",
+    )
+    host_memory_peak_gb = serializers.FloatField(
+        allow_null=True, help_text="The most host memory one of its steps held, GB; null where Slurm sampled none"
+    )
+    host_memory_asked_gb = serializers.FloatField(allow_null=True, help_text="The host memory it was allocated, GB")
+
+
+class RightSizedSerializer(serializers.Serializer):
+    """How the plan's right-sizing changed a job's ask (jobs/right_size.py)."""
+
+    asked_gpus = serializers.IntegerField(help_text="The whole GPUs asked for")
+    whole_gpu_gb = serializers.IntegerField(help_text="One whole GPU's memory, GB")
+    share_gb = serializers.IntegerField(help_text="The share of a GPU it was given instead, GB")
+    peak_gb = serializers.FloatField(help_text="The highest GPU memory peak of the jobs it was judged on, GB")
+    evidence_jobs = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Those jobs' ids: the owner's last one-GPU jobs of the type"
+    )
+    plan = serializers.CharField(help_text="The plan whose rule shrank it")
 
 
 EFFICIENCY_FIELDS = tuple(EfficiencySerializer._declared_fields)
@@ -146,6 +168,10 @@ class JobSerializer(serializers.ModelSerializer):
     efficiency = serializers.SerializerMethodField(
         help_text="How it used its GPUs, once it has ended and telemetry covered its run; null otherwise"
     )
+    right_sized = serializers.SerializerMethodField(
+        help_text="When the plan gave it a share of a GPU instead of the whole GPU asked for: how and why; "
+        "null when it runs as asked (send keep_whole_gpu to insist on the whole GPU)"
+    )
 
     class Meta:
         model = Job
@@ -182,6 +208,7 @@ class JobSerializer(serializers.ModelSerializer):
             "cost_so_far",
             "cost_detail",
             "efficiency",
+            "right_sized",
             "error",
             "spec",
             "datasets",
@@ -230,6 +257,7 @@ class JobSerializer(serializers.ModelSerializer):
             "cost_so_far": self.get_cost_so_far(job),
             "cost_detail": self.get_cost_detail(job),
             "efficiency": self.get_efficiency(job),
+            "right_sized": self.get_right_sized(job),
             "error": job.error,
             "spec": {str(key): value for key, value in job.spec.items()},
             "datasets": fields["datasets"].to_representation(datasets) if datasets else [],
@@ -287,6 +315,10 @@ class JobSerializer(serializers.ModelSerializer):
             known[job.pk] = efficiency_for(job)
         figures = known[job.pk]
         return None if figures is None else {name: figures[name] for name in EFFICIENCY_FIELDS}
+
+    @extend_schema_field(RightSizedSerializer(allow_null=True))
+    def get_right_sized(self, job):
+        return dict(job.right_sized) if job.right_sized else None
 
     @extend_schema_field(CostDetailSerializer(allow_null=True))
     def get_cost_detail(self, job):
@@ -402,6 +434,12 @@ class JobSpecInputSerializer(serializers.Serializer):
         min_value=1,
         help_text="Charge it to this group of yours (it runs with the group's Slurm account); null: to yourself; "
         "absent: your default group, if you set one",
+    )
+    keep_whole_gpu = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        help_text="Run on the whole GPU asked for even where the plan right-sizes: a plan may give a one-GPU job "
+        "the share of a GPU that the owner's last jobs on the type all fitted (the job's right_sized says so)",
     )
 
     def __init__(self, *args, **kwargs):

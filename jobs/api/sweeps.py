@@ -27,7 +27,10 @@ INVALID = "The sweep is invalid."
 
 
 class SweepInputSerializer(JobSpecInputSerializer):
-    """A base job (every field of a job submission) plus the sweep's own fields."""
+    """A base job (every field of a job submission but keep_whole_gpu: right-sizing is for single jobs)
+    plus the sweep's own fields."""
+
+    keep_whole_gpu = None
 
     parameters = serializers.DictField(
         required=False,

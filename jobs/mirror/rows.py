@@ -220,9 +220,12 @@ def settle_allocation(job: SlurmJob, fields: dict, row: dict) -> None:
 def accounting_usage(record: AccountingRecord) -> dict:
     """What slurmdbd's record of a finished run settles on the row: its elapsed time, and the
     whole GPUs it held (a job on shards keeps the count the mirror took from its allocation,
-    which slurmdbd's record does not name)."""
+    which slurmdbd's record does not name), and the CPU time and memory peak jobacct_gather took."""
     whole = {"gpu_count": record.gpu_count} if record.gpu_count else {}
-    return {"elapsed_seconds": record.elapsed_seconds, **whole}
+    host = {"cpu_seconds": record.cpu_seconds} if record.cpu_seconds is not None else {}
+    if record.max_rss_bytes:
+        host["host_memory_peak_mb"] = -(-record.max_rss_bytes // 2**20)
+    return {"elapsed_seconds": record.elapsed_seconds, **whole, **host}
 
 
 def finish_from_accounting(client: SlurmRestClient, job_pk: int, slurm_job_id: int, old_signature: str) -> bool:

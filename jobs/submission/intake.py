@@ -10,6 +10,7 @@ from django.conf import settings
 from foundation.ratelimit import client_ip, hit, refund
 from jobs import actions
 from jobs.models import Job
+from jobs.right_size import standing_shrink
 from jobs.submission.datasets import resolve_mounts, with_dataset_nvme
 from jobs.submission.spec import SpecPolicy, parse_job_spec
 from plans.catalog import plan_for
@@ -35,9 +36,16 @@ def accept(request, data: Mapping[str, Any]) -> Job:
     group_id = data.pop("group", actions.DEFAULT_GROUP)
     # Nor which cluster: a name, `any` (the earliest expected start) or absent (the portal's own).
     cluster = data.pop("cluster", None)
+    # Nor whether the user insists on the whole GPU their plan would right-size (jobs/right_size.py).
+    keep_whole_gpu = data.pop("keep_whole_gpu", None) in (True, "on", "true", "1")
     plan = plan_for(request.user)
     policy = SpecPolicy.from_settings()
     spec = parse_job_spec(data, plan=plan, policy=policy)
+    right_sized: dict = {}
+    if not keep_whole_gpu and reservation_id in (None, ""):
+        shrink = standing_shrink(request.user, spec, plan)
+        if shrink is not None:
+            spec, right_sized = shrink.spec, shrink.record
     mounts = resolve_mounts(request.user, spec)
     spec = with_dataset_nvme(spec, mounts, policy)
     counted = count_submission(request)
@@ -50,6 +58,7 @@ def accept(request, data: Mapping[str, Any]) -> Job:
             plan=plan,
             mounts=mounts,
             cluster=cluster,
+            right_sized=right_sized,
         )
     except Exception:
         for scope, key in counted:

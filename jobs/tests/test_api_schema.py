@@ -123,11 +123,11 @@ def test_fields_that_can_be_null_are_nullable(schema):
 
 def test_the_submission_body_lists_exactly_the_specs_fields(schema):
     body = schema["components"]["schemas"]["JobSpecInput"]
-    # The spec's fields, where to run and who pays: a reservation, a cluster and a group are not part of
-    # the spec (jobs.submission.intake).
+    # The spec's fields, where to run, who pays and whether right-sizing may change the ask: a reservation,
+    # a cluster, a group and keep_whole_gpu are not part of the spec (jobs.submission.intake).
     assert (
         set(body["properties"])
-        == set(FIELDS) | {"reservation", "cluster", "group"}
+        == set(FIELDS) | {"reservation", "cluster", "group", "keep_whole_gpu"}
         == set(JobSpecInputSerializer().fields)
     )
     assert body["additionalProperties"] is False  # unknown fields are refused
