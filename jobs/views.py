@@ -247,7 +247,8 @@ def _warn_if_not_offered(request, cluster: str) -> None:
 
 def _spec_errors(user, data: dict) -> dict:
     """What the spec checks (jobs.submission.spec) find in the form's job, without submitting it."""
-    job_data = {key: value for key, value in data.items() if key not in ("reservation", "group", "cluster", "keep_whole_gpu")}
+    not_spec = ("reservation", "group", "cluster", "keep_whole_gpu")
+    job_data = {key: value for key, value in data.items() if key not in not_spec}
     try:
         parse_job_spec(job_data, plan=plan_for(user), policy=SpecPolicy.from_settings())
     except SpecError as exc:
