@@ -6,6 +6,15 @@ one GPU); arrivals follow a diurnal curve (quiet at night, a plateau from 09:00 
 Pro and Enterprise users. Spot demand, checkpointable jobs of paid users that run only because
 night GPUs are cheap, arrives at night and exists only where spot is offered.
 
+Each one-whole-GPU job also has the fraction of its GPU's memory it peaks at (`peak_fraction`): where
+right-sizing is on, a job whose peak fits a share asks for that share. The figure the draw follows:
+55 % of the jobs on Perlmutter's 80 GB A100s peaked at half the card's memory or less (Cankur et al.,
+"Characterizing Production GPU Workloads using System-wide Telemetry Data", 2025,
+arXiv:2502.18680); those draw a peak from 10-50 % of the card, the others from 55-95 %.
+
+The offline backlog (distillation, data augmentation: the article's examples) is a standing queue of
+spot work that any idle GPU takes and any paid job preempts: `offline_job` draws one.
+
 Times here are simulated hours from midnight; bench/replayed_day.py maps them onto the clock.
 """
 
@@ -13,7 +22,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # Relative arrivals per hour of the day: night low, morning ramp, 09:00-18:00 plateau.
 HOURLY_WEIGHT = (
@@ -36,6 +45,11 @@ GPU_MEMORY_GB = {"rtx4090": 24, "a100": 40, "h100": 80}
 GPUS_PER_NODE = {"rtx4090": 4, "a100": 4, "h100": 2}
 MEMORY_SIZED_SHARE = 0.33
 SHORT_SHARE = 0.87  # 15-45 minutes
+# Of one-whole-GPU jobs, those peaking at half the card's memory or less (Perlmutter, above).
+FITS_HALF_SHARE = 0.55
+# The offline backlog's owner (a paid plan: spot is for plans that pay for what they use) and its jobs.
+OFFLINE_USER = ("offline1", "enterprise")
+OFFLINE_MINUTES = (60, 120)
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,7 @@ class Arrival:
     memory_gb: int  # a memory-sized job's GB of one GPU; 0 otherwise
     minutes: int  # simulated run length
     spot: bool = False
+    peak_fraction: float = 1.0  # of one GPU's memory, a one-whole-GPU job's peak
 
     def gpu_fraction(self, shards_per_gpu: dict[str, int], *, whole_gpus_only: bool) -> float:
         """The GPUs it holds: a memory-sized job holds its shards' part of one GPU where shares
@@ -95,7 +110,26 @@ def day_of_jobs(jobs: int, spot_jobs: int, seed: int) -> list[Arrival]:
         gpus = min(rng.choice((1, 2)), GPUS_PER_NODE[gpu_type])
         hour = rng.choice(night) + rng.random()
         arrivals.append(Arrival(hour, user, plan, gpu_type, gpus, 0, rng.randint(120, 240), spot=True))
-    return sorted(arrivals, key=lambda arrival: arrival.hour)
+    return sorted(_with_peaks(arrivals, seed), key=lambda arrival: arrival.hour)
+
+
+def _with_peaks(arrivals: list[Arrival], seed: int) -> list[Arrival]:
+    """Each one-whole-GPU job's memory peak, from a generator of its own: the day's jobs stay the
+    same draw as without it."""
+    rng = random.Random(seed * 7919 + 1)
+    drawn = []
+    for arrival in arrivals:
+        if arrival.gpus == 1 and not arrival.spot:
+            low, high = (0.10, 0.50) if rng.random() < FITS_HALF_SHARE else (0.55, 0.95)
+            arrival = replace(arrival, peak_fraction=round(rng.uniform(low, high), 3))
+        drawn.append(arrival)
+    return drawn
+
+
+def offline_job(rng: random.Random, hour: float, gpu_type: str) -> Arrival:
+    """One job of the offline backlog: a whole GPU of `gpu_type`, spot, an hour or two."""
+    name, plan = OFFLINE_USER
+    return Arrival(hour, name, plan, gpu_type, 1, 0, rng.randint(*OFFLINE_MINUTES), spot=True)
 
 
 def offered_gpu_hours(arrivals: list[Arrival], shards_per_gpu: dict[str, int], *, whole_gpus_only: bool) -> float:

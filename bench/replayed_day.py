@@ -1,9 +1,13 @@
-"""A day of the pool replayed twice on the dev cluster, side by side:
+"""A day of the pool replayed three times on the dev cluster, side by side:
 
 (a) whole GPUs, no spot, no power policy, no free floor (a memory-sized job takes a whole GPU);
 (b) the full policy: GPU shares for memory-sized jobs, spot jobs at night (preempted by paid jobs
     with notice), the free plan's floor, idle nodes powered down at night, a standby node woken
-    when more than POWER_PEAK_QUEUE jobs wait for its GPU type.
+    when more than POWER_PEAK_QUEUE jobs wait for its GPU type;
+(c) the full policy on a day that asks for more than the pool holds: a standing offline backlog
+    offered as spot (BACKLOG_DEPTH jobs of each GPU type always queued, all day), and one-GPU asks
+    right-sized (a job whose memory peak fits a share asks for the share the portal's own rule,
+    jobs/right_size.py, gives it: the steady state of a plan that shrinks).
 
 The same seeded day (bench/replay_workload.py) is submitted through the portal's own submission
 path (`jobs.actions.submit`, as the API and the job form do) by simulated users of each plan; a
@@ -18,11 +22,15 @@ Figures come from Slurm's accounting (sacct, every run of a requeued job) and fr
 sinfo each second: utilisation (GPU capacity allocated; a share counts its part of a GPU), wait
 by plan (mean, p95, jobs never started), preemptions and GPU hours lost to them, node-hours
 powered down and energy (the nodes' idle draw from deploy/gpu_types.json while on, plus the
-GPUs' max draw above idle while allocated). Writes var/bench/replayed_day.html (Plotly).
+GPUs' max draw above idle while allocated). GPU work done is compute-weighted: the mean compute
+utilisation of every GPU of the pool in the telemetry the portal stored (the dev cluster's GPU LOAD
+EMULATOR, telemetry/emulator.py, sampling every TELEMETRY_SECONDS: emulated figures, from the
+real allocations). Each for the whole day, the peak hours (09:00-18:00) and the night.
+Writes var/bench/replayed_day.html (Plotly).
 
-    .venv/bin/python bench/replayed_day.py [--seconds-per-hour 20] [--jobs 360] [--spot-jobs 24]
+    .venv/bin/python bench/replayed_day.py [--seconds-per-hour 20] [--jobs 360] [--spot-jobs 24] [--only a|b|c]
 
-Two columns take 2 x 24 x seconds-per-hour plus set-up (20 s an hour: about 20 minutes).
+Three columns take 3 x 24 x seconds-per-hour plus set-up (20 s an hour: about 30 minutes).
 """
 
 from __future__ import annotations
@@ -30,21 +38,36 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import random
 import subprocess
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from _common import BASE_DIR, bench_database, make_user, percentile, retire_user, wait_for_slurm_room
-from replay_workload import NIGHT_HOURS, Arrival, Run, day_of_jobs, offered_gpu_hours, overlap, user_names
+from replay_workload import (
+    GPU_MEMORY_GB,
+    NIGHT_HOURS,
+    OFFLINE_USER,
+    Arrival,
+    Run,
+    day_of_jobs,
+    offered_gpu_hours,
+    offline_job,
+    overlap,
+    user_names,
+)
 
 IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
 STANDBY_NODE = "gpu-a100-02"
 NIGHT_IDLE_MINUTES = 30  # simulated: a node idle this long at night is powered down
 POLICY_EVERY_HOURS = 0.25  # simulated: how often the power policy is applied
 SPOT_NOTICE_SECONDS, SPOT_EXEMPT_SECONDS = 120, 300  # real-world values, scaled for the replay
+BACKLOG_DEPTH = 2  # offline jobs of each GPU type waiting at every moment in (c)
+TELEMETRY_SECONDS = 2  # the emulator's sampling interval during the replay (wall seconds)
+PEAK_HOURS = frozenset(range(9, 18))
 
 
 @dataclass(frozen=True)
@@ -54,10 +77,15 @@ class Policy:
     spot: bool
     floor: bool
     power: bool
+    backlog: bool = False
+    right_sized: bool = False
 
 
 BASELINE = Policy("(a) whole GPUs", shares=False, spot=False, floor=False, power=False)
 FULL = Policy("(b) full policy", shares=True, spot=True, floor=True, power=True)
+MORE = Policy(
+    "(c) + backlog, right-sized", shares=True, spot=True, floor=True, power=True, backlog=True, right_sized=True
+)
 
 
 @dataclass
@@ -70,6 +98,8 @@ class Column:
     power_samples: list[tuple[float, frozenset[str]]] = field(default_factory=list)
     wakes: list[str] = field(default_factory=list)
     day: tuple[float, float] = (0.0, 0.0)  # wall-clock start and end of the replayed day
+    # (time, compute %) of every GPU sample the telemetry stored over the day.
+    compute_samples: list[tuple[float, float]] = field(default_factory=list)
 
 
 def main() -> None:
@@ -78,7 +108,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=360, help="ordinary jobs in the day")
     parser.add_argument("--spot-jobs", type=int, default=24, help="spot jobs at night (column b only)")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--only", choices=("a", "b"), help="run one column")
+    parser.add_argument("--only", choices=("a", "b", "c"), help="run one column")
     args = parser.parse_args()
     day = day_of_jobs(args.jobs, args.spot_jobs, args.seed)
     shards = {name: gpu_type.shards_per_gpu for name, gpu_type in _catalog().types.items()}
@@ -100,7 +130,15 @@ def main() -> None:
         offered = offered_gpu_hours([a for a in ordinary if a.gpu_type == gpu_type], shards, whole_gpus_only=True)
         shares_of_day.append(f"{gpu_type} {offered / (count * 24):.0%}")
     print(f"offered by GPU type (whole GPUs, share of a day's capacity): {', '.join(shares_of_day)}")
-    policies = {"a": [BASELINE], "b": [FULL], None: [BASELINE, FULL]}[args.only]
+    right_sized = [_right_sized(arrival) for arrival in ordinary]
+    print(
+        f"right-sized in (c): {sum(a is not b for a, b in zip(ordinary, right_sized, strict=True))} of "
+        f"{sum(a.gpus == 1 for a in ordinary)} one-GPU jobs; offered with shares and right-sizing "
+        f"{offered_gpu_hours(right_sized, shards, whole_gpus_only=False):.0f} GPU-h; offline backlog "
+        f"{BACKLOG_DEPTH} jobs of each GPU type always waiting",
+        flush=True,
+    )
+    policies = {"a": [BASELINE], "b": [FULL], "c": [MORE], None: [BASELINE, FULL, MORE]}[args.only]
     # Slurm's backfill pass every 30 s of wall time would be 90 minutes of a day at 20 s an hour:
     # scaled like the rest (1 s at least), and its planning resolution too; put back afterwards.
     scale = args.seconds_per_hour / 3600
@@ -123,7 +161,7 @@ def _cluster_up(scheduler_parameters: str) -> None:
 def _replay_both(day: list[Arrival], policies: list[Policy], seconds_per_hour: float) -> list[Column]:
     with bench_database():
         _write_qos()  # the plans' QOS and spot's, as `make dev` writes them (a fresh cluster has none)
-        users = {name: make_user(name, plan) for name, plan in user_names()}
+        users = {name: make_user(name, plan) for name, plan in [*user_names(), OFFLINE_USER]}
         try:
             return [replay(policy, day, users, seconds_per_hour) for policy in policies]
         finally:
@@ -139,11 +177,17 @@ def replay(policy: Policy, day: list[Arrival], users: dict, seconds_per_hour: fl
 
     wait_for_slurm_room(len(day))
     _scale_spot_qos(seconds_per_hour)
-    column = Column(policy, arrivals=[arrival for arrival in day if policy.spot or not arrival.spot])
+    asked = [_right_sized(arrival) if policy.right_sized else arrival for arrival in day]
+    column = Column(policy, arrivals=[arrival for arrival in asked if policy.spot or not arrival.spot])
     floor = "floor" if policy.floor else ""
     # The portal as it runs (worker, beat's mirror, Slurm's job events on :8000) with its own power
-    # policy off: this process applies it on the simulated clock.
-    with override_settings(SLURM_FREE_FLOOR_PARTITION=floor), portal_stack(worker=True, beat=True, port=8000):
+    # policy off: this process applies it on the simulated clock. The beat's emulator samples often
+    # enough to tell the hours apart.
+    telemetry = {"TELEMETRY_EMULATOR": "1", "TELEMETRY_INTERVAL_SECONDS": str(TELEMETRY_SECONDS)}
+    with (
+        override_settings(SLURM_FREE_FLOOR_PARTITION=floor),
+        portal_stack(worker=True, beat=True, port=8000, extra_env=telemetry),
+    ):
         _all_nodes_up()
         print(f"{policy.label}: replaying {len(column.arrivals)} jobs", flush=True)
         day_started = time.time()
@@ -154,10 +198,57 @@ def replay(policy: Policy, day: list[Arrival], users: dict, seconds_per_hour: fl
         time.sleep(5)  # slurmdbd records the cancels
         column.runs = _accounted_runs(submitted, users, day_started, day_ended)
         column.wakes = _wakes_since(day_started, seconds_per_hour)
+        column.compute_samples = _compute_samples(day_started, day_ended)
         _wait_until_no_job_is_active(users)
         _all_nodes_up()
     column.day = (day_started, day_ended)
     return column
+
+
+def _right_sized(arrival: Arrival) -> Arrival:
+    """A one-whole-GPU job whose peak fits a share asks for the share the portal's rule gives it."""
+    from jobs.right_size import fitting_share_gb
+
+    if arrival.gpus != 1 or arrival.spot or arrival.peak_fraction >= 1:
+        return arrival
+    share_gb = fitting_share_gb(arrival.gpu_type, arrival.peak_fraction * GPU_MEMORY_GB[arrival.gpu_type])
+    return replace(arrival, gpus=0, memory_gb=share_gb) if share_gb else arrival
+
+
+def _compute_samples(since: float, until: float) -> list[tuple[float, float]]:
+    from telemetry.models import GpuSampleRaw
+
+    rows = GpuSampleRaw.objects.filter(
+        time__gte=datetime.fromtimestamp(since, UTC), time__lt=datetime.fromtimestamp(until, UTC)
+    ).values_list("time", "compute_util")
+    return [(moment.timestamp(), util) for moment, util in rows.iterator()]
+
+
+def _top_up_backlog(column: Column, users: dict, rng: random.Random, hour: float, seconds_per_hour: float) -> dict:
+    """Submit offline jobs until BACKLOG_DEPTH of each GPU type wait; returns portal job id -> arrival."""
+    from jobs import actions
+    from jobs.models import Job
+
+    owner = users[OFFLINE_USER[0]]
+    waiting = defaultdict(int)
+    for gpu_type in Job.objects.filter(owner=owner, state__in=("SUBMITTING", "PENDING")).values_list(
+        "gpu_type", flat=True
+    ):
+        waiting[gpu_type] += 1
+    submitted = {}
+    for gpu_type in sorted(GPU_MEMORY_GB):
+        for _ in range(BACKLOG_DEPTH - waiting[gpu_type]):
+            arrival = offline_job(rng, hour, gpu_type)
+            try:
+                job = actions.submit(owner, _spec(owner, arrival, column.policy, seconds_per_hour))
+            except Exception as exc:  # noqa: BLE001 - counted and reported, the day goes on
+                column.refused[f"backlog {type(exc).__name__}"] = (
+                    column.refused.get(f"backlog {type(exc).__name__}", 0) + 1
+                )
+                break
+            column.arrivals.append(arrival)
+            submitted[job.pk] = arrival
+    return submitted
 
 
 def _submit_the_day(column: Column, users: dict, day_started: float, seconds_per_hour: float) -> dict[int, Arrival]:
@@ -170,7 +261,8 @@ def _submit_the_day(column: Column, users: dict, day_started: float, seconds_per
     pending = list(column.arrivals)
     backlog: dict[str, list[Arrival]] = defaultdict(list)
     submitted: dict[int, Arrival] = {}
-    next_policy = next_sample = 0.0
+    next_policy = next_sample = next_backlog = 0.0
+    backlog_rng = random.Random(11)
     day_ends = day_started + 24 * seconds_per_hour
     while time.time() < day_ends:
         now = time.time()
@@ -192,6 +284,9 @@ def _submit_the_day(column: Column, users: dict, day_started: float, seconds_per
         if now >= next_sample:
             column.power_samples.append((now, _powered_down_nodes()))
             next_sample = now + 1
+        if column.policy.backlog and now >= next_backlog:
+            submitted.update(_top_up_backlog(column, users, backlog_rng, hour, seconds_per_hour))
+            next_backlog = now + 1
         if column.policy.power and hour >= next_policy:
             _apply_power_policy(hour, seconds_per_hour)
             next_policy = hour + POLICY_EVERY_HOURS
@@ -395,7 +490,7 @@ def _figures(column: Column, shards: dict, seconds_per_hour: float, total_gpus: 
     low, high = column.day
     whole = not column.policy.shares
     hours = [0.0] * 24
-    allocated = spot_allocated = lost = busy_watt_hours = 0.0
+    allocated = spot_allocated = offline_allocated = lost = busy_watt_hours = 0.0
     first_start: dict[int, float] = {}
     preempted = 0
     for run in column.runs:
@@ -409,6 +504,8 @@ def _figures(column: Column, shards: dict, seconds_per_hour: float, total_gpus: 
         for hour in range(24):
             bin_start = low + hour * seconds_per_hour
             hours[hour] += fraction * overlap(run.start, run.end, bin_start, bin_start + seconds_per_hour)
+        if run.arrival.user == OFFLINE_USER[0]:
+            offline_allocated += held
         if run.arrival.spot:
             spot_allocated += held
             if run.state == "PREEMPTED":
@@ -441,9 +538,21 @@ def _figures(column: Column, shards: dict, seconds_per_hour: float, total_gpus: 
         hour = int((moment - low) / seconds_per_hour)
         if 0 <= hour < 24:
             down_by_hour[hour] += len(down) * span / seconds_per_hour
+
+    def allocated_in(period) -> float:
+        return sum(hours[hour] for hour in period) / (total_gpus * len(period) * seconds_per_hour)
+
+    def work_in(period) -> str:
+        utils = [util for moment, util in column.compute_samples if int((moment - low) / seconds_per_hour) in period]
+        return f"{sum(utils) / len(utils) / 100:.0%}" if utils else "-"
+
     figures = {
         "GPU capacity allocated": f"{allocated / capacity:.0%}",
+        "  peak (09-18) / night (22-06)": f"{allocated_in(PEAK_HOURS):.0%} / {allocated_in(NIGHT_HOURS):.0%}",
         "  of which spot": f"{spot_allocated / capacity:.0%}",
+        "    of which offline backlog": f"{offline_allocated / capacity:.0%}",
+        "GPU work done (compute-weighted)": work_in(range(24)),
+        "  work: peak / night": f"{work_in(PEAK_HOURS)} / {work_in(NIGHT_HOURS)}",
     }
     for plan in ("free", "pro", "enterprise"):
         values = waits.get(plan) or [0.0]
@@ -460,20 +569,38 @@ def _figures(column: Column, shards: dict, seconds_per_hour: float, total_gpus: 
         "gpus": [held / seconds_per_hour for held in hours],
         "waiting": waiting_at,  # arrived and not started: queued in Slurm, or held back by the user's quota
         "down": down_by_hour,
+        "work": [
+            _mean_compute(column.compute_samples, low + hour * seconds_per_hour, seconds_per_hour) for hour in range(24)
+        ],
     }
     return figures
+
+
+def _mean_compute(samples: list[tuple[float, float]], start: float, span: float) -> float | None:
+    """The pool's mean compute utilisation (%) over [start, start + span)."""
+    utils = [util for moment, util in samples if start <= moment < start + span]
+    return sum(utils) / len(utils) if utils else None
 
 
 def _chart(series: list[tuple[str, dict]]) -> None:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    panels = ("gpus", "work", "waiting", "down")
     figure = make_subplots(
-        rows=3, cols=1, shared_xaxes=True, subplot_titles=("GPUs allocated", "jobs waiting", "nodes powered down")
+        rows=len(panels),
+        cols=1,
+        shared_xaxes=True,
+        subplot_titles=(
+            "GPUs allocated",
+            "GPU work done: mean compute % of the pool (emulated telemetry)",
+            "jobs waiting",
+            "nodes powered down",
+        ),
     )
-    colours = ("#1f77b4", "#d62728")  # (a) and (b), the same in every panel
+    colours = ("#1f77b4", "#d62728", "#2ca02c")  # (a), (b) and (c), the same in every panel
     for (label, hourly), colour in zip(series, colours, strict=False):
-        for row, key in enumerate(("gpus", "waiting", "down"), start=1):
+        for row, key in enumerate(panels, start=1):
             figure.add_trace(
                 go.Scatter(
                     x=list(range(24)),
@@ -486,8 +613,8 @@ def _chart(series: list[tuple[str, dict]]) -> None:
                 row=row,
                 col=1,
             )
-    figure.update_xaxes(title_text="hour of the replayed day (night 22:00-06:00)", row=3, col=1)
-    figure.update_layout(title="A replayed day: whole GPUs vs the full policy", height=800)
+    figure.update_xaxes(title_text="hour of the replayed day (night 22:00-06:00)", row=len(panels), col=1)
+    figure.update_layout(title="A replayed day: whole GPUs, the full policy, and a day that asks for more", height=1000)
     path = Path(BASE_DIR) / "var" / "bench" / "replayed_day.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.write_html(path, include_plotlyjs=True)

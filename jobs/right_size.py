@@ -62,7 +62,7 @@ def _median_wait_minutes(gpu_type: str, *, shares: bool) -> int | None:
     return round(median(waits)) if len(waits) >= WAIT_SAMPLES else None
 
 
-def _fitting_share_gb(gpu_type_name: str, peak_gb: float) -> int | None:
+def fitting_share_gb(gpu_type_name: str, peak_gb: float) -> int | None:
     """GB of the share that holds `peak_gb` with headroom, when it is at most half the card."""
     gpu_type = dict(gpu_types_from_mapping(settings.GPU_TYPES)).get(gpu_type_name)
     if gpu_type is None or gpu_type.shards_per_gpu <= 1:
@@ -87,7 +87,7 @@ def proposal_for(job: Job, user) -> Proposal | None:
 
 def _proposal(job: Job, user, peak_gb: float) -> Proposal | None:
     spec = job.spec or {}
-    share_gb = _fitting_share_gb(spec.get("gpu_type", ""), peak_gb)
+    share_gb = fitting_share_gb(spec.get("gpu_type", ""), peak_gb)
     if share_gb is None:
         return None
     gpu_type = dict(gpu_types_from_mapping(settings.GPU_TYPES))[spec["gpu_type"]]
@@ -133,7 +133,7 @@ def _all_fit(evidence: list[tuple[Job, float]]) -> tuple[Job, float] | None:
     if len(evidence) < EVIDENCE_JOBS:
         return None
     job, peak = max(evidence, key=lambda pair: pair[1])
-    return (job, peak) if _fitting_share_gb(job.gpu_type, peak) else None
+    return (job, peak) if fitting_share_gb(job.gpu_type, peak) else None
 
 
 def proposal_for_template(spec: dict, user) -> Proposal | None:
@@ -162,7 +162,7 @@ def standing_shrink(user, spec: JobSpec, plan) -> Shrink | None:
     if worst is None:
         return None
     peak = worst[1]
-    share_gb = _fitting_share_gb(spec.gpu.gpu_type, peak)
+    share_gb = fitting_share_gb(spec.gpu.gpu_type, peak)
     asked = spec.to_dict()
     del asked["gpu_count"]
     shared = job_spec_from_dict({**asked, "gpu_memory_gb": share_gb})
