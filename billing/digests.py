@@ -87,17 +87,25 @@ def _send_once(key: str, user, subject: str, body: str) -> bool:
     return True
 
 
+def ended_in_week(now: datetime):
+    """Jobs with figures that ended in the 7 days before `now`: what a digest, and the pages that show
+    the same figures (billing's usage page, a group's money page), count."""
+    return Job.objects.filter(end_time__gte=now - timedelta(days=7), end_time__lt=now, efficiency__isnull=False)
+
+
 def send_weekly_digests(now: datetime | None = None) -> int:
     """One e-mail per user with ended jobs in the last 7 days, one per group to its PI; the count sent."""
     now = now or timezone.now()
-    since = now - timedelta(days=7)
     week = f"{now.isocalendar().year}-W{now.isocalendar().week:02d}"
-    ended = Job.objects.filter(end_time__gte=since, end_time__lt=now, efficiency__isnull=False)
+    ended = ended_in_week(now)
     sent = 0
     for user in get_user_model().objects.filter(pk__in=ended.values("owner_id")):
         digest = digest_of(ended.filter(owner=user))
         if digest is not None:
-            body = digest.text("Your") + f"\nEach job's page shows how it used its GPUs: {settings.SITE_URL}/jobs/\n"
+            body = digest.text("Your") + (
+                f"\nYour usage page shows these figures, by GPU type too: {settings.SITE_URL}/billing/usage/\n"
+                f"Each job's page shows how it used its GPUs: {settings.SITE_URL}/jobs/\n"
+            )
             sent += _send_once(f"user:{week}", user, "Your GPU week", body)
     for pi in Membership.objects.active().filter(role=GroupRole.PI).select_related("group", "user"):
         digest = digest_of(ended.filter(group=pi.group))

@@ -3,20 +3,33 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.utils import timezone
 
 from billing.actions import budgets
+from billing.digests import digest_of, ended_in_week
 from billing.models import Budget
 from billing.usage.usage_page import month_usage
+from telemetry.efficiency import summary
 
 
 @login_required
 def usage(request):
     month = month_usage(request.user)
-    return render(request, "billing/usage.html", {"month": month, "chart": month.chart()})
+    now = timezone.now()
+    context = {
+        "month": month,
+        "chart": month.chart(),
+        # The weekly digest's figures (billing/digests.py), and the last 30 days by GPU type.
+        "week": digest_of(ended_in_week(now).filter(owner=request.user)),
+        "by_gpu_type": summary("gpu_type", now - timedelta(days=30), now, owner_id=request.user.pk),
+    }
+    return render(request, "billing/usage.html", context)
 
 
 class BudgetForm(forms.Form):

@@ -56,3 +56,29 @@ def test_a_groups_pi_hears_of_the_groups_week(alice, bob, settings):
     assert to[alice.email].subject == "Vision lab: the GPU week"
     assert "Vision lab's 1 job that ended this week" in to[alice.email].body
     assert "$2.25 of $9.00" in to[alice.email].body
+
+
+def test_the_usage_page_shows_the_digests_figures_and_nobody_elses(alice, bob):
+    from django.test import Client
+
+    _ended(alice, idle=0.5)
+    _ended(alice, idle=0.0)
+    _ended(bob, idle=1.0)
+    send_weekly_digests()
+    body = next(message.body for message in mail.outbox if message.to == [alice.email])
+    assert "/billing/usage/" in body
+    browser = Client()
+    browser.force_login(alice)
+    page = browser.get("/billing/usage/").content.decode()
+    # The same figures the e-mail gave: 2 jobs, 2.0 GPU-hours at 30 %, 0.5 idle, $4.50 of $18.00.
+    assert "your 2 ended jobs held <strong data-week-gpu-hours>2.0</strong> GPU-hours" in page
+    assert "<strong data-week-util>30 %</strong>" in page and "<strong data-week-idle>0.5</strong>" in page
+    assert "<strong data-week-idle-cost>$4.50</strong> of $18.00" in page
+    assert "<td>a100</td><td>2</td><td>2.0</td><td>30 %</td><td>0.5 (25 %)</td>" in page
+    # bob's idle hour is his alone.
+    other = Client()
+    other.force_login(bob)
+    assert (
+        "your 1 ended job held <strong data-week-gpu-hours>1.0</strong>"
+        in other.get("/billing/usage/").content.decode()
+    )
