@@ -27,6 +27,7 @@ _NAVIGATION = {
         ("Telemetry", "console:telemetry"),
         ("Images", "console:images"),
         ("Operations", "console:operations"),
+        ("Maintenance", "console:maintenance"),
         ("Lab", "console:lab"),
         ("Allocations", "groups:allocation_queue"),
         ("My jobs", "jobs:list"),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console.views import audit, cluster, dataset_pins, efficiency, home, images, operations
+from console.views import audit, cluster, dataset_pins, efficiency, home, images, maintenance, operations
 
 app_name = "console"
 urlpatterns = [
@@ -22,6 +22,8 @@ urlpatterns = [
     path("console/efficiency/", efficiency.efficiency_board, name="efficiency"),
     path("console/efficiency.csv", efficiency.efficiency_csv, name="efficiency_csv"),
     path("console/audit/", audit.audit_log, name="audit"),
+    path("console/maintenance/", maintenance.maintenance_page, name="maintenance"),
+    path("console/maintenance/<int:pk>/cancel", maintenance.maintenance_cancel, name="maintenance_cancel"),
     path("console/telemetry/", cluster.telemetry_status, name="telemetry"),
     path("console/images/", images.images, name="images"),
     path("console/images/operations/", images.image_operation_start, name="image_operation_start"),

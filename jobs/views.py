@@ -12,7 +12,7 @@ from accounts.access import role_required
 from accounts.models import Role
 from audit.log import record
 from cluster.clusters.registry import primary_cluster_name
-from cluster.records.queries import job_clusters
+from cluster.records.queries import job_clusters, nodes_by_gpu_type
 from datasets.queries import mountable_versions
 from foundation.ratelimit import hit
 from groups.queries import GroupError, default_group, groups_of, membership, sees_everyone, visible_group
@@ -314,6 +314,8 @@ def job_new(request):
         if "clone" in request.GET
         else f"template={request.GET.get('template', '')}",
         "plan_shrinks": plan.right_sizing == "shrink",
+        # For the maintenance hint (static/js/maintenance_hint.js): whether a window holds every node of a type.
+        "gpu_type_nodes": nodes_by_gpu_type(),
         # The picker: the catalogue images of the user's plan (foundation/images.py).
         "images": images,
         "dataset_versions": mountable_versions(request.user),

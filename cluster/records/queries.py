@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from cluster.clusters.registry import all_clusters
-from cluster.models import ClusterStatus
+from cluster.models import ClusterStatus, Node
 
 
 @dataclass(frozen=True)
@@ -60,3 +60,11 @@ def job_clusters() -> list[ClusterView]:
     if len(taking) < 2:
         return []
     return [view for view in cluster_views() if view.name in taking]
+
+
+def nodes_by_gpu_type() -> dict[str, list[str]]:
+    """The portal's own cluster's nodes (the mirror) by the GPU type they hold."""
+    grouped: dict[str, list[str]] = {}
+    for node in Node.objects.order_by("name"):
+        grouped.setdefault(node.gpu_type, []).append(node.name)
+    return grouped

@@ -18,7 +18,9 @@ from audit.log import record
 from cluster.clusters.reservation_gateway import reservation_gateway
 from cluster.errors import SlurmError
 from cluster.models import Node
+from cluster.records.hostlist import HostlistError, expand_hostlist
 from console.models import MaintenanceWindow
+from jobs.models import Job, JobState
 
 # Slurm's reservation is held for the Slurm users that run the work (its own account, root).
 MAINT_USERS = ("root",)
@@ -117,6 +119,40 @@ def _state(window: MaintenanceWindow) -> dict:
         "nodes": window.nodes or "all",
         "reason": window.reason,
     }
+
+
+def ahead(now: datetime | None = None):
+    """Planned windows not over yet, soonest first."""
+    now = now or timezone.now()
+    return MaintenanceWindow.objects.filter(state=MaintenanceWindow.State.PLANNED, end__gt=now).order_by("start")
+
+
+def crossing_jobs(window: MaintenanceWindow) -> list[Job]:
+    """The portal's running jobs on the window's nodes whose time limit runs past its start: Slurm lets
+    them run (IGNORE_JOBS), so the admin decides whether to wait, warn their owners or cancel them."""
+    running = Job.objects.on_cluster(None).filter(state=JobState.RUNNING, end_time__gt=window.start)
+    held = set(window.nodes)
+    jobs = []
+    for job in running.select_related("owner").order_by("end_time"):
+        try:
+            nodes = set(expand_hostlist(job.nodes)) if job.nodes else set()
+        except HostlistError:
+            nodes = set()
+        if not held or nodes & held:
+            jobs.append(job)
+    return jobs
+
+
+def wait_for(window: MaintenanceWindow, time_limit_minutes: int, gpu_type: str, now: datetime | None = None) -> bool:
+    """A job of this time limit and GPU type asked now would wait for the window's end: it cannot end
+    before the window starts, and the window holds every node of its GPU type."""
+    now = now or timezone.now()
+    if now + timedelta(minutes=time_limit_minutes) <= window.start or now >= window.end:
+        return False
+    if not window.nodes:
+        return True
+    of_type = {node.name for node in Node.objects.all() if node.gpu_type == gpu_type}
+    return bool(of_type) and of_type <= set(window.nodes)
 
 
 def announced(now: datetime | None = None):

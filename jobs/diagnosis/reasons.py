@@ -45,10 +45,20 @@ REASONS = {
 }
 
 
+# Slurm's reason for a job whose time limit would run into a MAINT reservation (seen on 24.11 and 26.05
+# as "ReqNodeNotAvail, Reserved for maintenance"; squeue writes the spaces as underscores).
+MAINTENANCE = (
+    "It waits for a maintenance window: its time limit would still run when the window starts. It starts "
+    "once the window ends, or now if you clone it with a time limit that ends before the window."
+)
+
+
 def explain_reason(reason: str) -> str:
     """The reason in a sentence; one the portal has no words for yet is named as Slurm's."""
     if not reason or reason == "None":
         return ""
+    if "reserved for maintenance" in reason.replace("_", " ").lower():
+        return MAINTENANCE
     return REASONS.get(reason) or f"Slurm gives the reason “{reason}”."
 
 

@@ -1,0 +1,83 @@
+"""The admins' maintenance page: plan a window (all nodes or some), see the windows ahead with the running
+jobs that would cross each, cancel one (asked first). Every write is console.actions.maintenance's, as
+the API's (/api/v1/maintenance/) is."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from accounts.access import role_required
+from accounts.models import Role
+from cluster.models import Node
+from console.actions import maintenance
+from console.models import MaintenanceWindow
+
+RECENT = 10
+
+
+def _when(text: str) -> datetime | None:
+    """A datetime-local field's value, in the portal's time zone."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
+
+
+@role_required(Role.ADMIN)
+def maintenance_page(request):
+    errors: dict[str, str] = {}
+    values = {"start": "", "end": "", "reason": "", "nodes": []}
+    if request.method == "POST":
+        values = {
+            "start": request.POST.get("start", ""),
+            "end": request.POST.get("end", ""),
+            "reason": request.POST.get("reason", ""),
+            "nodes": request.POST.getlist("nodes"),
+        }
+        start, end = _when(values["start"]), _when(values["end"])
+        if start is None:
+            errors["start"] = "Give the start as a date and time."
+        if end is None:
+            errors["end"] = "Give the end as a date and time."
+        if not errors:
+            request_ = maintenance.WindowRequest(start, end, tuple(values["nodes"]), values["reason"][:300])
+            try:
+                window = maintenance.plan_window(request.user, request_)
+            except maintenance.MaintenanceError as exc:
+                errors[exc.field] = exc.message
+            else:
+                messages.success(
+                    request, f"Window planned: Slurm holds {window.slurm_name} from {window.start:%Y-%m-%d %H:%M}."
+                )
+                return redirect("console:maintenance")
+    windows = [(window, maintenance.crossing_jobs(window)) for window in maintenance.ahead()]
+    past = MaintenanceWindow.objects.exclude(pk__in=[window.pk for window, _ in windows]).order_by("-start")[:RECENT]
+    context = {
+        "windows": windows,
+        "past": past,
+        "nodes": sorted(Node.objects.all(), key=lambda node: (node.gpu_type, node.name)),
+        "values": values,
+        "errors": errors,
+        "time_zone": timezone.get_current_timezone_name(),
+    }
+    return render(request, "console/maintenance.html", context, status=400 if errors else 200)
+
+
+@role_required(Role.ADMIN)
+@require_POST
+def maintenance_cancel(request, pk: int):
+    try:
+        window = maintenance.cancel_window(request.user, pk)
+    except MaintenanceWindow.DoesNotExist:
+        messages.error(request, "No such window.")
+    except maintenance.MaintenanceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Window {window.slurm_name or window.pk} cancelled: its nodes are back for jobs.")
+    return redirect("console:maintenance")
