@@ -49,3 +49,28 @@ def test_a_researcher_reads_the_efficiency_and_clones_on_the_share_that_fits(ali
         expect(page.locator("#id_gpu_memory_gb")).to_have_value("8")
         expect(page.locator("#id_gpu_count")).to_have_value("")
         expect(page.locator("[data-right-size]")).to_have_count(0)
+
+
+def test_a_right_sized_job_says_so_and_one_click_asks_for_the_whole_gpu_again(alice):
+    from plans.models import Plan
+
+    Plan.objects.filter(code="pro").update(right_sizing="shrink")
+    shared = {key: value for key, value in SPEC.items() if key != "gpu_count"} | {"gpu_memory_gb": 8}
+    job = Job.objects.create(
+        owner=alice, name="train", slurm_job_id=9902, state="PENDING", gpu_type="a100", spec=shared,
+        right_sized={"asked_gpus": 1, "whole_gpu_gb": 40, "share_gb": 8, "peak_gb": 5.1, "evidence_jobs": [1, 2, 3],
+                     "plan": "pro"},
+    )  # fmt: skip
+    with chromium_page(playwright_api, width=390, height=844) as page, daphne_server() as base_url:
+        log_in(page, base_url, "alice", "pw-alice")
+        page.goto(f"{base_url}/jobs/{job.pk}/")
+        notice = page.locator("[data-right-sized]")
+        expect(notice).to_contain_text("8 GB share of a GPU, not the whole 40 GB GPU")
+        expect(notice).to_contain_text("Your last 3 jobs on a100 used at most 5.1 GB")
+        width, viewport = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+        assert width <= viewport, (width, viewport)
+        page.click("[data-ask-whole]")
+        page.wait_for_url(re.compile(r".*/jobs/new/\?clone=\d+&whole=1$"))
+        expect(page.locator("#id_gpu_count")).to_have_value("1")
+        expect(page.locator("#id_gpu_memory_gb")).to_have_value("")
+        expect(page.locator("[data-keep-whole-gpu]")).to_be_checked()
