@@ -13,6 +13,7 @@ from cluster.actions.mirror import mirror_nodes
 from cluster.clusters.reservation_gateway import reservation_gateway
 from cluster.clusters.services import rest_client
 from jobs import actions
+from jobs.diagnosis.reasons import MAINTENANCE, explain_reason
 from jobs.submission.spec import SpecPolicy, parse_job_spec
 from jobs.tests.conftest import GOOD_SPEC
 from plans.catalog import plan_for
@@ -21,8 +22,8 @@ from testing.slurm import wait_for, wait_for_state
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 
 
-def _submit(user, minutes: int):
-    spec = {**GOOD_SPEC, "gpu_type": "rtx4090", "command": "sleep 2", "time_limit_minutes": minutes}
+def _submit(user, minutes: int, command: str = "sleep 2"):
+    spec = {**GOOD_SPEC, "gpu_type": "rtx4090", "command": command, "time_limit_minutes": minutes}
     job = actions.submit(user, parse_job_spec(spec, plan=plan_for(user), policy=SpecPolicy.from_settings()))
     job.refresh_from_db()
     assert job.slurm_job_id, job.error
@@ -54,6 +55,8 @@ def test_a_window_holds_the_jobs_that_would_cross_it_and_is_removed_when_cancell
             what="the crossing job's reason",
         )
         assert waiting.state == "PENDING"
+        # Slurm's reason (on 24.11 and 26.05 alike), which the job's page says in words.
+        assert explain_reason(waiting.state_reason) == MAINTENANCE, waiting.state_reason
         # Users read it a day ahead, and it is listed for them.
         browser = Client()
         browser.force_login(alice)
