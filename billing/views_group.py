@@ -7,6 +7,7 @@ pool forms. A non-member gets a 404. Writes go through groups.actions and credit
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from decimal import Decimal
 
 from django.contrib import messages
@@ -18,6 +19,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import is_admin
 from billing import group_money
+from billing.digests import digest_of, ended_in_week
 from billing.invoices.drafts import month_of
 from billing.models import Invoice
 from billing.pricing import to_cents
@@ -26,6 +28,7 @@ from credits.actions import ledger
 from groups import actions as group_actions
 from groups.queries import GroupError, membership, visible_group
 from plans.models import Plan
+from telemetry.efficiency import summary
 
 
 def _group(request, pk: int):
@@ -77,6 +80,11 @@ def group_money_page(request, pk: int):
         "invoices": Invoice.objects.filter(group=group).order_by("-period", "-id")[:24] if seen.everyone else [],
         "pool_key": secrets.token_hex(12),
     }
+    if seen.everyone:
+        # The PI's weekly digest's figures (billing/digests.py), and the last 30 days by member.
+        now = timezone.now()
+        context["week"] = digest_of(ended_in_week(now).filter(group=group))
+        context["by_member"] = summary("user", now - timedelta(days=30), now, group_id=group.pk)
     return render(request, "billing/group_money.html", context)
 
 

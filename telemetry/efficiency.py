@@ -174,12 +174,17 @@ class EfficiencyRow:
 GROUPINGS = {"user": "job__owner__username", "group": "job__group__name", "gpu_type": "job__gpu_type"}
 
 
-def summary(by: str, since: datetime, until: datetime, *, owner_id: int | None = None) -> list[EfficiencyRow]:
-    """Ended jobs' figures per user, group or GPU type over [since, until), the most idle GPU-hours first."""
+def summary(
+    by: str, since: datetime, until: datetime, *, owner_id: int | None = None, group_id: int | None = None
+) -> list[EfficiencyRow]:
+    """Ended jobs' figures per user, group or GPU type over [since, until), the most idle GPU-hours first;
+    of one owner's jobs, or one group's, when given."""
     field = GROUPINGS[by]
     rows = JobEfficiency.objects.filter(job__end_time__gte=since, job__end_time__lt=until)
     if owner_id is not None:
         rows = rows.filter(job__owner_id=owner_id)
+    if group_id is not None:
+        rows = rows.filter(job__group_id=group_id)
     weighted = ExpressionWrapper(F("gpu_util_mean") * F("gpu_minutes"), output_field=FloatField())
     idle = ExpressionWrapper(F("idle_fraction") * F("gpu_minutes"), output_field=FloatField())
     grouped = (

@@ -82,3 +82,26 @@ def test_the_usage_page_shows_the_digests_figures_and_nobody_elses(alice, bob):
         "your 1 ended job held <strong data-week-gpu-hours>1.0</strong>"
         in other.get("/billing/usage/").content.decode()
     )
+
+
+def test_the_group_page_shows_the_pis_digest_figures_to_those_who_see_everyone(alice, bob, settings):
+    from django.test import Client
+
+    settings.GROUPS_SELF_SERVICE = True
+    alice.emailaddress_set.create(email=alice.email, verified=True, primary=True)
+    group = group_actions.create_group(alice, name="Vision lab", slug="vision")
+    _invitation, token = group_actions.invite(group.pk, alice, email=bob.email)
+    bob.emailaddress_set.create(email=bob.email, verified=True, primary=True)
+    group_actions.accept_invitation(token, bob)
+    _ended(bob, idle=0.25, group=group)
+    send_weekly_digests()
+    assert "$2.25 of $9.00" in next(m.body for m in mail.outbox if m.to == [alice.email])
+    browser = Client()
+    browser.force_login(alice)
+    page = browser.get(f"/billing/groups/{group.pk}/").content.decode()
+    assert "data-group-efficiency" in page and "<strong data-week-idle-cost>$2.25</strong> of $9.00" in page
+    assert "<td>bob</td><td>1</td><td>1.0</td><td>30 %</td><td>0.25 (25 %)</td>" in page
+    # A member sees their own share of the money, not the group's figures.
+    member = Client()
+    member.force_login(bob)
+    assert "data-group-efficiency" not in member.get(f"/billing/groups/{group.pk}/").content.decode()
