@@ -173,6 +173,8 @@ class MaintenanceWindow(models.Model):
     slurm_name = models.CharField(max_length=64, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    # The canary run once the window ended (console/actions/canary.py): set once, by a conditional UPDATE.
+    canary = models.ForeignKey("CanaryRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
         ordering = ["start"]
@@ -182,3 +184,49 @@ class MaintenanceWindow(models.Model):
 
     def __str__(self):
         return f"maintenance {self.start:%Y-%m-%d %H:%M}-{self.end:%H:%M} ({self.state})"
+
+
+class CanaryRun(models.Model):
+    """A canary after a change (console/actions/canary.py): a short job per node, pinned to it, that
+    starts a container in the pool's runtime and checks its GPU; a node that fails is drained."""
+
+    class Trigger(models.TextChoices):
+        MANUAL = "manual", "started by an admin"
+        WINDOW_ENDED = "window_ended", "a maintenance window ended"
+
+    trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    reason = models.CharField(max_length=300, blank=True)
+    image = models.CharField(max_length=300)
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    started_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-started_at", "-pk"]
+
+    def __str__(self):
+        return f"canary {self.pk} ({self.trigger})"
+
+
+class CanaryCheck(models.Model):
+    """One node's part of a canary run."""
+
+    class State(models.TextChoices):
+        RUNNING = "running", "running"
+        PASSED = "passed", "passed"
+        FAILED = "failed", "failed"
+
+    run = models.ForeignKey(CanaryRun, on_delete=models.CASCADE, related_name="checks")
+    node = models.CharField(max_length=100)
+    job = models.ForeignKey("jobs.Job", null=True, on_delete=models.SET_NULL, related_name="+")
+    state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
+    # In words: what failed (the job's own line, or why it never ran).
+    detail = models.CharField(max_length=500, blank=True)
+    drained = models.BooleanField(default=False)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["node"]
+        constraints = [models.UniqueConstraint(fields=["run", "node"], name="one_canary_check_per_node_and_run")]
+
+    def __str__(self):
+        return f"canary {self.run_id} on {self.node}: {self.state}"

@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from console.actions import gpu_reset, image_operations, power
+from console.actions import canary, gpu_reset, image_operations, power
 from console.models import GpuReset, ImageOperation
 
 
@@ -42,3 +42,9 @@ def advance_image_operations() -> int:
 def apply_power_policy() -> str:
     """Night mode's SuspendTime and the standby nodes (console/actions/power.py); idempotent."""
     return power.apply_power_policy()
+
+
+@shared_task(ignore_result=True)
+def run_canaries() -> int:
+    """Beat: a canary for each maintenance window just ended, and the verdicts of checks whose jobs ended."""
+    return canary.start_after_windows() + canary.settle()

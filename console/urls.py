@@ -24,6 +24,7 @@ urlpatterns = [
     path("console/audit/", audit.audit_log, name="audit"),
     path("console/maintenance/", maintenance.maintenance_page, name="maintenance"),
     path("console/maintenance/<int:pk>/cancel", maintenance.maintenance_cancel, name="maintenance_cancel"),
+    path("console/maintenance/canary", maintenance.canary_start, name="canary_start"),
     path("console/telemetry/", cluster.telemetry_status, name="telemetry"),
     path("console/images/", images.images, name="images"),
     path("console/images/operations/", images.image_operation_start, name="image_operation_start"),

@@ -436,6 +436,8 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 600.0},
     },
     "reservations-advance": {"task": "reservations.tasks.advance_reservations", "schedule": 30.0},
+    # The canary after a window ends, and each check's verdict (console/actions/canary.py).
+    "console-canaries": {"task": "console.tasks.run_canaries", "schedule": 15.0, "options": {"expires": 15.0}},
     "console-image-operations": {
         "task": "console.tasks.advance_image_operations",
         "schedule": 5.0,
@@ -693,6 +695,9 @@ JOB_RUNTIME = env_str(
 )
 if JOB_RUNTIME not in ("pyxis", "none"):
     raise ImproperlyConfigured(f"JOB_RUNTIME must be pyxis or none, not {JOB_RUNTIME!r}")
+# The image the canary after a change starts on every node (console/actions/canary.py): one the
+# nodes hold, in the catalogue.
+CANARY_IMAGE = env_str("CANARY_IMAGE", "nvcr.io/nvidia/pytorch:24.05-py3")
 # Submissions per minute per user (docs/product.md: 5), and per client address across all its
 # users (several accounts behind one address, or one person with many accounts).
 SUBMIT_RATE_LIMIT_PER_MINUTE = env_int("SUBMIT_RATE_LIMIT_PER_MINUTE", 5, minimum=1)

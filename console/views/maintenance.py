@@ -14,8 +14,8 @@ from django.views.decorators.http import require_POST
 from accounts.access import role_required
 from accounts.models import Role
 from cluster.models import Node
-from console.actions import maintenance
-from console.models import MaintenanceWindow
+from console.actions import canary, maintenance
+from console.models import CanaryRun, MaintenanceWindow
 
 RECENT = 10
 
@@ -57,6 +57,7 @@ def maintenance_page(request):
                 )
                 return redirect("console:maintenance")
     windows = [(window, maintenance.crossing_jobs(window)) for window in maintenance.ahead()]
+    latest = canary.latest()
     past = MaintenanceWindow.objects.exclude(pk__in=[window.pk for window, _ in windows]).order_by("-start")[:RECENT]
     context = {
         "windows": windows,
@@ -65,6 +66,9 @@ def maintenance_page(request):
         "values": values,
         "errors": errors,
         "time_zone": timezone.get_current_timezone_name(),
+        "canary": latest,
+        # The canary's part of the page is read again while a check runs (static/js/live_parts.js).
+        "canary_running": latest is not None and any(check.state == "running" for check in latest.checks.all()),
     }
     return render(request, "console/maintenance.html", context, status=400 if errors else 200)
 
@@ -80,4 +84,16 @@ def maintenance_cancel(request, pk: int):
         messages.error(request, exc.message)
     else:
         messages.success(request, f"Window {window.slurm_name or window.pk} cancelled: its nodes are back for jobs.")
+    return redirect("console:maintenance")
+
+
+@role_required(Role.ADMIN)
+@require_POST
+def canary_start(request):
+    try:
+        run = canary.start(request.user, CanaryRun.Trigger.MANUAL, "asked on the maintenance page")
+    except canary.CanaryRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Canary {run.pk} started: one short job per node. Results appear below as they end.")
     return redirect("console:maintenance")
