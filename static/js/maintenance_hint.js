@@ -16,10 +16,10 @@
     return moment.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
   }
 
-  function holdsType(window, gpuType) {
-    if (!window.nodes.length) return true;
+  function holdsType(planned, gpuType) {
+    if (!planned.nodes.length) return true;
     const ofType = nodesByType[gpuType] || [];
-    return ofType.length > 0 && ofType.every((node) => window.nodes.includes(node));
+    return ofType.length > 0 && ofType.every((node) => planned.nodes.includes(node));
   }
 
   function update() {
