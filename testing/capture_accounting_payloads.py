@@ -3,8 +3,10 @@
 Run against the dev cluster (`make cluster-up`):
     python -m testing.capture_accounting_payloads
 It creates a throwaway user, runs to completion a 1-GPU job with an NVMe cache, a shard job
-with an NVMe cache, and a 1-GPU job requeued once while running, and saves what slurmrestd's
-`slurmdb/job/{id}` answered for each (the requeued job's has two runs).
+with an NVMe cache, a 1-GPU job requeued once while running, and a 1-GPU job that keeps a CPU busy
+and holds 200 MB for longer than JobAcctGatherFrequency (its steps' CPU time and memory peak, which
+the job's efficiency reads), and saves what slurmrestd's `slurmdb/job/{id}` answered for each (the
+requeued job's has two runs).
 """
 
 import json
@@ -19,6 +21,11 @@ from testing.capture_slurm_payloads import PAYLOAD_DIR
 from testing.slurm import submission, wait_for_state, wait_until_requeued
 
 CAPTURE_USER = "ptcapacct"
+# 200 MB held by `tail` (no newline in /dev/zero) while the shell spins, past the 30 s gather interval.
+SAMPLED = (
+    "( head -c 200M /dev/zero; sleep 40 ) | tail >/dev/null & end=$((SECONDS + 38)); "
+    "while [ $SECONDS -lt $end ]; do :; done; wait"
+)
 
 
 class Command(BaseCommand):
@@ -43,6 +50,9 @@ class Command(BaseCommand):
                 ),
                 "accounting_requeued": user.submit_job(
                     submission("sleep 8", tres_per_node="gres/gpu:rtx4090:1", name="capture-requeue")
+                ),
+                "accounting_sampled": user.submit_job(
+                    submission(SAMPLED, tres_per_node="gres/gpu:rtx4090:1", name="capture-sampled", time_limit_minutes=3)
                 ),
             }
             requeued = jobs["accounting_requeued"]

@@ -184,3 +184,24 @@ def test_only_settled_records_are_for_metering():
     end_before_start = run(2, tres={})  # slurmdbd has the end but not yet the allocation
     running = run(3, end=None, state="RUNNING")
     assert accounting.settled([whole, end_before_start, running]) == [whole]
+
+
+SAMPLED = sorted((Path(__file__).parent / "payloads").glob("v*/accounting_sampled.json"))
+
+
+@pytest.mark.pure
+@pytest.mark.parametrize("path", SAMPLED, ids=lambda path: path.parent.name)
+def test_a_sampled_runs_cpu_time_and_memory_peak_come_from_its_steps(path):
+    """A job that spun a CPU for 38 s and held 200 MB past the gather interval, as slurmdbd recorded it
+    (`python -m testing.capture_accounting_payloads`): the job's own time.total is 0, its steps' is not."""
+    from cluster.slurmrest.registry import adapter_for
+
+    (record,) = adapter_for(path.parent.name).decode_accounting(json.loads(path.read_text())["body"])
+    assert 30 <= record.cpu_seconds <= record.elapsed_seconds + 5
+    assert 200 * 2**20 <= record.max_rss_bytes < 1024 * 2**20
+    assert record.allocated_tres["cpu"] >= 1
+    # A run shorter than the gather interval has CPU time but no memory sample: None, never 0.
+    (short,) = V0041Adapter().decode_accounting(
+        json.loads((PAYLOADS / "accounting_completed.json").read_text())["body"]
+    )
+    assert short.max_rss_bytes is None and short.cpu_seconds is not None
