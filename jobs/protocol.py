@@ -23,6 +23,13 @@ def job_directory(job: Job):
     return job_paths(job.cluster).job_dir(job.cluster_user) / str(job.uuid)
 
 
+def log_paths(job: Job) -> tuple[str, str]:
+    """Where Slurm writes the job's standard output and error, as Slurm sees them: an operational job
+    (pinned) writes both to one file."""
+    directory = job_directory(job)
+    return f"{directory}/stdout.log", f"{directory}/{'stdout' if job.pinned else 'stderr'}.log"
+
+
 def make_user_directory(cluster_user: str, name: str, uid: int | None, gid: int | None, cluster: str | None = None):
     """<job root>/<cluster user>/<name>, created and owned by that user, before Slurm opens
     the logs in it. Returns the path as Slurm sees it. Raises OSError (jobfs.UnsafePath)
@@ -49,6 +56,10 @@ def attach_slurm_job(job_pk: int, slurm_job_id: int, *, job: Job | None = None) 
         "error": "",
         "error_detail": "",
     }
+    if job is not None and not job.standard_output:
+        # Known from the submission: a job that ends before the mirror ever lists it has its logs and
+        # files all the same (the mirror's copy of Slurm's StdOut says the same later).
+        attached["standard_output"], attached["standard_error"] = log_paths(job)
     updated = Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True).update(**attached)
     if updated and job is not None:
         for name, value in attached.items():

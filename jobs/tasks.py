@@ -71,10 +71,12 @@ def _claim(job_pk: int) -> bool:
 
 def submission_for(job: Job, *, prefer: str = "") -> JobSubmission:
     directory = protocol.job_directory(job)
+    standard_output, standard_error = protocol.log_paths(job)
     common = {
         "name": job.name,
         "working_directory": str(directory),
-        "standard_output": f"{directory}/stdout.log",
+        "standard_output": standard_output,
+        "standard_error": standard_error,
         "partition": job.partition,
         "account": job.account,
         "time_limit_minutes": job.time_limit_minutes,
@@ -86,7 +88,6 @@ def submission_for(job: Job, *, prefer: str = "") -> JobSubmission:
         return JobSubmission(
             **common,
             script=job.pinned["script"],
-            standard_error=f"{directory}/stdout.log",
             required_nodes=(job.pinned["node"],),
             reservation=job.pinned.get("reservation", ""),
             requeue=False,
@@ -97,7 +98,6 @@ def submission_for(job: Job, *, prefer: str = "") -> JobSubmission:
         **common,
         script=render_batch_script(spec, job_uuid=str(job.uuid), runtime=settings.JOB_RUNTIME),
         environment=submission_environment(job),
-        standard_error=f"{directory}/stderr.log",
         qos=job.qos,
         prefer=prefer,
         # In the owner's reservation (jobs.actions.submit checked it) it starts on its GPUs.

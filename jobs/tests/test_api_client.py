@@ -26,8 +26,11 @@ def generate_client(schema_url: str, directory: Path) -> None:
     # Invoices download as PDF, a job's folder as a zip, and a dataset upload's tus PATCH sends
     # application/offset+octet-stream: the generator takes them as octet streams (a file body), as a
     # user would configure it.
+    # The schema is built on each request (about 3-6 s of CPU on a loaded 2-core machine), past the
+    # generator's default 5 s wait.
     config.write_text(
-        f"package_name_override: {PACKAGE}\ncontent_type_overrides:\n  application/pdf: application/octet-stream\n"
+        f"package_name_override: {PACKAGE}\nhttp_timeout: 60\n"
+        "content_type_overrides:\n  application/pdf: application/octet-stream\n"
         "  application/zip: application/octet-stream\n  application/offset+octet-stream: application/octet-stream\n"
     )
     # It formats what it writes with ruff, found on PATH: the one in this virtualenv.
