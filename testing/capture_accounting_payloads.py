@@ -52,7 +52,9 @@ class Command(BaseCommand):
                     submission("sleep 8", tres_per_node="gres/gpu:rtx4090:1", name="capture-requeue")
                 ),
                 "accounting_sampled": user.submit_job(
-                    submission(SAMPLED, tres_per_node="gres/gpu:rtx4090:1", name="capture-sampled", time_limit_minutes=3)
+                    submission(
+                        SAMPLED, tres_per_node="gres/gpu:rtx4090:1", name="capture-sampled", time_limit_minutes=3
+                    )
                 ),
             }
             requeued = jobs["accounting_requeued"]
