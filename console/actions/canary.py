@@ -13,11 +13,13 @@ UPDATE from `running`, so two passes never drain a node twice.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
 
+from accounts.models import Profile
 from cluster.errors import SlurmError
 from cluster.models import Node
 from console.actions.node_actions import drain
@@ -70,7 +72,7 @@ def canary_script(image: str, runtime: str) -> str:
 
 def _new_run(actor, trigger: str, reason: str) -> CanaryRun:
     canary_script(settings.CANARY_IMAGE, settings.JOB_RUNTIME)  # a bad setting refuses before anything is made
-    if actor is None or not getattr(actor.profile, "cluster_username", ""):
+    if actor is None or not Profile.objects.filter(user=actor).exclude(cluster_username="").exists():
         raise CanaryRefused("The canary runs as an admin with a cluster account; nobody is given.")
     return CanaryRun.objects.create(trigger=trigger, reason=reason[:300], image=settings.CANARY_IMAGE, started_by=actor)
 
@@ -141,7 +143,9 @@ def settle(now=None) -> int:
             continue  # another pass settled it
         settled += 1
         if state == CanaryCheck.State.FAILED and check.job is not None and check.job.is_final:
-            entry = drain(check.run.started_by, check.node, f"canary {check.run_id} failed: {detail}"[:200])
+            # Slurm's reason takes letters, digits, spaces and .,:/@+-_ (cluster/commands/cli.py).
+            reason = re.sub(r"[^A-Za-z0-9_.,:/@+\- ]", " ", f"canary {check.run_id} failed: {detail}")[:200]
+            entry = drain(check.run.started_by, check.node, reason)
             if entry.succeeded:
                 CanaryCheck.objects.filter(pk=check.pk).update(drained=True)
     return settled
