@@ -62,9 +62,19 @@ def _median_wait_minutes(gpu_type: str, *, shares: bool) -> int | None:
     return round(median(waits)) if len(waits) >= WAIT_SAMPLES else None
 
 
+def _gpu_type(name: str):
+    return dict(gpu_types_from_mapping(settings.GPU_TYPES)).get(name)
+
+
+def _as_share(spec: dict, share_gb: int, **changes) -> dict:
+    """A stored spec asking for `share_gb` of one GPU instead of whole GPUs."""
+    shared = {key: value for key, value in spec.items() if key != "gpu_count"}
+    return {**shared, "gpu_memory_gb": share_gb, **changes}
+
+
 def fitting_share_gb(gpu_type_name: str, peak_gb: float) -> int | None:
     """GB of the share that holds `peak_gb` with headroom, when it is at most half the card."""
-    gpu_type = dict(gpu_types_from_mapping(settings.GPU_TYPES)).get(gpu_type_name)
+    gpu_type = _gpu_type(gpu_type_name)
     if gpu_type is None or gpu_type.shards_per_gpu <= 1:
         return None
     shards = max(1, math.ceil(peak_gb * HEADROOM / gpu_type.shard_gb))
@@ -82,21 +92,17 @@ def _whole_gpu_peak(job: Job, figures: dict | None) -> float | None:
 def proposal_for(job: Job, user) -> Proposal | None:
     """The share a clone of `job` could ask for, or None (no figures, a share already, several GPUs, no fit)."""
     peak = _whole_gpu_peak(job, efficiency_for(job) if job.is_final else None)
-    return _proposal(job, user, peak) if peak else None
+    share_gb = fitting_share_gb(job.spec.get("gpu_type", ""), peak) if peak else None
+    return _proposal(job, user, peak, share_gb) if share_gb else None
 
 
-def _proposal(job: Job, user, peak_gb: float) -> Proposal | None:
-    spec = job.spec or {}
-    share_gb = fitting_share_gb(spec.get("gpu_type", ""), peak_gb)
-    if share_gb is None:
-        return None
-    gpu_type = dict(gpu_types_from_mapping(settings.GPU_TYPES))[spec["gpu_type"]]
+def _proposal(job: Job, user, peak_gb: float, share_gb: int) -> Proposal:
+    spec = job.spec
+    gpu_type = _gpu_type(spec["gpu_type"])
     whole = job_spec_from_dict(spec)
     minutes = max(1, math.ceil((job.elapsed_seconds or whole.time_limit_minutes * 60) / 60))
     as_run = quote_runs(user, replace(whole, time_limit_minutes=minutes), runs=1)
-    shared = dict(spec, gpu_memory_gb=share_gb, time_limit_minutes=minutes)
-    shared.pop("gpu_count", None)
-    on_share = quote_runs(user, job_spec_from_dict(shared), runs=1)
+    on_share = quote_runs(user, job_spec_from_dict(_as_share(spec, share_gb, time_limit_minutes=minutes)), runs=1)
     return Proposal(
         job_id=job.pk,
         gpu_type=gpu_type.name,
@@ -128,12 +134,14 @@ def _evidence(user, gpu_type: str, *, image: str | None = None) -> list[tuple[Jo
     return [(job, peak) for job, peak in peaks if peak]
 
 
-def _all_fit(evidence: list[tuple[Job, float]]) -> tuple[Job, float] | None:
-    """The job with the highest peak, when there are EVIDENCE_JOBS and a share holds every one."""
+def _all_fit(evidence: list[tuple[Job, float]]) -> tuple[Job, float, int] | None:
+    """The job with the highest peak and the share that holds it, when there are EVIDENCE_JOBS and that
+    share holds every one."""
     if len(evidence) < EVIDENCE_JOBS:
         return None
     job, peak = max(evidence, key=lambda pair: pair[1])
-    return (job, peak) if fitting_share_gb(job.gpu_type, peak) else None
+    share_gb = fitting_share_gb(job.gpu_type, peak)
+    return (job, peak, share_gb) if share_gb else None
 
 
 def proposal_for_template(spec: dict, user) -> Proposal | None:
@@ -142,7 +150,7 @@ def proposal_for_template(spec: dict, user) -> Proposal | None:
     if spec.get("gpu_count") != 1 or not spec.get("image"):
         return None
     worst = _all_fit(_evidence(user, spec.get("gpu_type", ""), image=spec["image"]))
-    return _proposal(worst[0], user, worst[1]) if worst else None
+    return _proposal(worst[0], user, worst[1], worst[2]) if worst else None
 
 
 @dataclass(frozen=True)
@@ -161,17 +169,12 @@ def standing_shrink(user, spec: JobSpec, plan) -> Shrink | None:
     worst = _all_fit(evidence)
     if worst is None:
         return None
-    peak = worst[1]
-    share_gb = fitting_share_gb(spec.gpu.gpu_type, peak)
-    asked = spec.to_dict()
-    del asked["gpu_count"]
-    shared = job_spec_from_dict({**asked, "gpu_memory_gb": share_gb})
-    whole_gb = dict(gpu_types_from_mapping(settings.GPU_TYPES))[spec.gpu.gpu_type].memory_gb
+    _job, peak, share_gb = worst
     return Shrink(
-        spec=shared,
+        spec=job_spec_from_dict(_as_share(spec.to_dict(), share_gb)),
         record={
             "asked_gpus": 1,
-            "whole_gpu_gb": whole_gb,
+            "whole_gpu_gb": _gpu_type(spec.gpu.gpu_type).memory_gb,
             "share_gb": share_gb,
             "peak_gb": peak,
             "evidence_jobs": sorted(job.pk for job, _peak in evidence),
