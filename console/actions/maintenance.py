@@ -143,18 +143,6 @@ def crossing_jobs(window: MaintenanceWindow) -> list[Job]:
     return jobs
 
 
-def wait_for(window: MaintenanceWindow, time_limit_minutes: int, gpu_type: str, now: datetime | None = None) -> bool:
-    """A job of this time limit and GPU type asked now would wait for the window's end: it cannot end
-    before the window starts, and the window holds every node of its GPU type."""
-    now = now or timezone.now()
-    if now + timedelta(minutes=time_limit_minutes) <= window.start or now >= window.end:
-        return False
-    if not window.nodes:
-        return True
-    of_type = {node.name for node in Node.objects.all() if node.gpu_type == gpu_type}
-    return bool(of_type) and of_type <= set(window.nodes)
-
-
 def announced(now: datetime | None = None):
     """Planned windows that start within a day or are under way: what the banner says."""
     now = now or timezone.now()

@@ -1,7 +1,7 @@
 """The console's maintenance page and what the portal says of a window without asking Slurm: the running
-jobs that would cross a window, whether a job of a time limit would wait for it, Slurm's pending reason
-in words; the page is the admins' alone, and bad input changes nothing. (Planning one on the real
-cluster: test_maintenance.py and test_browser_maintenance.py.)"""
+jobs that would cross a window, Slurm's pending reason in words; the page is the admins' alone, and bad
+input changes nothing. (Planning one on the real cluster, and the job form's hint of when a job would
+wait for it: test_maintenance.py and test_browser_maintenance.py.)"""
 
 from datetime import timedelta
 
@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from cluster.models import Node
-from console.actions.maintenance import crossing_jobs, wait_for
+from console.actions.maintenance import crossing_jobs
 from console.models import MaintenanceWindow
 from jobs.diagnosis.reasons import MAINTENANCE, explain_reason
 from jobs.models import Job
@@ -54,14 +54,8 @@ def test_the_running_jobs_that_would_cross_a_window_are_listed(alice):
     assert [job.pk for job in crossing_jobs(some)] == [crossing.pk]
 
 
-def test_a_job_waits_when_it_cannot_end_before_a_window_that_holds_its_type():
-    _nodes()
-    window = _window(hours_ahead=2, nodes=["gpu-a100-01", "gpu-a100-02"])
-    assert wait_for(window, 180, "a100") and not wait_for(window, 60, "a100")
-    assert not wait_for(window, 180, "h100")  # its nodes are not in the window
-    partly = _window(hours_ahead=2, nodes=["gpu-a100-01"])
-    assert not wait_for(partly, 180, "a100")  # another A100 node takes it
-    # Slurm's own text, as squeue and slurmrestd give it, in words.
+def test_slurms_maintenance_reason_reads_in_words():
+    # Slurm's own text, as squeue gives it (slurmrestd says "ReqNodeNotAvail" alone), in words.
     assert explain_reason("ReqNodeNotAvail, Reserved for maintenance") == MAINTENANCE
     assert explain_reason("ReqNodeNotAvail,_Reserved_for_maintenance") == MAINTENANCE
 
