@@ -83,6 +83,7 @@ _SLURM_OUTPUT_WORDS = (
     ("Invalid node name specified", "Slurm does not know that node."),
     ("Invalid job id specified", "Slurm no longer knows that job."),
     ("Job/step already completing or completed", "The job has already ended."),
+    ("Job has already finished", "The job has already ended."),
     ("Unable to contact slurm controller", "The cluster's scheduler is not answering."),
 )
 _SLURM_PREFIXES = (

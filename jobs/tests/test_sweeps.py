@@ -525,3 +525,58 @@ def test_waiting_sweep_tasks_are_bounded_by_the_plans_size(provisioned, settings
     assert refused.status_code == 403 and "sweep tasks waiting" in refused.json()["detail"]
     Job.objects.filter(sweep=first).update(state="COMPLETED")  # ran: no longer waiting
     assert make_sweep(provisioned, points=6).point_count == 6
+
+
+class _ScontrolAnswers:
+    """scontrol's answers to `update ArrayTaskThrottle`, as the real daemons gave them."""
+
+    def __init__(self, refusals: dict[int, str]):
+        self.refusals = refusals
+        self.asked: list[tuple[int, int]] = []
+
+    def set_array_throttle(self, array_job_id, throttle):
+        from cluster.errors import SlurmCommandError, words_for_slurm_output
+
+        self.asked.append((array_job_id, throttle))
+        if array_job_id in self.refusals:
+            output = self.refusals[array_job_id]
+            raise SlurmCommandError(
+                f"scontrol update JobId={array_job_id} ArrayTaskThrottle={throttle} failed (1): {output}",
+                public_message=words_for_slurm_output(output),
+            )
+
+
+def _two_live_arrays(user) -> Sweep:
+    sweep = make_sweep(user, points=6, throttle=2)
+    array = sweep.arrays.get()
+    JobArray.objects.filter(pk=array.pk).update(state=JobArray.State.SUBMITTED, slurm_array_job_id=2710)
+    second = JobArray.objects.create(
+        sweep=sweep, offset=3, task_ids="0-2", task_count=3, state=JobArray.State.SUBMITTED, slurm_array_job_id=2711
+    )
+    Job.objects.filter(sweep=sweep).update(state="PENDING")
+    Job.objects.filter(sweep=sweep, sweep_index__gte=3).update(array=second)
+    return sweep
+
+
+@pytest.mark.django_db
+def test_an_array_that_ended_while_the_mirror_lagged_does_not_refuse_the_throttle(provisioned, monkeypatch):
+    sweep = _two_live_arrays(provisioned)
+    # The mirror still shows array 2710's tasks pending; Slurm has seen them all end.
+    answers = _ScontrolAnswers({2710: "2710_0-3: Job has already finished"})
+    monkeypatch.setattr(actions, "slurm_cli", lambda: answers)
+    actions.set_throttle(provisioned, sweep, 4)
+    assert sorted(answers.asked) == [(2710, 4), (2711, 4)]
+    sweep.refresh_from_db()
+    assert sweep.throttle == 4
+
+
+@pytest.mark.django_db
+def test_a_throttle_slurm_refuses_is_said_in_words_without_the_command_line(provisioned, monkeypatch):
+    sweep = _two_live_arrays(provisioned)
+    answers = _ScontrolAnswers({2711: "slurm_update error: Access/permission denied"})
+    monkeypatch.setattr(actions, "slurm_cli", lambda: answers)
+    with pytest.raises(actions.SweepRefused) as refused:
+        actions.set_throttle(provisioned, sweep, 4)
+    said = str(refused.value)
+    assert "try again" in said and "not allowed" in said
+    assert "scontrol" not in said and "ArrayTaskThrottle" not in said and "2711" not in said
