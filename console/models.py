@@ -193,6 +193,7 @@ class CanaryRun(models.Model):
     class Trigger(models.TextChoices):
         MANUAL = "manual", "started by an admin"
         WINDOW_ENDED = "window_ended", "a maintenance window ended"
+        ROLLING_RESTART = "rolling_restart", "a rolling restart ended"
 
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
     reason = models.CharField(max_length=300, blank=True)
@@ -230,3 +231,65 @@ class CanaryCheck(models.Model):
 
     def __str__(self):
         return f"canary {self.run_id} on {self.node}: {self.state}"
+
+
+class RollingRestart(models.Model):
+    """An admin's restart of a set of nodes one at a time (console/actions/rolling_restart.py): each
+    node is drained, restarted by Slurm once its jobs have ended (`scontrol reboot ASAP`) and brought
+    back before the next is asked; the other nodes, and their jobs, are never touched."""
+
+    class State(models.TextChoices):
+        RUNNING = "running", "running"
+        STOPPED = "stopped", "stopped by an admin"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    reason = models.CharField(max_length=200)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # In words: why it failed or who stopped it.
+    detail = models.CharField(max_length=500, blank=True)
+    canary = models.ForeignKey(CanaryRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-started_at", "-pk"]
+        constraints = [
+            # One at a time: two would take down two nodes at once.
+            models.UniqueConstraint(fields=["state"], condition=models.Q(state="running"), name="one_rolling_restart")
+        ]
+
+    def __str__(self):
+        return f"rolling restart {self.pk} ({self.state})"
+
+
+class RollingRestartStep(models.Model):
+    """One node's turn: asked of Slurm, restarting, back (or failed, or skipped when stopped)."""
+
+    class State(models.TextChoices):
+        WAITING = "waiting", "waiting for its turn"
+        DRAINING = "draining", "draining: restarts once its jobs end"
+        RESTARTING = "restarting", "restarting"
+        DONE = "done", "back in service"
+        FAILED = "failed", "failed"
+        SKIPPED = "skipped", "skipped (stopped before its turn)"
+
+    restart = models.ForeignKey(RollingRestart, on_delete=models.CASCADE, related_name="steps")
+    node = models.CharField(max_length=100)
+    position = models.PositiveSmallIntegerField()
+    state = models.CharField(max_length=12, choices=State.choices, default=State.WAITING)
+    asked_at = models.DateTimeField(null=True, blank=True)
+    restarting_since = models.DateTimeField(null=True, blank=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+    detail = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["restart", "node"], name="a_node_once_per_rolling_restart"),
+            models.UniqueConstraint(fields=["restart", "position"], name="one_step_per_position"),
+        ]
+
+    def __str__(self):
+        return f"{self.restart} {self.node}: {self.state}"

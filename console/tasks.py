@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from console.actions import canary, gpu_reset, image_operations, power
+from console.actions import canary, gpu_reset, image_operations, power, rolling_restart
 from console.models import GpuReset, ImageOperation
 
 
@@ -48,3 +48,20 @@ def apply_power_policy() -> str:
 def run_canaries() -> int:
     """Beat: a canary for each maintenance window just ended, and the verdicts of checks whose jobs ended."""
     return canary.start_after_windows() + canary.settle()
+
+
+@shared_task(ignore_result=True)
+def advance_rolling_restart(restart_pk: int) -> str:
+    """One pass over one rolling restart (console/actions/rolling_restart.py), enqueued at its start
+    so its first node is asked at once."""
+    return rolling_restart.advance(restart_pk)
+
+
+@shared_task(ignore_result=True)
+def advance_rolling_restarts() -> int:
+    """Beat: a pass over every rolling restart with a node to ask or follow. A sweep, as for image
+    operations: a killed worker's chain would stall a restart until the broker's visibility timeout."""
+    pending = rolling_restart.unfinished()
+    for pk in pending:
+        rolling_restart.advance(pk)
+    return len(pending)

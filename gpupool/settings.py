@@ -438,6 +438,12 @@ CELERY_BEAT_SCHEDULE = {
     "reservations-advance": {"task": "reservations.tasks.advance_reservations", "schedule": 30.0},
     # The canary after a window ends, and each check's verdict (console/actions/canary.py).
     "console-canaries": {"task": "console.tasks.run_canaries", "schedule": 15.0, "options": {"expires": 15.0}},
+    # Rolling restarts: ask the next node once the last is back, follow the one restarting.
+    "console-rolling-restarts": {
+        "task": "console.tasks.advance_rolling_restarts",
+        "schedule": 5.0,
+        "options": {"expires": 5.0},
+    },
     "console-image-operations": {
         "task": "console.tasks.advance_image_operations",
         "schedule": 5.0,

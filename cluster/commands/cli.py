@@ -68,9 +68,12 @@ class SlurmCli:
     timeout: float = 30.0
     executed: list[list[str]] = field(default_factory=list)
 
-    def run(self, *args: str, check: bool = True, reason_argument: str | None = None) -> CommandResult:
+    def run(
+        self, *args: str, check: bool = True, reason_argument: str | None = None, reason_before_last: bool = False
+    ) -> CommandResult:
         """Run prefix + args. `reason_argument` may hold spaces (a drain reason) and is
-        appended as `Reason=<text>` after its own stricter check."""
+        appended as `Reason=<text>` after its own stricter check (before the last argument where
+        the command wants its node list last: `scontrol reboot`)."""
         argv = list(args)
         for argument in argv:
             # fullmatch: `$` in re.match would let a trailing newline through.
@@ -79,7 +82,7 @@ class SlurmCli:
         if reason_argument is not None:
             if not re.fullmatch(r"[A-Za-z0-9_.,:/@+\- ]{1,200}", reason_argument):
                 raise ValueError("a reason may hold letters, digits, spaces and .,:/@+-_ (at most 200)")
-            argv.append(f"Reason={reason_argument}")
+            argv.insert(len(argv) - 1 if reason_before_last else len(argv), f"Reason={reason_argument}")
         full = [*self.prefix, *argv]
         self.executed.append(full)
         if self.noop:
@@ -148,6 +151,22 @@ class SlurmCli:
 
     def resume_node(self, node: str) -> CommandResult:
         return self.run("scontrol", "update", f"NodeName={node}", "State=RESUME")
+
+    def reboot_node(self, node: str, reason: str) -> CommandResult:
+        """Slurm drains the node, waits for its jobs to end, runs RebootProgram on it and resumes it
+        once it has booted (ASAP nextstate=RESUME); ResumeTimeout later it marks a node that never
+        came back DOWN. slurmrestd has no reboot (24.11 and 26.05)."""
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", node):
+            raise ValueError(f"not a node name: {node!r}")
+        return self.run(
+            "scontrol", "reboot", "ASAP", "nextstate=RESUME", node, reason_argument=reason, reason_before_last=True
+        )
+
+    def cancel_reboot(self, node: str) -> CommandResult:
+        """Withdraw a reboot not yet issued: Slurm lifts the drain its ASAP request set."""
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", node):
+            raise ValueError(f"not a node name: {node!r}")
+        return self.run("scontrol", "cancel_reboot", node)
 
     def add_association(self, user: str, account: str, qos: list[str], default_qos: str) -> CommandResult:
         return self.run(

@@ -63,6 +63,9 @@ class Node:
     nvme_gb: int = 0
     # Where the portal reaches the node (Slurm's NodeAddr): an interactive session's server.
     address: str = ""
+    # When the node last booted (a dev-cluster node's slurmd started as a boot): a reboot asked of
+    # Slurm is done once this is later than the asking (console/actions/rolling_restart.py).
+    boot_time: datetime | None = None
 
     @property
     def state(self) -> str:

@@ -196,6 +196,7 @@ class V0041Adapter(ApiAdapter):
                     shards_used=shards_used,
                     nvme_gb=sum(item.count for item in parse_gres(gres) if item.name == "nvme"),
                     address=str(item.get("address") or "")[:255],
+                    boot_time=_time(item.get("boot_time")),
                 )
             )
         return nodes

@@ -1,12 +1,14 @@
 """The admins' maintenance page: plan a window (all nodes or some), see the windows ahead with the running
-jobs that would cross each, cancel one (asked first). Every write is console.actions.maintenance's, as
-the API's (/api/v1/maintenance/) is."""
+jobs that would cross each, cancel one (asked first); start, follow and stop a rolling restart; the
+canary. Every write is console.actions.maintenance's, rolling_restart's or canary's, as the API's
+(/api/v1/maintenance/) is."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from django.contrib import messages
+from django.db import transaction
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -14,8 +16,9 @@ from django.views.decorators.http import require_POST
 from accounts.access import role_required
 from accounts.models import Role
 from cluster.models import Node
-from console.actions import canary, maintenance
-from console.models import CanaryRun, MaintenanceWindow
+from console.actions import canary, maintenance, rolling_restart
+from console.models import CanaryRun, MaintenanceWindow, RollingRestartStep
+from console.tasks import advance_rolling_restart
 
 RECENT = 10
 
@@ -58,6 +61,7 @@ def maintenance_page(request):
                 return redirect("console:maintenance")
     windows = [(window, maintenance.crossing_jobs(window)) for window in maintenance.ahead()]
     latest = canary.latest()
+    rolling = rolling_restart.latest()
     past = MaintenanceWindow.objects.exclude(pk__in=[window.pk for window, _ in windows]).order_by("-start")[:RECENT]
     context = {
         "windows": windows,
@@ -67,6 +71,10 @@ def maintenance_page(request):
         "errors": errors,
         "time_zone": timezone.get_current_timezone_name(),
         "canary": latest,
+        "rolling": rolling,
+        "rolling_done": sum(step.state == RollingRestartStep.State.DONE for step in rolling.steps.all())
+        if rolling
+        else 0,
         # The canary's part of the page is read again while a check runs (static/js/live_parts.js).
         "canary_running": latest is not None and any(check.state == "running" for check in latest.checks.all()),
     }
@@ -96,4 +104,32 @@ def canary_start(request):
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Canary {run.pk} started: one short job per node. Results appear below as they end.")
+    return redirect("console:maintenance")
+
+
+@role_required(Role.ADMIN)
+@require_POST
+def rolling_restart_start(request):
+    try:
+        restart = rolling_restart.start(
+            request.user, request.POST.getlist("restart_nodes"), request.POST.get("reason", "")
+        )
+    except rolling_restart.RollingRestartError as exc:
+        messages.error(request, exc.message)
+    else:
+        transaction.on_commit(lambda: advance_rolling_restart.delay(restart.pk))
+        first = restart.steps.first()
+        messages.success(request, f"Rolling restart {restart.pk} started: {first.node} first. Progress shows below.")
+    return redirect("console:maintenance")
+
+
+@role_required(Role.ADMIN)
+@require_POST
+def rolling_restart_stop(request, pk: int):
+    try:
+        rolling_restart.stop(request.user, pk)
+    except rolling_restart.RollingRestartError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Rolling restart {pk} stopped: no further node is asked.")
     return redirect("console:maintenance")

@@ -134,6 +134,9 @@ floor_partition() {
 # for power saving to be on at all (with INFINITE, slurmctld refuses even an explicit POWER_DOWN,
 # seen on 24.11), and scontrol cannot change it per partition: a day here, and the portal's night
 # mode powers down idle nodes itself (console/actions/power.py). Needs sudo in the root.
+# `scontrol reboot` (the console's rolling restart, console/actions/rolling_restart.py) restarts a
+# node's slurmd as a boot through the same tool; ResumeTimeout is also how long slurmctld waits
+# for a rebooted node before it marks it DOWN.
 power_conf() {
     if [[ ! -x "$ROOT/usr/bin/sudo" ]]; then
         echo "# No power saving: sudo is not in the root (it comes with the containers)."
@@ -145,6 +148,7 @@ ResumeProgram=/usr/local/sbin/gpupool-node-resume
 SuspendTime=86400
 SuspendTimeout=30
 ResumeTimeout=120
+RebootProgram=/usr/local/sbin/gpupool-node-reboot
 EOF
 }
 

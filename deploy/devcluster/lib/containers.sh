@@ -40,6 +40,7 @@ STEP_NS_DIR=/run/devcluster-ns          # inside the root
 STEP_NS="$STEP_NS_DIR/step.mnt"
 IMAGE_CACHE_TOOL_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/node/gpupool-image-cache"
 POWER_TOOL_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/power/gpupool-node-power"
+REBOOT_PROGRAM_SRC="$(dirname "$POWER_TOOL_SRC")/gpupool-node-reboot"
 DATASET_CACHE_TOOL_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/node/gpupool-dataset-cache"
 # The dataset store as the nodes see it (the portal's default DATASET_STORE is this, on the host),
 # and each emulated node's "NVMe" cache: one directory per node on the root's disk.
@@ -277,7 +278,8 @@ install_dataset_cache_tool() {
 }
 
 # Power saving's programs (slurm.conf SuspendProgram/ResumeProgram, lib/configs.sh): slurmctld runs
-# the hooks as SlurmUser; they run the tool as root through sudo.
+# the hooks as SlurmUser; they run the tool as root through sudo. RebootProgram is run by the
+# node's slurmd, as root already.
 install_power_programs() {
     write_config /usr/local/sbin/gpupool-node-power "$(cat "$POWER_TOOL_SRC")" 755
     write_config /usr/local/sbin/gpupool-node-suspend \
@@ -285,6 +287,7 @@ install_power_programs() {
     write_config /usr/local/sbin/gpupool-node-resume \
         "$(printf '#!/bin/sh\nexec sudo -n /usr/local/sbin/gpupool-node-power resume "$1"')" 755
     write_config /etc/sudoers.d/gpupool-power "slurm ALL=(root) NOPASSWD: /usr/local/sbin/gpupool-node-power" 440
+    write_config /usr/local/sbin/gpupool-node-reboot "$(cat "$REBOOT_PROGRAM_SRC")" 755
 }
 
 # plugstack: pyxis on (containers) or off. slurmstepd re-reads it at every step, slurmd and the
