@@ -1,13 +1,15 @@
 """Fault rehearsal: the production shape under load, each part killed and restarted in turn.
 
-    .venv/bin/python bench/fault_rehearsal.py [--users 3] [--settle 15] [--down 5] [--keep-up]
+    .venv/bin/python bench/fault_rehearsal.py [--users 3] [--settle 15] [--down 5] [--keep-up] [--only slurm]
 
 Brings up deploy/local-production.sh's shape (nginx with TLS, two web processes, two
 Celery workers, one beat, a PostgreSQL and a Redis of its own, the dev cluster SLURM_RELEASE),
 then, while simulated users submit jobs over the API with tokens (a few of them cancelled),
-read their jobs and watch them on the WebSocket, all through nginx, it kills (SIGKILL, by the
-PIDs local-production.sh recorded: only its own processes) and restarts in turn a web process,
-a worker, the beat, Redis and PostgreSQL, reloads nginx, and starts two beats at once.
+read their jobs and watch them on the WebSocket, all through nginx, it restarts Slurm's own
+slurmctld, slurmdbd and slurmrestd in turn (SIGTERM by the dev cluster's PIDs, down for --down
+seconds, then `cluster.sh up`), kills (SIGKILL, by the PIDs local-production.sh recorded: only
+its own processes) and restarts in turn a web process, a worker, the beat, Redis and
+PostgreSQL, reloads nginx, and starts two beats at once.
 
 Then it checks, once every job has ended and been metered:
 - jobs: every job the API accepted (201) is in Slurm exactly once (slurmdbd's records of the
@@ -306,6 +308,28 @@ def fault(phases: list[Phase], name: str, target: str, down: float, settle: floa
     phase.end = time.monotonic()
 
 
+# Slurm's own daemons, restarted as an upgrade restarts them (SIGTERM: slurmctld saves its state,
+# slurmdbd its queue): by the PIDs the dev cluster recorded, then `cluster.sh up`, which starts
+# again only what is not running.
+CLUSTER = BASE_DIR / "deploy" / "devcluster" / "cluster.sh"
+SLURM_DAEMONS = ("slurmctld", "slurmdbd", "slurmrestd")
+
+
+def restart_slurm_daemon(name: str, down: float) -> None:
+    from django.conf import settings
+
+    pid = int((Path(settings.DEVCLUSTER_DIR) / "pids" / f"{name}.pid").read_text().strip())
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.2)
+    time.sleep(down)
+    env = {**os.environ, "SLURM_RELEASE": settings.SLURM_RELEASE}
+    done = subprocess.run([str(CLUSTER), "up"], capture_output=True, text=True, env=env, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"cluster.sh up after {name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+
+
 def two_beats(phases: list[Phase], settle: float) -> dict:
     """Stop the beat, then start it and a second one at the same moment; count who sends."""
     phase = Phase("two beats at once", time.monotonic())
@@ -376,6 +400,12 @@ def main():
     parser.add_argument("--settle", type=float, default=15.0, help="seconds of load after each restart")
     parser.add_argument("--keep-up", action="store_true", help="leave the shape running afterwards")
     parser.add_argument(
+        "--only",
+        choices=("all", "portal", "slurm"),
+        default="all",
+        help="the portal's processes killed, Slurm's daemons restarted, or both (the default)",
+    )
+    parser.add_argument(
         "--reads-only",
         action="store_true",
         help="no submissions, no Slurm users: the faults under reads and sockets alone (a check of the rehearsal)",
@@ -426,19 +456,25 @@ def main():
         phases.append(baseline)
         time.sleep(args.settle)
         baseline.end = time.monotonic()
-        for name, target in (
-            ("web process killed", "web1"),
-            ("worker killed", "worker1"),
-            ("beat killed", "beat"),
-            ("Redis killed", "redis"),
-            ("PostgreSQL killed", "postgres"),
-        ):
-            print(f"{time.strftime('%H:%M:%S')} fault: {name}", flush=True)
-            fault(phases, name, target, args.down, args.settle)
-        print(f"{time.strftime('%H:%M:%S')} fault: nginx reloaded", flush=True)
-        fault(phases, "nginx reloaded", "nginx", 0, args.settle, action=reload_nginx)
-        print(f"{time.strftime('%H:%M:%S')} fault: two beats at once", flush=True)
-        beat_sends = two_beats(phases, args.settle)
+        if args.only in ("all", "slurm"):
+            for daemon in SLURM_DAEMONS:
+                name = f"{daemon} restarted"
+                print(f"{time.strftime('%H:%M:%S')} fault: {name}", flush=True)
+                fault(phases, name, daemon, 0, args.settle, action=lambda d=daemon: restart_slurm_daemon(d, args.down))
+        if args.only in ("all", "portal"):
+            for name, target in (
+                ("web process killed", "web1"),
+                ("worker killed", "worker1"),
+                ("beat killed", "beat"),
+                ("Redis killed", "redis"),
+                ("PostgreSQL killed", "postgres"),
+            ):
+                print(f"{time.strftime('%H:%M:%S')} fault: {name}", flush=True)
+                fault(phases, name, target, args.down, args.settle)
+            print(f"{time.strftime('%H:%M:%S')} fault: nginx reloaded", flush=True)
+            fault(phases, "nginx reloaded", "nginx", 0, args.settle, action=reload_nginx)
+            print(f"{time.strftime('%H:%M:%S')} fault: two beats at once", flush=True)
+            beat_sends = two_beats(phases, args.settle)
     finally:
         load.stop_load.set()
     print("load stopped; waiting for every job to end and be metered...", flush=True)

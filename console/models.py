@@ -194,6 +194,7 @@ class CanaryRun(models.Model):
         MANUAL = "manual", "started by an admin"
         WINDOW_ENDED = "window_ended", "a maintenance window ended"
         ROLLING_RESTART = "rolling_restart", "a rolling restart ended"
+        SLURMCTLD_RESTART = "slurmctld", "slurmctld restarted"
 
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
     reason = models.CharField(max_length=300, blank=True)
@@ -293,3 +294,18 @@ class RollingRestartStep(models.Model):
 
     def __str__(self):
         return f"{self.restart} {self.node}: {self.state}"
+
+
+class SlurmctldStart(models.Model):
+    """Each start of slurmctld the portal has seen (its BOOT_TIME): a new one after the first is a
+    restart, and gets a canary (console/actions/canary.py). Unique, so two passes add it once."""
+
+    started_at = models.DateTimeField(unique=True)
+    seen_at = models.DateTimeField(auto_now_add=True)
+    canary = models.ForeignKey(CanaryRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self):
+        return f"slurmctld started {self.started_at:%Y-%m-%d %H:%M:%S}"

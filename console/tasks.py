@@ -46,8 +46,9 @@ def apply_power_policy() -> str:
 
 @shared_task(ignore_result=True)
 def run_canaries() -> int:
-    """Beat: a canary for each maintenance window just ended, and the verdicts of checks whose jobs ended."""
-    return canary.start_after_windows() + canary.settle()
+    """Beat: a canary for each maintenance window just ended and after a slurmctld restart, and the
+    verdicts of checks whose jobs ended."""
+    return canary.start_after_windows() + canary.start_after_slurmctld_restart() + canary.settle()
 
 
 @shared_task(ignore_result=True)

@@ -116,6 +116,15 @@ class SlurmCli:
                 return value.strip()
         raise SlurmCommandError("scontrol show config names no ClusterName")
 
+    def slurmctld_boot_time(self) -> datetime:
+        """When slurmctld last started (`scontrol show config`'s BOOT_TIME, read in UTC): a later one
+        than the portal saw last means it was restarted (console/actions/canary.py)."""
+        for line in self.run(*_SCONTROL_UTC, "show", "config").stdout.splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "BOOT_TIME" and (booted := _shown_time(value.strip())) is not None:
+                return booted
+        raise SlurmCommandError("scontrol show config gives no BOOT_TIME")
+
     def dump_associations(self, cluster_name: str) -> str:
         """`sacctmgr dump`: the cluster's accounts, users, associations and their limits, in the file
         format `sacctmgr load` takes back (written to its standard output)."""

@@ -5,7 +5,9 @@ cluster's emulated GPUs have none, and the check is then Slurm's allocation alon
 A node whose check fails is drained with the reason, so no user's job lands on it; the admin reads the
 reason on the maintenance page and resumes the node once it is fixed.
 
-It runs after a maintenance window ends (`start_after_windows`, the beat), or when an admin asks. The
+It runs after a maintenance window ends (`start_after_windows`, the beat), after a rolling restart
+(console/actions/rolling_restart.py), after slurmctld restarts (`start_after_slurmctld_restart`, the
+beat: its BOOT_TIME is new), or when an admin asks. The
 jobs are operational jobs of the admin who planned the window or asked (jobs.actions.create_pinned_job),
 submitted like any job; `settle` reads each ended job's log. Every change of a check is a conditional
 UPDATE from `running`, so two passes never drain a node twice.
@@ -13,24 +15,30 @@ UPDATE from `running`, so two passes never drain a node twice.
 
 from __future__ import annotations
 
+import logging
 import re
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from accounts.models import Profile
+from accounts.models import Profile, Role
+from cluster.clusters.services import slurm_cli
 from cluster.errors import SlurmError
 from cluster.models import Node
 from console.actions.node_actions import drain
 from console.actions.pinned_jobs import submit_pinned_job
-from console.models import CanaryCheck, CanaryRun, MaintenanceWindow
+from console.models import CanaryCheck, CanaryRun, MaintenanceWindow, SlurmctldStart
 from jobs import actions as job_actions
 from jobs.logs import local_log_path, read_tail
 from jobs.models import JobState
 from jobs.submission.batch_script import pyxis_image_reference
 from jobs.submission.spec import IMAGE_RE
 
+User = get_user_model()
+log = logging.getLogger(__name__)
 PASS = "GPUPOOL_CANARY_PASS"
 FAIL = "GPUPOOL_CANARY_FAIL"
 MINUTES = 5  # the job's time limit: a container start on a cold node is a minute or two
@@ -170,6 +178,41 @@ def start_after_windows(now=None) -> int:
         _submit_checks(run, window.nodes)
         started += 1
     return started
+
+
+def start_after_slurmctld_restart() -> int:
+    """A canary on every node when slurmctld's start time is new (an upgrade restarts it; the
+    article's warning is every Pyxis job failing after one). The first start ever seen is only
+    recorded: a new install changed nothing. Runs as the first admin with a cluster account."""
+    try:
+        booted = slurm_cli().slurmctld_boot_time()
+    except SlurmError as exc:
+        log.info("canary: slurmctld's start time unread (%s); the next pass reads it", exc)
+        return 0
+    if SlurmctldStart.objects.filter(started_at=booted).exists():
+        return 0
+    known_before = SlurmctldStart.objects.exists()
+    try:
+        with transaction.atomic():
+            seen = SlurmctldStart.objects.create(started_at=booted)
+    except IntegrityError:
+        return 0  # a pass beside this one recorded it
+    if not known_before:
+        return 0
+    operator = (
+        User.objects.filter(profile__role=Role.ADMIN, is_active=True)
+        .exclude(profile__cluster_username="")
+        .order_by("pk")
+        .first()
+    )
+    try:
+        run = _new_run(operator, CanaryRun.Trigger.SLURMCTLD_RESTART, f"slurmctld started {booted:%Y-%m-%d %H:%M} UTC")
+    except CanaryRefused as exc:
+        log.warning("canary after slurmctld's restart not run: %s", exc)
+        return 0
+    SlurmctldStart.objects.filter(pk=seen.pk).update(canary=run)
+    _submit_checks(run, None)
+    return 1
 
 
 def latest() -> CanaryRun | None:

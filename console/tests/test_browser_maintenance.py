@@ -1,7 +1,8 @@
 """Maintenance in Chromium on the real cluster: an admin plans a window on the console page (Slurm makes a
 MAINT reservation) and sees the running job that would cross it; a user at phone width sees the banner,
 the job form says a long job would wait for the window and a short one would not, and the long job
-submitted waits with Slurm's reason in words; the admin cancels the window (asked first)."""
+submitted waits with Slurm's reason in words; the admin cancels the window (asked first), then restarts
+two nodes one at a time while the job runs on another, the page following without a reload."""
 
 from datetime import timedelta
 
@@ -11,8 +12,9 @@ from django.utils import timezone
 from cluster.actions.mirror import mirror_nodes
 from cluster.clusters.reservation_gateway import reservation_gateway
 from cluster.clusters.services import rest_client
-from console.models import MaintenanceWindow
+from console.models import MaintenanceWindow, RollingRestart
 from console.tests.test_maintenance import _submit
+from console.tests.test_rolling_restart import _drive
 from jobs import actions
 from jobs.diagnosis.reasons import explain_reason
 from jobs.mirror.passes import mirror_jobs
@@ -29,6 +31,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.browser, pytest.mark.django_db(tran
 def test_an_admin_plans_a_window_a_user_sees_it_and_a_long_job_waits_for_it(admin_user, alice, provision, settings):
     settings.SUBMIT_INLINE = True
     provision(alice)
+    provision(admin_user)  # the canary after the rolling restart runs as the admin
     mirror_nodes(rest_client())
     # Runs across the window's start: Slurm lets it run (IGNORE_JOBS), the page lists it.
     running = _submit(alice, 240, command="sleep 600")
@@ -84,6 +87,26 @@ def test_an_admin_plans_a_window_a_user_sees_it_and_a_long_job_waits_for_it(admi
                 page.click(f'[data-window="{window.pk}"] [data-cancel-window]')
                 expect(page.locator(f'[data-window="{window.pk}"]')).to_have_count(0)
                 assert reservation_gateway().show_reservation(window.slurm_name) is None
+
+                # A rolling restart of the two A100 nodes while the long job runs on an RTX 4090 node.
+                form = page.locator("[data-start-rolling]")
+                form.locator("#id_restart_reason").fill("slurmd upgrade")
+                for node in ("gpu-a100-01", "gpu-a100-02"):
+                    form.locator(f'input[name=restart_nodes][value="{node}"]').check()
+                page.once("dialog", lambda dialog: dialog.accept())  # asked first
+                form.locator("button[type=submit]").click()
+                expect(page.locator("[data-rolling-steps] [data-rolling-node]")).to_have_count(2)
+                page.evaluate("window.__marker = 'no reload'")
+                restart = RollingRestart.objects.get()
+                # The beat's pass (console.tasks.advance_rolling_restarts), run here: no worker in this test.
+                _drive(restart)
+                # The page follows without a reload: both nodes back, the restart done, its canary below.
+                expect(page.locator("[data-rolling-state]")).to_have_text("done", timeout=15000)
+                expect(page.locator('[data-rolling-step-state="done"]')).to_have_count(2)
+                assert page.evaluate("window.__marker") == "no reload"
+                assert rest_client().get_job(running.slurm_job_id).state == "RUNNING"
+                page.reload()
+                expect(page.locator("[data-canary-run]")).to_contain_text("rolling restart")
     finally:
         for job in (running, waiting):
             if job is not None:

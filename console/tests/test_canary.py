@@ -13,7 +13,7 @@ from cluster.actions.mirror import mirror_nodes
 from cluster.clusters.services import rest_client, slurm_cli
 from cluster.models import Node
 from console.actions import canary
-from console.models import CanaryCheck, CanaryRun, MaintenanceWindow
+from console.models import CanaryCheck, CanaryRun, MaintenanceWindow, SlurmctldStart
 from jobs.mirror.passes import mirror_jobs
 from testing.slurm import wait_for
 
@@ -98,3 +98,38 @@ def test_a_window_that_ended_gets_its_canary_once(admin_user, monkeypatch):
     window.refresh_from_db()
     assert submitted == [(window.canary_id, ["gpu-a100-01"])]
     assert window.canary.trigger == CanaryRun.Trigger.WINDOW_ENDED and window.canary.reason == "After: upgrade"
+
+
+class _Booted:
+    def __init__(self, at):
+        self.at = at
+
+    def slurmctld_boot_time(self):
+        return self.at
+
+
+@pytest.mark.django_db
+def test_a_slurmctld_restart_gets_a_canary_once_and_a_first_sighting_none(admin_user, monkeypatch):
+    admin_user.profile.cluster_username = "ada"
+    admin_user.profile.save()
+    submitted = []
+    monkeypatch.setattr(canary, "_submit_checks", lambda run, nodes: submitted.append((run.pk, nodes)))
+    slurm = _Booted(timezone.now() - timedelta(days=2))
+    monkeypatch.setattr(canary, "slurm_cli", lambda: slurm)
+    assert canary.start_after_slurmctld_restart() == 0  # the first start seen: a new install, no change
+    assert canary.start_after_slurmctld_restart() == 0
+    assert CanaryRun.objects.count() == 0 and SlurmctldStart.objects.count() == 1
+    slurm.at = timezone.now() - timedelta(minutes=1)  # restarted
+    assert canary.start_after_slurmctld_restart() == 1
+    assert canary.start_after_slurmctld_restart() == 0  # once
+    (run,) = CanaryRun.objects.all()
+    assert run.trigger == CanaryRun.Trigger.SLURMCTLD_RESTART and run.started_by == admin_user
+    assert submitted == [(run.pk, None)]  # every node
+    assert SlurmctldStart.objects.get(started_at=slurm.at).canary == run
+
+
+@pytest.mark.slurm
+def test_slurmctlds_start_time_is_read_from_the_real_daemon_in_utc():
+    booted = slurm_cli().slurmctld_boot_time()
+    # The dev cluster's slurmctld started with `cluster.sh up`, before this test, in the last days.
+    assert timezone.now() - timedelta(days=30) < booted < timezone.now()
