@@ -187,6 +187,10 @@ class AccountingRecord:
     # slurmdbd has no steps, or no memory sample (a step shorter than JobAcctGatherFrequency).
     cpu_seconds: int | None = None
     max_rss_bytes: int | None = None
+    # The job's name, and its comment where slurmdbd keeps comments (AccountingStoreFlags=job_comment):
+    # a restore's reconcile finds the portal's own jobs by it (gpupool/reconcile.py).
+    name: str = ""
+    comment: str = ""
 
     @property
     def state(self) -> str:

@@ -269,6 +269,8 @@ class V0041Adapter(ApiAdapter):
                     array_job_id=array_job_id,
                     array_task_ids=task_ids,
                     **_step_usage(item.get("steps") or []),
+                    name=str(item.get("name") or "")[:200],
+                    comment=str((item.get("comment") or {}).get("job") or "")[:500],
                 )
             )
         return records

@@ -96,6 +96,9 @@ AccountingStorageEnforce=associations,limits,qos,safe
 # Typed GPU and shard TRES for every type: a plan's typed limit (gres/gpu:h100=0)
 # can only be set on a TRES slurmdbd knows, and usage is recorded by type.
 AccountingStorageTRES=$ACCOUNTING_TRES
+# The job's comment (the portal's "gpupool:<uuid>") in slurmdbd too: a restore's reconcile
+# (gpupool/reconcile.py) gives a job it finds only in the accounting its portal id back.
+AccountingStoreFlags=job_comment
 
 # Typed limits bind typed requests only: job_submit.lua refuses GPU requests
 # without a type (--gres=gpu:1, --gpus=1, --gres=shard:2).
