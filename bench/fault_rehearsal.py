@@ -9,7 +9,8 @@ read their jobs and watch them on the WebSocket, all through nginx, it restarts 
 slurmctld, slurmdbd and slurmrestd in turn (SIGTERM by the dev cluster's PIDs, down for --down
 seconds, then `cluster.sh up`), kills (SIGKILL, by the PIDs local-production.sh recorded: only
 its own processes) and restarts in turn a web process, a worker, the beat, Redis and
-PostgreSQL, reloads nginx, and starts two beats at once.
+PostgreSQL, restarts the two web processes one after the other (an upgrade's rolling restart),
+reloads nginx, and starts two beats at once.
 
 Then it checks, once every job has ended and been metered:
 - jobs: every job the API accepted (201) is in Slurm exactly once (slurmdbd's records of the
@@ -368,6 +369,14 @@ def two_beats(phases: list[Phase], settle: float) -> dict:
     return sends
 
 
+def restart_web_one_at_a_time() -> None:
+    """An upgrade's restart of the web tier: each web process stopped (SIGTERM: it finishes what it
+    serves) and started again, waiting until it answers /readyz, before the next."""
+    for name in ("web1", "web2"):
+        lp("stop", name)
+        restart_and_wait(name)
+
+
 def reload_nginx() -> None:
     os.kill(pid_of("nginx"), signal.SIGHUP)  # graceful: new workers, old ones finish their requests
     time.sleep(1)
@@ -471,6 +480,8 @@ def main():
             ):
                 print(f"{time.strftime('%H:%M:%S')} fault: {name}", flush=True)
                 fault(phases, name, target, args.down, args.settle)
+            print(f"{time.strftime('%H:%M:%S')} fault: web restarted one at a time", flush=True)
+            fault(phases, "web rolling restart", "web", 0, args.settle, action=restart_web_one_at_a_time)
             print(f"{time.strftime('%H:%M:%S')} fault: nginx reloaded", flush=True)
             fault(phases, "nginx reloaded", "nginx", 0, args.settle, action=reload_nginx)
             print(f"{time.strftime('%H:%M:%S')} fault: two beats at once", flush=True)
