@@ -96,7 +96,8 @@ def test_a_restored_backup_is_reconciled_from_slurm_without_loss_or_doubling(ali
         assert restored.returncode == 0, restored.stderr + restored.stdout
         assert "jobs given back their row" in restored.stdout and "restored and reconciled" in restored.stdout
         with psycopg.connect(_postgres(target)) as db:
-            jobs = dict(db.execute("SELECT slurm_job_id, uuid FROM jobs_job WHERE cluster_user = %s", ["alice"]))
+            name = before.cluster_user
+            jobs = dict(db.execute("SELECT slurm_job_id, uuid FROM jobs_job WHERE cluster_user = %s", [name]))
             # Both jobs, the second under the portal id it had (slurmdbd kept its comment).
             assert jobs == {before.slurm_job_id: before.uuid, after.slurm_job_id: after.uuid}
             state = db.execute("SELECT state FROM jobs_job WHERE slurm_job_id = %s", [after.slurm_job_id]).fetchone()
@@ -118,7 +119,7 @@ def test_a_restored_backup_is_reconciled_from_slurm_without_loss_or_doubling(ali
         assert "0 jobs given back their row" in again.stdout and "0 usage records written again" in again.stdout
         with psycopg.connect(_postgres(target)) as db:
             assert _usage(db.execute(usage_sql).fetchall()) == original_usage
-            assert db.execute("SELECT count(*) FROM jobs_job WHERE cluster_user = 'alice'").fetchone() == (2,)
+            assert db.execute("SELECT count(*) FROM jobs_job WHERE cluster_user = %s", [name]).fetchone() == (2,)
     finally:
         _admin_sql(f'DROP DATABASE IF EXISTS "{target}" WITH (FORCE)')
 
