@@ -74,9 +74,16 @@ def _run_all(jobs) -> None:
     from billing.models import UsageRecord
     from billing.usage.metering import run_metering
     from cluster.clusters.services import rest_client
+    from jobs.mirror.passes import mirror_jobs
+    from jobs.models import FINAL_STATES, Job
 
     ids = [job.slurm_job_id for job in jobs]
-    _wait("the jobs to end", lambda: all(rest_client().get_job(i).is_terminal for i in ids))
+    # The mirror (the beat's, in the portal) brings the ends to the rows: the plan's quota reads them.
+    _wait(
+        "the jobs to end",
+        lambda: mirror_jobs(rest_client()) is not None
+        and not Job.objects.filter(slurm_job_id__in=ids).exclude(state__in=FINAL_STATES).exists(),
+    )
     _wait(
         "every run metered",
         lambda: run_metering() is not None and UsageRecord.objects.filter(slurm_job_id__in=ids).count() >= len(ids),

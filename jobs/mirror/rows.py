@@ -121,6 +121,7 @@ def apply_slurm_job(job: SlurmJob, cluster: str | None = None) -> bool:
     True when the row changed."""
     fields = _fields_from_slurm(job)
     row = _row(cluster, slurm_job_id=job.job_id)
+    portal_uuid = None
     if row is None and job.comment.startswith(COMMENT_PREFIX):
         portal_uuid = _uuid_or_none(job.comment[len(COMMENT_PREFIX) :])
         # Only a row submitted to this cluster: a comment copied to another cluster claims nothing.
@@ -171,6 +172,9 @@ def apply_slurm_job(job: SlurmJob, cluster: str | None = None) -> bool:
                 # A job from outside the portal (sbatch on a login node, a job's own
                 # sbatch) counts toward its owner's quota like the portal's own.
                 gpu_type, gpus, shards = requested_quota(job.tres_per_node)
+                # The portal's own job whose row is gone (a database restored from a backup older
+                # than the job) comes back under its portal id; an id a row holds is not taken.
+                lost_own = portal_uuid is not None and not Job.objects.filter(uuid=portal_uuid).exists()
                 created = Job.objects.create(
                     cluster=cluster or primary_cluster_name(),
                     slurm_job_id=job.job_id,
@@ -180,6 +184,7 @@ def apply_slurm_job(job: SlurmJob, cluster: str | None = None) -> bool:
                     quota_gpus=gpus,
                     quota_shards=shards,
                     **fields,
+                    **({"uuid": portal_uuid} if lost_own else {}),
                 )
         except IntegrityError:
             # Another pass created it first; fall through to the conditional update.

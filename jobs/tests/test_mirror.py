@@ -34,6 +34,31 @@ def provisioned_alice(alice):
     remove_cluster_user(profile.cluster_username)
 
 
+def test_a_portal_job_whose_row_is_gone_comes_back_under_its_portal_id(alice):
+    import uuid
+    from dataclasses import replace
+
+    from cluster.slurmrest.v0041 import V0041Adapter
+    from cluster.tests.test_v0041_adapter import captured
+    from jobs.protocol import COMMENT_PREFIX
+
+    # A database restored from a backup older than the job: Slurm runs it, no row names it.
+    lost_id = uuid.uuid4()
+    running = replace(
+        V0041Adapter().decode_jobs(captured("job_running")[1])[0],
+        job_id=990004,
+        comment=f"{COMMENT_PREFIX}{lost_id}",
+    )
+    assert apply_slurm_job(running) is True
+    assert Job.objects.get(slurm_job_id=990004).uuid == lost_id
+    # A comment naming an id a row holds (copied, or forged) takes nothing from that row.
+    held = Job.objects.create(owner=alice, cluster_user="alicex", state="COMPLETED", name="mine", slurm_job_id=5)
+    copied = replace(running, job_id=990005, user_name="mallory", comment=f"{COMMENT_PREFIX}{held.uuid}")
+    apply_slurm_job(copied)
+    assert Job.objects.get(slurm_job_id=990005).uuid != held.uuid
+    assert Job.objects.filter(uuid=held.uuid).count() == 1
+
+
 @pytest.mark.slurm
 def test_mirror_follows_a_job_to_completion_and_records_accounting(provisioned_alice):
     client = rest_client(provisioned_alice.cluster_username)
