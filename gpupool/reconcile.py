@@ -4,12 +4,13 @@ A database restored from a backup knows nothing of the jobs submitted after it, 
 jobs of that moment in the state they had then. Slurm kept going, and slurmdbd recorded every job. For
 each cluster that takes jobs, `reconcile(since)` reads slurmdbd's records from `since` on and:
 
-- gives back a row to each job the database lost (by its Slurm id on that cluster), with its portal
-  id where slurmdbd kept the job's comment (AccountingStoreFlags=job_comment) and its owner and group
-  by its Slurm user and account. Array tasks are left to their sweep (its rows are not in the backup);
-  their usage is still metered below.
-- moves every row the backup froze: one mirror pass, which settles each job no longer in slurmctld from
-  its accounting record, as it always does;
+- runs one mirror pass: it moves every row the backup froze (a job no longer in slurmctld is settled
+  from its accounting record, as always) and gives a row back to each job slurmctld still holds that
+  the database lost, under its portal id (its comment; jobs/mirror/rows.py);
+- gives back a row to each job only slurmdbd still knows (by its Slurm id on that cluster), with its
+  portal id where slurmdbd kept the job's comment (AccountingStoreFlags=job_comment) and its owner and
+  group by its Slurm user and account. Array tasks are left to their sweep (its rows are not in the
+  backup); their usage is still metered below;
 - meters the records: the usage records and charges written since the backup come back under the same
   keys (billing/usage/metering.py: a run is written once per key, whatever the window).
 
@@ -148,11 +149,15 @@ def reconcile(since: datetime, until: datetime | None = None) -> ReconcileResult
             client = rest_client(cluster=cluster.name)
             records = client.list_accounting(since, until)
             found.records = len(records)
-            found.jobs_recreated, found.array_tasks_left = recreate_lost_jobs(records, cluster.name)
+            # The jobs slurmctld still holds first: its listing has every job's comment (slurmdbd
+            # has a running job's only once it ends), so their rows come back under their portal ids.
+            before = Job.objects.on_cluster(cluster.name).count()
             if cluster.primary:
                 mirror_jobs(client)
             else:
                 run_further_sync(cluster.name)
+            _from_accounting, found.array_tasks_left = recreate_lost_jobs(records, cluster.name)
+            found.jobs_recreated = Job.objects.on_cluster(cluster.name).count() - before
             metered = meter_records(records, cluster=cluster.name)
         except SlurmError as exc:
             log.warning("reconcile: %s could not be read: %s", cluster.name, exc)

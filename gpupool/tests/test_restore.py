@@ -25,6 +25,7 @@ from cluster.clusters.services import rest_client
 from gpupool.backup import MANIFEST
 from jobs import actions
 from jobs.models import Job
+from jobs.protocol import slurm_comment
 from jobs.submission.spec import SpecPolicy, parse_job_spec
 from jobs.tests.conftest import GOOD_SPEC
 from plans.catalog import plan_for
@@ -84,6 +85,9 @@ def test_a_restored_backup_is_reconciled_from_slurm_without_loss_or_doubling(ali
     folder = tmp_path / "backup"
     call_command("backup", str(folder))
     after = _run_to_the_end(alice, "after-backup")  # only Slurm and the original database know it
+    # slurmdbd keeps the job's comment (AccountingStoreFlags=job_comment): a job slurmctld has
+    # forgotten (MinJobAge) still comes back under its portal id.
+    assert rest_client().get_accounting(after.slurm_job_id).comment == slurm_comment(after)
     original_usage = _usage(
         UsageRecord.objects.filter(user=alice).values_list("cluster", "slurm_job_id", "run_start", "seconds", "amount")
     )
