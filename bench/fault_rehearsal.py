@@ -369,12 +369,20 @@ def two_beats(phases: list[Phase], settle: float) -> dict:
     return sends
 
 
+# nginx's `fail_timeout` for a web process (deploy/local-production.sh's upstream): after a process
+# failed a request, nginx sends it nothing for this long, even once it is back.
+NGINX_FAIL_TIMEOUT = 5.0
+
+
 def restart_web_one_at_a_time() -> None:
-    """An upgrade's restart of the web tier: each web process stopped (SIGTERM: it finishes what it
-    serves) and started again, waiting until it answers /readyz, before the next."""
+    """An upgrade's restart of the web tier: each web process stopped (SIGTERM: it stops listening and
+    finishes what it serves) and started again, waiting until it answers /readyz, then until nginx
+    sends it requests again, before the next. Stopping the second while nginx still holds the first
+    as failed leaves nginx no process at all: 502 for everyone."""
     for name in ("web1", "web2"):
         lp("stop", name)
         restart_and_wait(name)
+        time.sleep(NGINX_FAIL_TIMEOUT + 1)
 
 
 def reload_nginx() -> None:
@@ -410,9 +418,10 @@ def main():
     parser.add_argument("--keep-up", action="store_true", help="leave the shape running afterwards")
     parser.add_argument(
         "--only",
-        choices=("all", "portal", "slurm"),
+        choices=("all", "portal", "slurm", "web"),
         default="all",
-        help="the portal's processes killed, Slurm's daemons restarted, or both (the default)",
+        help="the portal's processes killed, Slurm's daemons restarted, both (the default), or the web tier's "
+        "rolling restart alone",
     )
     parser.add_argument(
         "--reads-only",
@@ -480,8 +489,10 @@ def main():
             ):
                 print(f"{time.strftime('%H:%M:%S')} fault: {name}", flush=True)
                 fault(phases, name, target, args.down, args.settle)
+        if args.only in ("all", "portal", "web"):
             print(f"{time.strftime('%H:%M:%S')} fault: web restarted one at a time", flush=True)
             fault(phases, "web rolling restart", "web", 0, args.settle, action=restart_web_one_at_a_time)
+        if args.only in ("all", "portal"):
             print(f"{time.strftime('%H:%M:%S')} fault: nginx reloaded", flush=True)
             fault(phases, "nginx reloaded", "nginx", 0, args.settle, action=reload_nginx)
             print(f"{time.strftime('%H:%M:%S')} fault: two beats at once", flush=True)
