@@ -81,8 +81,10 @@ def _run_all(jobs) -> None:
     # The mirror (the beat's, in the portal) brings the ends to the rows: the plan's quota reads them.
     _wait(
         "the jobs to end",
-        lambda: mirror_jobs(rest_client()) is not None
-        and not Job.objects.filter(slurm_job_id__in=ids).exclude(state__in=FINAL_STATES).exists(),
+        lambda: (
+            mirror_jobs(rest_client()) is not None
+            and not Job.objects.filter(slurm_job_id__in=ids).exclude(state__in=FINAL_STATES).exists()
+        ),
     )
     _wait(
         "every run metered",
