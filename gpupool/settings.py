@@ -811,6 +811,8 @@ SPECTACULAR_SETTINGS = {
         "GroupRoleEnum": "groups.models.GroupRole",
         "DatasetVersionStateEnum": "datasets.models.VersionState",
         "SessionStateEnum": "interactive.models.SessionState",
+        "RollingRestartStateEnum": "console.models.RollingRestart.State",
+        "RollingRestartStepStateEnum": "console.models.RollingRestartStep.State",
     },
 }
 

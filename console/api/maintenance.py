@@ -57,12 +57,15 @@ def _ahead():
 
 class WindowsView(_Refusing):
     @extend_schema(
-        operation_id="maintenance_list", responses={200: WindowSerializer(many=True), **error_responses(ERRORS, 401)}
+        tags=["maintenance"],
+        operation_id="maintenance_list",
+        responses={200: WindowSerializer(many=True), **error_responses(ERRORS, 401)},
     )
     def get(self, request):
         return Response(WindowSerializer(_ahead(), many=True).data)
 
     @extend_schema(
+        tags=["maintenance"],
         operation_id="maintenance_create",
         request=WindowInputSerializer,
         responses={201: WindowSerializer, **error_responses(ERRORS, 400, 401, 403, 503)},
@@ -89,13 +92,17 @@ class WindowView(_Refusing):
         return window
 
     @extend_schema(
-        operation_id="maintenance_read", responses={200: WindowSerializer, **error_responses(ERRORS, 401, 404)}
+        tags=["maintenance"],
+        operation_id="maintenance_read",
+        responses={200: WindowSerializer, **error_responses(ERRORS, 401, 404)},
     )
     def get(self, request, pk: int):
         return Response(WindowSerializer(self._window(pk)).data)
 
     @extend_schema(
-        operation_id="maintenance_cancel", responses={204: None, **error_responses(ERRORS, 401, 403, 404, 503)}
+        tags=["maintenance"],
+        operation_id="maintenance_cancel",
+        responses={204: None, **error_responses(ERRORS, 401, 403, 404, 503)},
     )
     def delete(self, request, pk: int):
         if not is_admin(request.user):

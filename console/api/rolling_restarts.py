@@ -73,6 +73,7 @@ class _AdminsOnly(RefusingAPIView):
 
 class RestartsView(_AdminsOnly):
     @extend_schema(
+        tags=["maintenance"],
         operation_id="rolling_restarts_list",
         responses={200: RestartSerializer(many=True), **error_responses(ERRORS, 401, 403)},
     )
@@ -81,6 +82,7 @@ class RestartsView(_AdminsOnly):
         return Response(RestartSerializer(restarts, many=True).data)
 
     @extend_schema(
+        tags=["maintenance"],
         operation_id="rolling_restarts_create",
         request=RestartInputSerializer,
         responses={201: RestartSerializer, **error_responses(ERRORS, 400, 401, 403, 409)},
@@ -96,6 +98,7 @@ class RestartsView(_AdminsOnly):
 
 class RestartView(_AdminsOnly):
     @extend_schema(
+        tags=["maintenance"],
         operation_id="rolling_restarts_read",
         responses={200: RestartSerializer, **error_responses(ERRORS, 401, 403, 404)},
     )
@@ -105,6 +108,7 @@ class RestartView(_AdminsOnly):
 
 class RestartStopView(_AdminsOnly):
     @extend_schema(
+        tags=["maintenance"],
         operation_id="rolling_restarts_stop",
         request=None,
         responses={200: RestartSerializer, **error_responses(ERRORS, 401, 403, 404, 409)},
