@@ -181,6 +181,11 @@ def _ask_slurm(restart: RollingRestart, step: RollingRestartStep) -> None:
     try:
         slurm_cli().reboot_node(step.node, _reason_words(f"rolling restart {restart.pk}: {restart.reason}"))
     except (SlurmError, ValueError) as exc:
+        if isinstance(exc, SlurmError) and exc.transient:
+            # slurmctld away for a moment: the step stays claimed and the next pass asks again
+            # (no reboot request on the node, no new boot).
+            log.info("rolling restart %s: reboot %s not asked yet: %s", restart.pk, step.node, exc)
+            return
         words = exc.public_message if isinstance(exc, SlurmError) else str(exc)
         log.warning("rolling restart %s: reboot %s refused: %s", restart.pk, step.node, exc)
         _fail(restart, step, f"Slurm did not take the restart: {words}")

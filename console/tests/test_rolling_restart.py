@@ -16,6 +16,7 @@ from django.utils import timezone
 from audit.models import AuditLog
 from cluster.actions.mirror import mirror_nodes
 from cluster.clusters.services import rest_client
+from cluster.errors import SlurmTransientError
 from cluster.models import Node
 from console.actions import rolling_restart
 from console.models import CanaryCheck, CanaryRun, RollingRestart, RollingRestartStep
@@ -201,12 +202,15 @@ class _Slurm:
 
     def __init__(self, boot_time):
         self.asked: list[str] = []
+        self.away = False
         self.nodes = {
             "gpu-a100-01": rolling_restart.NodeNow(frozenset({"IDLE"}), "", boot_time),
             "gpu-a100-02": rolling_restart.NodeNow(frozenset({"IDLE"}), "", boot_time),
         }
 
     def reboot_node(self, node, reason):
+        if self.away:
+            raise SlurmTransientError("scontrol reboot failed (1): Unable to contact slurm controller")
         self.asked.append(node)
 
 
@@ -218,6 +222,11 @@ def test_a_pass_that_died_before_asking_slurm_is_healed_and_nothing_is_asked_twi
     monkeypatch.setattr(rolling_restart, "slurm_cli", lambda: slurm)
     monkeypatch.setattr(rolling_restart, "_nodes_now", lambda: slurm.nodes)
     restart = rolling_restart.start(admin_user, ["gpu-a100-01", "gpu-a100-02"], "upgrade")
+    slurm.away = True  # slurmctld restarting: the pass asks, Slurm does not answer; nothing fails
+    rolling_restart.advance(restart.pk)
+    restart.refresh_from_db()
+    assert restart.state == RollingRestart.State.RUNNING and restart.steps.get(position=0).state == Step.DRAINING
+    slurm.away = False
     # A pass claimed the first node and died before Slurm heard of it.
     RollingRestartStep.objects.filter(restart=restart, position=0).update(state=Step.DRAINING, asked_at=timezone.now())
     rolling_restart.advance(restart.pk)
