@@ -71,7 +71,13 @@ def rest_client(
         _minter(config.jwt_key_file),
         user_name=user_name or settings.SLURM_SERVICE_USER,
         timeout=timeout or settings.SLURM_REQUEST_TIMEOUT_SECONDS,
+        on_endpoint_missing=lambda: forget_served_api(config.slurmrestd_url, config.jwt_key_file),
     )
+
+
+def forget_served_api(base_url: str, key_file: Path) -> None:
+    """The daemon at `base_url` is asked again what it serves (it was upgraded under the portal)."""
+    _served_apis.pop((base_url, key_file), None)
 
 
 def slurm_cli(cluster: str | None = None) -> SlurmCli:

@@ -61,6 +61,10 @@ _ALREADY_DONE = 2021  # ESLURM_ALREADY_DONE: the job ended before the cancel rea
 _STATE_FILTERED = 2172  # a cancel's job_state filter passed this job over
 _INVALID_RESERVATION = 2053  # ESLURM_RESERVATION_INVALID
 _AUTH_STATUSES = {401, 403, 511}
+# slurmrestd's plain-text 404 for a path it does not serve, a version it dropped included: 24.11
+# says "Unable find requested URL. Please view /openapi/v3 ...", 26.05 "Unable to find requested URL
+# endpoint. Please query the '/openapi/v3' endpoint ...".
+_ENDPOINT_MISSING = ("Unable find requested URL", "Unable to find requested URL endpoint")
 
 
 class SlurmRestClient:
@@ -73,8 +77,12 @@ class SlurmRestClient:
         user_name: str,
         timeout: float = 10.0,
         session: requests.Session | None = None,
+        on_endpoint_missing: Callable[[], None] | None = None,
     ):
         self.base_url = base_url.rstrip("/")
+        # Told when the daemon says it has no such endpoint: it no longer serves the API version
+        # settled on (upgraded under the portal), so the versions it serves are read again.
+        self.on_endpoint_missing = on_endpoint_missing
         # An adapter, or a function that picks one on first use (version detection asks the
         # daemon, so building a client never fails; its first call does, as any call may).
         self._adapter = adapter
@@ -98,6 +106,7 @@ class SlurmRestClient:
             user_name=user_name,
             timeout=self.timeout,
             session=self._session,
+            on_endpoint_missing=self.on_endpoint_missing,
         )
 
     # --- transport ---------------------------------------------------------------------
@@ -119,6 +128,16 @@ class SlurmRestClient:
             payload = response.json()
         except ValueError:
             payload = None
+        if response.status_code == 404 and payload is None and any(t in response.text for t in _ENDPOINT_MISSING):
+            # Not a missing job: the path's version is gone. A transient error (nothing is
+            # settled as missing), and the next client speaks a version the daemon serves.
+            if self.on_endpoint_missing is not None:
+                self.on_endpoint_missing()
+            raise SlurmTransientError(
+                f"slurmrestd at {self.base_url} no longer serves {path.split('/')[2]} ({method} {path}): "
+                "upgraded? The versions it serves are read again.",
+                status=404,
+            )
         _raise_for_response(response.status_code, payload, f"{method} {path}", response.text[:300])
         return payload
 
