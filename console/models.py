@@ -195,6 +195,7 @@ class CanaryRun(models.Model):
         WINDOW_ENDED = "window_ended", "a maintenance window ended"
         ROLLING_RESTART = "rolling_restart", "a rolling restart ended"
         SLURMCTLD_RESTART = "slurmctld", "slurmctld restarted"
+        IMAGE_PREWARMED = "image", "an image was prewarmed on the nodes"
 
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
     reason = models.CharField(max_length=300, blank=True)

@@ -7,7 +7,8 @@ reason on the maintenance page and resumes the node once it is fixed.
 
 It runs after a maintenance window ends (`start_after_windows`, the beat), after a rolling restart
 (console/actions/rolling_restart.py), after slurmctld restarts (`start_after_slurmctld_restart`, the
-beat: its BOOT_TIME is new), or when an admin asks. The
+beat: its BOOT_TIME is new), after an image is prewarmed on the nodes (in that image, on the nodes that
+took it: console/actions/image_operations.py), or when an admin asks. The
 jobs are operational jobs of the admin who planned the window or asked (jobs.actions.create_pinned_job),
 submitted like any job; `settle` reads each ended job's log. Every change of a check is a conditional
 UPDATE from `running`, so two passes never drain a node twice.
@@ -78,16 +79,18 @@ def canary_script(image: str, runtime: str) -> str:
     return SCRIPT.format(container=container)
 
 
-def _new_run(actor, trigger: str, reason: str) -> CanaryRun:
-    canary_script(settings.CANARY_IMAGE, settings.JOB_RUNTIME)  # a bad setting refuses before anything is made
+def _new_run(actor, trigger: str, reason: str, image: str | None = None) -> CanaryRun:
+    image = image or settings.CANARY_IMAGE
+    canary_script(image, settings.JOB_RUNTIME)  # a bad image refuses before anything is made
     if actor is None or not Profile.objects.filter(user=actor).exclude(cluster_username="").exists():
         raise CanaryRefused("The canary runs as an admin with a cluster account; nobody is given.")
-    return CanaryRun.objects.create(trigger=trigger, reason=reason[:300], image=settings.CANARY_IMAGE, started_by=actor)
+    return CanaryRun.objects.create(trigger=trigger, reason=reason[:300], image=image, started_by=actor)
 
 
-def start(actor, trigger: str, reason: str = "", nodes: list[str] | None = None) -> CanaryRun:
-    """A run with a check per node (every node Slurm offers, or `nodes`), each job submitted now."""
-    run = _new_run(actor, trigger, reason)
+def start(actor, trigger: str, reason: str = "", nodes: list[str] | None = None, image: str | None = None) -> CanaryRun:
+    """A run with a check per node (every node Slurm offers, or `nodes`), each job submitted now, in
+    `image` (CANARY_IMAGE by default)."""
+    run = _new_run(actor, trigger, reason, image)
     _submit_checks(run, nodes)
     return run
 

@@ -27,8 +27,9 @@ from audit.log import record
 from cluster.clusters.services import rest_client
 from cluster.errors import SlurmError
 from cluster.models import Node
+from console.actions import canary
 from console.actions.pinned_jobs import submit_pinned_job
-from console.models import ImageOperation, ImageOperationNode, NodeImage
+from console.models import CanaryRun, ImageOperation, ImageOperationNode, NodeImage
 from foundation.images import Image
 from foundation.words import counted
 from jobs.logs import local_log_path, read_tail
@@ -235,6 +236,19 @@ def _finish(operation: ImageOperation) -> None:
         result=f"{len(parts) - len(failed)} of {counted(len(parts), 'node')} done"
         + (f"; failed: {', '.join(p.node for p in failed)}" if failed else ""),
     )
+    took = [part.node for part in parts if part.state == ImageOperationNode.State.DONE]
+    if operation.kind == ImageOperation.Kind.PREWARM and took:
+        # An image change: the canary starts a container of that image on each node that took it.
+        try:
+            canary.start(
+                operation.requested_by,
+                CanaryRun.Trigger.IMAGE_PREWARMED,
+                f"After prewarming {operation.image}",
+                nodes=took,
+                image=operation.image,
+            )
+        except canary.CanaryRefused as exc:
+            log.warning("image operation %s: no canary after it: %s", operation.pk, exc)
 
 
 def _replace_listing(node: str, files: dict[str, tuple[int, datetime]], reported_at: datetime) -> None:

@@ -20,7 +20,7 @@ from django.test import Client
 from cluster.models import Node
 from console.actions import image_operations
 from console.actions.image_operations import OperationRefused, parse_output
-from console.models import ImageOperation, ImageOperationNode, NodeImage
+from console.models import CanaryCheck, CanaryRun, ImageOperation, ImageOperationNode, NodeImage
 
 TOOL = Path(settings.BASE_DIR) / "deploy" / "node" / "gpupool-image-cache"
 DIGEST = "sha256:" + "ab" * 32
@@ -345,6 +345,22 @@ def test_an_admin_prewarms_a_new_image_on_every_node_with_progress_then_removes_
                 assert start.image == image.reference and 0 < start.seconds < 60
                 assert ContainerStart.objects.filter(image=image.reference).count() == 1
 
+                # The image change's canary: a container of the new image on each node that took it,
+                # settled by the portal's beat before the image goes again.
+                canary_run = CanaryRun.objects.get(trigger=CanaryRun.Trigger.IMAGE_PREWARMED)
+                assert canary_run.image == image.reference and canary_run.started_by == admin_user
+                wait_for(
+                    lambda: (
+                        canary_run.checks.exists()
+                        and not canary_run.checks.filter(state=CanaryCheck.State.RUNNING).exists()
+                    ),
+                    timeout=180,
+                    what="the canary after the prewarm to settle",
+                )
+                checks = list(canary_run.checks.all())
+                assert sorted(check.node for check in checks) == nodes
+                assert all(check.state == CanaryCheck.State.PASSED for check in checks), [c.detail for c in checks]
+
                 page.goto(f"{base_url}/console/images/")
                 expect(row.locator("[data-starts]")).to_contain_text("first start")
                 row.locator("[data-remove]").click()
@@ -367,3 +383,27 @@ def test_an_admin_prewarms_a_new_image_on_every_node_with_progress_then_removes_
         catalogue_lines = settings.DEVCLUSTER_DIR / "root/etc/enroot/image-catalogue"
         kept = [line for line in catalogue_lines.read_text().splitlines() if not line.startswith(image.reference + " ")]
         catalogue_lines.write_text("\n".join(kept) + "\n")
+
+
+@pytest.mark.django_db
+def test_a_finished_prewarm_starts_one_canary_in_that_image_on_the_nodes_that_took_it(admin_user, monkeypatch):
+    from console.actions import canary, image_operations
+
+    admin_user.profile.cluster_username = "ada"
+    admin_user.profile.save()
+    submitted = []
+    monkeypatch.setattr(canary, "_submit_checks", lambda run, nodes: submitted.append((run.pk, nodes)))
+    reference = "nvcr.io/nvidia/pytorch:24.05-py3"
+    operation = ImageOperation.objects.create(kind="prewarm", image=reference, requested_by=admin_user)
+    for node, state in (("gpu-a100-01", "done"), ("gpu-a100-02", "failed"), ("gpu-4090-01", "done")):
+        ImageOperationNode.objects.create(operation=operation, node=node, state=state)
+    image_operations._finish(operation)
+    image_operations._finish(operation)  # a second pass: finished already, nothing more
+    (run,) = CanaryRun.objects.all()
+    assert (run.trigger, run.image, run.started_by) == (CanaryRun.Trigger.IMAGE_PREWARMED, reference, admin_user)
+    assert submitted == [(run.pk, ["gpu-4090-01", "gpu-a100-01"])]
+
+    removal = ImageOperation.objects.create(kind="remove", image=reference, requested_by=admin_user)
+    ImageOperationNode.objects.create(operation=removal, node="gpu-a100-01", state="done")
+    image_operations._finish(removal)
+    assert CanaryRun.objects.count() == 1  # a removal is no image to check
