@@ -39,6 +39,23 @@ class NodeFacts:
         return power_state_of(self.state_flags.split(","))
 
     @property
+    def out_of_service(self) -> str:
+        """Why Slurm runs no new job on it, in words ("" while it takes jobs): a restart asked or
+        under way (the portal's rolling restart, or a site's own `scontrol reboot`), a drain, down."""
+        flags = set(self.state_flags.split(","))
+        if "REBOOT_ISSUED" in flags:
+            return "restarting"
+        if "REBOOT_REQUESTED" in flags:
+            return "restart asked: draining until its jobs end"
+        if self.state in {"DOWN", "ERROR", "FUTURE", "UNKNOWN"}:
+            return "down"
+        if "NOT_RESPONDING" in flags or "INVALID_REG" in flags:
+            return "not answering"
+        if "DRAIN" in flags:
+            return "draining: its jobs run on" if self.state in {"MIXED", "ALLOCATED", "COMPLETING"} else "drained"
+        return ""
+
+    @property
     def is_unavailable(self) -> bool:
         flags = set(self.state_flags.split(","))
         return self.state in {"DOWN", "ERROR", "FUTURE", "UNKNOWN"} or bool(

@@ -22,6 +22,8 @@ def test_an_admin_follows_a_rolling_restart_on_a_phone(admin_user):
     now = timezone.now()
     for name in ("gpu-a100-01", "gpu-a100-02", "gpu-4090-01"):
         Node.objects.create(name=name, state="IDLE")
+    # A node the site's own tools are restarting (`scontrol reboot ASAP`), as the mirror copies it.
+    Node.objects.create(name="gpu-h100-01", state="MIXED", state_flags="DRAIN,REBOOT_REQUESTED", reason="site upgrade")
     MaintenanceWindow.objects.create(
         start=now + timedelta(hours=5), end=now + timedelta(hours=6), reason="Slurm upgrade to 26.05",
         created_by=admin_user, slurm_name="maint-1",
@@ -43,6 +45,9 @@ def test_an_admin_follows_a_rolling_restart_on_a_phone(admin_user):
         expect(second).to_contain_text("draining: restarts once its jobs end")
         expect(page.locator("progress")).to_have_attribute("value", "1")
         expect(page.locator("[data-stop-rolling]")).to_be_visible()
+        site = page.locator('[data-out-of-service] [data-out-node="gpu-h100-01"]')
+        expect(site).to_contain_text("restart asked: draining until its jobs end")
+        expect(site).to_contain_text("site upgrade")
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         page.evaluate("window.__marker = 'no reload'")
         RollingRestartStep.objects.filter(pk=draining.pk).update(state=RollingRestartStep.State.DONE)
@@ -51,4 +56,8 @@ def test_an_admin_follows_a_rolling_restart_on_a_phone(admin_user):
         expect(page.locator('[data-rolling-step-state="done"]')).to_have_count(2)
         assert page.evaluate("window.__marker") == "no reload"
         expect(page.locator("[data-start-rolling]")).to_be_visible()  # the form again, once it ended
+        # The site's restart ends: the node leaves the list, still without a reload.
+        Node.objects.filter(name="gpu-h100-01").update(state="IDLE", state_flags="", reason="")
+        expect(page.locator('[data-out-node="gpu-h100-01"]')).to_have_count(0, timeout=15000)
+        assert page.evaluate("window.__marker") == "no reload"
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

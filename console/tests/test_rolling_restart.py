@@ -115,6 +115,9 @@ def test_a_busy_node_waits_for_its_job_and_a_stop_withdraws_its_restart(admin_us
         assert restart.steps.get(node=other).state == Step.WAITING
         node = _slurm_nodes()[busy]
         assert {"DRAIN", "REBOOT_REQUESTED"} <= set(node.states) and "driver update" in node.reason
+        # The mirror copies it as Slurm says it: the maintenance page lists it, as it would a site's own restart.
+        mirror_nodes(rest_client())
+        assert Node.objects.get(name=busy).out_of_service == "restart asked: draining until its jobs end"
         assert rest_client().get_job(running.slurm_job_id).state == "RUNNING"
 
         stopped = rolling_restart.stop(admin_user, restart.pk)

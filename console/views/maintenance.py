@@ -60,13 +60,18 @@ def maintenance_page(request):
                 )
                 return redirect("console:maintenance")
     windows = [(window, maintenance.crossing_jobs(window)) for window in maintenance.ahead()]
+    nodes = sorted(Node.objects.all(), key=lambda node: (node.gpu_type, node.name))
     latest = canary.latest()
     rolling = rolling_restart.latest()
     past = MaintenanceWindow.objects.exclude(pk__in=[window.pk for window, _ in windows]).order_by("-start")[:RECENT]
     context = {
         "windows": windows,
         "past": past,
-        "nodes": sorted(Node.objects.all(), key=lambda node: (node.gpu_type, node.name)),
+        "nodes": nodes,
+        # Nodes Slurm runs no new job on, whoever took them out (a site's own restarts included).
+        "out_of_service": [node for node in nodes if node.out_of_service],
+        # The page follows a restart live, the portal's or a site's own (Slurm's REBOOT flags).
+        "restarting": any("REBOOT" in node.state_flags for node in nodes),
         "values": values,
         "errors": errors,
         "time_zone": timezone.get_current_timezone_name(),
