@@ -254,6 +254,10 @@ class RollingRestart(models.Model):
     # In words: why it failed or who stopped it.
     detail = models.CharField(max_length=500, blank=True)
     canary = models.ForeignKey(CanaryRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The article's beta partition: a tenth of the nodes (one at least) restarted first and checked by
+    # a canary (`gate`) before the rest are asked; a failure there stops the restart.
+    canary_first = models.BooleanField(default=False, db_default=False)
+    gate = models.ForeignKey(CanaryRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
         ordering = ["-started_at", "-pk"]

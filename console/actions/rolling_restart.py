@@ -6,7 +6,9 @@ job lands there, waits for the running ones to end, runs RebootProgram (a real s
 cluster's restarts the node's slurmd as a boot, deploy/devcluster/power/gpupool-node-reboot) and
 resumes the node once it has booted. The portal asks for one node at a time and follows it: a step is
 done when Slurm reports a boot later than the asking and the node back in service. When the last node
-is back, a canary runs on the restarted nodes (console/actions/canary.py).
+is back, a canary runs on the restarted nodes (console/actions/canary.py). A canary-first restart (the
+article's beta partition of a tenth of the nodes) restarts a tenth first, runs the canary on them, and
+asks the rest only once it passed.
 
 `advance` is the one pass, run by the beat and once at the start; every change of a step or of the
 restart is a conditional UPDATE from the state the pass read, so two passes side by side ask Slurm
@@ -30,7 +32,7 @@ from cluster.clusters.services import rest_client, slurm_cli
 from cluster.errors import SlurmError
 from cluster.models import Node
 from console.actions import canary
-from console.models import CanaryRun, RollingRestart, RollingRestartStep
+from console.models import CanaryCheck, CanaryRun, RollingRestart, RollingRestartStep
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +76,12 @@ def _reason_words(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.,:/@+\- ]", " ", text).strip()[:200]
 
 
-def start(actor, nodes: list[str], reason: str) -> RollingRestart:
+def first_tenth(count: int) -> int:
+    """How many nodes a canary-first restart restarts before its canary: a tenth, one at least."""
+    return max(1, -(-count // 10))
+
+
+def start(actor, nodes: list[str], reason: str, *, canary_first: bool = False) -> RollingRestart:
     """A restart of `nodes`, in the order given; refused while another runs. The caller enqueues
     its first pass (console.tasks.advance_rolling_restart) on commit, or the beat's finds it."""
     reason = " ".join(reason.split())[:200]
@@ -91,12 +98,16 @@ def start(actor, nodes: list[str], reason: str) -> RollingRestart:
         raise RollingRestartError(f"Slurm has no node named {', '.join(unknown)}.")
     try:
         with transaction.atomic():
-            restart = RollingRestart.objects.create(reason=reason, started_by=actor)
+            restart = RollingRestart.objects.create(reason=reason, started_by=actor, canary_first=canary_first)
             RollingRestartStep.objects.bulk_create(
                 RollingRestartStep(restart=restart, node=node, position=index) for index, node in enumerate(chosen)
             )
             record(
-                actor, "rolling_restart.start", f"rolling restart {restart.pk}", after={"nodes": chosen}, reason=reason
+                actor,
+                "rolling_restart.start",
+                f"rolling restart {restart.pk}",
+                after={"nodes": chosen, "canary_first": canary_first},
+                reason=reason,
             )
     except IntegrityError:
         raise RollingRestartError(
@@ -158,10 +169,49 @@ def advance(restart_pk: int, now=None) -> str:
         and not restart.steps.filter(state__in=[Step.DRAINING, Step.RESTARTING]).exists()
     ):
         following = restart.steps.filter(state=Step.WAITING).first()
-        if following is not None:
+        if following is not None and _gate_open(restart):
             _ask(restart, following, now)
     _finish_if_settled(restart)
     return RollingRestart.objects.get(pk=restart_pk).state
+
+
+def _gate_open(restart: RollingRestart) -> bool:
+    """Whether the rest may be asked: always, or for a canary-first restart once its first tenth is
+    back and the canary on them passed. Starts that canary when the first tenth is back; a canary
+    that fails there stops the restart (the failing node is drained by the canary itself)."""
+    if not restart.canary_first:
+        return True
+    done = list(restart.steps.filter(state=Step.DONE).values_list("node", flat=True))
+    if len(done) < first_tenth(restart.steps.count()):
+        return True
+    if restart.gate_id is None:
+        try:
+            run = canary.start(
+                restart.started_by, CanaryRun.Trigger.ROLLING_RESTART, f"First tenth of: {restart.reason}", nodes=done
+            )
+        except canary.CanaryRefused as exc:
+            _stop_failed(restart, f"The canary after the first tenth could not run: {exc}")
+            return False
+        if not RollingRestart.objects.filter(pk=restart.pk, gate=None).update(gate=run):
+            run.delete()  # a pass beside this one started it
+        return False
+    canary.settle()  # as the beat does: the verdicts of checks whose jobs ended
+    checks = list(CanaryCheck.objects.filter(run_id=restart.gate_id))
+    if any(check.state == CanaryCheck.State.RUNNING for check in checks):
+        return False
+    failed = [check for check in checks if check.state == CanaryCheck.State.FAILED]
+    if failed or not checks:
+        why = "; ".join(f"{check.node}: {check.detail}" for check in failed) or "no node could take its job"
+        _stop_failed(restart, f"The canary on the first tenth failed ({why}); the rest were not restarted.")
+        return False
+    return True
+
+
+def _stop_failed(restart: RollingRestart, words: str) -> None:
+    RollingRestartStep.objects.filter(restart=restart, state=Step.WAITING).update(state=Step.SKIPPED)
+    RollingRestart.objects.filter(pk=restart.pk, state=RollingRestart.State.RUNNING).update(
+        state=RollingRestart.State.FAILED, detail=words[:500]
+    )
 
 
 def _nodes_now() -> dict[str, NodeNow]:
@@ -228,10 +278,7 @@ def _fail(restart: RollingRestart, step: RollingRestartStep, words: str) -> None
         state=Step.FAILED, detail=words[:500]
     ):
         return
-    RollingRestartStep.objects.filter(restart=restart, state=Step.WAITING).update(state=Step.SKIPPED)
-    RollingRestart.objects.filter(pk=restart.pk, state=RollingRestart.State.RUNNING).update(
-        state=RollingRestart.State.FAILED, detail=f"{step.node}: {words}"[:500]
-    )
+    _stop_failed(restart, f"{step.node}: {words}")
 
 
 def _took(since, now) -> str:

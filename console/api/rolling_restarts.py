@@ -38,10 +38,15 @@ class StepSerializer(serializers.ModelSerializer):
 class RestartSerializer(serializers.ModelSerializer):
     steps = StepSerializer(many=True, read_only=True)
     canary = serializers.PrimaryKeyRelatedField(read_only=True, help_text="The canary run after it, once it ended")
+    gate = serializers.PrimaryKeyRelatedField(
+        read_only=True, help_text="With canary_first: the canary on the first tenth, which the rest wait for"
+    )
 
     class Meta:
         model = RollingRestart
-        fields = ["id", "reason", "state", "started_at", "finished_at", "detail", "canary", "steps"]
+        fields = [
+            "id", "reason", "state", "canary_first", "started_at", "finished_at", "detail", "gate", "canary", "steps"
+        ]  # fmt: skip
         read_only_fields = fields
 
 
@@ -51,6 +56,9 @@ class RestartInputSerializer(serializers.Serializer):
         help_text="The nodes to restart, one at a time, in this order",
     )  # fmt: skip
     reason = StrictCharField(max_length=200, help_text="Why: Slurm shows it as each node's drain reason")
+    canary_first = serializers.BooleanField(
+        default=False, help_text="Restart a tenth of the nodes first and run the canary on them before the rest"
+    )
 
 
 class _AdminsOnly(RefusingAPIView):
@@ -91,7 +99,8 @@ class RestartsView(_AdminsOnly):
         body = RestartInputSerializer(data=request.data)
         if not body.is_valid():
             return invalid(body)
-        restart = rolling_restart.start(request.user, body.validated_data["nodes"], body.validated_data["reason"])
+        data = body.validated_data
+        restart = rolling_restart.start(request.user, data["nodes"], data["reason"], canary_first=data["canary_first"])
         transaction.on_commit(lambda: advance_rolling_restart.delay(restart.pk))
         return Response(RestartSerializer(self._restart(restart.pk)).data, status=status.HTTP_201_CREATED)
 

@@ -24,6 +24,7 @@ from console.tasks import advance_rolling_restarts
 from console.tests.test_canary import _settled
 from console.tests.test_maintenance import _submit
 from jobs import actions
+from jobs.mirror.passes import mirror_jobs
 from testing.slurm import wait_for_state
 
 Step = RollingRestartStep.State
@@ -34,9 +35,11 @@ def _slurm_nodes() -> dict:
 
 
 def _drive(restart: RollingRestart, *, timeout: float = 180, watch=None) -> RollingRestart:
-    """The beat's pass (console.tasks.advance_rolling_restarts) every second until the restart ends."""
+    """The beat's passes (the mirror, console.tasks.advance_rolling_restarts) every second until the
+    restart ends."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        mirror_jobs(rest_client())  # brings a canary's job ends
         advance_rolling_restarts()
         if watch:
             watch()
@@ -59,7 +62,8 @@ def test_two_nodes_restart_one_at_a_time_while_a_job_runs_on_another(admin_user,
     pair = ["gpu-a100-01", "gpu-a100-02"]
     booted_before = {name: _slurm_nodes()[name].boot_time for name in pair}
     try:
-        restart = rolling_restart.start(admin_user, pair, "slurmd upgrade")
+        # A tenth first (one node of two), checked by a canary before the other is asked.
+        restart = rolling_restart.start(admin_user, pair, "slurmd upgrade", canary_first=True)
         seen_together = []
 
         def one_at_a_time():
@@ -73,6 +77,10 @@ def test_two_nodes_restart_one_at_a_time_while_a_job_runs_on_another(admin_user,
         first, second = restart.steps.order_by("position")
         assert (first.node, first.state, second.node, second.state) == (pair[0], Step.DONE, pair[1], Step.DONE)
         assert second.asked_at >= first.done_at  # the next only once the last was back
+        gate = restart.gate
+        assert gate is not None and [check.node for check in gate.checks.all()] == [pair[0]]
+        assert {check.state for check in gate.checks.all()} == {CanaryCheck.State.PASSED}
+        assert second.asked_at >= max(check.finished_at for check in gate.checks.all())  # it waited for the canary
         nodes = _slurm_nodes()
         for name in pair:
             node = nodes[name]
@@ -215,6 +223,12 @@ class _Slurm:
         if self.away:
             raise SlurmTransientError("scontrol reboot failed (1): Unable to contact slurm controller")
         self.asked.append(node)
+        # As slurmctld marks it at once: drained, its reboot asked.
+        boot_time = self.nodes[node].boot_time
+        self.nodes[node] = rolling_restart.NodeNow(frozenset({"IDLE", "DRAIN", "REBOOT_REQUESTED"}), "", boot_time)
+
+    def cancel_reboot(self, node):
+        self.nodes[node] = rolling_restart.NodeNow(frozenset({"IDLE"}), "", self.nodes[node].boot_time)
 
 
 @pytest.mark.django_db
@@ -250,3 +264,61 @@ def test_a_pass_that_died_before_asking_slurm_is_healed_and_nothing_is_asked_twi
     restart.refresh_from_db()
     assert restart.state == RollingRestart.State.FAILED and "reboot timed out" in restart.detail
     assert restart.steps.get(position=1).state == Step.FAILED and restart.finished_at is not None
+
+
+@pytest.mark.django_db
+def test_a_canary_first_restart_waits_for_the_canary_on_its_first_tenth_and_stops_when_it_fails(
+    admin_user, monkeypatch
+):
+    monkeypatch.setattr("console.tasks.advance_rolling_restart.delay", lambda pk: None)
+    admin_user.profile.cluster_username = "ada"
+    admin_user.profile.save()
+    names = [f"gpu-a100-{i:02d}" for i in range(1, 13)]  # twelve nodes: a tenth is two
+    for name in names:
+        Node.objects.get_or_create(name=name, defaults={"state": "IDLE"})
+    long_ago = timezone.now() - timedelta(days=3)
+    slurm = _Slurm(long_ago)
+    slurm.nodes = {name: rolling_restart.NodeNow(frozenset({"IDLE"}), "", long_ago) for name in names}
+    monkeypatch.setattr(rolling_restart, "slurm_cli", lambda: slurm)
+    monkeypatch.setattr(rolling_restart, "_nodes_now", lambda: slurm.nodes)
+    gates = []
+
+    def checks_only(run, nodes):  # the canary's jobs are not submitted here: each check stays running
+        gates.append(nodes)
+        for node in nodes:
+            CanaryCheck.objects.create(run=run, node=node)
+
+    monkeypatch.setattr(rolling_restart.canary, "_submit_checks", checks_only)
+
+    def back(node):
+        slurm.nodes[node] = rolling_restart.NodeNow(frozenset({"IDLE"}), "", timezone.now() + timedelta(seconds=2))
+
+    for attempt, verdict in ((1, CanaryCheck.State.PASSED), (2, CanaryCheck.State.FAILED)):
+        slurm.asked.clear()
+        slurm.nodes = {name: rolling_restart.NodeNow(frozenset({"IDLE"}), "", long_ago) for name in names}
+        restart = rolling_restart.start(admin_user, names, f"upgrade {attempt}", canary_first=True)
+        for node in names[:2]:
+            rolling_restart.advance(restart.pk)
+            back(node)
+            rolling_restart.advance(restart.pk)
+        assert slurm.asked == names[:2]
+        restart.refresh_from_db()
+        assert restart.gate is not None and gates[-1] == names[:2]
+        rolling_restart.advance(restart.pk)
+        assert slurm.asked == names[:2]  # the third waits while the canary runs
+        restart.gate.checks.filter(node=names[1]).update(state=verdict, detail="the container did not start")
+        restart.gate.checks.filter(node=names[0]).update(state=CanaryCheck.State.PASSED)
+        rolling_restart.advance(restart.pk)
+        restart.refresh_from_db()
+        if verdict == CanaryCheck.State.PASSED:
+            assert slurm.asked == names[:3] and restart.state == RollingRestart.State.RUNNING
+            rolling_restart.stop(admin_user, restart.pk)  # enough: the next attempt's canary fails
+            for node in names:
+                back(node)
+            rolling_restart.advance(restart.pk)
+        else:
+            assert slurm.asked == names[:2]  # no node after the first tenth was asked
+            assert restart.state == RollingRestart.State.FAILED and restart.finished_at is not None
+            assert "canary on the first tenth failed" in restart.detail and names[1] in restart.detail
+            skipped = restart.steps.filter(state=Step.SKIPPED).count()
+            assert skipped == len(names) - 2

@@ -77,6 +77,7 @@ def maintenance_page(request):
         "time_zone": timezone.get_current_timezone_name(),
         "canary": latest,
         "rolling": rolling,
+        "rolling_first": rolling_restart.first_tenth(len(rolling.steps.all())) if rolling else 0,
         "rolling_done": sum(step.state == RollingRestartStep.State.DONE for step in rolling.steps.all())
         if rolling
         else 0,
@@ -117,7 +118,10 @@ def canary_start(request):
 def rolling_restart_start(request):
     try:
         restart = rolling_restart.start(
-            request.user, request.POST.getlist("restart_nodes"), request.POST.get("reason", "")
+            request.user,
+            request.POST.getlist("restart_nodes"),
+            request.POST.get("reason", ""),
+            canary_first=request.POST.get("canary_first") == "on",
         )
     except rolling_restart.RollingRestartError as exc:
         messages.error(request, exc.message)
