@@ -80,11 +80,8 @@ def test_healthy_nodes_pass_and_a_node_that_cannot_start_the_container_is_draine
 
 
 @pytest.mark.django_db
-def test_a_window_that_ended_gets_its_canary_once(admin_user, monkeypatch):
-    admin_user.profile.cluster_username = "ada"
-    admin_user.profile.save()
-    submitted = []
-    monkeypatch.setattr(canary, "_submit_checks", lambda run, nodes: submitted.append((run.pk, nodes)))
+def test_a_window_that_ended_gets_its_canary_once(admin_user, canary_submissions):
+    submitted = canary_submissions
     now = timezone.now()
     window = MaintenanceWindow.objects.create(
         start=now - timedelta(hours=2), end=now - timedelta(minutes=1), nodes=["gpu-a100-01"], reason="upgrade",
@@ -109,11 +106,8 @@ class _Booted:
 
 
 @pytest.mark.django_db
-def test_a_slurmctld_restart_gets_a_canary_once_and_a_first_sighting_none(admin_user, monkeypatch):
-    admin_user.profile.cluster_username = "ada"
-    admin_user.profile.save()
-    submitted = []
-    monkeypatch.setattr(canary, "_submit_checks", lambda run, nodes: submitted.append((run.pk, nodes)))
+def test_a_slurmctld_restart_gets_a_canary_once_and_a_first_sighting_none(admin_user, monkeypatch, canary_submissions):
+    submitted = canary_submissions
     slurm = _Booted(timezone.now() - timedelta(days=2))
     monkeypatch.setattr(canary, "slurm_cli", lambda: slurm)
     assert canary.start_after_slurmctld_restart() == 0  # the first start seen: a new install, no change

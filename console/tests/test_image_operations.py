@@ -386,13 +386,10 @@ def test_an_admin_prewarms_a_new_image_on_every_node_with_progress_then_removes_
 
 
 @pytest.mark.django_db
-def test_a_finished_prewarm_starts_one_canary_in_that_image_on_the_nodes_that_took_it(admin_user, monkeypatch):
-    from console.actions import canary, image_operations
+def test_a_finished_prewarm_starts_one_canary_in_that_image_on_the_nodes_that_took_it(admin_user, canary_submissions):
+    from console.actions import image_operations
 
-    admin_user.profile.cluster_username = "ada"
-    admin_user.profile.save()
-    submitted = []
-    monkeypatch.setattr(canary, "_submit_checks", lambda run, nodes: submitted.append((run.pk, nodes)))
+    submitted = canary_submissions
     reference = "nvcr.io/nvidia/pytorch:24.05-py3"
     operation = ImageOperation.objects.create(kind="prewarm", image=reference, requested_by=admin_user)
     for node, state in (("gpu-a100-01", "done"), ("gpu-a100-02", "failed"), ("gpu-4090-01", "done")):
