@@ -170,7 +170,7 @@ def advance(restart_pk: int, now=None) -> str:
     ):
         following = restart.steps.filter(state=Step.WAITING).first()
         if following is not None and _gate_open(restart):
-            _ask(restart, following, now)
+            _ask(restart, following, timezone.now())  # the moment Slurm is asked, after the gate
     _finish_if_settled(restart)
     return RollingRestart.objects.get(pk=restart_pk).state
 

@@ -14,7 +14,7 @@ from cluster.clusters.reservation_gateway import reservation_gateway
 from cluster.clusters.services import rest_client
 from console.models import MaintenanceWindow, RollingRestart
 from console.tests.test_maintenance import _submit
-from console.tests.test_rolling_restart import _drive
+from console.tests.test_rolling_restart import _drive, put_back, settled_and_idle
 from jobs import actions
 from jobs.diagnosis.reasons import explain_reason
 from jobs.mirror.passes import mirror_jobs
@@ -26,6 +26,7 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
 
 pytestmark = [pytest.mark.slurm, pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+A100S = ["gpu-a100-01", "gpu-a100-02"]
 
 
 def test_an_admin_plans_a_window_a_user_sees_it_and_a_long_job_waits_for_it(admin_user, alice, provision, settings):
@@ -89,9 +90,10 @@ def test_an_admin_plans_a_window_a_user_sees_it_and_a_long_job_waits_for_it(admi
                 assert reservation_gateway().show_reservation(window.slurm_name) is None
 
                 # A rolling restart of the two A100 nodes while the long job runs on an RTX 4090 node.
+                settled_and_idle(A100S)
                 form = page.locator("[data-start-rolling]")
                 form.locator("#id_restart_reason").fill("slurmd upgrade")
-                for node in ("gpu-a100-01", "gpu-a100-02"):
+                for node in A100S:
                     form.locator(f'input[name=restart_nodes][value="{node}"]').check()
                 page.once("dialog", lambda dialog: dialog.accept())  # asked first
                 form.locator("button[type=submit]").click()
@@ -114,3 +116,4 @@ def test_an_admin_plans_a_window_a_user_sees_it_and_a_long_job_waits_for_it(admi
         # A window left by a failure would hold every later test's long jobs.
         for name in MaintenanceWindow.objects.exclude(slurm_name="").values_list("slurm_name", flat=True):
             reservation_gateway().delete_reservation(name, check=False)
+        put_back(A100S)  # a restart that failed leaves no node drained or down for the next tests

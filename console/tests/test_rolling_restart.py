@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from audit.models import AuditLog
 from cluster.actions.mirror import mirror_nodes
-from cluster.clusters.services import rest_client
+from cluster.clusters.services import rest_client, slurm_cli
 from cluster.errors import SlurmTransientError
 from cluster.models import Node
 from console.actions import rolling_restart
@@ -25,13 +25,32 @@ from console.tests.test_canary import _settled
 from console.tests.test_maintenance import _submit
 from jobs import actions
 from jobs.mirror.passes import mirror_jobs
-from testing.slurm import wait_for_state
+from testing.slurm import wait_for, wait_for_state
 
 Step = RollingRestartStep.State
 
 
 def _slurm_nodes() -> dict:
     return {node.name: node for node in rest_client().list_nodes()}
+
+
+def settled_and_idle(names: list[str]) -> None:
+    """Wait until Slurm has the nodes idle and responding: an earlier test's jobs there end first
+    (a container job's cleanup can keep a node completing for a while)."""
+    wait_for(
+        lambda: all(set(node.states) <= {"IDLE"} for name, node in _slurm_nodes().items() if name in names),
+        timeout=120,
+        interval=1,
+        what=f"{', '.join(names)} idle",
+    )
+
+
+def put_back(names: list[str]) -> None:
+    """After a failure: no reboot left asked and no node left drained for the tests after this one."""
+    cli = slurm_cli()
+    for name in names:
+        cli.run("scontrol", "cancel_reboot", name, check=False)
+        cli.run("scontrol", "update", f"NodeName={name}", "State=RESUME", check=False)
 
 
 def _drive(restart: RollingRestart, *, timeout: float = 180, watch=None) -> RollingRestart:
@@ -60,6 +79,7 @@ def test_two_nodes_restart_one_at_a_time_while_a_job_runs_on_another(admin_user,
     running = _submit(alice, 30, command="sleep 600")
     started = wait_for_state(rest_client(), running.slurm_job_id, {"RUNNING"})
     pair = ["gpu-a100-01", "gpu-a100-02"]
+    settled_and_idle(pair)
     booted_before = {name: _slurm_nodes()[name].boot_time for name in pair}
     try:
         # A tenth first (one node of two), checked by a canary before the other is asked.
@@ -101,6 +121,7 @@ def test_two_nodes_restart_one_at_a_time_while_a_job_runs_on_another(admin_user,
         assert AuditLog.objects.filter(action="rolling_restart.end").exists()
     finally:
         actions.cancel(running)
+        put_back(pair)
 
 
 @pytest.mark.slurm
@@ -146,6 +167,7 @@ def test_a_busy_node_waits_for_its_job_and_a_stop_withdraws_its_restart(admin_us
         assert again.state == RollingRestart.State.DONE and again.steps.get().state == Step.DONE
     finally:
         actions.cancel(running)
+        put_back([busy, other])
 
 
 # --- without Slurm ----------------------------------------------------------------------------
