@@ -27,7 +27,7 @@ expect = playwright_api.expect
 
 # first_release: the pages are the same on both generations, and what Slurm does is checked on both by
 # test_maintenance.py and test_rolling_restart.py. On 26.05 this flow's rolling restart failed once in
-# three runs after the image and restart tests (not reproduced alone); see docs/operations.md.
+# three runs after the image and restart tests (not reproduced alone; the cause is not known yet).
 pytestmark = [
     pytest.mark.slurm,
     pytest.mark.first_release,
