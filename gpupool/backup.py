@@ -53,6 +53,16 @@ def _digest(path: Path) -> dict:
     return {"bytes": path.stat().st_size, "sha256": sha.hexdigest()}
 
 
+def postgres_client(database: dict) -> tuple[list[str], dict[str, str]]:
+    """The connection arguments and environment of pg_dump and pg_restore (gpupool/restore.py) for
+    a DATABASES entry: the password in the environment, never on the command line."""
+    arguments = [
+        f"--host={database.get('HOST') or 'localhost'}", f"--port={database.get('PORT') or 5432}",
+        f"--username={database.get('USER') or 'postgres'}", f"--dbname={database['NAME']}",
+    ]  # fmt: skip
+    return arguments, {**os.environ, "PGPASSWORD": database.get("PASSWORD") or ""}
+
+
 def _dump_database(folder: Path) -> str:
     database = settings.DATABASES["default"]
     if connection.vendor == "sqlite":
@@ -63,12 +73,8 @@ def _dump_database(folder: Path) -> str:
     if connection.vendor != "postgresql":
         raise BackupError(f"no dump for a {connection.vendor} database")
     target = folder / "database.pgdump"
-    env = {**os.environ, "PGPASSWORD": database.get("PASSWORD") or ""}
-    argv = [
-        "pg_dump", "--format=custom", "--no-owner", f"--file={target}",
-        f"--host={database.get('HOST') or 'localhost'}", f"--port={database.get('PORT') or 5432}",
-        f"--username={database.get('USER') or 'postgres'}", f"--dbname={database['NAME']}",
-    ]  # fmt: skip
+    connect, env = postgres_client(database)
+    argv = ["pg_dump", "--format=custom", "--no-owner", f"--file={target}", *connect]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=3600, check=False)
     if done.returncode != 0:
         raise BackupError(f"pg_dump failed: {done.stderr.strip()[:500]}")

@@ -12,7 +12,6 @@ and reconciles from Slurm's accounting (gpupool/reconcile.py).
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 from datetime import datetime
@@ -21,7 +20,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
-from gpupool.backup import FORMAT, MANIFEST, verify
+from gpupool.backup import FORMAT, MANIFEST, postgres_client, verify
 
 
 class RestoreError(Exception):
@@ -77,13 +76,9 @@ def _restore_sqlite(source: Path) -> None:
 
 
 def _restore_postgresql(dump: Path) -> None:
-    database = settings.DATABASES["default"]
-    env = {**os.environ, "PGPASSWORD": database.get("PASSWORD") or ""}
-    argv = [
-        "pg_restore", "--no-owner", "--no-privileges", "--exit-on-error", "--single-transaction",
-        f"--host={database.get('HOST') or 'localhost'}", f"--port={database.get('PORT') or 5432}",
-        f"--username={database.get('USER') or 'postgres'}", f"--dbname={database['NAME']}", str(dump),
-    ]  # fmt: skip
+    connect, env = postgres_client(settings.DATABASES["default"])
+    argv = ["pg_restore", "--no-owner", "--no-privileges", "--exit-on-error", "--single-transaction", *connect]
+    argv.append(str(dump))
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=3600, check=False)
     if done.returncode != 0:
         raise RestoreError(f"pg_restore failed (nothing was restored): {done.stderr.strip()[:500]}")

@@ -44,6 +44,22 @@ log = logging.getLogger(__name__)
 # Letters, digits and the punctuation Slurm's key=value syntax needs; no spaces, quotes,
 # `;`, `$`, backticks, redirections or globs.
 _SAFE_ARGUMENT = re.compile(r"[A-Za-z0-9_.,:=/@+%\-\[\]]*")
+# What a Slurm reason (Reason=..., a drain's or a reboot's) may hold: `run` checks it, `slurm_reason` makes it.
+_REASON_CHARACTERS = r"A-Za-z0-9_.,:/@+\- "
+
+
+def slurm_reason(text: str) -> str:
+    """`text` as a reason Slurm takes: any other character a space, at most 200."""
+    return re.sub(f"[^{_REASON_CHARACTERS}]", " ", text).strip()[:200]
+
+
+def _node_name(node: str) -> str:
+    """One node by name, never a host list or an expression (a reboot's target)."""
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", node):
+        raise ValueError(f"not a node name: {node!r}")
+    return node
+
+
 # Slurm's words for "the controller is not there right now".
 _TRANSIENT_OUTPUT = (
     "Unable to contact slurm controller",
@@ -80,7 +96,7 @@ class SlurmCli:
             if not _SAFE_ARGUMENT.fullmatch(argument):
                 raise ValueError(f"refusing unsafe Slurm command argument {argument!r}")
         if reason_argument is not None:
-            if not re.fullmatch(r"[A-Za-z0-9_.,:/@+\- ]{1,200}", reason_argument):
+            if not re.fullmatch(f"[{_REASON_CHARACTERS}]{{1,200}}", reason_argument):
                 raise ValueError("a reason may hold letters, digits, spaces and .,:/@+-_ (at most 200)")
             argv.insert(len(argv) - 1 if reason_before_last else len(argv), f"Reason={reason_argument}")
         full = [*self.prefix, *argv]
@@ -108,21 +124,25 @@ class SlurmCli:
         return result
 
     # --- the operations the portal needs -------------------------------------------------
+    def _config_value(self, key: str, *scontrol: str) -> str:
+        """One setting as `scontrol show config` prints it ("" when it prints none)."""
+        for line in self.run(*scontrol, "show", "config").stdout.splitlines():
+            name, _, value = line.partition("=")
+            if name.strip() == key and value.strip():
+                return value.strip()
+        return ""
+
     def cluster_name(self) -> str:
         """Slurm's ClusterName, as `scontrol show config` says it."""
-        for line in self.run("scontrol", "show", "config").stdout.splitlines():
-            key, _, value = line.partition("=")
-            if key.strip() == "ClusterName" and value.strip():
-                return value.strip()
+        if name := self._config_value("ClusterName", "scontrol"):
+            return name
         raise SlurmCommandError("scontrol show config names no ClusterName")
 
     def slurmctld_boot_time(self) -> datetime:
         """When slurmctld last started (`scontrol show config`'s BOOT_TIME, read in UTC): a later one
         than the portal saw last means it was restarted (console/actions/canary.py)."""
-        for line in self.run(*_SCONTROL_UTC, "show", "config").stdout.splitlines():
-            key, _, value = line.partition("=")
-            if key.strip() == "BOOT_TIME" and (booted := _shown_time(value.strip())) is not None:
-                return booted
+        if (booted := _shown_time(self._config_value("BOOT_TIME", *_SCONTROL_UTC))) is not None:
+            return booted
         raise SlurmCommandError("scontrol show config gives no BOOT_TIME")
 
     def dump_associations(self, cluster_name: str) -> str:
@@ -165,17 +185,14 @@ class SlurmCli:
         """Slurm drains the node, waits for its jobs to end, runs RebootProgram on it and resumes it
         once it has booted (ASAP nextstate=RESUME); ResumeTimeout later it marks a node that never
         came back DOWN. slurmrestd has no reboot (24.11 and 26.05)."""
-        if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", node):
-            raise ValueError(f"not a node name: {node!r}")
         return self.run(
-            "scontrol", "reboot", "ASAP", "nextstate=RESUME", node, reason_argument=reason, reason_before_last=True
-        )
+            "scontrol", "reboot", "ASAP", "nextstate=RESUME", _node_name(node), reason_argument=reason,
+            reason_before_last=True,
+        )  # fmt: skip
 
     def cancel_reboot(self, node: str) -> CommandResult:
         """Withdraw a reboot not yet issued: Slurm lifts the drain its ASAP request set."""
-        if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", node):
-            raise ValueError(f"not a node name: {node!r}")
-        return self.run("scontrol", "cancel_reboot", node)
+        return self.run("scontrol", "cancel_reboot", _node_name(node))
 
     def add_association(self, user: str, account: str, qos: list[str], default_qos: str) -> CommandResult:
         return self.run(

@@ -17,7 +17,6 @@ UPDATE from `running`, so two passes never drain a node twice.
 from __future__ import annotations
 
 import logging
-import re
 from datetime import timedelta
 
 from django.conf import settings
@@ -27,6 +26,7 @@ from django.utils import timezone
 
 from accounts.models import Profile, Role
 from cluster.clusters.services import slurm_cli
+from cluster.commands.cli import slurm_reason
 from cluster.errors import SlurmError
 from cluster.models import Node
 from console.actions.node_actions import drain
@@ -154,8 +154,7 @@ def settle(now=None) -> int:
             continue  # another pass settled it
         settled += 1
         if state == CanaryCheck.State.FAILED and check.job is not None and check.job.is_final:
-            # Slurm's reason takes letters, digits, spaces and .,:/@+-_ (cluster/commands/cli.py).
-            reason = re.sub(r"[^A-Za-z0-9_.,:/@+\- ]", " ", f"canary {check.run_id} failed: {detail}")[:200]
+            reason = slurm_reason(f"canary {check.run_id} failed: {detail}")
             entry = drain(check.run.started_by, check.node, reason)
             if entry.succeeded:
                 CanaryCheck.objects.filter(pk=check.pk).update(drained=True)

@@ -19,7 +19,6 @@ draining step whose node shows no reboot request and no new boot is asked again.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -29,6 +28,7 @@ from django.utils import timezone
 
 from audit.log import record
 from cluster.clusters.services import rest_client, slurm_cli
+from cluster.commands.cli import slurm_reason
 from cluster.errors import SlurmError
 from cluster.models import Node
 from console.actions import canary
@@ -69,11 +69,6 @@ class NodeNow:
     @property
     def in_service(self) -> bool:
         return not self.rebooting and not self.states & {"DOWN", "DRAIN", "NOT_RESPONDING", "FAIL"}
-
-
-def _reason_words(text: str) -> str:
-    # Slurm's reason takes letters, digits, spaces and .,:/@+-_ (cluster/commands/cli.py).
-    return re.sub(r"[^A-Za-z0-9_.,:/@+\- ]", " ", text).strip()[:200]
 
 
 def first_tenth(count: int) -> int:
@@ -229,7 +224,7 @@ def _ask(restart: RollingRestart, step: RollingRestartStep, now) -> None:
 
 def _ask_slurm(restart: RollingRestart, step: RollingRestartStep) -> None:
     try:
-        slurm_cli().reboot_node(step.node, _reason_words(f"rolling restart {restart.pk}: {restart.reason}"))
+        slurm_cli().reboot_node(step.node, slurm_reason(f"rolling restart {restart.pk}: {restart.reason}"))
     except (SlurmError, ValueError) as exc:
         if isinstance(exc, SlurmError) and exc.transient:
             # slurmctld away for a moment: the step stays claimed and the next pass asks again

@@ -44,7 +44,9 @@ class WindowInputSerializer(serializers.Serializer):
     reason = StrictCharField(max_length=300, help_text="What users read in the banner")
 
 
-class _Refusing(RefusingAPIView):
+class FieldRefusals(RefusingAPIView):
+    """The console's refusals: each carries its words, the field at fault and the status to answer."""
+
     refusals = (maintenance.MaintenanceError,)
 
     def refuse(self, exc):
@@ -55,7 +57,7 @@ def _ahead():
     return MaintenanceWindow.objects.filter(state=MaintenanceWindow.State.PLANNED, end__gt=timezone.now())
 
 
-class WindowsView(_Refusing):
+class WindowsView(FieldRefusals):
     @extend_schema(
         tags=["maintenance"],
         operation_id="maintenance_list",
@@ -84,7 +86,7 @@ class WindowsView(_Refusing):
         return Response(WindowSerializer(window).data, status=status.HTTP_201_CREATED)
 
 
-class WindowView(_Refusing):
+class WindowView(FieldRefusals):
     def _window(self, pk: int) -> MaintenanceWindow:
         window = MaintenanceWindow.objects.filter(pk=pk).first()
         if window is None:

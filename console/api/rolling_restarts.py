@@ -11,10 +11,10 @@ from rest_framework.response import Response
 
 from accounts.access import is_admin
 from console.actions import rolling_restart
+from console.api.maintenance import FieldRefusals
 from console.models import RollingRestart, RollingRestartStep
 from console.tasks import advance_rolling_restart
 from foundation.api.errors import StrictCharField, error_responses, invalid
-from foundation.api.views import RefusingAPIView
 
 ERRORS = {
     400: "Bad input: `errors` names each field and what is wrong with it",
@@ -61,11 +61,8 @@ class RestartInputSerializer(serializers.Serializer):
     )
 
 
-class _AdminsOnly(RefusingAPIView):
+class _AdminsOnly(FieldRefusals):
     refusals = (rolling_restart.RollingRestartError,)
-
-    def refuse(self, exc):
-        return Response({"detail": exc.message, "errors": {exc.field: [exc.message]}}, status=exc.status)
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
