@@ -20,7 +20,6 @@ Every step is idempotent: reconcile twice, or over a longer window, and nothing 
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -32,12 +31,13 @@ from billing.usage.metering import meter_records
 from cluster.clusters.registry import all_clusters
 from cluster.clusters.services import rest_client
 from cluster.errors import SlurmError
+from cluster.records.accounting import gpus_by_type
 from cluster.records.types import AccountingRecord
 from groups.queries import group_ids_for_accounts
 from jobs.mirror.passes import mirror_jobs
 from jobs.mirror.rows import portal_state
 from jobs.models import Job
-from jobs.protocol import COMMENT_PREFIX
+from jobs.protocol import portal_uuid_of
 from jobs.tasks import run_further_sync
 
 log = logging.getLogger(__name__)
@@ -76,15 +76,6 @@ class ReconcileResult:
         return "\n".join(lines)
 
 
-def _portal_uuid(comment: str) -> uuid.UUID | None:
-    if not comment.startswith(COMMENT_PREFIX):
-        return None
-    try:
-        return uuid.UUID(comment[len(COMMENT_PREFIX) :])
-    except ValueError:
-        return None
-
-
 def recreate_lost_jobs(records: list[AccountingRecord], cluster: str) -> tuple[int, int]:
     """Rows for the jobs slurmdbd knows that the database does not (by Slurm id on `cluster`);
     (created, array tasks left out)."""
@@ -101,12 +92,12 @@ def recreate_lost_jobs(records: list[AccountingRecord], cluster: str) -> tuple[i
         .values_list("profile__cluster_username", "pk")
     )
     groups = group_ids_for_accounts({record.account for record in lost.values()})
-    claimed = {_portal_uuid(record.comment) for record in lost.values()} - {None}
+    claimed = {portal_uuid_of(record.comment) for record in lost.values()} - {None}
     taken = set(Job.objects.filter(uuid__in=claimed).values_list("uuid", flat=True))
     rows = []
     for record in lost.values():
-        portal_uuid = _portal_uuid(record.comment)
-        types = [key.split(":", 1)[1] for key in record.allocated_tres if key.startswith("gres/gpu:")]
+        portal_uuid = portal_uuid_of(record.comment)
+        types = [gpu_type for gpu_type in gpus_by_type(record) if gpu_type]
         row = Job(
             cluster=cluster,
             slurm_job_id=record.job_id,

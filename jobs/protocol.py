@@ -4,6 +4,8 @@ directory, and the conditional UPDATEs that attach a Slurm id or fail a submissi
 
 from __future__ import annotations
 
+import uuid
+
 from django.db import transaction
 
 from cluster.clusters.services import job_paths
@@ -16,6 +18,17 @@ COMMENT_PREFIX = "gpupool:"
 
 def slurm_comment(job: Job) -> str:
     return f"{COMMENT_PREFIX}{job.uuid}"
+
+
+def portal_uuid_of(comment: str) -> uuid.UUID | None:
+    """The portal job id a Slurm job's comment names ("gpupool:<uuid>"); None for any other comment.
+    Anyone can write any comment: what it names is checked by the caller."""
+    if not comment.startswith(COMMENT_PREFIX):
+        return None
+    try:
+        return uuid.UUID(comment[len(COMMENT_PREFIX) :])
+    except ValueError:
+        return None
 
 
 def job_directory(job: Job):

@@ -10,7 +10,6 @@ write repeated changes nothing. Each change is pushed to the owner's pages on co
 from __future__ import annotations
 
 import logging
-import uuid
 from collections import defaultdict
 from datetime import UTC, datetime
 
@@ -30,7 +29,7 @@ from foundation.sequences import batches
 from groups.queries import group_ids_for_accounts
 from jobs.live.events import publish_job_update, publish_job_updates
 from jobs.models import FINAL_STATES, UNREAD_OR_UNFINISHED, Job, JobState
-from jobs.protocol import COMMENT_PREFIX
+from jobs.protocol import COMMENT_PREFIX, portal_uuid_of
 
 log = logging.getLogger(__name__)
 # Rows written this many at a time (small transactions never hold others' updates long).
@@ -42,13 +41,6 @@ def _cancel_orphan(job: SlurmJob) -> None:
         rest_client(job.user_name).cancel_job(job.job_id)
     except SlurmError as exc:
         log.warning("could not cancel orphaned Slurm job %s: %s", job.job_id, exc)
-
-
-def _uuid_or_none(text: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(text)
-    except ValueError:
-        return None
 
 
 def state_signature(states: tuple[str, ...]) -> str:
@@ -123,7 +115,7 @@ def apply_slurm_job(job: SlurmJob, cluster: str | None = None) -> bool:
     row = _row(cluster, slurm_job_id=job.job_id)
     portal_uuid = None
     if row is None and job.comment.startswith(COMMENT_PREFIX):
-        portal_uuid = _uuid_or_none(job.comment[len(COMMENT_PREFIX) :])
+        portal_uuid = portal_uuid_of(job.comment)
         # Only a row submitted to this cluster: a comment copied to another cluster claims nothing.
         portal = (
             Job.objects.on_cluster(cluster)
