@@ -34,6 +34,8 @@ class Decision:
     by_cookie: bool = False
     # The caller, once known (the proxy paces each user: interactive/proxy_decisions.py).
     user_id: int | None = None
+    # The app (interactive/kinds.py): what its sockets say is read by its own rule.
+    kind: str = ""
 
 
 NOT_FOUND = Decision("not_found")
@@ -84,6 +86,7 @@ def decide(host_key: str, *, cookie: str | None, bearer: str | None) -> Decision
             state=state,
             by_cookie=not bearer,
             user_id=user.pk,
+            kind=session.kind,
         )
     if state in (SessionState.QUEUED, SessionState.STARTING):
         return Decision("not_ready", session_id=session.pk, state=state, user_id=user.pk)

@@ -6,6 +6,7 @@ import secrets
 from django.conf import settings
 from django.db import models
 
+from interactive.kinds import kind_for
 from jobs.models import FINAL_STATES, JobState
 
 
@@ -54,8 +55,14 @@ class InteractiveSession(models.Model):
     # a keystroke in, and output out (output alone keeps a session only while its GPUs move).
     terminal_input_at = models.DateTimeField(null=True, blank=True)
     terminal_output_at = models.DateTimeField(null=True, blank=True)
+    # A page of the session opened or reloaded in the browser (the proxy sees the navigation), and
+    # what VS Code's client sends of its own accord (interactive/browser_activity.py).
+    browser_input_at = models.DateTimeField(null=True, blank=True)
     idle_warned_at = models.DateTimeField(null=True, blank=True)
     stop_reason = models.CharField(max_length=8, choices=StopReason.choices, blank=True)
+    # What a TensorBoard session shows (interactive/boards.py): one of its owner's jobs, or sweeps.
+    board_job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    board_sweep = models.ForeignKey("jobs.Sweep", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     # What went wrong starting it, in words its owner may read.
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -66,6 +73,11 @@ class InteractiveSession(models.Model):
 
     def __str__(self):
         return f"{self.kind} session {self.pk} of job {self.job_id}"
+
+    @property
+    def kind_title(self) -> str:
+        kind = kind_for(self.kind)
+        return kind.title if kind is not None else self.kind
 
     @property
     def state(self) -> str:

@@ -51,7 +51,8 @@ def host_key_of(host_header: str) -> str | None:
 
 
 def safe_next(path) -> str:
-    """A path on the session's origin to land on; anything else (another host, `//x`) is /lab.
+    """A path on the session's origin to land on; anything else (another host, `//x`) is / (every
+    app's home: JupyterLab sends it on to /lab).
     Control characters and spaces are refused too: browsers drop a tab or a newline from a URL,
     so "/<TAB>/evil.example" lands on //evil.example, another host."""
     if (
@@ -62,10 +63,10 @@ def safe_next(path) -> str:
         and not any(ord(char) <= 0x20 or ord(char) == 0x7F for char in path)
     ):
         return path[:2000]
-    return "/lab"
+    return "/"
 
 
-def open_url(session, user, next_path: str = "/lab") -> str:
+def open_url(session, user, next_path: str = "/") -> str:
     """Where the portal sends its signed-in owner: the session's origin with a one-time ticket."""
     nonce = secrets.token_urlsafe(12)
     ticket = signing.TimestampSigner(salt=_TICKET_SALT).sign(f"{session.pk}.{user.pk}.{nonce}")

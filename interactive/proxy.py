@@ -31,6 +31,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from foundation.async_db import PROXY_DB
 from interactive import access, origins
+from interactive.browser_activity import VsCodeWatch, is_navigation, note_navigation
 from interactive.events import session_payload
 from interactive.models import InteractiveSession
 from interactive.proxy_decisions import DecisionCache, RequestBudget
@@ -248,7 +249,7 @@ class SessionProxy:
             f"{origins.SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Lax;"
             f" Max-Age={origins.COOKIE_SECONDS}{secure}"
         )
-        location = origins.safe_next((query.get("next") or ["/lab"])[0])
+        location = origins.safe_next((query.get("next") or ["/"])[0])
         headers = [(b"location", location.encode("latin-1", "replace")), (b"set-cookie", cookie.encode("latin-1"))]
         await _respond(send, 302, b"", "text/plain", headers)
 
@@ -267,6 +268,8 @@ class SessionProxy:
                 if not message.get("more_body"):
                     return
 
+        if method == "GET" and is_navigation(scope.get("headers", ())):
+            await note_navigation(decision.session_id)  # a page of it opened: use (interactive/browser_activity.py)
         has_body = method not in ("GET", "HEAD", "OPTIONS") or _header(scope, b"content-length") not in (None, "0")
         request = _client().build_request(
             method, url, headers=_upstream_headers(scope, decision), content=body() if has_body else None
@@ -385,17 +388,27 @@ class SessionProxy:
             await send({"type": "websocket.close", "code": 1011})
             return
         await send({"type": "websocket.accept", "subprotocol": upstream.subprotocol})
-        watch = TerminalWatch(decision.session_id) if is_terminal_socket(scope.get("path", "")) else None
-        await _bridge(receive, send, upstream, first=leaving, watch=watch)
+        await _bridge(receive, send, upstream, first=leaving, watch=_watch_for(scope, decision))
 
 
-async def _bridge(receive, send, upstream, *, first: asyncio.Future, watch: TerminalWatch | None = None) -> None:
+def _watch_for(scope, decision: access.Decision) -> TerminalWatch | VsCodeWatch | None:
+    """What the idle culling learns from a socket: a JupyterLab terminal's, or VS Code's."""
+    if is_terminal_socket(scope.get("path", "")):
+        return TerminalWatch(decision.session_id)
+    if decision.kind == "vscode":
+        return VsCodeWatch(decision.session_id)
+    return None
+
+
+async def _bridge(
+    receive, send, upstream, *, first: asyncio.Future, watch: TerminalWatch | VsCodeWatch | None = None
+) -> None:
     """Message for message both ways until either side closes. `first`: the browser's next
-    message, already asked for while the server's handshake was awaited. `watch`: a terminal's
-    socket, whose keystrokes and output are noted for the idle culling."""
+    message, already asked for while the server's handshake was awaited. `watch`: a socket whose
+    use is noted for the idle culling (a terminal's keystrokes and output, VS Code's requests)."""
 
-    async def noted(data) -> None:
-        note = watch.seen(data) if watch is not None else None
+    async def noted(data, from_browser: bool) -> None:
+        note = watch.seen(data, from_browser) if watch is not None else None
         if note is not None:
             await note
 
@@ -407,14 +420,14 @@ async def _bridge(receive, send, upstream, *, first: asyncio.Future, watch: Term
             if message["type"] == "websocket.receive":
                 data = message.get("bytes")
                 data = data if data is not None else message.get("text", "")
-                await noted(data)
+                await noted(data, True)
                 await upstream.send(data)
             message = await receive()
 
     async def server_to_browser():
         try:
             async for data in upstream:
-                await noted(data)
+                await noted(data, False)
                 if isinstance(data, bytes):
                     await send({"type": "websocket.send", "bytes": data})
                 else:

@@ -49,14 +49,15 @@ def _note(session_id: int, field: str, at: datetime) -> None:
 
 
 class TerminalWatch:
-    """One terminal socket's notes: `seen(message)` for every message either way; returns the note to
+    """One terminal socket's notes: `seen(message, from_browser)` for every message either way; returns the note to
     await (None when nothing is due), so the bridge awaits a database write at most every NOTE_SECONDS."""
 
     def __init__(self, session_id: int):
         self.session_id = session_id
         self._last: dict[str, float] = {}
 
-    def seen(self, data):
+    def seen(self, data, from_browser: bool | None = None):
+        # terminado says which way a message goes in the message itself.
         kind = kind_of(data)
         if kind is None:
             return None

@@ -12,14 +12,15 @@ from django.views.decorators.http import require_POST
 from datasets.queries import mountable_versions
 from groups.queries import default_group, groups_of
 from interactive import actions, origins
+from interactive.boards import BOARD_FIELDS
 from interactive.events import session_payload
-from interactive.kinds import JUPYTERLAB, KINDS
+from interactive.kinds import JUPYTERLAB, KINDS, kind_for
 from interactive.models import InteractiveSession
 from jobs import actions as job_actions
 from jobs.costs import cost_for
 from jobs.forms import form_data_from_post, initial_from_spec
 from jobs.live.watching import watch_pending
-from jobs.models import JobTemplate
+from jobs.models import Job, JobTemplate, Sweep
 from jobs.submission import intake
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError
@@ -44,17 +45,37 @@ def session_list(request):
     return render(request, "interactive/list.html", {"sessions": sessions})
 
 
+def _board_choices(user):
+    """A board's choices: the owner's latest jobs that reached Slurm (not a session's, not a sweep
+    task) and sweeps, newest first."""
+    jobs = (
+        Job.objects.filter(owner=user, array__isnull=True, slurm_job_id__isnull=False, interactive_session__isnull=True)
+        .only("pk", "name", "state", "created_at")
+        .order_by("-pk")[:50]
+    )
+    sweeps = Sweep.objects.filter(owner=user).only("pk", "name", "point_count").order_by("-pk")[:50]
+    return jobs, sweeps
+
+
 @login_required
 def session_new(request):
     errors: dict = {}
     plan = plan_for(request.user)
     values = dict(DEFAULTS)
+    kind = kind_for(request.POST.get("kind") if request.method == "POST" else request.GET.get("kind")) or JUPYTERLAB
+    if request.method == "GET":
+        for field in BOARD_FIELDS:
+            if request.GET.get(field, "").isdigit():
+                values[field] = request.GET[field]
     if request.method == "POST":
         data = form_data_from_post(request.POST)
         data.pop("command", None)
         data["kind"] = request.POST.get("kind", JUPYTERLAB.code)
         if "group" in request.POST:
             data["group"] = request.POST["group"] or None
+        for field in BOARD_FIELDS:
+            if request.POST.get(field):
+                data[field] = request.POST[field]
         values = {**values, **request.POST.dict()}
         try:
             session = actions.start(request, data)
@@ -75,23 +96,31 @@ def session_new(request):
             return redirect("interactive:detail", pk=session.pk)
     elif request.GET.get("clone", "").isdigit() or request.GET.get("template", "").isdigit():
         if request.GET.get("clone", "").isdigit():
-            source = _mine(request, int(request.GET["clone"])).job.spec
+            cloned = _mine(request, int(request.GET["clone"]))
+            source = cloned.job.spec
+            # A clone is the same app on the same runs.
+            kind = kind_for(cloned.kind) or kind
+            values.update({"board_job": cloned.board_job_id or "", "board_sweep": cloned.board_sweep_id or ""})
         else:
             source = get_object_or_404(
-                JobTemplate, pk=int(request.GET["template"]), owner=request.user, kind=JUPYTERLAB.code
+                JobTemplate, pk=int(request.GET["template"]), owner=request.user, kind=kind.code
             ).spec
-        values = initial_from_spec(source)
+        values = {**values, **initial_from_spec(source)}
+    board_jobs, board_sweeps = _board_choices(request.user) if kind.needs_board else ((), ())
     context = {
         "values": values,
         "errors": errors,
+        "kind": kind,
         "kinds": KINDS.values(),
-        "images": _images(plan, JUPYTERLAB.code),
+        "board_jobs": board_jobs,
+        "board_sweeps": board_sweeps,
+        "images": _images(plan, kind.code),
         "gpu_types": gpu_types_of(plan),
         "groups": groups_of(request.user).order_by("name"),
         "default_group": default_group(request.user),
         "dataset_versions": mountable_versions(request.user),
         "idle_minutes": plan.session_idle_minutes,
-        "templates": JobTemplate.objects.filter(owner=request.user, kind=JUPYTERLAB.code),
+        "templates": JobTemplate.objects.filter(owner=request.user, kind=kind.code),
     }
     return render(request, "interactive/new.html", context, status=400 if errors else 200)
 
@@ -99,6 +128,7 @@ def session_new(request):
 def _detail_context(session: InteractiveSession) -> dict:
     return {
         "session": session,
+        "kind": kind_for(session.kind),
         "job": session.job,
         "payload": session_payload(session),
         "cost": cost_for(session.job),
@@ -131,4 +161,5 @@ def session_open(request, host_key: str):
     session = InteractiveSession.objects.filter(host_key=host_key, owner=request.user).first()
     if session is None:
         raise Http404("No such session.")
-    return redirect(origins.open_url(session, request.user, request.GET.get("next", "/lab")))
+    landing = kind_for(session.kind).landing_path
+    return redirect(origins.open_url(session, request.user, request.GET.get("next", landing)))

@@ -7,6 +7,7 @@ packages=(
   python3 python3-venv python3-dev build-essential
   redis-server postgresql
   debootstrap
+  libkrb5-dev libxkbfile-dev libsecret-1-dev pkg-config  # code-server built for the stand-in images (and npm, below)
   iproute2 util-linux  # the dev cluster's nodes in a network namespace (ip netns, nsenter)
   chromium          # browser tests drive Debian's Chromium through Playwright
   curl ca-certificates
@@ -15,6 +16,9 @@ packages=(
   nginx openssl     # the production shape's proxy and its TLS certificate (deploy/local-production.sh)
   libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core  # WeasyPrint: invoice PDFs
 )
+# npm fetches code-server and its Node.js from the npm registry; a machine with its own Node.js
+# (NodeSource's package carries npm) keeps it, where Debian's npm would conflict with it.
+command -v npm >/dev/null || packages+=(npm)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

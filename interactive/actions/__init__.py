@@ -8,7 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from interactive.kinds import kind_for
+from interactive.boards import BOARD_FIELDS, board_cluster, board_environment, board_sources
+from interactive.kinds import KINDS, kind_for
 from interactive.models import InteractiveSession
 from jobs import actions as job_actions
 from jobs.models import Job
@@ -30,7 +31,18 @@ def start(request, data: Mapping[str, Any]) -> InteractiveSession:
     errors: dict[str, list[str]] = {}
     kind = kind_for(data.pop("kind", None))
     if kind is None:
-        errors["kind"] = ["Choose an app: jupyterlab."]
+        errors["kind"] = [f"Choose an app: {', '.join(KINDS)}."]
+    board = {field: data.pop(field, None) for field in BOARD_FIELDS}
+    board_job, board_sweep, board_errors = board_sources(
+        request.user, board, needs_board=kind is not None and kind.needs_board
+    )
+    errors.update(board_errors)
+    if kind is not None and kind.needs_board and not board_errors:
+        # The board reads its files where they are: on the cluster its job ran on.
+        cluster = board_cluster(board_job)
+        if data.get("cluster") not in (None, "", cluster):
+            errors["cluster"] = [f"A board runs where the files it shows are: on {cluster}."]
+        data["cluster"] = cluster
     for field, message in NOT_FOR_SESSIONS.items():
         if data.pop(field, None) not in (None, "", False):
             errors[field] = [message]
@@ -43,7 +55,9 @@ def start(request, data: Mapping[str, Any]) -> InteractiveSession:
     # One transaction: the job goes to Slurm on commit, with its session (and token) there.
     with transaction.atomic():
         job = intake.accept(request, data)
-        return InteractiveSession.objects.create(job=job, owner=request.user, kind=kind.code)
+        return InteractiveSession.objects.create(
+            job=job, owner=request.user, kind=kind.code, board_job=board_job, board_sweep=board_sweep
+        )
 
 
 def image_offers(reference: str, app: str) -> bool:
@@ -78,6 +92,14 @@ def stop(session: InteractiveSession, *, reason: str = InteractiveSession.StopRe
 
 
 def session_environment(job) -> dict[str, str]:
-    """The server's token, in its job's submission (jobs.submission.environment)."""
-    token = InteractiveSession.objects.filter(job_id=job.pk).values_list("token", flat=True).first()
-    return {"JUPYTER_TOKEN": token} if token else {}
+    """The server's token, in its job's submission (jobs.submission.environment), and a board's
+    directories (interactive/boards.py)."""
+    session = (
+        InteractiveSession.objects.filter(job_id=job.pk)
+        .select_related("board_job", "board_sweep")
+        .only("token", "board_job", "board_sweep")
+        .first()
+    )
+    if session is None:
+        return {}
+    return {"JUPYTER_TOKEN": session.token, **board_environment(session.board_job, session.board_sweep)}

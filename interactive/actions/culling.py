@@ -10,6 +10,11 @@ its word is the user's: a kernel it calls busy counts only while the session's G
 in the idle window (a sample of any compute or memory traffic); a server that says "busy" for
 ever over still GPUs no longer keeps the GPUs held. A server that does not answer says
 nothing: its session is judged by its GPUs alone, so a crashed server does not bill for ever.
+
+Every app's session also counts what the proxy saw its owner do (interactive/browser_activity.py):
+a page of it opened or reloaded, and for VS Code (whose server has no kernels to ask) what its
+workbench sent of its own accord, never its heartbeat. A TensorBoard is read, not run: a board
+left open, not looked at again, is warned and stopped like an idle notebook.
 """
 
 from __future__ import annotations
@@ -116,7 +121,13 @@ def cull_idle_sessions(now: datetime | None = None) -> dict:
         limit = timedelta(minutes=idle_minutes[session.owner_id])
         moved = gpus_moved(session, now - limit, now)
         kernels = kernel_activity(session, now, gpus_moved=moved)
-        moments = [session.ready_at, session.last_activity_at, kernels, *terminal_activity(session, gpus_moved=moved)]
+        moments = [
+            session.ready_at,
+            session.last_activity_at,
+            session.browser_input_at,
+            kernels,
+            *terminal_activity(session, gpus_moved=moved),
+        ]
         moments.append(gpu_busy_at(session, now - limit - warning, now))
         last = max(moment for moment in moments if moment is not None)
         seen = {}
@@ -162,7 +173,7 @@ def _tell_warned(session: InteractiveSession, limit: timedelta, warning: timedel
         send_mail(
             f"Your {session.kind} session will stop in {int(warning.total_seconds() // 60)} minutes",
             f"Your session (job {session.job.slurm_job_id or session.job_id}) has been idle for {minutes} minutes: "
-            f"no kernel ran anything and its GPUs stayed under {settings.SESSION_IDLE_GPU_PERCENT} %.\n"
+            f"nothing ran or was done in it and its GPUs stayed under {settings.SESSION_IDLE_GPU_PERCENT} %.\n"
             f"It stops in {int(warning.total_seconds() // 60)} minutes unless you use it. "
             f"Open it from {settings.SITE_URL}/sessions/{session.pk}/ to keep it.",
             None,

@@ -13,7 +13,21 @@ from jobs.costs import cost_for, money
 class SessionInputSerializer(JobSpecInputSerializer):
     """A job's fields, less the command (the portal runs the app) and spot, plus the app."""
 
-    kind = serializers.ChoiceField(choices=sorted(KINDS), help_text="The app: jupyterlab")
+    kind = serializers.ChoiceField(
+        choices=sorted(KINDS), help_text="The app: jupyterlab, vscode (VS Code) or tensorboard (TensorBoard)"
+    )
+    board_job = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        help_text="tensorboard only: the job whose files the board shows (one of yours; or board_sweep)",
+    )
+    board_sweep = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        help_text="tensorboard only: the sweep whose tasks the board compares (one of yours; or board_job)",
+    )
     time_limit_minutes = serializers.IntegerField(min_value=1, help_text="Up to the plan's longest")
 
     def __init__(self, *args, **kwargs):
@@ -25,7 +39,13 @@ class SessionInputSerializer(JobSpecInputSerializer):
 
 class SessionSerializer(serializers.ModelSerializer):
     state = serializers.ChoiceField(choices=SessionState.choices, read_only=True)
-    url = serializers.SerializerMethodField(help_text="Once ready: JupyterLab at the session's own origin")
+    url = serializers.SerializerMethodField(help_text="Once ready: the app at the session's own origin")
+    board_job = serializers.IntegerField(
+        source="board_job_id", read_only=True, allow_null=True, help_text="The job a TensorBoard shows"
+    )
+    board_sweep = serializers.IntegerField(
+        source="board_sweep_id", read_only=True, allow_null=True, help_text="The sweep a TensorBoard compares"
+    )
     job = serializers.IntegerField(
         source="job_id", read_only=True, help_text="The session's job (GET /api/v1/jobs/{id}/)"
     )
@@ -46,6 +66,8 @@ class SessionSerializer(serializers.ModelSerializer):
             "kind",
             "state",
             "url",
+            "board_job",
+            "board_sweep",
             "job",
             "slurm_job_id",
             "job_state",

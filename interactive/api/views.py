@@ -6,6 +6,7 @@ from rest_framework.response import Response
 from foundation.api.errors import RETRY_AFTER
 from interactive import actions
 from interactive.api.serializers import SessionInputSerializer, SessionSerializer
+from interactive.boards import BOARD_FIELDS
 from interactive.models import InteractiveSession
 from jobs import actions as job_actions
 from jobs.api.schema import errors
@@ -45,9 +46,21 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
 
     @extend_schema(
         operation_id="sessions_create",
-        summary="Start a session (JupyterLab) as a job on a GPU type and count, or GPU memory",
+        summary="Start a session (JupyterLab, VS Code or TensorBoard) as a job on a GPU type and count, or GPU memory",
         request=SessionInputSerializer,
         examples=[
+            OpenApiExample(
+                "TensorBoard comparing a sweep's tasks for an hour",
+                request_only=True,
+                value={
+                    "kind": "tensorboard",
+                    "board_sweep": 12,
+                    "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                    "gpu_type": "rtx4090",
+                    "gpu_count": 1,
+                    "time_limit_minutes": 60,
+                },
+            ),
             OpenApiExample(
                 "JupyterLab on one GPU for two hours",
                 request_only=True,
@@ -58,7 +71,7 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
                     "gpu_count": 1,
                     "time_limit_minutes": 120,
                 },
-            )
+            ),
         ],
         responses={201: SessionSerializer, **errors(400, 401, 403, 409, 413, 415, 429)},
         parameters=[RETRY_AFTER],
@@ -66,6 +79,11 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     )
     def create(self, request):
         type_errors = json_type_errors(request.data)
+        if not type_errors:
+            for field in BOARD_FIELDS:
+                value = request.data.get(field)
+                if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                    type_errors[field] = ["Give the id as a whole number."]
         if type_errors:
             return invalid(type_errors)
         session, refusal = accepted_or_refused(actions.start, request, request.data)

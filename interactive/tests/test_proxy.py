@@ -314,12 +314,12 @@ def test_host_names_other_than_a_sessions_stay_with_the_portal(settings):
         "[::1]:8000",
     ):
         assert origins.host_key_of(host) is None, host
-    assert origins.safe_next("//evil.example/") == "/lab"
-    assert origins.safe_next("https://evil.example/") == "/lab"
+    assert origins.safe_next("//evil.example/") == "/"
+    assert origins.safe_next("https://evil.example/") == "/"
     assert origins.safe_next("/lab/tree/a.ipynb") == "/lab/tree/a.ipynb"
     # A browser drops a tab or a newline from a URL: "/<TAB>/evil.example" would be //evil.example.
     for sneaky in ("/\t/evil.example/", "/\n/evil.example", "/\r\n/evil.example", "/ /evil.example", "/\x7f/x"):
-        assert origins.safe_next(sneaky) == "/lab", repr(sneaky)
+        assert origins.safe_next(sneaky) == "/", repr(sneaky)
     assert timedelta(seconds=origins.TICKET_SECONDS) < timedelta(minutes=5)
 
 
@@ -395,3 +395,79 @@ def test_a_terminals_keystrokes_and_output_are_noted_as_they_pass_and_a_kernels_
         async_to_sync(type_in)("/terminals/websocket/1", '["stdout", "total 0\\r\\n"]')
         session.refresh_from_db()
         assert session.terminal_output_at is not None
+
+
+def test_a_page_opened_is_use_and_a_fetch_is_not(alice):
+    with upstream_server() as (http_port, _ws, _server):
+        session = _session(alice, port=http_port, kind="tensorboard")
+        cookie = (b"cookie", _cookie_for(session, alice))
+        # TensorBoard's own reloads: fetches, every 30 s while the tab is open.
+        assert _get(session, "/data/runs", headers=[cookie, (b"sec-fetch-mode", b"cors")])["status"] == 200
+        session.refresh_from_db()
+        assert session.browser_input_at is None
+        assert _get(session, "/", headers=[cookie, (b"sec-fetch-mode", b"navigate")])["status"] == 200
+        session.refresh_from_db()
+        assert session.browser_input_at is not None
+
+
+def _vscode_message(kind: int, body: bytes = b"") -> bytes:
+    """VS Code's remote protocol: type, id, ack (4 bytes each after the first), length, body."""
+    return bytes([kind]) + (7).to_bytes(4, "big") + (3).to_bytes(4, "big") + len(body).to_bytes(4, "big") + body
+
+
+def test_vs_codes_requests_from_the_browser_are_use_and_its_heartbeat_is_not(alice):
+    with upstream_server() as (_http, ws_port, _server):
+        session = _session(alice, port=ws_port, kind="vscode")
+
+        async def send(messages):
+            communicator = WebsocketCommunicator(
+                application,
+                "/stable-abc?reconnectionToken=1&reconnection=false&skipWebSocketFrames=false",
+                headers=[
+                    (b"host", _host(session)),
+                    (b"cookie", _cookie_for(session, alice)),
+                    (b"origin", f"http://{origins.session_host(session.host_key)}".encode()),
+                ],
+                subprotocols=["v1.kernel.websocket.jupyter.org"],  # the stand-in server insists on one
+            )
+            connected, _ = await communicator.connect(timeout=10)
+            assert connected
+            await communicator.receive_from(timeout=10)  # the echo server's hello
+            for message in messages:
+                await communicator.send_to(bytes_data=message)
+                assert await communicator.receive_from(timeout=10) == message  # relayed as it is
+            await communicator.disconnect()
+
+        async_to_sync(send)([_vscode_message(9), _vscode_message(3), _vscode_message(9)])
+        session.refresh_from_db()
+        assert session.browser_input_at is None  # keep-alives and acks: a tab left open
+        async_to_sync(send)([_vscode_message(1, b'{"type":"request","command":"save"}')])
+        session.refresh_from_db()
+        assert session.browser_input_at is not None
+
+
+def test_a_jupyterlab_sockets_binary_messages_are_not_vs_codes(alice):
+    with upstream_server() as (_http, ws_port, _server):
+        session = _session(alice, port=ws_port, kind="jupyterlab")
+
+        async def send():
+            communicator = WebsocketCommunicator(
+                application,
+                "/api/kernels/k1/channels",
+                headers=[
+                    (b"host", _host(session)),
+                    (b"cookie", _cookie_for(session, alice)),
+                    (b"origin", f"http://{origins.session_host(session.host_key)}".encode()),
+                ],
+                subprotocols=["v1.kernel.websocket.jupyter.org"],
+            )
+            connected, _ = await communicator.connect(timeout=10)
+            assert connected
+            await communicator.receive_from(timeout=10)
+            await communicator.send_to(bytes_data=_vscode_message(1, b"x" * 20))
+            await communicator.receive_from(timeout=10)
+            await communicator.disconnect()
+
+        async_to_sync(send)()
+        session.refresh_from_db()
+        assert session.browser_input_at is None

@@ -96,13 +96,13 @@ def upstream_server():
         websocket.shutdown()
 
 
-def session_on(owner, *, port: int, state=JobState.RUNNING, ready=True) -> InteractiveSession:
+def session_on(owner, *, port: int, state=JobState.RUNNING, ready=True, kind="jupyterlab") -> InteractiveSession:
     """A session of `owner` whose server listens on 127.0.0.1:`port` (ready unless told)."""
     job = Job.objects.create(owner=owner, state=state, name="lab", nodes="gpu-4090-01")
     return InteractiveSession.objects.create(
         job=job,
         owner=owner,
-        kind="jupyterlab",
+        kind=kind,
         address="127.0.0.1",
         port=port,
         ready_at=timezone.now() if ready else None,

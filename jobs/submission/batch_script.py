@@ -20,7 +20,9 @@ Runtimes:
   job's to change); the job directory (the working directory Slurm started the script in,
   where its logs are) is mounted at its own path, writable, and the command starts there,
   as with "none": relative paths mean the same on both runtimes, and the workdir exists in
-  every image because it is a mount. `GPUPOOL_DATA=/data` (when a data mount is given) and
+  every image because it is a mount. Directories in the submission's GPUPOOL_READ_ONLY_DIRS
+  (':'-separated, written by the portal) are mounted read-only at their own paths.
+  `GPUPOOL_DATA=/data` (when a data mount is given) and
   `GPUPOOL_OUTPUT=<job directory>` are exported. The step gets the job's GPUs, so
   CUDA_VISIBLE_DEVICES is Slurm's. The image needs bash.
 - "none" (the dev cluster, no containers): the command runs with the node's bash in the
@@ -97,6 +99,13 @@ _PYXIS = (
     " /*[,:]* | [!/]*) printf '[gpupool] error: refusing data mount %s\\n' \"$GPUPOOL_DATA_SOURCE\" >&2; exit 2;;"
     ' esac; GPUPOOL_MOUNTS="$GPUPOOL_DATA_SOURCE:/data:ro,$GPUPOOL_MOUNTS"; export GPUPOOL_DATA=/data;'
     " printf '[gpupool] data %s mounted read-only at /data\\n' \"$GPUPOOL_DATA_SOURCE\"; fi",
+    # Other directories the portal lets the job read (a TensorBoard session's runs, interactive/boards.py),
+    # from the submission's environment (a GPUPOOL_ name no user may set): each at its own path, read-only.
+    'if [ -n "${GPUPOOL_READ_ONLY_DIRS:-}" ]; then IFS=: read -r -a gpupool_read_only <<< "$GPUPOOL_READ_ONLY_DIRS";'
+    ' for gpupool_dir in "${gpupool_read_only[@]}"; do case "$gpupool_dir" in /*[,:]* | [!/]* | "")'
+    " printf '[gpupool] error: refusing read-only directory %s\\n' \"$gpupool_dir\" >&2; exit 2;; esac;"
+    ' GPUPOOL_MOUNTS="$GPUPOOL_MOUNTS,$gpupool_dir:$gpupool_dir:ro"; done;'
+    " printf '[gpupool] %s directories mounted read-only\\n' \"${#gpupool_read_only[@]}\"; fi",
     'if [ -n "$GPUPOOL_DATASET_VIEW" ]; then case "$GPUPOOL_DATASET_VIEW" in'
     " /*[,:]* | [!/]*) printf '[gpupool] error: refusing dataset view %s\\n' \"$GPUPOOL_DATASET_VIEW\" >&2; exit 2;;"
     ' esac; GPUPOOL_MOUNTS="$GPUPOOL_DATASET_VIEW:/data:ro,$GPUPOOL_MOUNTS"; export GPUPOOL_DATA=/data;'

@@ -50,7 +50,7 @@ def make_spec(
     )
 
 
-def run(script: str, directory: Path, *, fake_srun: bool = False) -> subprocess.CompletedProcess:
+def run(script: str, directory: Path, *, fake_srun: bool = False, env=None) -> subprocess.CompletedProcess:
     path = os.environ.get("PATH", "/usr/bin:/bin")
     if fake_srun:
         bin_dir = directory / "bin"
@@ -60,7 +60,12 @@ def run(script: str, directory: Path, *, fake_srun: bool = False) -> subprocess.
         path = f"{bin_dir}:{path}"
     (directory / "job.sh").write_text(script, encoding="utf-8")
     return subprocess.run(
-        ["bash", "job.sh"], cwd=directory, env={"PATH": path}, capture_output=True, timeout=30, check=False
+        ["bash", "job.sh"],
+        cwd=directory,
+        env={"PATH": path, **(env or {})},
+        capture_output=True,
+        timeout=30,
+        check=False,
     )
 
 
@@ -190,6 +195,30 @@ def test_pyxis_without_data_mount_mounts_only_the_job_directory(tmp_path):
         "gpupool-job",
         spec.command,
     ]
+
+
+def test_pyxis_mounts_the_portals_read_only_directories_at_their_own_paths(tmp_path):
+    # A TensorBoard session's runs (interactive/boards.py): from the submission's environment.
+    spec = make_spec("echo ran", image="pytorch/pytorch:2.3.0")
+    env = {"GPUPOOL_READ_ONLY_DIRS": "/jobs/alice/run-1:/jobs/alice/sweep-2"}
+    result = run(render_batch_script(spec, job_uuid=UUID, runtime="pyxis"), tmp_path, fake_srun=True, env=env)
+    assert result.returncode == 0, result
+    args = [a.decode() for a in (tmp_path / "srun-args").read_bytes().split(b"\0")[:-1]]
+    assert (
+        f"--container-mounts={tmp_path}:{tmp_path},/jobs/alice/run-1:/jobs/alice/run-1:ro,"
+        "/jobs/alice/sweep-2:/jobs/alice/sweep-2:ro"
+    ) in args
+    assert b"2 directories mounted read-only" in result.stdout
+
+
+@pytest.mark.parametrize("directories", ["/jobs/a,/etc", "relative", "/jobs/a::/jobs/b"])
+def test_pyxis_refuses_read_only_directories_that_pyxis_would_split(tmp_path, directories):
+    spec = make_spec("echo ran")
+    env = {"GPUPOOL_READ_ONLY_DIRS": directories}
+    result = run(render_batch_script(spec, job_uuid=UUID, runtime="pyxis"), tmp_path, fake_srun=True, env=env)
+    assert result.returncode == 2
+    assert b"refusing read-only directory" in result.stderr
+    assert not (tmp_path / "srun-args").exists()
 
 
 @pytest.mark.parametrize("mount", ["/mnt/nvme/a,/etc:/etc", "/mnt/nvme/a:/etc", "relative", "-x"])

