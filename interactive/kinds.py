@@ -42,6 +42,9 @@ def _launcher(name: str) -> str:
     return f'python3 -c "$(printf %s {encoded} | base64 -d)"'
 
 
+# A home the image lacks (the user's own is not mounted into the container) is the job's directory.
+_HOME_OR_HERE = '[ -d "${HOME:-}" ] && [ -w "${HOME:-}" ] || export HOME="$PWD"; '
+
 _FREE_PORT = "python3 -c 'import socket; s = socket.socket(); s.bind((\"\", 0)); print(s.getsockname()[1])'"
 
 JUPYTERLAB = Kind(
@@ -69,7 +72,9 @@ VSCODE = Kind(
     code="vscode",
     title="VS Code",
     command=(
-        'export HOME="${HOME:-$PWD}"; gpupool_socket_dir="$(mktemp -d)"; '
+        f"{_HOME_OR_HERE}"
+        'export XDG_CONFIG_HOME="$PWD/.vscode-server/config" XDG_DATA_HOME="$PWD/.vscode-server/share"; '
+        'gpupool_socket_dir="$(mktemp -d)"; '
         f'exec {_launcher("session_guard.py")} "$gpupool_socket_dir/code-server.sock" --'
         ' code-server --socket "$gpupool_socket_dir/code-server.sock" --socket-mode 600 --auth none'
         " --disable-telemetry --disable-update-check --disable-workspace-trust --disable-getting-started-override"
@@ -84,7 +89,7 @@ VSCODE = Kind(
 TENSORBOARD = Kind(
     code="tensorboard",
     title="TensorBoard",
-    command=f'export HOME="${{HOME:-$PWD}}"; exec {_launcher("tensorboard_board.py")}',
+    command=f"{_HOME_OR_HERE}exec {_launcher('tensorboard_board.py')}",
     landing_path="/",
     status_path="/data/environment",
     noun="board",

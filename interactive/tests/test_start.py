@@ -34,7 +34,7 @@ def test_the_command_is_the_portals_and_reads_the_token_from_the_environment():
     [
         ({"command": "rm -rf ~"}, "command"),
         ({"spot": True}, "spot"),
-        ({"kind": "vscode"}, "kind"),
+        ({"kind": "emacs"}, "kind"),
         ({"kind": None}, "kind"),
         ({"image": "nvcr.io/nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04"}, "image"),  # no JupyterLab in it
         ({"gpu_count": 99}, "gpu_count"),
