@@ -74,7 +74,8 @@ VSCODE = Kind(
     command=(
         f"{_HOME_OR_HERE}"
         'export XDG_CONFIG_HOME="$PWD/.vscode-server/config" XDG_DATA_HOME="$PWD/.vscode-server/share"; '
-        'gpupool_socket_dir="$(mktemp -d)"; '
+        # No core files in the job's directory: Node.js dumps one when Slurm's cancel meets it mid-write.
+        'ulimit -c 0; gpupool_socket_dir="$(mktemp -d)"; '
         f'exec {_launcher("session_guard.py")} "$gpupool_socket_dir/code-server.sock" --'
         ' code-server --socket "$gpupool_socket_dir/code-server.sock" --socket-mode 600 --auth none'
         " --disable-telemetry --disable-update-check --disable-workspace-trust --disable-getting-started-override"
