@@ -1,13 +1,15 @@
-"""Click to a ready JupyterLab, on an idle GPU of the real dev cluster, as a user sees it.
+"""Click to a ready session (JupyterLab, VS Code or TensorBoard), on an idle GPU of the real dev
+cluster, as a user sees it.
 
-In Chromium (Debian's, as the browser tests run it): the "Start notebook" click on the new-session
-page, to the page saying "Ready" (pushed over its WebSocket once the server answered the portal).
+In Chromium (Debian's, as the browser tests run it): the Start click on the new-session page of the
+app, to the page saying "Ready" (pushed over its WebSocket once the server answered the portal). A
+TensorBoard shows a job of the user's that wrote nothing (its directory made here, as Slurm would).
 Each session is then stopped and its job waited out, so the next one meets an idle GPU. Beside the
 total, where the time went, from the database: the job's submission to Slurm's start (Slurm and
 the batch script up to starting the container, by the script's own clock), the server's start
 (the container starting to the portal's probe answered), and the rest (the push and the page).
 
-    .venv/bin/python bench/session_start.py [--sessions 10]
+    .venv/bin/python bench/session_start.py [--sessions 10] [--kind jupyterlab|vscode|tensorboard]
 
 Starts the web process, a Celery worker and beat on a throwaway database, as `make dev` runs them. Goal
 (docs/sessions.md): p50 <= 20 s, p95 <= 60 s.
@@ -36,8 +38,33 @@ def _container_launch(job) -> float:
     return float(next(line for line in stderr.splitlines() if line.startswith(CONTAINER_LAUNCH)).split()[-1])
 
 
+VSCODE_IMAGE = "registry.local/gpupool/pytorch-code-server:24.05-4.139.1"
+
+
+def _board_job(user):
+    """A finished job of `user`'s for a TensorBoard to show: a row and its directory, owned by the
+    user's cluster account as Slurm leaves it."""
+    from cluster.clusters.services import job_paths
+    from jobs import protocol
+    from jobs.models import Job, JobState
+
+    job = Job.objects.create(
+        owner=user,
+        slurm_job_id=1,
+        state=JobState.COMPLETED,
+        name="trained",
+        cluster_user=user.profile.cluster_username,
+    )
+    directory = job_paths().to_local(protocol.job_directory(job))
+    for path in (directory.parent, directory):
+        if not path.exists():
+            path.mkdir(mode=0o750)
+            os.chown(path, user.profile.cluster_uid, user.profile.cluster_gid)
+    return job
+
+
 def main():
-    args = options(sessions=10)
+    args = options(sessions=10, kind="jupyterlab")
 
     from django.db import connections
     from playwright.sync_api import expect, sync_playwright
@@ -52,6 +79,8 @@ def main():
         user = make_user("sess", plan="pro")
         user.set_password("bench-password")
         user.save()
+        # Made before Playwright starts: queries under its sync API run on a connection of their own.
+        board = _board_job(user) if args.kind == "tensorboard" else None
         port = _free_port()
         totals, slurm_parts, server_parts, rest = [], [], [], []
         try:
@@ -69,8 +98,12 @@ def main():
                 page.click("button[type=submit]")
                 page.wait_for_url(f"{base_url}/")
                 for number in range(args.sessions):
-                    page.goto(f"{base_url}/sessions/new/")
+                    page.goto(f"{base_url}/sessions/new/?kind={args.kind}")
                     page.select_option("#id_gpu_type", "rtx4090")
+                    if args.kind == "vscode":
+                        page.select_option("#id_image", VSCODE_IMAGE)
+                    if board is not None:
+                        page.select_option("#id_board_job", str(board.pk))
                     started = time.perf_counter()
                     page.click("[data-start-session]")
                     page.wait_for_url(re.compile(r".*/sessions/\d+/$"))
@@ -108,9 +141,10 @@ def main():
         p50, p95 = percentile(values, 0.5), percentile(values, 0.95)
         return f"{label}: p50 {p50:.1f} s, p95 {p95:.1f} s, max {max(values):.1f} s"
 
+    print(f"{args.kind}, {len(totals)} sessions")
     print(line("click to ready (goal p50 <= 20 s, p95 <= 60 s)", totals))
     print(line("  submission to the container's launch (Slurm, the batch script)", slurm_parts))
-    print(line("  the container and JupyterLab starting, to the portal's probe answered", server_parts))
+    print(line("  the container and the app starting, to the portal's probe answered", server_parts))
     print(line("  the rest (the portal noticing, the push, the page)", rest))
 
 
