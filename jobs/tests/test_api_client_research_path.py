@@ -3,7 +3,8 @@
 beat) on the real cluster: a small dataset uploaded over tus and committed until ready, its version
 id read from the dataset list; a job mounting it at /data/<name> that counts the CSV's lines into a
 file of its own directory; that file found in the job's listing and downloaded with the right
-count; and another user getting 404 for the job's files."""
+count; another user getting 404 for the job's files; and a TensorBoard of the job started, ready
+and stopped."""
 
 import importlib
 import io
@@ -64,6 +65,9 @@ def test_a_generated_client_uploads_a_dataset_runs_a_job_on_it_and_downloads_its
                 "jobs_retrieve",
                 "jobs_files_list",
                 "jobs_files_download",
+                "sessions_create",
+                "sessions_retrieve",
+                "sessions_stop",
             ]
         }
         models = importlib.import_module(f"{PACKAGE}.models")
@@ -146,4 +150,26 @@ def test_a_generated_client_uploads_a_dataset_runs_a_job_on_it_and_downloads_its
         listed = api["jobs_files_list"].sync_detailed(client=as_bob, id=job.id)
         fetched = api["jobs_files_download"].sync_detailed(client=as_bob, id=job.id, file_path=entry.path)
         assert (listed.status_code, fetched.status_code) == (404, 404), (listed.content, fetched.content)
+
+        # 5. A TensorBoard of the job: started, ready, stopped.
+        board = api["sessions_create"].sync(
+            client=client,
+            body=models.SessionInput(
+                kind=models.SessionInputKindEnum("tensorboard"),
+                board_job=job.id,
+                image=GOOD_SPEC["image"],
+                gpu_type=models.GpuTypeEnum(GOOD_SPEC["gpu_type"]),
+                gpu_count=1,
+                time_limit_minutes=10,
+            ),
+        )
+        assert isinstance(board, models.Session) and board.board_job == job.id, board
+
+        def board_ready():
+            shown = api["sessions_retrieve"].sync(client=client, id=board.id)
+            assert shown.state.value in ("queued", "starting", "ready"), (shown.state, shown.error)
+            return shown if shown.state.value == "ready" else None
+
+        assert wait_for(board_ready, timeout=120, interval=1, what="the board to be ready").url
+        api["sessions_stop"].sync_detailed(client=client, id=board.id)
     assert job.cluster == settings.SLURM_CLUSTER_NAME  # datasets run on the portal's own cluster
