@@ -16,7 +16,7 @@ from django.db import connection
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -68,7 +68,7 @@ def portal_stack(*, worker: bool = False, beat: bool = False, extra_env: dict | 
 @contextmanager
 def portal_processes(*, worker=False, beat=False, extra_env: dict | None = None, port: int | None = None):
     """`portal_stack`, yielding (base URL, the web process's pid): for what measures the process."""
-    port = port or _free_port()
+    port = port or free_port()
     env = {
         **os.environ,
         "DATABASE_URL": _database_url(),
@@ -125,7 +125,7 @@ def prometheus_server(config: str):
 
     if not Path(PROMETHEUS_PATH).exists():
         raise RuntimeError(f"no Prometheus at {PROMETHEUS_PATH} (scripts/install-system-deps.sh installs it)")
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="gpupool-prometheus-") as folder:
         (Path(folder) / "prometheus.yml").write_text(config)
         log_path = Path(folder) / "prometheus.log"

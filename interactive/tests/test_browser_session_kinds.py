@@ -3,7 +3,6 @@ open the editor through the portal and run a command in its terminal; then "New 
 sweep that has ended, open it and see the sweep's tasks as runs side by side."""
 
 import re
-import socket
 import time
 
 import pytest
@@ -17,7 +16,7 @@ from jobs.models import UNREAD_OR_UNFINISHED, Sweep
 from jobs.sweeps import queries
 from jobs.tasks import run_sync
 from testing.browser import chromium_page, log_in
-from testing.servers import portal_stack
+from testing.servers import free_port, portal_stack
 from testing.slurm import wait_for
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -29,12 +28,6 @@ pytestmark = [
     pytest.mark.first_release,
     pytest.mark.django_db(transaction=True),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _start(page, kind_link: str, choose) -> tuple[InteractiveSession, float]:
@@ -73,7 +66,7 @@ def test_vs_code_and_a_tensorboard_of_a_sweep_from_the_sessions_page(
 
     wait_for(ended, timeout=240, interval=0.5, what="the sweep's tasks to end")
 
-    port = _free_port()
+    port = free_port()
     site = f"http://127.0.0.1:{port}"
     with (
         chromium_page(playwright_api, width=390, height=844) as page,

@@ -3,7 +3,6 @@ JupyterLab through the portal, run a cell that prints CUDA_VISIBLE_DEVICES, leav
 warned and stopped, in the notebook and on the portal's page (at phone width)."""
 
 import re
-import socket
 from datetime import timedelta
 
 import pytest
@@ -12,7 +11,7 @@ from django.utils import timezone
 from interactive.actions.culling import cull_idle_sessions
 from interactive.models import InteractiveSession
 from testing.browser import chromium_page, log_in
-from testing.servers import portal_stack
+from testing.servers import free_port, portal_stack
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
@@ -25,15 +24,9 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_a_notebook_starts_runs_a_cell_and_is_stopped_when_left_idle(alice, provision, settings):
     provision(alice)
-    port = _free_port()
+    port = free_port()
     site = f"http://127.0.0.1:{port}"
     with (
         chromium_page(playwright_api, width=390, height=844) as page,

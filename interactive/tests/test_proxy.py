@@ -57,6 +57,21 @@ def _get(session, path="/api/echo", *, headers=(), method="GET", body=b""):
     return async_to_sync(go)()
 
 
+def _socket(session, user, path: str) -> WebsocketCommunicator:
+    """A browser's WebSocket to `path` of the session's origin, with `user`'s cookie; the stand-in
+    server insists on a subprotocol (a terminal's or VS Code's socket needs none, and none is needed here)."""
+    return WebsocketCommunicator(
+        application,
+        path,
+        headers=[
+            (b"host", _host(session)),
+            (b"cookie", _cookie_for(session, user)),
+            (b"origin", f"http://{origins.session_host(session.host_key)}".encode()),
+        ],
+        subprotocols=["v1.kernel.websocket.jupyter.org"],
+    )
+
+
 def _headers(response) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for name, value in response["headers"]:
@@ -202,16 +217,7 @@ def test_websockets_are_bridged_with_the_servers_subprotocol_and_refused_to_othe
         session = _session(alice, port=ws_port)
 
         async def scenario(cookie_user):
-            communicator = WebsocketCommunicator(
-                application,
-                "/api/kernels/k1/channels?session_id=s",
-                headers=[
-                    (b"host", _host(session)),
-                    (b"cookie", _cookie_for(session, cookie_user)),
-                    (b"origin", f"http://{origins.session_host(session.host_key)}".encode()),
-                ],
-                subprotocols=["v1.kernel.websocket.jupyter.org"],
-            )
+            communicator = _socket(session, cookie_user, "/api/kernels/k1/channels?session_id=s")
             connected, subprotocol = await communicator.connect(timeout=10)
             if not connected:
                 return connected, None, None, None
@@ -366,17 +372,7 @@ def test_a_terminals_keystrokes_and_output_are_noted_as_they_pass_and_a_kernels_
         session = _session(alice, port=ws_port)
 
         async def type_in(path, text):
-            communicator = WebsocketCommunicator(
-                application,
-                path,
-                headers=[
-                    (b"host", _host(session)),
-                    (b"cookie", _cookie_for(session, alice)),
-                    (b"origin", f"http://{origins.session_host(session.host_key)}".encode()),
-                ],
-                # The stand-in server insists on one; terminado's socket has none, and none is needed here.
-                subprotocols=["v1.kernel.websocket.jupyter.org"],
-            )
+            communicator = _socket(session, alice, path)
             connected, _ = await communicator.connect(timeout=10)
             assert connected
             await communicator.receive_from(timeout=10)  # the echo server's hello
@@ -410,6 +406,9 @@ def test_a_page_opened_is_use_and_a_fetch_is_not(alice):
         assert session.browser_input_at is not None
 
 
+VSCODE_SOCKET = "/stable-abc?reconnectionToken=1&reconnection=false&skipWebSocketFrames=false"
+
+
 def _vscode_message(kind: int, body: bytes = b"") -> bytes:
     """VS Code's remote protocol: type, id, ack (4 bytes each after the first), length, body."""
     return bytes([kind]) + (7).to_bytes(4, "big") + (3).to_bytes(4, "big") + len(body).to_bytes(4, "big") + body
@@ -420,15 +419,8 @@ def test_vs_codes_requests_from_the_browser_are_use_and_its_heartbeat_is_not(ali
         session = _session(alice, port=ws_port, kind="vscode")
 
         async def send(messages):
-            communicator = WebsocketCommunicator(
-                application,
-                "/stable-abc?reconnectionToken=1&reconnection=false&skipWebSocketFrames=false",
-                headers=[
-                    (b"host", _host(session)),
-                    (b"cookie", _cookie_for(session, alice)),
-                    (b"origin", f"http://{origins.session_host(session.host_key)}".encode()),
-                ],
-                subprotocols=["v1.kernel.websocket.jupyter.org"],  # the stand-in server insists on one
+            communicator = _socket(
+                session, alice, "/stable-abc?reconnectionToken=1&reconnection=false&skipWebSocketFrames=false"
             )
             connected, _ = await communicator.connect(timeout=10)
             assert connected
@@ -451,16 +443,7 @@ def test_a_jupyterlab_sockets_binary_messages_are_not_vs_codes(alice):
         session = _session(alice, port=ws_port, kind="jupyterlab")
 
         async def send():
-            communicator = WebsocketCommunicator(
-                application,
-                "/api/kernels/k1/channels",
-                headers=[
-                    (b"host", _host(session)),
-                    (b"cookie", _cookie_for(session, alice)),
-                    (b"origin", f"http://{origins.session_host(session.host_key)}".encode()),
-                ],
-                subprotocols=["v1.kernel.websocket.jupyter.org"],
-            )
+            communicator = _socket(session, alice, "/api/kernels/k1/channels")
             connected, _ = await communicator.connect(timeout=10)
             assert connected
             await communicator.receive_from(timeout=10)
