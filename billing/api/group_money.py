@@ -20,7 +20,7 @@ from billing import group_money
 from billing.invoices.drafts import month_of
 from credits import actions as credit_actions
 from credits.actions import ledger
-from foundation.api.errors import StrictBooleanField, invalid
+from foundation.api.errors import StrictBooleanField
 from foundation.money import format_amount
 from groups import actions as group_actions
 from groups.api.views import GroupAPIView, errors
@@ -120,8 +120,7 @@ class GroupBudgetView(GroupAPIView):
     def put(self, request, pk: int):
         visible_group(request.user, pk)  # a group not the caller's is a 404 whatever the body
         body = BudgetInput(data=request.data)
-        if not body.is_valid():
-            return invalid(body)
+        body.is_valid(raise_exception=True)
         budget = group_actions.save_group_budget(pk, request.user, **body.validated_data)
         return Response(BudgetSerializer(budget).data)
 
@@ -155,8 +154,7 @@ class GroupPlanView(GroupAPIView):
     def put(self, request, pk: int):
         visible_group(request.user, pk)
         body = PlanInput(data=request.data)
-        if not body.is_valid():
-            return invalid(body)
+        body.is_valid(raise_exception=True)
         held = group_actions.set_group_plan(
             pk, request.user, body.validated_data["plan"], body.validated_data["reason"]
         )
@@ -186,8 +184,7 @@ class GroupCreditsView(GroupAPIView):
         group = visible_group(request.user, pk)
         group_money.require_pool_admin(request.user, group.pk)
         body = PoolInput(data=request.data)
-        if not body.is_valid():
-            return invalid(body)
+        body.is_valid(raise_exception=True)
         values = body.validated_data
         _entry, added = credit_actions.adjust(
             None,

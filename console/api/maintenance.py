@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from accounts.access import is_admin
 from console.actions import maintenance
 from console.models import MaintenanceWindow
-from foundation.api.errors import StrictCharField, error_responses, invalid
+from foundation.api.errors import StrictCharField, error_responses
 from foundation.api.views import RefusingAPIView
 
 ERRORS = {
@@ -76,8 +76,7 @@ class WindowsView(FieldRefusals):
         if not is_admin(request.user):
             raise PermissionDenied("Only admins plan maintenance.")
         body = WindowInputSerializer(data=request.data)
-        if not body.is_valid():
-            return invalid(body)
+        body.is_valid(raise_exception=True)
         data = body.validated_data
         window = maintenance.plan_window(
             request.user,

@@ -14,7 +14,7 @@ from console.actions import rolling_restart
 from console.api.maintenance import FieldRefusals
 from console.models import RollingRestart, RollingRestartStep
 from console.tasks import advance_rolling_restart
-from foundation.api.errors import StrictCharField, error_responses, invalid
+from foundation.api.errors import StrictCharField, error_responses
 
 ERRORS = {
     400: "Bad input: `errors` names each field and what is wrong with it",
@@ -94,8 +94,7 @@ class RestartsView(_AdminsOnly):
     )
     def post(self, request):
         body = RestartInputSerializer(data=request.data)
-        if not body.is_valid():
-            return invalid(body)
+        body.is_valid(raise_exception=True)
         data = body.validated_data
         restart = rolling_restart.start(request.user, data["nodes"], data["reason"], canary_first=data["canary_first"])
         transaction.on_commit(lambda: advance_rolling_restart.delay(restart.pk))

@@ -4,14 +4,17 @@
 The database not answering (PostgreSQL restarting) is a 503 in that shape, not a bare 500:
 a read says when to try again; a write says it may have been recorded, because the database
 can fail after the commit (the submission's hand-over to Slurm runs then), and a client that
-simply sent a submission again could have two jobs."""
+simply sent a submission again could have two jobs.
+
+Bad input is raised, not answered: a view calls `serializer.is_valid(raise_exception=True)` and the
+400 comes from here, {"detail": INVALID, "errors": ...}, the same as foundation.api.errors.invalid."""
 
 from django.db import InterfaceError, OperationalError
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from foundation.api.errors import field_messages
+from foundation.api.errors import INVALID, field_messages
 
 DATABASE_RETRY_SECONDS = 5
 
@@ -36,5 +39,5 @@ def api_exception_handler(exc, context):
     data = response.data
     if isinstance(data, dict) and "detail" in data:
         return response
-    response.data = {"detail": "Invalid input.", "errors": field_messages(data)}
+    response.data = {"detail": INVALID, "errors": field_messages(data)}
     return response

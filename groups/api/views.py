@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from accounts.access import is_admin
 from cluster.errors import SlurmError
-from foundation.api.errors import error_responses, invalid
+from foundation.api.errors import error_responses
 from foundation.api.views import RefusingAPIView
 from groups import actions, usage
 from groups.api.serializers import (
@@ -91,8 +91,7 @@ class GroupListView(GroupAPIView):
     )
     def post(self, request):
         body = GroupInputSerializer(data=request.data)
-        if not body.is_valid():
-            return invalid(body)
+        body.is_valid(raise_exception=True)
         group = actions.create_group(request.user, **body.validated_data)
         return Response(GroupSerializer(group, context=_context(request.user)).data, status=201)
 
@@ -142,8 +141,7 @@ class MemberView(GroupAPIView):
     )
     def put(self, request, pk: int, user_id: int):
         body = RoleInputSerializer(data=request.data)
-        if not body.is_valid():
-            return invalid(body)
+        body.is_valid(raise_exception=True)
         changed = actions.change_role(pk, request.user, user_id, body.validated_data["role"])
         return Response(MemberSerializer(changed).data)
 
@@ -169,8 +167,7 @@ class InvitationListView(GroupAPIView):
     )
     def post(self, request, pk: int):
         body = InvitationInputSerializer(data=request.data)
-        if not body.is_valid():
-            return invalid(body)
+        body.is_valid(raise_exception=True)
         invitation, _token = actions.invite(pk, request.user, **body.validated_data)
         return Response(InvitationSerializer(invitation).data, status=201)
 
@@ -197,8 +194,7 @@ class AcceptView(GroupAPIView):
     )
     def post(self, request):
         body = AcceptInputSerializer(data=request.data)
-        if not body.is_valid():
-            return invalid(body)
+        body.is_valid(raise_exception=True)
         joined = actions.accept_invitation(body.validated_data["token"], request.user)
         return Response(MemberSerializer(joined).data, status=201)
 
@@ -223,8 +219,7 @@ class AllocationListView(GroupAPIView):
     )
     def post(self, request, pk: int):
         body = AllocationInputSerializer(data=request.data)
-        if not body.is_valid():
-            return invalid(body)
+        body.is_valid(raise_exception=True)
         values = dict(body.validated_data)
         renews = values.pop("renews", None)
         allocation = actions.request_allocation(pk, request.user, renews_id=renews, **values)
@@ -241,8 +236,7 @@ class AllocationDecisionView(GroupAPIView):
     )
     def post(self, request, allocation_id: int):
         body = DecisionInputSerializer(data=request.data)
-        if not body.is_valid():
-            return invalid(body)
+        body.is_valid(raise_exception=True)
         if not is_admin(request.user):
             # Not an admin: whether the allocation exists is not theirs to learn.
             return Response({"detail": "No such allocation."}, status=404)

@@ -9,7 +9,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from foundation.api.errors import RETRY_AFTER, StrictBooleanField, invalid
+from foundation.api.errors import RETRY_AFTER, StrictBooleanField
 from foundation.ratelimit import refund
 from jobs import actions as job_actions
 from jobs.api.schema import errors
@@ -315,8 +315,7 @@ class SweepThrottleView(APIView):
     def post(self, request, pk: int):
         sweep = _own(request, pk)
         data = ThrottleSerializer(data=request.data)
-        if not data.is_valid():
-            return invalid(data)
+        data.is_valid(raise_exception=True)
         try:
             sweep = actions.set_throttle(request.user, sweep, data.validated_data["throttle"])
         except actions.SweepRefused as exc:
@@ -335,8 +334,7 @@ class SweepRerunView(APIView):
     def post(self, request, pk: int):
         sweep = _own(request, pk)
         data = RerunSerializer(data=request.data)
-        if not data.is_valid():
-            return invalid(data)
+        data.is_valid(raise_exception=True)
         try:
             actions.rerun_tasks(request.user, sweep, data.validated_data.get("tasks"))
         except Exception as exc:  # noqa: BLE001  (_refused re-raises what it does not answer)
@@ -355,8 +353,7 @@ class SweepCancelView(APIView):
     def post(self, request, pk: int):
         sweep = _own(request, pk)
         data = CancelSerializer(data=request.data)
-        if not data.is_valid():
-            return invalid(data)
+        data.is_valid(raise_exception=True)
         try:
             actions.cancel_sweep(request.user, sweep, pending_only=data.validated_data["pending_only"])
         except actions.SweepRefused as exc:
