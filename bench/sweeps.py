@@ -38,8 +38,8 @@ def main() -> None:
 
 def run(user, points: int, watch: float, *, events: bool = False) -> None:
     from jobs.submission.spec import SpecPolicy, parse_job_spec
-    from jobs.sweeps.parameters import parse_sweep_parameters
     from plans.catalog import plan_for
+    from sweeps.parameters import parse_sweep_parameters
 
     spec = parse_job_spec(
         {
@@ -71,8 +71,8 @@ def _submit_and_watch(user, spec, grid, points: int, watch: float, *, events: bo
     from cluster.clusters.services import rest_client
     from jobs.mirror.passes import mirror_jobs
     from jobs.models import FINAL_STATES, Job
-    from jobs.sweeps import actions
-    from jobs.sweeps.submit import submit_sweep_arrays
+    from sweeps import actions
+    from sweeps.submit import submit_sweep_arrays
 
     started = time.perf_counter()
     sweep = actions.create_sweep(user, spec, grid, name="bench", throttle=16)

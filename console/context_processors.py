@@ -12,7 +12,7 @@ _NAVIGATION = {
         ("GPUs", "console:heatmap"),
         ("My jobs", "jobs:list"),
         ("New job", "jobs:new"),
-        ("Sweeps", "jobs:sweeps"),
+        ("Sweeps", "sweeps:sweeps"),
         ("API tokens", "accounts:api_tokens"),
     ],
     Role.ADMIN: [
@@ -32,7 +32,7 @@ _NAVIGATION = {
         ("Allocations", "groups:allocation_queue"),
         ("My jobs", "jobs:list"),
         ("New job", "jobs:new"),
-        ("Sweeps", "jobs:sweeps"),
+        ("Sweeps", "sweeps:sweeps"),
     ],
     Role.MARKETING: [("Dashboard", "console:home"), ("Sign-ups", "console:signups")],
 }

@@ -82,6 +82,7 @@ INSTALLED_APPS = [
     "datasets",
     "cluster",
     "jobs",
+    "sweeps",
     "console",
     "billing",
     "credits",
@@ -351,7 +352,7 @@ MIRROR_FETCH_CONCURRENCY = env_int("MIRROR_FETCH_CONCURRENCY", 8, minimum=1)
 # any failure): the job is in Slurm when the API answers. Needs the web process to be allowed
 # to make job directories; where it is not, every job goes the worker's way (jobs.tasks.submit_now).
 SUBMIT_INLINE = env_bool("SUBMIT_INLINE", True)
-# Sweeps (jobs/sweeps/): the most points one may have, and the cluster's MaxArraySize (Slurm's
+# Sweeps (sweeps/): the most points one may have, and the cluster's MaxArraySize (Slurm's
 # default 1001: task ids 0-1000). A larger sweep is split into arrays of this many tasks.
 SWEEP_MAX_POINTS = env_int("SWEEP_MAX_POINTS", 10_000, minimum=1)
 # The most sweep tasks a user may have waiting, per GPU their plan may hold at once (Free's one:
@@ -480,7 +481,7 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 15.0},
     },
     "reconcile-sweep-arrays": {
-        "task": "jobs.sweeps.submit.reconcile_arrays",
+        "task": "jobs.sweeps.submit.reconcile_arrays",  # its name from before sweeps/ (sweeps/submit.py)
         "schedule": 15.0,
         "options": {"expires": 15.0},
     },

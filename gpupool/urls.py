@@ -11,6 +11,7 @@ urlpatterns = [
     # Browsers ask for /favicon.ico whatever the page says.
     path("favicon.ico", lambda request: redirect(static("favicon.svg"))),
     path("", include("console.urls")),
+    path("jobs/sweeps/", include("sweeps.urls")),
     path("jobs/", include("jobs.urls")),
     path("sessions/", include("interactive.urls")),
     path("reservations/", include("reservations.urls")),
@@ -36,6 +37,7 @@ urlpatterns = [
     path("api/v1/invoices/", include("billing.api.invoice_urls")),
     path("api/v1/", include("interactive.api.urls")),
     path("api/v1/", include("console.api.urls")),
+    path("api/v1/", include("sweeps.api_urls")),
     # Last: jobs' URLs end with the API's own 404 for every other path under /api/v1/.
     path("api/v1/", include("jobs.api.urls")),
     path("api/schema/", schema_view, name="api-schema"),

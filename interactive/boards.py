@@ -18,7 +18,7 @@ from typing import Any
 from cluster.clusters.registry import primary_cluster_name
 from jobs import protocol
 from jobs.models import Job, JobArray, Sweep
-from jobs.sweeps.submit import array_directory
+from sweeps.submit import array_directory
 
 BOARD_FIELDS = ("board_job", "board_sweep")
 

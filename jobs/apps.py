@@ -8,6 +8,5 @@ class JobsConfig(AppConfig):
         from datasets.actions import register_deletion_check
         from jobs import receivers  # noqa: F401
         from jobs.submission.datasets import unfinished_jobs_mounting
-        from jobs.sweeps import receivers as sweep_receivers  # noqa: F401
 
         register_deletion_check("jobs.unfinished_mounts", unfinished_jobs_mounting)

@@ -51,3 +51,18 @@ def initial_from_spec(spec: dict) -> dict:
 
 def _unix_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+# The job form's "Run as a sweep": sweeps/ sits above jobs/ and registers what takes the form then
+# (sweeps.forms.quote_or_submit: `(request, job data, POST) -> an outcome with .sweep, .errors,
+# .context`) in its AppConfig.ready(). Without it the checkbox does nothing but a plain job.
+_sweep_form = None
+
+
+def register_sweep_form(handler) -> None:
+    global _sweep_form
+    _sweep_form = handler
+
+
+def sweep_form():
+    return _sweep_form

@@ -136,7 +136,7 @@ class Job(models.Model):
     # commands) is for admins only.
     error = models.TextField(blank=True)
     error_detail = models.TextField(blank=True)
-    # A task of a sweep (jobs/sweeps/): its point's index in the sweep, and the Slurm array
+    # A task of a sweep (sweeps/): its point's index in the sweep, and the Slurm array
     # that runs it with its task id there. A task reaches Slurm with its array (JobArray's claim),
     # never alone; it has a `slurm_job_id` once Slurm gave the task a record of its own.
     sweep = models.ForeignKey("Sweep", null=True, blank=True, on_delete=models.CASCADE, related_name="tasks")
@@ -145,7 +145,7 @@ class Job(models.Model):
     sweep_current = models.BooleanField(default=True)
     array = models.ForeignKey("JobArray", null=True, blank=True, on_delete=models.CASCADE, related_name="tasks")
     array_task_id = models.PositiveIntegerField(null=True, blank=True)
-    # The task's metric (metrics.json or a marked line: jobs/sweeps/metrics.py), once it ended.
+    # The task's metric (metrics.json or a marked line: sweeps/metrics.py), once it ended.
     metric = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -261,7 +261,7 @@ class JobDataset(models.Model):
 
 
 class Sweep(models.Model):
-    """A grid of runs of one base job (jobs/sweeps/): every point a task, run as Slurm job arrays."""
+    """A grid of runs of one base job (sweeps/): every point a task, run as Slurm job arrays."""
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sweeps")
@@ -269,7 +269,7 @@ class Sweep(models.Model):
     name = models.CharField(max_length=64)
     # The base job as accepted (JobSpec.to_dict(); its command is the template with `{name}`s).
     spec = models.JSONField()
-    # jobs.sweeps.parameters.Grid.to_dict(): the names and every point's values.
+    # sweeps.parameters.Grid.to_dict(): the names and every point's values.
     grid = models.JSONField()
     point_count = models.PositiveIntegerField()
     # Tasks Slurm runs at once (its ArrayTaskThrottle; 0: no limit but the plan's).
@@ -290,7 +290,7 @@ class Sweep(models.Model):
 
 class JobArray(models.Model):
     """One Slurm job array of a sweep: submitted exactly once, with the same claim protocol as a
-    job (jobs/sweeps/submit.py). Slurm's task id of a point is its sweep index minus `offset`,
+    job (sweeps/submit.py). Slurm's task id of a point is its sweep index minus `offset`,
     so no array needs an index of MaxArraySize or more."""
 
     class State(models.TextChoices):

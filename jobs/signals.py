@@ -9,6 +9,6 @@ from django.dispatch import Signal
 job_changed = Signal()
 
 # Sent after the transaction in which tasks of a job array ended has committed (from the mirror,
-# jobs/mirror/arrays.py), with `array_pk`: sweeps (jobs/sweeps/receivers.py) read their
+# jobs/mirror/arrays.py), with `array_pk`: sweeps (sweeps/receivers.py) read their
 # metrics then, without the mirror knowing of sweeps.
 array_tasks_ended = Signal()

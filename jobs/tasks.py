@@ -63,7 +63,7 @@ def retry_delay(attempts: int) -> int:
 
 
 def _claim(job_pk: int) -> bool:
-    # A sweep's task reaches Slurm with its array (jobs/sweeps/submit.py), never alone.
+    # A sweep's task reaches Slurm with its array (sweeps/submit.py), never alone.
     return claim(
         Job.objects.filter(pk=job_pk, state=JobState.SUBMITTING, slurm_job_id__isnull=True, array__isnull=True)
     )

@@ -2,7 +2,6 @@ from django.urls import path
 
 from jobs import file_views, views
 from jobs.api.views import log_download
-from jobs.sweeps import views as sweep_views
 
 app_name = "jobs"
 urlpatterns = [
@@ -23,11 +22,4 @@ urlpatterns = [
     path("<int:pk>/files/raw/<path:file_path>", file_views.job_file_raw, name="file_raw"),
     path("<int:pk>/share-logs", views.share_logs, name="share_logs"),
     path("templates/<int:pk>/delete", views.template_delete, name="template_delete"),
-    path("sweeps/", sweep_views.sweep_list, name="sweeps"),
-    path("sweeps/<int:pk>/", sweep_views.sweep_detail, name="sweep"),
-    path("sweeps/<int:pk>/cells.json", sweep_views.sweep_cells, name="sweep_cells"),
-    path("sweeps/<int:pk>/throttle", sweep_views.sweep_throttle, name="sweep_throttle"),
-    path("sweeps/<int:pk>/cancel", sweep_views.sweep_cancel, name="sweep_cancel"),
-    path("sweeps/<int:pk>/rerun", sweep_views.sweep_rerun, name="sweep_rerun"),
-    path("sweeps/<int:pk>/clone", sweep_views.sweep_clone, name="sweep_clone"),
 ]

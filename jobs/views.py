@@ -21,7 +21,7 @@ from jobs.costs import cost_for
 from jobs.diagnosis.reasons import explain_reason
 from jobs.drivers import drivers_by_gpu_type
 from jobs.efficiency import efficiency_for
-from jobs.forms import combination_errors, form_data_from_post, initial_from_spec
+from jobs.forms import combination_errors, form_data_from_post, initial_from_spec, sweep_form
 from jobs.live.events import job_payload
 from jobs.live.watching import watch_pending
 from jobs.logs import job_logs, job_logs_for_people
@@ -32,7 +32,6 @@ from jobs.submission import intake
 from jobs.submission.clusters import ANY, cluster_asked_by
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError, SpecPolicy, parse_job_spec
-from jobs.sweeps import forms as sweep_forms
 from plans.catalog import plan_for
 from plans.rates import NoRateCard, rates_for_plan
 from plans.spot import DAY, NIGHT
@@ -281,11 +280,11 @@ def job_new(request):
             data["group"] = request.POST["group"] or None
         values = {**values, **request.POST.dict()}
         chosen_datasets = {int(value) for value in request.POST.getlist("datasets") if value.isdigit()}
-        if request.POST.get("sweep") == "on":
-            outcome = sweep_forms.quote_or_submit(request, data, request.POST)
+        if request.POST.get("sweep") == "on" and sweep_form() is not None:
+            outcome = sweep_form()(request, data, request.POST)
             if outcome.sweep is not None:
                 messages.success(request, f"Sweep {outcome.sweep.name} accepted: {outcome.sweep.point_count} tasks.")
-                return redirect("jobs:sweep", pk=outcome.sweep.pk)
+                return redirect("sweeps:sweep", pk=outcome.sweep.pk)
             errors, sweep_context = outcome.errors, outcome.context
         else:
             if request.POST.get("keep_whole_gpu"):

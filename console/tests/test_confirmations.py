@@ -10,7 +10,7 @@ TEMPLATES = Path(settings.BASE_DIR) / "templates"
 # URL names whose POST cannot be undone (or is undone only by another deliberate act).
 CANNOT_BE_UNDONE = [
     "jobs:cancel",
-    "jobs:sweep_cancel",
+    "sweeps:sweep_cancel",
     "billing:group_plan",
     "accounts:revoke_api_token",
     "groups:revoke",

@@ -165,9 +165,9 @@ def test_the_packages_of_jobs_import_only_lower_rows_and_form_no_loop():
 
 
 def test_the_jobs_check_sees_a_loop():
-    assert _jobs_crossing("jobs.mirror.arrays", "jobs.sweeps.metrics")  # up a row
+    assert _jobs_crossing("jobs.mirror.arrays", "jobs.slurm_events.receiving")  # up a row
     assert _jobs_crossing("jobs.live.events", "jobs.submission.intake")  # beside it
-    assert not _jobs_crossing("jobs.sweeps.actions", "jobs.mirror.arrays")
+    assert not _jobs_crossing("jobs.slurm_events.receiving", "jobs.mirror.arrays")
     assert not _jobs_crossing("jobs.mirror.rows", "jobs.models")  # jobs' own modules are not in the table
 
 

@@ -7,7 +7,7 @@ from interactive.actions import session_environment
 from interactive.models import InteractiveSession
 from jobs import protocol
 from jobs.models import Job, JobArray, JobState, Sweep
-from jobs.sweeps.submit import array_directory
+from sweeps.submit import array_directory
 
 pytestmark = pytest.mark.django_db
 

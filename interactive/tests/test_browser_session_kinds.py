@@ -13,8 +13,8 @@ from interactive.tests.test_session_kinds_live import SWEEP
 from jobs import protocol
 from jobs.logs import local_log_path, read_head
 from jobs.models import UNREAD_OR_UNFINISHED, Sweep
-from jobs.sweeps import queries
 from jobs.tasks import run_sync
+from sweeps import queries
 from testing.browser import chromium_page, log_in
 from testing.servers import free_port, portal_stack
 from testing.slurm import wait_for

@@ -11,8 +11,8 @@ from conftest import subscribe
 from interactive.models import InteractiveSession
 from interactive.tests.live import SESSION, through_proxy, until_ready
 from jobs.models import UNREAD_OR_UNFINISHED, Sweep
-from jobs.sweeps import queries
 from jobs.tasks import run_sync
+from sweeps import queries
 from testing.servers import portal_stack
 from testing.slurm import wait_for
 

@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
-from jobs.api import clusters, dataset_pins, export, files, sweeps, views
+from jobs.api import clusters, dataset_pins, export, files, views
 
 
 class OptionalSlashRouter(SimpleRouter):
@@ -35,13 +35,6 @@ urlpatterns = [
     path("jobs/<int:pk>/files/", files.JobFileListView.as_view(), name="api-job-files"),
     path("jobs/<int:pk>/files/<path:file_path>", files.JobFileDownloadView.as_view(), name="api-job-file"),
     path("jobs/<int:pk>/archive", files.JobFolderArchiveView.as_view(), name="api-job-archive"),
-    path("sweeps/", sweeps.SweepListView.as_view(), name="api-sweeps"),
-    path("sweeps/<int:pk>", sweeps.SweepDetailView.as_view(), name="api-sweep"),
-    path("sweeps/<int:pk>/tasks", sweeps.SweepTasksView.as_view(), name="api-sweep-tasks"),
-    path("sweeps/<int:pk>/throttle", sweeps.SweepThrottleView.as_view(), name="api-sweep-throttle"),
-    path("sweeps/<int:pk>/rerun", sweeps.SweepRerunView.as_view(), name="api-sweep-rerun"),
-    path("sweeps/<int:pk>/cancel", sweeps.SweepCancelView.as_view(), name="api-sweep-cancel"),
-    path("sweeps/<int:pk>/clone", sweeps.SweepCloneView.as_view(), name="api-sweep-clone"),
     *router.urls,
     # Last: every other path under /api/v1/ answers as the API does (JSON), not with a page.
     re_path(r"", views.not_found),

@@ -1,4 +1,4 @@
-"""Mirroring the portal's job arrays (a sweep's, jobs/sweeps/) into their task rows.
+"""Mirroring the portal's job arrays (a sweep's, sweeps/) into their task rows.
 
 Slurm's state listing names an array's tasks "<record id>_<task id>": a task with a record of
 its own under that record's job id, every task still pending under the array's id (the

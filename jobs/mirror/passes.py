@@ -178,7 +178,7 @@ def mirror_jobs(
     # Array tasks are listed under their record's id and task id: read per array (arrays.py).
     entries = [entry for entry in listed if not entry.array_task]
     if cluster in (None, primary_cluster_name()):
-        # Sweeps' arrays are submitted to the portal's own cluster only (jobs/sweeps/submit.py).
+        # Sweeps' arrays are submitted to the portal's own cluster only (sweeps/submit.py).
         result.changed += mirror_arrays(client, [entry for entry in listed if entry.array_task])
     live = {entry.job_id: state_signature(entry.states) for entry in entries}
     full_check = memo is None or memo.due_for_full_check()

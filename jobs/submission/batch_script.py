@@ -111,7 +111,7 @@ _PYXIS = (
     ' esac; GPUPOOL_MOUNTS="$GPUPOOL_DATASET_VIEW:/data:ro,$GPUPOOL_MOUNTS"; export GPUPOOL_DATA=/data;'
     " printf '[gpupool] datasets mounted read-only at /data\\n'; fi",
 )
-# A task of a job array (a sweep's: jobs/sweeps/): its values from a table keyed by Slurm's task id
+# A task of a job array (a sweep's: sweeps/): its values from a table keyed by Slurm's task id
 # (a whole number Slurm sets; each value base64), its own directory under the array's (created by the
 # portal before the submission, where Slurm writes its logs), its index in the sweep.
 _ARRAY_HEAD = ('case "${SLURM_ARRAY_TASK_ID:-}" in',)

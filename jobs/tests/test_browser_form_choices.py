@@ -105,7 +105,7 @@ def test_a_sweep_refused_for_too_many_submissions_goes_with_one_more_press(alice
 
         refund("submit-user", str(alice.pk))  # the minute's submission is back
         submit.click()
-        page.wait_for_url(re.compile(r".*/jobs/sweeps/\d+/$"))
+        page.wait_for_url(re.compile(r".*/sweeps/\d+/$"))
         sweep = Sweep.objects.get()
         assert (sweep.name, sweep.point_count) == ("lr-sweep", 4)
         assert errors == []

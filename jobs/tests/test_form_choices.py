@@ -17,8 +17,8 @@ from cluster.clusters.registry import ClusterConfig
 from jobs.forms import combination_errors
 from jobs.models import Job, Sweep
 from jobs.submission import intake as job_intake
-from jobs.sweeps import intake as sweep_intake
 from jobs.tests.conftest import GOOD_SPEC
+from sweeps import intake as sweep_intake
 
 FURTHER = "site-b"
 

@@ -11,7 +11,7 @@ from decimal import Decimal
 from jobs.costs import RunQuote, costs_for, quote_runs
 from jobs.models import Job, JobArray, Sweep
 from jobs.submission.spec import JobSpec
-from jobs.sweeps.parameters import Grid, Value, value_text
+from sweeps.parameters import Grid, Value, value_text
 
 # What a task's row shows; the parameters come from the sweep's grid, not the row.
 TASK_FIELDS = (

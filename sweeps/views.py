@@ -20,8 +20,8 @@ from jobs.models import FINAL_STATES, Job, Sweep, state_label
 from jobs.submission import intake as job_intake
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError, job_spec_from_dict
-from jobs.sweeps import actions, queries
-from jobs.sweeps.parameters import command_shown, value_text
+from sweeps import actions, queries
+from sweeps.parameters import command_shown, value_text
 
 # The task table shows at most this many rows (filter or sort to see others); the grid shows all.
 TABLE_ROWS = 500
@@ -32,7 +32,7 @@ def sweep_list(request):
     sweeps = list(queries.own_sweeps(request.user)[:100])
     counts = {sweep.pk: queries.state_counts(sweep) for sweep in sweeps}
     rows = [(sweep, counts[sweep.pk]) for sweep in sweeps]
-    return render(request, "jobs/sweeps/list.html", {"rows": rows})
+    return render(request, "sweeps/list.html", {"rows": rows})
 
 
 def _own(request, pk: int) -> Sweep:
@@ -100,7 +100,7 @@ def sweep_detail(request, pk: int):
         # The cells' links: one reverse, not one per task (10,000 of them cost seconds).
         "jobs_base": reverse("jobs:list"),
     }
-    return render(request, "jobs/sweeps/detail.html", context)
+    return render(request, "sweeps/detail.html", context)
 
 
 def _natural(text: str):
@@ -148,7 +148,7 @@ def sweep_throttle(request, pk: int):
         )
     except actions.SweepRefused as exc:
         messages.error(request, str(exc))
-    return redirect("jobs:sweep", pk=sweep.pk)
+    return redirect("sweeps:sweep", pk=sweep.pk)
 
 
 @login_required
@@ -161,7 +161,7 @@ def sweep_cancel(request, pk: int):
         messages.success(request, "Pending tasks cancelled." if pending_only else "Every task cancelled.")
     except actions.SweepRefused as exc:
         messages.error(request, str(exc))
-    return redirect("jobs:sweep", pk=sweep.pk)
+    return redirect("sweeps:sweep", pk=sweep.pk)
 
 
 @login_required
@@ -178,7 +178,7 @@ def sweep_rerun(request, pk: int):
         messages.error(request, str(exc))
     except SpecError as exc:
         messages.error(request, exc.summary())
-    return redirect("jobs:sweep", pk=sweep.pk)
+    return redirect("sweeps:sweep", pk=sweep.pk)
 
 
 @login_required
@@ -189,13 +189,13 @@ def sweep_clone(request, pk: int):
         counted = job_intake.count_submission(request)
     except job_intake.RateLimited as exc:
         messages.error(request, str(exc))
-        return redirect("jobs:sweep", pk=sweep.pk)
+        return redirect("sweeps:sweep", pk=sweep.pk)
     try:
         clone = actions.clone_sweep(request.user, sweep)
     except (QuotaExceeded, job_actions.NotProvisioned, SpecError) as exc:
         for scope, key in counted:
             refund(scope, key)
         messages.error(request, exc.summary() if isinstance(exc, SpecError) else str(exc))
-        return redirect("jobs:sweep", pk=sweep.pk)
+        return redirect("sweeps:sweep", pk=sweep.pk)
     messages.success(request, f"Sweep {clone.name} submitted again ({clone.point_count} tasks).")
-    return redirect("jobs:sweep", pk=clone.pk)
+    return redirect("sweeps:sweep", pk=clone.pk)

@@ -64,7 +64,7 @@ def test_a_sweep_in_the_browser(alice, bob, provision, tmp_path):
         assert Sweep.objects.count() == 0
         expect(page.locator("[data-submit]")).to_have_text("Submit the sweep's 24 tasks")
         page.click("[data-submit]")
-        page.wait_for_url(re.compile(r".*/jobs/sweeps/\d+/$"))
+        page.wait_for_url(re.compile(r".*/sweeps/\d+/$"))
         sweep = Sweep.objects.get(owner=alice)
         assert (sweep.point_count, sweep.throttle) == (24, 4)
         page.evaluate("window.__marker = 'no reload'")

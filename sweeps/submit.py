@@ -34,8 +34,8 @@ from jobs.models import Job, JobArray, JobState
 from jobs.protocol import COMMENT_PREFIX, make_user_directory
 from jobs.submission.batch_script import render_batch_script
 from jobs.submission.spec import job_spec_from_dict
-from jobs.sweeps.parameters import Grid, command_for_tasks
 from jobs.tasks import claim, retry_delay
+from sweeps.parameters import Grid, command_for_tasks
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +204,12 @@ def _hold_for_retry(array_pk: int, exc: SlurmTransientError) -> int:
     return delay
 
 
-@shared_task(bind=True, max_retries=None, acks_late=True)
+# Task names are those the queue's messages carried while sweeps lived in jobs/sweeps/: a message
+# queued by the portal before an upgrade is still understood after it.
+OLD_PREFIX = "jobs.sweeps.submit."
+
+
+@shared_task(bind=True, max_retries=None, acks_late=True, name=OLD_PREFIX + "submit_sweep_array")
 def submit_sweep_array(self, array_pk: int) -> str:
     try:
         outcome = submit_array(array_pk)
@@ -240,7 +245,7 @@ def enqueue_sweep(sweep_pk: int) -> None:
     _enqueue(submit_sweep_arrays, sweep_pk, JobArray.objects.filter(sweep_id=sweep_pk))
 
 
-@shared_task(ignore_result=True)
+@shared_task(ignore_result=True, name=OLD_PREFIX + "submit_sweep_arrays")
 def submit_sweep_arrays(sweep_pk: int) -> None:
     """Submit the sweep's waiting arrays one after another; one that meets a transient failure
     (Slurm down) is handed to its own retrying task, and the ones after it wait for it."""
@@ -260,7 +265,7 @@ def submit_sweep_arrays(sweep_pk: int) -> None:
             return
 
 
-@shared_task(ignore_result=True)
+@shared_task(ignore_result=True, name=OLD_PREFIX + "reconcile_arrays")
 def reconcile_arrays() -> int:
     """Re-enqueue arrays nobody holds: their worker died, or Redis lost the task."""
     now = timezone.now()

@@ -18,8 +18,8 @@ from conftest import subscribe
 from jobs.logs import local_log_path, read_tail
 from jobs.mirror.arrays import record_array_accounting
 from jobs.models import FINAL_STATES, UNREAD_OR_UNFINISHED, Job, JobArray, Sweep
-from jobs.sweeps import queries
 from jobs.tasks import run_sync
+from sweeps import queries
 from testing.slurm import wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]

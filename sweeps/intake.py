@@ -1,5 +1,5 @@
 """The path of a new sweep, from the API and the form alike: the base job checked as any job
-(jobs.submission.spec), the parameters (jobs.sweeps.parameters), the throttle and the metric,
+(jobs.submission.spec), the parameters (sweeps.parameters), the throttle and the metric,
 counted as one submission against the rate limit."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from jobs import actions as job_actions
 from jobs.models import Sweep
 from jobs.submission.intake import count_submission
 from jobs.submission.spec import JobSpec, SpecError, SpecPolicy, parse_job_spec
-from jobs.sweeps import actions
-from jobs.sweeps.parameters import Grid, parse_parameter_lines, parse_sweep_parameters
 from plans.catalog import plan_for
+from sweeps import actions
+from sweeps.parameters import Grid, parse_parameter_lines, parse_sweep_parameters
 
 # The fields of a sweep beside the base job's.
 SWEEP_FIELDS = ("parameters", "points", "throttle", "metric", "metric_goal", "group", "reservation")

@@ -21,15 +21,15 @@ from jobs.models import Job, JobArray, Sweep
 from jobs.submission.batch_script import render_batch_script
 from jobs.submission.quota import active_gpus_by_type
 from jobs.submission.spec import GpuRequest, JobSpec, SpecError
-from jobs.sweeps import actions
-from jobs.sweeps.parameters import (
+from jobs.tests.conftest import GOOD_SPEC
+from sweeps import actions
+from sweeps.parameters import (
     Grid,
     command_for_tasks,
     command_shown,
     parse_parameter_lines,
     parse_sweep_parameters,
 )
-from jobs.tests.conftest import GOOD_SPEC
 
 PAYLOADS = Path(__file__).resolve().parents[2] / "cluster" / "tests" / "payloads"
 
@@ -459,13 +459,13 @@ def test_slurm_down_leaves_the_array_waiting_with_its_reason_and_one_retry(
 ):
     from datetime import timedelta
 
-    from jobs.sweeps.submit import reconcile_arrays, submit_sweep_arrays
+    from sweeps.submit import reconcile_arrays, submit_sweep_arrays
 
     settings.SLURMRESTD_URL = "http://127.0.0.1:9"  # the discard port: nothing listens there
     settings.SLURM_JOB_ROOT_LOCAL = tmp_path
     sweep = make_sweep(provisioned, points=3)
     retries = []
-    monkeypatch.setattr("jobs.sweeps.submit.submit_sweep_array.apply_async", lambda *a, **k: retries.append(a))
+    monkeypatch.setattr("sweeps.submit.submit_sweep_array.apply_async", lambda *a, **k: retries.append(a))
     submit_sweep_arrays.run(sweep.pk)
     array = sweep.arrays.get()
     assert array.state == JobArray.State.SUBMITTING and "(attempt 1)" in array.error, array.error
@@ -479,7 +479,7 @@ def test_slurm_down_leaves_the_array_waiting_with_its_reason_and_one_retry(
     # Its retry lost (a worker killed): once the claim runs out, the reconciler sends it again.
     JobArray.objects.filter(pk=array.pk).update(submit_claimed_until=timezone.now() - timedelta(seconds=1))
     sent = []
-    monkeypatch.setattr("jobs.sweeps.submit.submit_sweep_array.delay", sent.append)
+    monkeypatch.setattr("sweeps.submit.submit_sweep_array.delay", sent.append)
     assert reconcile_arrays.run() == 1 and sent == [array.pk]
 
 

@@ -1,6 +1,6 @@
 """Writes about sweeps: accept one, steer it (throttle, cancel), rerun points, clone it.
 Every one is checked against the plan like a job (jobs.actions.submit), audited, and hands
-Slurm work to the arrays' claim protocol (jobs/sweeps/submit.py)."""
+Slurm work to the arrays' claim protocol (sweeps/submit.py)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from jobs.models import FINAL_STATES, Job, JobArray, JobState, Sweep
 from jobs.submission.checks import WorkAsked, run_submission_checks
 from jobs.submission.quota import QuotaExceeded, check_quota
 from jobs.submission.spec import JobSpec, SpecError, SpecPolicy, job_spec_from_dict, parse_job_spec
-from jobs.sweeps.parameters import Grid
-from jobs.sweeps.submit import enqueue_sweep, task_log_paths
 from plans.catalog import PlanSnapshot, plan_for
+from sweeps.parameters import Grid
+from sweeps.submit import enqueue_sweep, task_log_paths
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""/api/v1/sweeps/: a grid of runs of one base job (jobs/sweeps/). The caller's own only: another
+"""/api/v1/sweeps/: a grid of runs of one base job (sweeps/). The caller's own only: another
 user's sweep is a 404, as a job is."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from jobs.models import Sweep
 from jobs.submission import intake as job_intake
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError, job_spec_from_dict
-from jobs.sweeps import actions, intake, queries
+from sweeps import actions, intake, queries
 
 INVALID = "The sweep is invalid."
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.dispatch import receiver
 
 from jobs.signals import array_tasks_ended
-from jobs.sweeps.metrics import collect_metrics_soon
+from sweeps.metrics import collect_metrics_soon
 
 
 @receiver(array_tasks_ended)

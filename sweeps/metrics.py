@@ -66,7 +66,8 @@ def read_task_metric(task: Job, name: str) -> float | None:
     return metric_from_output(tail.text, name)
 
 
-@shared_task(ignore_result=True)
+# The name queued messages carried while sweeps lived in jobs/sweeps/ (sweeps/submit.py says why).
+@shared_task(ignore_result=True, name="jobs.sweeps.metrics.collect_metrics")
 def collect_metrics(sweep_pk: int) -> int:
     """Read the metric of the sweep's ended tasks that have none yet. Idempotent."""
     sweep = Sweep.objects.filter(pk=sweep_pk).exclude(metric_name="").first()

@@ -12,9 +12,9 @@ from jobs.models import Sweep
 from jobs.submission import intake as job_intake
 from jobs.submission.quota import QuotaExceeded
 from jobs.submission.spec import SpecError, SpecPolicy
-from jobs.sweeps import intake, queries
-from jobs.sweeps.parameters import command_shown
 from plans.catalog import plan_for
+from sweeps import intake, queries
+from sweeps.parameters import command_shown
 
 
 @dataclass
