@@ -17,16 +17,9 @@ Starts the web process, a Celery worker and beat on a throwaway database, as `ma
 
 import os
 import re
-import socket
 import time
 
 from _common import bench_database, make_user, options, percentile, retire_user
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _container_launch(job) -> float:
@@ -71,7 +64,7 @@ def main():
 
     from cluster.clusters.services import rest_client
     from interactive.models import InteractiveSession
-    from testing.servers import CHROMIUM_ARGS, CHROMIUM_PATH, portal_stack
+    from testing.servers import CHROMIUM_ARGS, CHROMIUM_PATH, free_port, portal_stack
     from testing.slurm import wait_for_state
 
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -81,7 +74,7 @@ def main():
         user.save()
         # Made before Playwright starts: queries under its sync API run on a connection of their own.
         board = _board_job(user) if args.kind == "tensorboard" else None
-        port = _free_port()
+        port = free_port()
         totals, slurm_parts, server_parts, rest = [], [], [], []
         try:
             with (

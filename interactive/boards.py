@@ -16,21 +16,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from cluster.clusters.registry import primary_cluster_name
+from groups.queries import row_id
 from jobs import protocol
 from jobs.models import Job, JobArray, Sweep
 from sweeps.submit import array_directory
 
 BOARD_FIELDS = ("board_job", "board_sweep")
-
-
-def _owned_id(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value > 0 else None
-    if isinstance(value, str) and value.isdigit() and len(value) < 19:
-        return int(value) or None
-    return None
 
 
 def board_sources(owner, data: Mapping[str, Any], *, needs_board: bool) -> tuple[Job | None, Sweep | None, dict]:
@@ -43,7 +34,7 @@ def board_sources(owner, data: Mapping[str, Any], *, needs_board: bool) -> tuple
         message = "Choose the job or the sweep the board shows (one of them)."
         return None, None, {"board_job": [message]}
     field, value = next(iter(given.items()))
-    pk = _owned_id(value)
+    pk = row_id(value)  # the API refused a non-number before; the form sends digits
     if field == "board_job":
         job = Job.objects.filter(pk=pk, owner=owner, array__isnull=True).first() if pk else None
         if job is None:

@@ -12,30 +12,18 @@ to ask (VS Code, TensorBoard), and for every app a page opened.
   4.139: a workbench left alone for 80 s sent no Regular message; typing in its terminal, 648.
 
 Each is noted on the session's row (`browser_input_at`), by a conditional UPDATE that never moves
-the moment back, at most once every NOTE_SECONDS per socket.
+the moment back, at most once every NOTE_SECONDS per socket (interactive/terminal_activity.py).
 """
 
 from __future__ import annotations
 
-import time
-from datetime import datetime
-
-from django.db.models import Q
 from django.utils import timezone
 
-from foundation.async_db import PROXY_DB
-from interactive.models import InteractiveSession
+from interactive.terminal_activity import SocketWatch, note_moment
 
-NOTE_SECONDS = 15.0
 VSCODE_HEADER_BYTES = 13
 VSCODE_REGULAR = 1
-
-
-@PROXY_DB
-def _note(session_id: int, at: datetime) -> None:
-    InteractiveSession.objects.filter(
-        Q(browser_input_at__isnull=True) | Q(browser_input_at__lt=at), pk=session_id
-    ).update(browser_input_at=at)
+FIELD = "browser_input_at"
 
 
 def is_navigation(headers) -> bool:
@@ -44,7 +32,7 @@ def is_navigation(headers) -> bool:
 
 
 async def note_navigation(session_id: int) -> None:
-    await _note(session_id, timezone.now())
+    await note_moment(session_id, FIELD, timezone.now())
 
 
 def is_vscode_request(data) -> bool:
@@ -52,19 +40,8 @@ def is_vscode_request(data) -> bool:
     return isinstance(data, bytes | bytearray) and len(data) >= VSCODE_HEADER_BYTES and data[0] == VSCODE_REGULAR
 
 
-class VsCodeWatch:
-    """One VS Code socket's notes: `seen(data, from_browser)` for every message; returns the note to
-    await (None when nothing is due), so the bridge awaits a database write at most every NOTE_SECONDS."""
+class VsCodeWatch(SocketWatch):
+    """A VS Code socket: the workbench's requests from the browser, never its heartbeat."""
 
-    def __init__(self, session_id: int):
-        self.session_id = session_id
-        self._last = -NOTE_SECONDS
-
-    def seen(self, data, from_browser: bool):
-        if not from_browser or not is_vscode_request(data):
-            return None
-        now = time.monotonic()
-        if now - self._last < NOTE_SECONDS:
-            return None
-        self._last = now
-        return _note(self.session_id, timezone.now())
+    def field_for(self, data, from_browser: bool) -> str | None:
+        return FIELD if from_browser and is_vscode_request(data) else None

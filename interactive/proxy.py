@@ -35,7 +35,7 @@ from interactive.browser_activity import VsCodeWatch, is_navigation, note_naviga
 from interactive.events import session_payload
 from interactive.models import InteractiveSession
 from interactive.proxy_decisions import DecisionCache, RequestBudget
-from interactive.terminal_activity import TerminalWatch, is_terminal_socket
+from interactive.terminal_activity import SocketWatch, TerminalWatch, is_terminal_socket
 
 log = logging.getLogger(__name__)
 
@@ -391,7 +391,7 @@ class SessionProxy:
         await _bridge(receive, send, upstream, first=leaving, watch=_watch_for(scope, decision))
 
 
-def _watch_for(scope, decision: access.Decision) -> TerminalWatch | VsCodeWatch | None:
+def _watch_for(scope, decision: access.Decision) -> SocketWatch | None:
     """What the idle culling learns from a socket: a JupyterLab terminal's, or VS Code's."""
     if is_terminal_socket(scope.get("path", "")):
         return TerminalWatch(decision.session_id)
@@ -400,9 +400,7 @@ def _watch_for(scope, decision: access.Decision) -> TerminalWatch | VsCodeWatch 
     return None
 
 
-async def _bridge(
-    receive, send, upstream, *, first: asyncio.Future, watch: TerminalWatch | VsCodeWatch | None = None
-) -> None:
+async def _bridge(receive, send, upstream, *, first: asyncio.Future, watch: SocketWatch | None = None) -> None:
     """Message for message both ways until either side closes. `first`: the browser's next
     message, already asked for while the server's handshake was awaited. `watch`: a socket whose
     use is noted for the idle culling (a terminal's keystrokes and output, VS Code's requests)."""

@@ -41,28 +41,41 @@ def kind_of(data: str | bytes | None) -> str | None:
 
 
 @PROXY_DB
-def _note(session_id: int, field: str, at: datetime) -> None:
-    # Conditional: a slower writer never moves the moment back.
+def note_moment(session_id: int, field: str, at: datetime) -> None:
+    """`field` of the session's row set to `at`, conditionally: a slower writer never moves the
+    moment back. Also what interactive/browser_activity.py writes."""
     InteractiveSession.objects.filter(
         Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__lt": at}), pk=session_id
     ).update(**{field: at})
 
 
-class TerminalWatch:
-    """One terminal socket's notes: `seen(message, from_browser)` for every message either way; returns the note to
-    await (None when nothing is due), so the bridge awaits a database write at most every NOTE_SECONDS."""
+class SocketWatch:
+    """One socket's notes for the idle culling: `seen(message, from_browser)` for every message
+    either way; returns the note to await (None when nothing is due), so the bridge awaits a
+    database write at most every NOTE_SECONDS per field."""
 
     def __init__(self, session_id: int):
         self.session_id = session_id
         self._last: dict[str, float] = {}
 
-    def seen(self, data, from_browser: bool | None = None):
-        # terminado says which way a message goes in the message itself.
-        kind = kind_of(data)
-        if kind is None:
+    def seen(self, data, from_browser: bool):
+        field = self.field_for(data, from_browser)
+        if field is None:
             return None
         now = time.monotonic()
-        if now - self._last.get(kind, -NOTE_SECONDS) < NOTE_SECONDS:
+        if now - self._last.get(field, -NOTE_SECONDS) < NOTE_SECONDS:
             return None
-        self._last[kind] = now
-        return _note(self.session_id, _FIELDS[kind], timezone.now())
+        self._last[field] = now
+        return note_moment(self.session_id, field, timezone.now())
+
+    def field_for(self, data, from_browser: bool) -> str | None:
+        raise NotImplementedError
+
+
+class TerminalWatch(SocketWatch):
+    """A terminal's keystrokes and output."""
+
+    def field_for(self, data, from_browser: bool) -> str | None:
+        # terminado says which way a message goes in the message itself.
+        kind = kind_of(data)
+        return _FIELDS[kind] if kind is not None else None
